@@ -116,6 +116,8 @@ class Incident:
     truncated: bool = False  # the end of the traceback is missing
     truncated_top: bool = False  # the start (header, first frames) is missing
     signals: list[Line] = field(default_factory=list)  # non-traceback evidence lines
+    signal_names: list[str] = field(default_factory=list)  # signals.SIGNALS names, in order
+    captures: dict[str, str] = field(default_factory=dict)  # named groups of the signal lines
     launch_index: int = 0
     after_ready: bool = False  # the launch had announced ready before this failure
 

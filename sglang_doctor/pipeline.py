@@ -1,0 +1,279 @@
+"""Wires the stages: bytes -> lines -> incidents -> diagnoses -> remediations -> events.
+
+``StreamPipeline`` is used by every mode: ``explain`` feeds a file's blocks, pipe mode
+feeds standard input as it arrives, ``watch`` feeds what the follower delivers and ``run``
+feeds the child's output.  Each call returns the CONTRACT.md events it completed, as
+dicts; an ``incident`` event carries the ``model.Diagnosis`` under ``"_diagnosis"``
+(keys starting with ``_`` are never printed).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from sglang_doctor import incidents as incidents_mod
+from sglang_doctor import signals
+from sglang_doctor.model import Diagnosis, Incident, Launch, Line
+from sglang_doctor.scanner import Scanner
+from sglang_doctor.tracebacks import sglang_frames
+
+BLOCK = 8 << 20
+
+
+class InputError(Exception):
+    """A file or stream that cannot be read; the message is one line for the user."""
+
+
+class StreamPipeline:
+    def __init__(
+        self,
+        ruleset: Any = None,
+        *,
+        command: list[str] | None = None,
+        version: str | None = None,
+        hardware: Any = None,
+        model_config: dict | None = None,
+        keep_raw: bool = False,
+        fast: bool = True,
+        remediate: bool = True,
+    ):
+        self.ruleset = ruleset
+        self.command = command
+        self.version = version
+        self.hardware = hardware
+        self.model_config = model_config
+        self.remediate = remediate
+        extra: tuple[signals.Signal, ...] = ()
+        literals = set(incidents_mod.TRIGGER_LITERALS)
+        if ruleset is not None and hasattr(ruleset, "line_literals"):
+            rule_literals = tuple(sorted(ruleset.line_literals()))
+            literals |= set(rule_literals)
+            if rule_literals:
+                extra = tuple(
+                    signals.extra_signal(f"rule_literal:{lit}", (lit,), _escape(lit)) for lit in rule_literals
+                )
+        self.assembler = incidents_mod.Assembler(extra_signals=extra)
+        self._events: list[dict] = []
+        self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast)
+        self.incident_count = 0
+        self.started = time.monotonic()
+        self.warnings: list[str] = []
+
+    # -- feeding -----------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[dict]:
+        self.scanner.feed(data)
+        return self._take()
+
+    def flush_idle(self) -> list[dict]:
+        """Complete what is open after an idle gap (the partial last line stays pending)."""
+        self._convert(self.assembler.flush())
+        return self._take()
+
+    def finish(self) -> list[dict]:
+        self.scanner.finish()
+        self._convert(self.assembler.flush())
+        return self._take()
+
+    def reset(self, reason: str) -> list[dict]:
+        """The source was truncated or replaced: close what is open, keep counting lines."""
+        self.scanner.finish()
+        self._convert(self.assembler.flush())
+        return self._take()
+
+    @property
+    def launches(self) -> list[Launch]:
+        return [launch for launch in self.assembler.launches if launch.line is not None or launch.milestones]
+
+    @property
+    def lines_seen(self) -> int:
+        return self.scanner.lines_seen
+
+    def summary(self) -> dict:
+        return {"event": "summary", "incidents": self.incident_count, "launches": len(self.launches),
+                "lines": self.lines_seen}
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _on_line(self, line: Line) -> None:
+        self._convert(self.assembler.feed(line))
+
+    def _take(self) -> list[dict]:
+        out, self._events = self._events, []
+        return out
+
+    def _convert(self, events: list[incidents_mod.Event]) -> None:
+        for ev in events:
+            if ev.kind == "launch":
+                self._events.append(incidents_mod.launch_json(ev.launch))
+            elif ev.kind == "milestone":
+                ms = ev.milestone
+                out = {"event": "milestone", "line": ms.line, "name": ms.name, "launch": ev.launch.index}
+                if ms.rank:
+                    out["rank"] = ms.rank
+                out.update(ms.figures)
+                self._events.append(out)
+            elif ev.kind == "ready":
+                self._events.append({"event": "ready", "line": ev.line, "launch": ev.launch.index,
+                                     "seconds": round(time.monotonic() - self.started, 3)})
+            elif ev.kind == "incident":
+                diagnosis = self.diagnose(ev.incident, ev.launch)
+                self.incident_count += 1
+                out = diagnosis.to_json()
+                out["_diagnosis"] = diagnosis
+                self._events.append(out)
+
+    def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
+        if self.ruleset is not None:
+            diagnosis = self.ruleset.diagnose(incident, launch)
+        else:
+            diagnosis = unknown_diagnosis(incident, launch)
+        diagnosis.launch = launch
+        if self.remediate and self.ruleset is not None:
+            self._add_remediation(diagnosis)
+        return diagnosis
+
+    def _add_remediation(self, diagnosis: Diagnosis) -> None:
+        try:
+            from sglang_doctor import remedies, flags
+        except ImportError:
+            return
+        try:
+            version, _source = flags.resolve_version(diagnosis.launch.sglang_version if diagnosis.launch else None,
+                                                    None, self.version)
+            catalog = flags.load_catalog(version)
+            diagnosis.remediation = remedies.remediate(
+                diagnosis, command=self.command, version=version, catalog=catalog,
+                hardware=self.hardware, model_config=self.model_config,
+            )
+        except Exception as exc:  # a remedy must never take the diagnosis down with it
+            self.warnings.append(f"remediation failed for {diagnosis.rule}: {type(exc).__name__}: {exc}")
+
+
+def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
+    """What is said of an incident no rule knows."""
+    from sglang_doctor.milestones import phase_after
+
+    exc = incident.exception
+    if exc is not None:
+        title = f"{exc.type}: {exc.message.splitlines()[0] if exc.message else ''}".strip().rstrip(":")
+    elif incident.signals:
+        title = incident.signals[0].text.strip()[:200]
+    else:
+        title = "A failure with no exception line"
+    deepest = sglang_frames(incident.frames)
+    where = ""
+    if deepest:
+        f = deepest[-1]
+        where = f" The deepest SGLang frame is {f.function} ({f.file.split('/sglang/')[-1]}:{f.line})."
+    phase = "serving" if incident.after_ready else "unknown"
+    if launch is not None and not incident.after_ready:
+        last = None
+        for ms in launch.milestones:
+            if ms.line < incident.first_line:
+                last = ms.name
+        phase = phase_after(last) if (launch.line is not None or launch.milestones) else "unknown"
+    return Diagnosis(
+        incident=incident,
+        rule="unknown",
+        category="runtime.crash" if incident.after_ready else "other",
+        phase=phase,
+        title=title,
+        explanation=f"No rule knew this failure.{where}",
+        confidence=0.2,
+        launch=launch,
+    )
+
+
+def _escape(literal: str) -> str:
+    import re
+
+    return re.escape(literal)
+
+
+# -- sources ---------------------------------------------------------------------------
+
+
+def open_log(path: str | os.PathLike) -> Iterator[bytes]:
+    """Blocks of a log file (gzip read transparently); InputError with one line on failure."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise InputError(f"{p}: is a directory")
+        fh = open(p, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied") from None
+    except InputError:
+        raise
+    except OSError as exc:
+        raise InputError(f"{p}: cannot open: {exc.strerror or exc}") from None
+    return _blocks(fh, p)
+
+
+def _blocks(fh, p: Path) -> Iterator[bytes]:
+    with fh:
+        try:
+            head = fh.read(2)
+            if head == b"\x1f\x8b":
+                fh.seek(0)
+                yield from _gzip_blocks(fh, p)
+                return
+            if head:
+                yield head
+            while True:
+                block = fh.read(BLOCK)
+                if not block:
+                    return
+                yield block
+        except OSError as exc:
+            raise InputError(f"{p}: read failed: {exc.strerror or exc}") from None
+
+
+def _gzip_blocks(fh, p: Path) -> Iterator[bytes]:
+    try:
+        with gzip.GzipFile(fileobj=fh) as gz:
+            while True:
+                block = gz.read(BLOCK)
+                if not block:
+                    return
+                yield block
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{p}: not a readable gzip file: {exc}") from None
+
+
+def decode_utf16(first: bytes) -> str | None:
+    """Name of the UTF-16 flavour when the data starts with its byte-order mark."""
+    if first.startswith(b"\xff\xfe"):
+        return "utf-16-le"
+    if first.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    return None
+
+
+def read_incidents(path: str | os.PathLike, ruleset: Any = None) -> tuple[list[Launch], list[Incident]]:
+    """Every launch and incident of a finished log file (no rules needed)."""
+    pipe = StreamPipeline(ruleset, remediate=False)
+    found: list[Incident] = []
+    for block in open_log(path):
+        for ev in pipe.feed(block):
+            if ev["event"] == "incident":
+                found.append(ev["_diagnosis"].incident)
+    for ev in pipe.finish():
+        if ev["event"] == "incident":
+            found.append(ev["_diagnosis"].incident)
+    return pipe.assembler.launches, found
+
+
+def diagnose_file(path: str | os.PathLike, ruleset: Any = None, **kwargs) -> list[Diagnosis]:
+    pipe = StreamPipeline(ruleset, **kwargs)
+    out: list[Diagnosis] = []
+    for block in open_log(path):
+        out += [ev["_diagnosis"] for ev in pipe.feed(block) if ev["event"] == "incident"]
+    out += [ev["_diagnosis"] for ev in pipe.finish() if ev["event"] == "incident"]
+    return out

@@ -1,0 +1,149 @@
+"""Parse SGLang's configuration dump.
+
+0.5.9 logs ``server_args=ServerArgs(model_path='/m', ..., forward_hooks=None)`` (a dataclass
+repr); newer versions log ``server_args={'model_path': '/m', ...}`` (a dict repr).  Values that
+are not Python literals (``LoRARef(...)``, ``<function ...>``) are kept as their raw source
+text.  A dump cut off mid-line (by ``tail``, a terminal, or a crash) still yields every field
+before the cut.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+MARKER = "server_args="
+
+
+class DumpError(ValueError):
+    """The text is not a server_args dump."""
+
+
+def find_dump(message: str) -> str | None:
+    """The text after ``server_args=`` when the message is a dump, else None."""
+    idx = message.find(MARKER)
+    if idx < 0:
+        return None
+    rest = message[idx + len(MARKER):]
+    if rest.startswith("ServerArgs(") or rest.startswith("{"):
+        return rest
+    return None
+
+
+def parse_dump(text: str) -> tuple[dict[str, Any], str]:
+    """(fields, form) for the text after ``server_args=``; form is "dataclass" or "dict"."""
+    text = text.strip()
+    if text.startswith("ServerArgs("):
+        return _parse_fields(text[len("ServerArgs("):], dict_form=False), "dataclass"
+    if text.startswith("{"):
+        try:
+            value = ast.literal_eval(text)
+            if isinstance(value, dict):
+                return {str(k): v for k, v in value.items()}, "dict"
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+        return _parse_fields(text[1:], dict_form=True), "dict"
+    raise DumpError("not a server_args dump")
+
+
+def _parse_fields(body: str, *, dict_form: bool) -> dict[str, Any]:
+    """Split ``k=v, k=v`` (or ``'k': v, ...``) at top-level commas, tolerating a cut end."""
+    fields: dict[str, Any] = {}
+    for item in _split_top_level(body):
+        item = item.strip()
+        if not item:
+            continue
+        if dict_form:
+            key_src, sep, value_src = _split_key(item, ":")
+            if not sep:
+                continue
+            try:
+                key = ast.literal_eval(key_src.strip())
+            except (ValueError, SyntaxError):
+                continue
+            if not isinstance(key, str):
+                continue
+        else:
+            key, sep, value_src = _split_key(item, "=")
+            key = key.strip()
+            if not sep or not key.isidentifier():
+                continue
+        fields[key] = _value(value_src.strip())
+    return fields
+
+
+def _split_key(item: str, sep: str) -> tuple[str, str, str]:
+    if sep == ":":
+        # a quoted key may itself contain ':'; find the first ':' outside quotes
+        quote = None
+        for i, ch in enumerate(item):
+            if quote:
+                if ch == quote:
+                    quote = None
+            elif ch in "'\"":
+                quote = ch
+            elif ch == ":":
+                return item[:i], ":", item[i + 1:]
+        return item, "", ""
+    return item.partition(sep)
+
+
+def _value(src: str) -> Any:
+    try:
+        return ast.literal_eval(src)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return _RawValue(src)
+
+
+class _RawValue(str):
+    """A value that was not a Python literal, kept as its source text."""
+
+    __slots__ = ()
+
+
+def is_raw(value: Any) -> bool:
+    return isinstance(value, _RawValue)
+
+
+def _split_top_level(body: str):
+    """Yield the items of a comma-separated list, respecting brackets and quotes.
+
+    The closing bracket of the whole dump ends the list; a cut-off last item (no closing
+    bracket, unterminated quote) is dropped, since its value is unknown.
+    """
+    depth = 0
+    quote: str | None = None
+    escape = False
+    start = 0
+    i = 0
+    n = len(body)
+    while i < n:
+        ch = body[i]
+        if quote:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                yield body[start:i]
+                return
+            depth -= 1
+        elif ch == "," and depth == 0:
+            yield body[start:i]
+            start = i + 1
+        elif ch == "<" and depth == 0:
+            # <function f at 0x...>: skip to the matching '>'
+            end = body.find(">", i)
+            if end < 0:
+                return
+            i = end
+        i += 1
+    # cut off: the text ended before the closing bracket; the last item is incomplete
+    return

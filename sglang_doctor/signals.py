@@ -1,0 +1,87 @@
+"""Failure evidence that is not a Python traceback, and the lines that end a failure.
+
+Each signal has a name, the literals one of which must be in the line (a cheap prefilter
+and a trigger for the block scanner), a regex, and a role:
+
+- ``evidence``: a failure line of its own (OOM kill, NCCL WARN, ``Killed``, CUDA error, a C++
+  terminate, a faulthandler dump); it starts an incident or joins the open one.
+- ``terminal``: the parent's reaction to a failed child (``Received sigquit ...``); it joins
+  the open incident and completes it, or is an incident of its own when nothing is open.
+- ``stop``: the operator stopped the server on purpose (``SIGTERM received``); what follows
+  in that launch (``crashed with exit code -15``, ``SIGQUIT received``) is not an incident.
+- ``benign``: looks like a failure but is an operator stop (exit code -15 / -2 / 0).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str
+    literals: tuple[str, ...]
+    regex: re.Pattern
+    role: str
+
+
+def _s(name: str, literals: tuple[str, ...], rx: str, role: str, flags: int = 0) -> Signal:
+    return Signal(name, literals, re.compile(rx, flags), role)
+
+
+# Order matters: the first signal whose literal and regex match a line wins.
+SIGNALS: tuple[Signal, ...] = (
+    _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
+       r"SIGTERM received|Received (?:SIGTERM|sigterm)", "stop"),
+    _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
+       r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
+    _s("sigquit_launch", ("Received sigquit",), r"Received sigquit from a child process", "terminal"),
+    _s("sigquit_running", ("SIGQUIT received",), r"SIGQUIT received\. signum=.*one child failed", "terminal"),
+    _s("subprocess_crashed", ("crashed with exit code",),
+       r"Subprocess (?P<process>\S+) \(pid=(?P<pid>\d+)\) crashed with exit code (?P<exit_code>-?\d+)", "evidence"),
+    _s("scheduler_died", ("scheduler died during initialization",),
+       r"Rank (?P<rank>\d+) scheduler died during initialization \(exit code: (?P<exit_code>-?\d+)\)", "terminal"),
+    _s("scheduler_dead", ("scheduler is dead",), r"Rank (?P<rank>\d+) scheduler is dead", "evidence"),
+    _s("exit_code", ("Exit code:", "exit code", "exit status", "rc="),
+       r"^(?:Exit code: (?P<exit_code>-?\d+)|rc=(?P<rc>\d+)\s*$|.*\bexit(?:ed with)? (?:code|status)[ :=]+(?P<status>-?\d+))",
+       "evidence"),
+    _s("oom_killer", ("Out of memory", "oom-kill", "oom_reaper", "invoked oom-killer"),
+       r"Out of memory: Killed process (?P<pid>\d+)|oom-kill:|oom_reaper:|invoked oom-killer", "evidence"),
+    _s("killed", ("Killed",), r"^(?:\[\d+\][+-]?\s+)?Killed\b|\bKilled\s+(?:python|nohup|sglang)", "evidence"),
+    _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?P<nccl_message>.*)", "evidence"),
+    _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
+       r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),
+    _s("cuda_error", ("CUDA error:",), r"CUDA error: (?P<cuda_message>.*)", "evidence"),
+    _s("cpp_terminate", ("terminate called",), r"terminate called (?:after throwing an instance of '(?P<cpp_type>[^']+)'|without an active exception)", "evidence"),
+    _s("faulthandler", ("Fatal Python error",), r"Fatal Python error: (?P<fatal>.*)", "evidence"),
+    _s("uvicorn_error", ("ERROR:",), r"^ERROR: {1,6}(?P<uvicorn_message>.*(?:Errno|error|Error).*)", "evidence"),
+    _s("watchdog_timeout", ("watchdog timeout",), r"Scheduler watchdog timeout", "evidence"),
+    _s("health_check_failed", ("Health check failed",), r"Health check failed", "evidence"),
+    _s("init_failed", ("Initialization failed",), r"Initialization failed\.", "evidence"),
+    _s("argparse_error", (": error: ",),
+       r"^(?P<prog>[\w./-]+(?: serve)?): error: (?P<argparse_message>.+)$", "evidence"),
+    _s("port_in_use", ("Port is already in use", "is already in use", "is not available in"),
+       r"Port is already in use|is already in use\. When running|is not available in \d+ seconds", "evidence"),
+)
+
+LITERALS: tuple[str, ...] = tuple(sorted({lit for s in SIGNALS for lit in s.literals}))
+
+
+def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
+    """The signal a record's message is, with its named captures, or None."""
+    for sig in SIGNALS:
+        for lit in sig.literals:
+            if lit in message:
+                break
+        else:
+            continue
+        m = sig.regex.search(message)
+        if m:
+            return sig, {k: v for k, v in m.groupdict().items() if v is not None}
+    return None
+
+
+def extra_signal(name: str, literals: tuple[str, ...], regex: str) -> Signal:
+    """A signal contributed by a rule's ``line``/``literal`` match (see rules_engine)."""
+    return Signal(name, literals, re.compile(regex), "evidence")

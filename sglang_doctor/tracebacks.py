@@ -1,0 +1,237 @@
+"""Python tracebacks as they appear in logs: where they start, what continues them, what
+they say.
+
+``TracebackBuilder`` is fed one line at a time and answers whether the line continues the
+traceback; it knows frames, source lines, caret lines, ``[Previous line repeated N more
+times]``, chained exceptions ("During handling of the above exception ..." and "The above
+exception was the direct cause ..."), exception groups (``|`` and ``+-`` decorations),
+multi-line exception messages, frames whose indentation was lost in copying, and
+tracebacks cut off at the top (no header) or at the bottom (no exception line).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from sglang_doctor.model import ExceptionInfo, Frame
+
+HEADER = "Traceback (most recent call last):"
+CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]*)", line (?P<line>\d+),?(?: in (?P<func>.+?))?\s*$')
+_CARET = re.compile(r"^\s*[\^~]+\s*$")
+_REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
+_GROUP_DECOR = re.compile(r"^(?:\s*\|\s?)+")
+_GROUP_SEPARATOR = re.compile(r"^\s*\+[-+]*(?:\s*(?:\d+|\.\.\.)\s*-*)?\s*$|^\s*\|?\s*\+-+\s*(?:\d+|\.\.\.)?\s*-*\s*$")
+# An exception line: a (dotted) type name, optionally ": message".
+_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::(?: (?P<msg>.*))?)?$")
+_EXC_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Group", "Fault", "Iteration", "Abort")
+
+
+def strip_group_decor(text: str) -> str:
+    """``  | ValueError: x`` inside an exception group -> ``ValueError: x``."""
+    if "|" in text[:12]:
+        return _GROUP_DECOR.sub("", text, count=1)
+    return text
+
+
+def header_position(text: str) -> int:
+    return text.find(HEADER)
+
+
+def is_frame(text: str) -> bool:
+    return "File \"" in text and _FRAME.match(strip_group_decor(text)) is not None
+
+
+def parse_frame(text: str) -> Frame | None:
+    m = _FRAME.match(strip_group_decor(text))
+    if not m:
+        return None
+    return Frame(file=m.group("file"), line=int(m.group("line")), function=(m.group("func") or "?").strip())
+
+
+def strict_exception(text: str) -> ExceptionInfo | None:
+    """An exception line that needs no context to be recognised (type name looks like one)."""
+    m = _EXC.match(text)
+    if not m:
+        return None
+    etype = m.group("type")
+    last = etype.rsplit(".", 1)[-1]
+    if not (last.endswith(_EXC_SUFFIXES) or last in ("KeyboardInterrupt", "StopIteration", "SystemExit")):
+        return None
+    return ExceptionInfo(etype, m.group("msg") or "")
+
+
+def loose_exception(text: str) -> ExceptionInfo:
+    """A column-0 line where Python puts the exception; take it as one whatever it says."""
+    m = _EXC.match(text)
+    if m and m.group("type") and (m.group("msg") is not None or ":" not in text):
+        return ExceptionInfo(m.group("type"), m.group("msg") or "")
+    etype, sep, msg = text.partition(": ")
+    if sep and " " not in etype.strip():
+        return ExceptionInfo(etype.strip(), msg)
+    return ExceptionInfo("", text.strip())
+
+
+@dataclass
+class TracebackPart:
+    """One traceback of a chain: its frames and its exception."""
+
+    frames: list[Frame] = field(default_factory=list)
+    exception: ExceptionInfo | None = None
+
+
+class TracebackBuilder:
+    """Follows one traceback record line by line.
+
+    ``offer(text)`` returns how many of the held lines plus this one now belong to the
+    traceback (>= 1), or 0 when the line does not continue it; lines it holds back (blank
+    lines that may precede a chained part) are either taken in with a later line or, when
+    the traceback turns out to have ended, given back by ``release()``.
+    """
+
+    def __init__(self, first_text: str, *, headless: bool = False):
+        self.parts: list[TracebackPart] = [TracebackPart()]
+        self.truncated_top = headless
+        self.state = "frames"  # frames | message
+        self._held = 0  # blank lines held back
+        self._prev_frame_indented: bool | None = None  # None: previous line was not a frame
+        self._msg_lines: list[str] = []
+        self._after_marker = False
+        if headless:
+            self._frame_line(first_text)
+
+    # -- public ----------------------------------------------------------------------
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "message"
+
+    @property
+    def held(self) -> int:
+        return self._held
+
+    def offer(self, raw_text: str) -> int:
+        text = strip_group_decor(raw_text)
+        if not text.strip():
+            if _GROUP_DECOR.match(raw_text) and self.state == "frames":
+                return self._take()  # an empty "  |" line inside a group
+            self._held += 1
+            return 0
+        if _GROUP_SEPARATOR.match(raw_text):
+            return self._take()
+        if HEADER in text:
+            if self.state == "message" and not self._after_marker:
+                return 0  # a new traceback, not a chained part
+            self._after_marker = False
+            self._finish_message()
+            if self.parts[-1].frames or self.parts[-1].exception:
+                self.parts.append(TracebackPart())
+            self.state = "frames"
+            self._prev_frame_indented = None
+            return self._take()
+        if text.strip() in CHAIN_MARKERS:
+            self._after_marker = True
+            self._finish_message()
+            self.state = "frames"
+            self._prev_frame_indented = None
+            return self._take()
+        if self.state == "frames":
+            return self._in_frames(text)
+        return self._in_message(text)
+
+    def release(self) -> int:
+        """Blank lines held back that turned out not to belong; resets the count."""
+        held, self._held = self._held, 0
+        return held
+
+    def finish(self) -> None:
+        self._finish_message()
+
+    @property
+    def frames(self) -> list[Frame]:
+        return [f for part in self.parts for f in part.frames]
+
+    @property
+    def chain(self) -> list[ExceptionInfo]:
+        return [p.exception for p in self.parts if p.exception is not None]
+
+    # -- states ----------------------------------------------------------------------
+
+    def _take(self) -> int:
+        n = self._held + 1
+        self._held = 0
+        return n
+
+    def _in_frames(self, text: str) -> int:
+        if is_frame(text):
+            self._frame_line(text)
+            return self._take()
+        if _CARET.match(text) or _REPEATED.match(text):
+            return self._take()
+        indented = text[:1] in (" ", "\t")
+        if self._held and not self.parts[-1].frames and not indented:
+            return 0  # "Traceback ..." then blank lines then unrelated text
+        if indented:
+            self._source_line(text)
+            return self._take()
+        if self._prev_frame_indented is False:
+            # a frame copied without indentation: its source line is at column 0 too,
+            # unless the line is unmistakably an exception
+            exc = strict_exception(text.strip())
+            if exc is None:
+                self._source_line(text)
+                return self._take()
+            return self._exception(exc)
+        if not self.parts[-1].frames and not self.truncated_top and len(self.parts) == 1:
+            exc = strict_exception(text.strip())
+            if exc is None:
+                return 0
+            return self._exception(exc)
+        return self._exception(loose_exception(text.strip()))
+
+    def _in_message(self, text: str) -> int:
+        if self._held:
+            return 0  # a blank line ended the exception message
+        if is_frame(text):
+            return 0
+        self._msg_lines.append(text)
+        return self._take()
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _frame_line(self, text: str) -> None:
+        frame = parse_frame(text)
+        if frame is not None:
+            self.parts[-1].frames.append(frame)
+            self._prev_frame_indented = text[:1] in (" ", "\t") or strip_group_decor(text) != text
+        self.state = "frames"
+
+    def _source_line(self, text: str) -> None:
+        part = self.parts[-1]
+        if part.frames and part.frames[-1].source is None:
+            part.frames[-1].source = text.strip()
+        self._prev_frame_indented = None
+
+    def _exception(self, exc: ExceptionInfo) -> int:
+        self.parts[-1].exception = exc
+        self._msg_lines = []
+        self.state = "message"
+        self._prev_frame_indented = None
+        return self._take()
+
+    def _finish_message(self) -> None:
+        part = self.parts[-1]
+        if part.exception is not None and self._msg_lines:
+            extra = "\n".join(self._msg_lines)
+            msg = part.exception.message
+            part.exception = ExceptionInfo(part.exception.type, f"{msg}\n{extra}" if msg else extra)
+            self._msg_lines = []
+
+
+def sglang_frames(frames: list[Frame]) -> list[Frame]:
+    return [f for f in frames if "/sglang/" in f.file.replace("\\", "/")]
