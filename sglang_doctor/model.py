@@ -144,6 +144,7 @@ class Remediation:
     needs_human: bool = False  # no flag change can fix it (upgrade, free the GPU, ...)
     plan: dict[str, Any] | None = None
     remedy: str | None = None  # the name of the remedy that produced it
+    target: dict[str, Any] | None = None  # the SGLang version the flags were checked against
 
     def is_empty(self) -> bool:
         return not (self.set or self.unset or self.env)
@@ -165,6 +166,8 @@ class Remediation:
             out["plan"] = self.plan
         if self.remedy is not None:
             out["remedy"] = self.remedy
+        if self.target is not None:
+            out["target"] = self.target
         return out
 
 

@@ -139,19 +139,43 @@ class StreamPipeline:
 
     def _add_remediation(self, diagnosis: Diagnosis) -> None:
         try:
-            from sglang_doctor import remedies, flags
+            from sglang_doctor import flags, remedies
         except ImportError:
             return
         try:
-            version, _source = flags.resolve_version(diagnosis.launch.sglang_version if diagnosis.launch else None,
-                                                    None, self.version)
+            launch = diagnosis.launch
+            log_version = launch.sglang_version if launch else None
+            version, source = flags.resolve_version(log_version, self.version)
+            if source == "newest catalogue" and launch is not None and launch.version_hint:
+                # the log's style says which generation wrote it (sglang-notes §1.6)
+                version = launch.version_hint.split("-")[0]
+                source = "log style"
             catalog = flags.load_catalog(version)
             diagnosis.remediation = remedies.remediate(
-                diagnosis, command=self.command, version=version, catalog=catalog,
-                hardware=self.hardware, model_config=self.model_config,
+                diagnosis, command=self.command, version=catalog.version, catalog=catalog,
+                hardware=self.hardware, model_config=self._model_config_for(launch), warnings=self.warnings,
             )
+            if diagnosis.remediation is not None:
+                diagnosis.remediation.target = {"sglang_version": catalog.version, "version_source": source,
+                                                "flags_from": catalog.source}
         except Exception as exc:  # a remedy must never take the diagnosis down with it
             self.warnings.append(f"remediation failed for {diagnosis.rule}: {type(exc).__name__}: {exc}")
+
+    def _model_config_for(self, launch: Launch | None) -> dict | None:
+        """--model-config, else the config.json at the dump's model_path when readable."""
+        if self.model_config is not None:
+            return self.model_config
+        model_path = (launch.server_args.get("model_path") if launch else None) or None
+        if not isinstance(model_path, str):
+            return None
+        import json
+
+        try:
+            with open(os.path.join(model_path, "config.json"), encoding="utf-8") as fh:
+                value = json.load(fh)
+            return value if isinstance(value, dict) else None
+        except (OSError, ValueError):
+            return None
 
 
 def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
