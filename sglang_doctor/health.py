@@ -1,0 +1,67 @@
+"""The HTTP health check of a launched server (sglang-notes §5).
+
+``GET /health`` answers 503 while SGLang warms up and 200 once a 1-token generation came
+back.  The check runs locally with urllib, or, when the server runs behind ``--via``
+(``ssh host pct exec 129 --``), through the same prefix with curl on the far side.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+
+@dataclass
+class HealthResult:
+    ok: bool
+    status: int | None  # the HTTP status, None when nothing answered
+    detail: str
+
+
+def url_for(host: str | None, port: int | None) -> str:
+    host = host or "127.0.0.1"
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port or 30000}/health"
+
+
+def check_once(url: str, via: list[str] | None = None, timeout: float = 25.0) -> HealthResult:
+    if via:
+        return _check_via(url, via, timeout)
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout) as resp:
+            return HealthResult(resp.status == 200, resp.status, f"HTTP {resp.status}")
+    except urllib.error.HTTPError as exc:
+        return HealthResult(False, exc.code, f"HTTP {exc.code}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return HealthResult(False, None, f"no answer ({reason})")
+
+
+def _check_via(url: str, via: list[str], timeout: float) -> HealthResult:
+    argv = [*via, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", str(int(timeout)), url]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return HealthResult(False, None, f"health check through {via[0]} failed ({exc})")
+    code = out.stdout.strip()
+    status = int(code) if code.isdigit() and code != "000" else None
+    return HealthResult(status == 200, status, f"HTTP {code}" if status else "no answer")
+
+
+def wait_healthy(url: str, *, deadline_s: float, via: list[str] | None = None, interval: float = 1.0,
+                 alive=lambda: True) -> HealthResult:
+    """Poll until 200, the deadline, or ``alive()`` turns false (the server died meanwhile)."""
+    end = time.monotonic() + deadline_s
+    last = HealthResult(False, None, "not checked")
+    while time.monotonic() < end and alive():
+        last = check_once(url, via, timeout=min(25.0, max(1.0, end - time.monotonic())))
+        if last.ok:
+            return last
+        time.sleep(interval)
+    return last
