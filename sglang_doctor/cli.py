@@ -69,12 +69,10 @@ def load_hardware(name: str):
         from sglang_doctor import hardware
     except ImportError:
         return None
-    if name == "auto":
-        return hardware.detect_gpus() or hardware.get_profile("a6000x2")
     try:
         return hardware.get_profile(name)
-    except hardware.UnknownProfileError as exc:
-        raise InputError(str(exc)) from None
+    except ValueError as exc:
+        raise InputError(str(exc).splitlines()[0]) from None
 
 
 def load_model_config(path: str | None) -> dict | None:
@@ -143,15 +141,16 @@ def _explain_event(reporter: Reporter, ev: dict) -> None:
 
 
 def _explain_history(path: str, reporter: Reporter) -> None:
+    from sglang_doctor import history
+
     try:
-        from sglang_doctor import supervisor
-    except ImportError:
-        raise InputError(f"{path}: reading an attempts history needs the run module") from None
-    try:
-        history = supervisor.load_history(path)
+        doc = history.load(path)
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not a readable attempts history ({exc})") from None
-    reporter.message(supervisor.render_history(history))
+    if reporter.format == "json":
+        reporter.event({"event": "history", **doc})
+    else:
+        reporter.message(history.render(doc))
 
 
 @main.command("-")
