@@ -1,0 +1,174 @@
+"""GPU profiles: how much memory each GPU has and what its kernels can do.
+
+The planner needs two memory figures per GPU:
+
+* ``total_gb`` — the capacity SGLang's default rules look at.  SGLang reads it with
+  ``nvidia-smi --query-gpu=memory.total`` (MiB, min over the visible GPUs) in
+  ``get_device_memory_capacity`` (0.5.9 srt/utils/common.py:1724-1755), so ``total_mib``
+  below is what those rules compare against their 20/35/60/90/160 GiB thresholds.
+* ``usable_gb`` — what ``torch.cuda.mem_get_info`` reports free on an idle GPU (the CUDA
+  context already subtracted).  The log's ``Load weight begin. avail mem=`` is this figure
+  minus NCCL / custom all-reduce buffers.
+
+Capabilities matter for remedies: SM86 (A6000, 3090) has no FP8 tensor cores and FA3 needs
+SM90, so e.g. ``--kv-cache-dtype fp8_e4m3`` or ``--attention-backend fa3`` are not offered there.
+
+``auto`` reads the real GPUs through NVML (nvidia-ml-py) or torch, imported only when asked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+DEFAULT_PROFILE = "a6000x2"
+
+
+@dataclass(frozen=True)
+class GPUProfile:
+    name: str  # "a6000x2"
+    gpu_name: str  # "NVIDIA RTX A6000"
+    count: int  # 2
+    total_gb: float  # per GPU, GiB as torch / nvidia-smi report it
+    usable_gb: float  # free on an idle GPU (torch.cuda.mem_get_info)
+    compute_capability: tuple[int, int]  # (8, 6)
+    nvlink: bool
+    fp8: bool  # FP8 tensor cores (SM89+)
+    fa3: bool  # FlashAttention 3 (SM90)
+
+    @property
+    def total_mib(self) -> int:
+        """The capacity SGLang's default rules use (nvidia-smi memory.total, MiB)."""
+        return int(round(self.total_gb * 1024))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "gpu_name": self.gpu_name, "count": self.count,
+            "total_gb": self.total_gb, "usable_gb": self.usable_gb,
+            "compute_capability": list(self.compute_capability), "nvlink": self.nvlink,
+            "fp8": self.fp8, "fa3": self.fa3,
+        }
+
+
+# One GPU of each kind; count variants come from an "xN" suffix.  total_gb is the vendor's
+# nvidia-smi memory.total in MiB / 1024 (A6000: 49140 MiB, L40S: 46068 MiB, H100 SXM: 81559 MiB).
+# usable_gb: about 0.5 GiB less (the CUDA context), as measured in the seed log: A6000 pre-load
+# free 46.79 GiB after 0.63 GiB of distributed init.
+_BASE: dict[str, GPUProfile] = {
+    "a6000": GPUProfile("a6000", "NVIDIA RTX A6000", 1, 47.99, 47.5, (8, 6), False, False, False),
+    "a100-40": GPUProfile("a100-40", "NVIDIA A100-SXM4-40GB", 1, 40.0, 39.4, (8, 0), True, False, False),
+    "a100-80": GPUProfile("a100-80", "NVIDIA A100-SXM4-80GB", 1, 80.0, 79.2, (8, 0), True, False, False),
+    "h100-80": GPUProfile("h100-80", "NVIDIA H100 80GB HBM3", 1, 79.65, 79.1, (9, 0), True, True, True),
+    "l40s": GPUProfile("l40s", "NVIDIA L40S", 1, 44.99, 44.4, (8, 9), False, True, False),
+    "rtx3090": GPUProfile("rtx3090", "NVIDIA GeForce RTX 3090", 1, 24.0, 23.5, (8, 6), False, False, False),
+    "rtx4090": GPUProfile("rtx4090", "NVIDIA GeForce RTX 4090", 1, 23.99, 23.5, (8, 9), False, True, False),
+}
+_ALIASES = {
+    "rtx-a6000": "a6000", "a100": "a100-80", "a100-40gb": "a100-40", "a100-80gb": "a100-80",
+    "h100": "h100-80", "3090": "rtx3090", "4090": "rtx4090", "l40": "l40s",
+}
+_COUNT = re.compile(r"^(?P<base>.+?)x(?P<n>\d+)$")
+
+
+def profile_names() -> list[str]:
+    """Names accepted by get_profile (each also takes an xN count suffix, e.g. h100-80x8)."""
+    return ["a6000x2", *sorted(_BASE), "auto"]
+
+
+def get_profile(name: str) -> GPUProfile:
+    """The named profile; "auto" reads this machine's GPUs.  ValueError when unknown."""
+    key = (name or DEFAULT_PROFILE).strip().lower()
+    if key == "auto":
+        return detect()
+    count = 1
+    m = _COUNT.match(key)
+    if m and (m.group("base") in _BASE or m.group("base") in _ALIASES):
+        key, count = m.group("base"), int(m.group("n"))
+    key = _ALIASES.get(key, key)
+    if key not in _BASE or count < 1:
+        raise ValueError(f"unknown GPU profile {name!r}; known: {', '.join(profile_names())} (add xN for N GPUs)")
+    base = _BASE[key]
+    return replace(base, name=key if count == 1 else f"{key}x{count}", count=count)
+
+
+def _capabilities(cc: tuple[int, int]) -> tuple[bool, bool]:
+    """(fp8, fa3) for a compute capability: FP8 tensor cores from SM89, FA3 on SM90 only."""
+    return cc >= (8, 9), cc[0] == 9
+
+
+def detect() -> GPUProfile:
+    """This machine's GPUs via NVML, else torch.  ValueError when neither sees a GPU."""
+    for reader in (_detect_nvml, _detect_torch):
+        try:
+            found = reader()
+        except Exception:  # noqa: BLE001 - a missing/broken driver just means "try the next"
+            found = None
+        if found is not None:
+            return found
+    raise ValueError("--gpus auto: no GPU found (neither NVML nor torch sees one); name a profile instead")
+
+
+def _detect_nvml() -> GPUProfile | None:
+    import pynvml  # nvidia-ml-py, optional
+
+    pynvml.nvmlInit()
+    try:
+        n = pynvml.nvmlDeviceGetCount()
+        if n == 0:
+            return None
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+        name = pynvml.nvmlDeviceGetName(handles[0])
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        totals = [pynvml.nvmlDeviceGetMemoryInfo(h).total for h in handles]
+        frees = [pynvml.nvmlDeviceGetMemoryInfo(h).free for h in handles]
+        cc = tuple(pynvml.nvmlDeviceGetCudaComputeCapability(handles[0]))
+        nvlink = False
+        try:
+            nvlink = bool(pynvml.nvmlDeviceGetNvLinkState(handles[0], 0))
+        except Exception:  # noqa: BLE001 - no NVLink support on this GPU
+            nvlink = False
+    finally:
+        pynvml.nvmlShutdown()
+    fp8, fa3 = _capabilities(cc)  # type: ignore[arg-type]
+    # SGLang takes the minimum over all GPUs (get_device_memory_capacity)
+    return GPUProfile("auto", name, n, round(min(totals) / 2**30, 2), round(min(frees) / 2**30, 2),
+                      cc, nvlink, fp8, fa3)  # type: ignore[arg-type]
+
+
+def _detect_torch() -> GPUProfile | None:
+    import torch  # optional, only for --gpus auto
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        return None
+    n = torch.cuda.device_count()
+    props = torch.cuda.get_device_properties(0)
+    free = min(torch.cuda.mem_get_info(i)[0] for i in range(n))
+    total = min(torch.cuda.get_device_properties(i).total_memory for i in range(n))
+    cc = (props.major, props.minor)
+    fp8, fa3 = _capabilities(cc)
+    return GPUProfile("auto", props.name, n, round(total / 2**30, 2), round(free / 2**30, 2), cc, False, fp8, fa3)
+
+
+# CUDA context an idle process holds before SGLang's own "Init ... begin" (about 0.5 GiB).
+_CUDA_CONTEXT_GB = 0.5
+
+
+def from_log(launch) -> GPUProfile | None:
+    """A profile from a launch's own memory figures, when the log has them.
+
+    ``Load weight begin. avail mem=`` is free memory after distributed init; adding back the
+    init's ``mem usage`` gives what an idle GPU had free.  The GPU model and its capabilities
+    are not in the log, so they are left unknown ((0, 0), no FP8/FA3/NVLink claimed).
+    """
+    begin = launch.milestone("load_weights_begin") if launch is not None else None
+    if begin is None or "avail_mem_gb" not in begin.figures:
+        return None
+    pre = float(begin.figures["avail_mem_gb"])
+    init = launch.milestone("distributed_end") or launch.milestone("memory_baseline")
+    init_gb = float(init.figures.get("mem_usage_gb", 0.0)) if init is not None else 0.0
+    args = launch.server_args or {}
+    count = int(args.get("tp_size") or 1) * int(args.get("pp_size") or 1)
+    usable = round(pre + max(init_gb, 0.0), 2)
+    return GPUProfile("from-log", "unknown (from the log's avail mem figures)", count,
+                      round(usable + _CUDA_CONTEXT_GB, 2), usable, (0, 0), False, False, False)
