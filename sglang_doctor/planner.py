@@ -243,9 +243,15 @@ def _vision_params(v: dict) -> float:
     return depth * block + patch + int(v.get("num_position_embeddings") or 0) * h + merger * (1 + deepstack)
 
 
-def weights_gb(s: ModelShape, tp: int = 1, dtype_bytes: float | None = None) -> float:
-    """Target-model weights on one GPU, GiB (MTP/NEXTN draft layers excluded; see draft_weights_gb)."""
+def weights_gb(s: ModelShape, tp: int = 1, dtype_bytes: float | None = None, attn_tp: int | None = None) -> float:
+    """Target-model weights on one GPU, GiB (MTP/NEXTN draft layers excluded; see draft_weights_gb).
+
+    Everything is split by TP except norms; under DP attention the attention layers and the
+    vocabulary embedding/head are split only over the attention-TP group (attn_tp = tp / dp),
+    which the real log of sglang PR #17392 confirms (Qwen3-30B-A3B, tp=dp=4: 16.39 GiB/rank).
+    """
     wb = s.weight_bytes if dtype_bytes is None else dtype_bytes
+    atp = tp if attn_tp is None else attn_tp
     pattern = s.text.get("hybrid_override_pattern")
     linear = 0.0
     for i in range(s.layers):
@@ -254,14 +260,14 @@ def weights_gb(s: ModelShape, tp: int = 1, dtype_bytes: float | None = None) -> 
             if kind == "M":
                 linear += _linear_params(s, tp)
             elif kind == "*":
-                linear += _attention_params(s, tp)
+                linear += _attention_params(s, atp)
             else:
                 linear += _mlp_params(s, tp, i, kind)
             continue
         is_full = s.linear is None or _is_full_layer(s, i)
-        linear += _attention_params(s, tp) if is_full else _linear_params(s, tp)
+        linear += _attention_params(s, atp) if is_full else _linear_params(s, atp)
         linear += _mlp_params(s, tp, i)
-    embed = s.vocab * s.hidden / tp * (1 if s.tie_embeddings else 2)
+    embed = s.vocab * s.hidden / atp * (1 if s.tie_embeddings else 2)
     norms = (2 * s.layers + 1) * s.hidden
     vision = _vision_params(s.vision) / tp
     return (linear * wb + (embed + norms + vision) * 2) / GIB
@@ -589,7 +595,7 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     sources["pre"] = "log" if pre is not None else "profile"
     if pre is None:
         pre = hw.usable_gb - (_INIT_GB_MULTI if tp_pp > 1 else _INIT_GB_SINGLE)
-    w_est = weights_gb(s, st.tp) / st.pp
+    w_est = weights_gb(s, st.tp, attn_tp=st.attn_tp) / st.pp
     weights = obs.get("weights_gb")
     avail = obs.get("avail_mem_after_weights_gb")
     if weights is None and avail is not None:
