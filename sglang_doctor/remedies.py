@@ -386,7 +386,7 @@ def plan_memory(ctx: Context, params: dict) -> list[Remediation] | None:
             spec = ctx.catalog.spec(flag)
             if spec is not None:
                 server_args[spec.dest] = _typed(spec, value)
-    observed = observed_figures(ctx.diagnosis)
+    observed = planner.observed_from_launch(ctx.diagnosis.launch) if ctx.diagnosis.launch else {}
     current = planner.plan(ctx.model_config, ctx.hardware, server_args, ctx.version, observed)
     out = []
     for cand in planner.search(ctx.model_config, ctx.hardware, server_args, ctx.version, observed):
@@ -404,7 +404,9 @@ def plan_memory(ctx: Context, params: dict) -> list[Remediation] | None:
         gave = f" (had to give: {'; '.join(cand.gave_up)})" if cand.gave_up else ""
         note = (f"{current.failing or 'the pools'} did not fit: planned headroom "
                 f"{cand.plan.headroom_gb:.1f} GB per GPU{gave}")
-        out.append(Remediation(set=sets, note=note, tradeoff=cand.tradeoff, plan=cand.plan.to_json()))
+        budget = cand.plan.to_json()
+        budget["current"] = current.to_json()  # the launch that failed, for the explanation
+        out.append(Remediation(set=sets, note=note, tradeoff=cand.tradeoff, plan=budget))
     return out or None
 
 
@@ -415,36 +417,6 @@ def _typed(spec: Any, value: Any) -> Any:
     if number is None:
         return value
     return int(number) if spec.type == "int" else number
-
-
-# milestone figure -> the planner's name for it, and how several ranks' figures combine
-# (SGLang sizes the pools from the rank with the least memory: min of avail, max of usage).
-OBSERVED = {
-    ("load_weights_begin", "avail_mem_gb"): ("avail_mem_before_weights_gb", min),
-    ("load_weights_end", "avail_mem_gb"): ("avail_mem_after_weights_gb", min),
-    ("load_weights_end", "mem_usage_gb"): ("weights_gb", max),
-    ("kv_cache", "tokens"): ("kv_tokens", min),
-    ("max_total_num_tokens", "max_total_num_tokens"): ("max_total_num_tokens", min),
-    ("max_total_num_tokens", "max_running_requests"): ("max_running_requests", min),
-    ("mamba_cache", "max_mamba_cache_size"): ("max_mamba_cache_size", min),
-    ("memory_pool_end", "avail_mem_gb"): ("avail_mem_after_pools_gb", min),
-}
-
-
-def observed_figures(diagnosis: Diagnosis) -> dict[str, Any]:
-    """The memory figures the log itself gave for this launch, under the planner's names."""
-    launch = diagnosis.launch
-    if launch is None:
-        return {}
-    out: dict[str, Any] = {}
-    for ms in launch.milestones:
-        for key, value in ms.figures.items():
-            target = OBSERVED.get((ms.name, key))
-            if target is None or not isinstance(value, (int, float)):
-                continue
-            name, combine = target
-            out[name] = combine(out[name], value) if name in out else value
-    return out
 
 
 # -- running a rule's list --------------------------------------------------------------------

@@ -152,11 +152,12 @@ def _remediation_lines(rem: dict | None) -> list[str]:
         trade = f"  -- {alt['tradeoff']}" if alt.get("tradeoff") else ""
         out.append(f"  alternative {i}: {text}{trade}")
     plan = rem.get("plan")
-    if isinstance(plan, dict) and plan.get("rows"):
-        out.append("memory budget per GPU:")
-        for row in plan["rows"]:
-            if isinstance(row, dict):
-                out.append(f"  {row.get('name', ''):<34} {row.get('gib', ''):>8}  {row.get('how', '')}")
+    if isinstance(plan, dict) and plan.get("per_gpu_gb"):
+        out.append("planned memory budget per GPU (GB):")
+        for row in plan["per_gpu_gb"]:
+            out.append(f"  {row.get('name', ''):<40} {row.get('gb', 0):>8.2f}")
+        out.append(f"  {'headroom':<40} {plan.get('headroom_gb', 0):>8.2f}"
+                   + ("" if plan.get("fits") else "   DOES NOT FIT"))
     return out
 
 
