@@ -278,13 +278,18 @@ class Scanner:
         return self._big
 
     def _skip(self, buf: bytes, lo: int, hi: int) -> None:
-        """Count the lines in buf[lo:hi] (whole lines) and remember the last record start."""
-        count = buf.count(b"\n", lo, hi)
+        """Count the lines in buf[lo:hi] (whole lines) and remember the last record start.
+
+        The newline count is the one full pass over skipped bytes besides the literal
+        search, so it is done once: up to the record start, then the few lines after it."""
         found = _last_record_start(buf, lo, hi)
-        if found is not None:
-            s, e = found
-            self._record = (self.number + buf.count(b"\n", lo, s), buf[s:e])
-        self.number += count
+        if found is None:
+            self.number += buf.count(b"\n", lo, hi)
+            return
+        s, e = found
+        self.number += buf.count(b"\n", lo, s)
+        self._record = (self.number, buf[s:e])
+        self.number += buf.count(b"\n", s, hi)
 
 
 def _is_record_start(raw: bytes) -> bool:
