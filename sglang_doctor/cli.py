@@ -53,7 +53,18 @@ def common_options(f):
     return f
 
 
+_RULESETS: dict[tuple, object] = {}
+
+
 def load_ruleset(rule_dirs) -> object | None:
+    """The rule pack plus ``--rules`` directories, loaded once per process."""
+    key = tuple(rule_dirs)
+    if key not in _RULESETS:
+        _RULESETS[key] = _load_ruleset(rule_dirs)
+    return _RULESETS[key]
+
+
+def _load_ruleset(rule_dirs) -> object | None:
     try:
         from sglang_doctor import rules_engine
     except ImportError:

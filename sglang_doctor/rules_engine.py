@@ -95,12 +95,77 @@ def builtin_rules_dir() -> Path:
     return Path(str(resources.files("sglang_doctor.rules")))
 
 
+# -- the parsed-pack cache ---------------------------------------------------------------
+# Parsing YAML costs ~0.3 s for the shipped pack, which would dominate start-up.  The parsed,
+# validated rules are pickled under the user's cache directory, keyed on every rule file's
+# path, size and mtime and on this module's own file: any edit re-parses.  A cache that
+# cannot be read or written is ignored (read-only home, concurrent writers).
+
+def _cache_file(dirs: list[Path]) -> Path | None:
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        me = Path(__file__).stat()
+        h.update(f"{__file__}:{me.st_size}:{me.st_mtime_ns}".encode())
+        for d in dirs:
+            h.update(f"dir:{d.resolve()}".encode())
+            for path in sorted(d.glob("*.y*ml")):
+                st = path.stat()
+                h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    except OSError:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sglang-doctor" / f"rules-{h.hexdigest()[:24]}.pickle"
+
+
+def _cache_get(dirs: list[Path]) -> list[Rule] | None:
+    if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
+        return None
+    path = _cache_file(dirs)
+    if path is None:
+        return None
+    import pickle
+
+    try:
+        with open(path, "rb") as fh:
+            rules = pickle.load(fh)
+        return rules if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules) else None
+    except Exception:  # a missing, stale or corrupt cache just means parsing again
+        return None
+
+
+def _cache_put(dirs: list[Path], rules: list[Rule]) -> None:
+    if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
+        return
+    path = _cache_file(dirs)
+    if path is None:
+        return
+    import pickle
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(rules, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except Exception:
+        try:
+            os.unlink(tmp)
+        except Exception:
+            pass
+
+
 def user_rules_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "sglang-doctor" / "rules"
 
 
-class _LineLoader(yaml.SafeLoader):
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
+
+
+class _LineLoader(_BaseLoader):
     """Records the line of every mapping, so errors can say file:line."""
 
 
@@ -334,6 +399,9 @@ class RuleSet:
         if user and user_rules_dir().is_dir():
             dirs.append(user_rules_dir())
         dirs += [Path(d) for d in extra_dirs]
+        cached = _cache_get(dirs)
+        if cached is not None:
+            return cls(cached)
         problems: list[str] = []
         by_id: dict[str, Rule] = {}
         for d in dirs:
@@ -351,7 +419,9 @@ class RuleSet:
                     by_id[rule.id] = rule
         if problems:
             raise RuleLoadError(problems)
-        return cls(list(by_id.values()))
+        rules = list(by_id.values())
+        _cache_put(dirs, rules)
+        return cls(rules)
 
     def get(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
