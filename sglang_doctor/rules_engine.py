@@ -34,7 +34,8 @@ RULE_KEYS = {
     "remedy", "examples", "counter_examples", "references", "doc",
 }
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
-MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready"}
+MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
+              "truncated"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -68,6 +69,7 @@ class Rule:
     literals: tuple[str, ...] = ()
     context: dict[str, Any] = field(default_factory=dict)
     after_ready: bool | None = None
+    truncated: bool | None = None  # match only incidents whose end is (not) missing
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     counter_examples: list[str] = field(default_factory=list)
@@ -78,7 +80,8 @@ class Rule:
     @property
     def conditions(self) -> int:
         return sum(bool(x) for x in (self.kind, self.exceptions, self.message, self.frames_any, self.frames_all,
-                                     self.frames_sequence, self.line_rx, self.context)) + (self.after_ready is not None)
+                                     self.frames_sequence, self.line_rx, self.context)) + (self.after_ready is not None) + (
+            self.truncated is not None)
 
     @property
     def frames_only(self) -> bool:
@@ -333,6 +336,11 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
         rule.context = {k: v for k, v in context.items() if k != "__line__"}
     if "after_ready" in match:
         rule.after_ready = bool(match["after_ready"])
+    if "truncated" in match:
+        if not isinstance(match["truncated"], bool):
+            bad("match.truncated must be true or false")
+        else:
+            rule.truncated = match["truncated"]
     if not rule.conditions:
         bad("match has no condition")
 
@@ -384,10 +392,16 @@ class RuleSet:
         self.warnings: list[str] = []
         self._by_exception: dict[str, list[Rule]] = {}
         self._general: list[Rule] = []
+        # Rules keyed on a line regex are only tried on incidents that hold one of their
+        # literals, so adding such rules does not add per-incident regex work.
+        self._by_literal: dict[str, list[Rule]] = {}
         for rule in self.rules:
             if rule.exceptions and not rule.in_chain:
                 for name in rule.exceptions:
                     self._by_exception.setdefault(name.rsplit(".", 1)[-1], []).append(rule)
+            elif rule.line_rx is not None and rule.literals:
+                for lit in rule.literals:
+                    self._by_literal.setdefault(lit, []).append(rule)
             else:
                 self._general.append(rule)
 
@@ -434,6 +448,15 @@ class RuleSet:
         out = list(self._general)
         for name in names:
             out += self._by_exception.get(name, [])
+        if self._by_literal:
+            text = "\n".join(line.text for line in incident.lines)
+            seen = set()
+            for lit, rules in self._by_literal.items():
+                if lit in text:
+                    for rule in rules:
+                        if rule.id not in seen:
+                            seen.add(rule.id)
+                            out.append(rule)
         return out
 
     def match(self, rule: Rule, incident: Incident, launch: Launch | None) -> dict[str, str] | None:
@@ -442,6 +465,8 @@ class RuleSet:
         if rule.kind and rule.kind != incident.kind:
             return None
         if rule.after_ready is not None and rule.after_ready != incident.after_ready:
+            return None
+        if rule.truncated is not None and rule.truncated != bool(incident.truncated or incident.truncated_top):
             return None
         exc = incident.exception
         chain = incident.chain if rule.in_chain else ([exc] if exc else [])
