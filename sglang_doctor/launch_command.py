@@ -16,8 +16,16 @@ DEFAULT_PROGRAM = ["python", "-m", "sglang.launch_server"]
 
 # Fields SGLang fills in at start-up from other fields or at random: pinning them in a
 # rebuilt command would change nothing or change something on purpose left open.
-_DERIVED_WHEN_EQUAL_TO_MODEL_PATH = ("tokenizer_path", "served_model_name")
-_NEVER_PINNED = ("random_seed",)
+_DERIVED_WHEN_EQUAL_TO_MODEL_PATH = ("tokenizer_path", "served_model_name", "speculative_draft_model_path")
+# Filled in by ServerArgs.__post_init__ (0.5.9 and 0.5.23 server_args.py) from the platform
+# or from other fields when left unset; they carry no user intent, and pinning them would
+# make the rebuilt command long and tie it to one machine.
+_NEVER_PINNED = (
+    "random_seed", "device", "sampling_backend", "grammar_backend", "page_size", "load_balance_method",
+    "file_storage_path", "encoder_transfer_backend", "expert_distribution_recorder_buffer_size",
+    "hicache_ratio", "hicache_mem_layout", "hicache_storage_prefetch_policy", "speculative_moe_runner_backend",
+    "swa_full_tokens_ratio", "cuda_graph_bs", "cuda_graph_bs_decode", "cuda_graph_config",
+)
 # Shown first in a rebuilt command; the rest follow in alphabetical order of their flags.
 _FIRST = ("model_path", "tp_size", "dp_size", "pp_size", "ep_size")
 
@@ -141,6 +149,7 @@ def from_server_args(server_args: dict[str, Any], catalog: Any, program: list[st
     launch that failed, which is what a remediation changes.
     """
     defaults = catalog.defaults()
+    field_defaults = catalog.field_defaults() if hasattr(catalog, "field_defaults") else {}
     model_path = server_args.get("model_path")
     chosen: list[tuple[str, Any]] = []
     for dest, value in server_args.items():
@@ -149,7 +158,9 @@ def from_server_args(server_args: dict[str, Any], catalog: Any, program: list[st
             continue
         if dest in _DERIVED_WHEN_EQUAL_TO_MODEL_PATH and value == model_path:
             continue
-        if _same(value, defaults.get(dest)):
+        if isinstance(value, (list, tuple, dict)) and not value:
+            continue
+        if _same(value, defaults.get(dest)) or (dest in field_defaults and _same(value, field_defaults[dest])):
             continue
         if not spec.takes_value:
             # store_true flags appear when True; a store_false flag appears when False.
