@@ -51,7 +51,7 @@ def no_process_left():
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    assert not left, f"stand-in processes left behind: {left}"
+    assert not left, f"stand-in processes left behind: {[(p, open(f'/proc/{p}/cmdline', 'rb').read()) for p in left if os.path.exists(f'/proc/{p}')]}"
 
 
 def free_port() -> int:

@@ -40,16 +40,19 @@ def log(message: str, rank: str | None = None) -> None:
     sys.stdout.flush()
 
 
-def scheduler_child() -> None:
-    """Sleeps like a scheduler; exits when its parent dies unless told to linger."""
+def scheduler_child(parent: int) -> None:
+    """Sleeps like a scheduler; exits when its parent dies unless told to linger.
+
+    ``parent`` comes from the command line: a child that starts after its parent already
+    died must still notice (reading getppid() at start would give the reaper's pid).
+    """
     linger = os.environ.get("STANDIN_LINGER") == "1"
     if linger:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    parent = os.getppid()
     while True:
-        time.sleep(0.1)
         if not linger and os.getppid() != parent:
             os._exit(0)  # SGLang's kill_itself_when_parent_died
+        time.sleep(0.1)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -100,7 +103,7 @@ def weights_leave_no_memory(mfs: float, minimum: float) -> None:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--standin-role=scheduler"]:
-        scheduler_child()
+        scheduler_child(int(argv[1]))
         return 0
     args = parse_args(argv)
     mfs = args.mem_fraction_static if args.mem_fraction_static is not None else 0.716
@@ -108,7 +111,8 @@ def main(argv: list[str]) -> int:
             "host": args.host, "port": args.port, "mem_fraction_static": mfs, "tp_size": args.tp_size,
             "context_length": args.context_length, "device": args.device or "cuda"}
     log(f"server_args={dump!r}")
-    scheduler = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--standin-role=scheduler"])
+    scheduler = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--standin-role=scheduler",
+                                  str(os.getpid())])
     stopping = threading.Event()
 
     def on_sigterm(signum, frame):
