@@ -1,5 +1,6 @@
 """Property tests: the fast scanner loses nothing the reference reader would see."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -119,3 +120,32 @@ def test_arbitrary_bytes_never_raise_and_count_lines(data, chunks):
 def test_scanner_byte_by_byte_equals_one_read(seed_full):
     data = seed_full.read_bytes()
     assert fast(data, [1] * len(data))[0] == fast(data, [])[0]
+
+
+ENGINE_MODULES = {"find": None, "aho-corasick": "ahocorasick_rs", "hyperscan": "hyperscan"}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_MODULES))
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(log=logs(), chunks=st.lists(st.integers(1, 200), max_size=30))
+def test_every_search_engine_equals_the_reference(engine, log, chunks, monkeypatch):
+    """Each multi-literal engine, forced on every block however small, sees the same lines."""
+    if ENGINE_MODULES[engine]:
+        pytest.importorskip(ENGINE_MODULES[engine])
+    from sglang_doctor import scanner as scanner_mod
+
+    monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
+    lines, _tracebacks, noise = log
+    data = ("\n".join(lines) + "\n").encode() + noise
+    pipe = StreamPipeline()
+    pipe.scanner._engine = engine
+    events, pos = [], 0
+    for size in chunks:
+        events += pipe.feed(data[pos:pos + size])
+        pos += size
+    events += pipe.feed(data[pos:]) + pipe.finish()
+    got = [("incident", e["_diagnosis"].incident.first_line, e["_diagnosis"].incident.last_line,
+            e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
+           for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
+    assert got == reference(data)[0]
