@@ -250,6 +250,12 @@ class FlagSpec:
     action: str = "store"           # "store", "store_true", "boolean_optional", "help", ...
     help: str = ""                  # first line of the parser's help
 
+    @property
+    def deprecated(self) -> bool:
+        """SGLang registers a deprecated flag with its own Deprecated* action class
+        (0.5.23's `--disable-cuda-graph`, `--enable-dp-attention`): avoid emitting it."""
+        return self.action.startswith("Deprecated")
+
 
 def _field_name(option: str) -> str:
     return option.lstrip("-").replace("-", "_")
