@@ -29,6 +29,8 @@ _SIGNAL_CONTINUATION = re.compile(
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
+# what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
+_AFTERMATH = ("killed", "exit_code")
 
 TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
@@ -82,6 +84,7 @@ class Assembler:
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
+        self._went_down = False  # the current launch's parent reacted to a failed child
 
     # -- public ------------------------------------------------------------------------
 
@@ -238,6 +241,12 @@ class Assembler:
         if self._stopping and sig.name == "subprocess_crashed":
             self._record = _Record(ranks, "normal")
             return
+        if self._went_down and self._group is None and sig.name in _AFTERMATH:
+            # SGLang kills its own process tree after "Received sigquit" (0.5.9 with
+            # include_parent=True): the shell's "Killed" / exit 137 that follows is the
+            # end of the incident already reported, not a new failure.
+            self._record = _Record(ranks, "normal")
+            return
         self._open_group(events)
         group = self._group
         group.lines.append(line)
@@ -249,6 +258,7 @@ class Assembler:
         self._record = _Record(ranks, "signal")
         if sig.role == "terminal":
             self._close_group(events)
+            self._went_down = True
             self._record = _Record(ranks, "normal")
 
     # -- groups ------------------------------------------------------------------------
@@ -324,6 +334,7 @@ class Assembler:
         launch.server_args_form = form
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
         self._stopping = False
+        self._went_down = False
         events.append(Event("launch", launch, line=line.number))
 
 

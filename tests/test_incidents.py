@@ -157,3 +157,17 @@ def test_milestones_and_launch_events(seed_full):
     assert kinds.count("launch") == 2 and kinds.count("incident") == 2
     loads = [e for e in events if e["event"] == "milestone" and e["name"] == "load_weights_end"]
     assert loads[0]["mem_usage_gb"] == 26.22 and loads[0]["rank"] == "TP0"
+
+
+def test_killed_after_sglangs_own_sigquit_is_not_a_second_incident():
+    text = (
+        "[2026-05-09 09:16:24] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/a.py", line 1, in f\n    g()\n'
+        "RuntimeError: boom\n"
+        "[2026-05-09 09:16:25] Received sigquit from a child process. It usually means the child failed.\n"
+        "Killed\nrc=137\n"
+    )
+    incs = incidents_of(text)
+    assert [(i.first_line, i.last_line) for i in incs] == [(1, 5)]
+    # without the sigquit, "Killed" is evidence of its own
+    assert [i.kind for i in incidents_of("[2026-05-09 09:16:24] Load weight begin. avail mem=1 GB\nKilled\n")] == ["signal"]
