@@ -167,7 +167,8 @@ def test_killed_after_sglangs_own_sigquit_is_not_a_second_incident():
         "[2026-05-09 09:16:25] Received sigquit from a child process. It usually means the child failed.\n"
         "Killed\nrc=137\n"
     )
-    incs = incidents_of(text)
+    incs, _ = incidents_of(text)
     assert [(i.first_line, i.last_line) for i in incs] == [(1, 5)]
     # without the sigquit, "Killed" is evidence of its own
-    assert [i.kind for i in incidents_of("[2026-05-09 09:16:24] Load weight begin. avail mem=1 GB\nKilled\n")] == ["signal"]
+    alone, _ = incidents_of("[2026-05-09 09:16:24] Load weight begin. avail mem=1 GB\nKilled\n")
+    assert [i.kind for i in alone] == ["signal"]
