@@ -31,6 +31,7 @@ _SIGNAL_CONTINUATION = re.compile(
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
+_MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
 
 TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
@@ -185,6 +186,14 @@ class Assembler:
             self._group.add_ranks(ranks)
             self._group.lines.append(line)
             self._record = _Record(ranks, "traceback", builder)
+            return
+        group = self._group
+        if (group is not None and group.signal_lines and not group.builders and text.strip()
+                and len(group.lines) < _MAX_BARE_CONTINUATION and milestones.match(text) is None):
+            # Native libraries (NCCL, torch's c10 logger) print several unprefixed lines per
+            # failure ("NCCL INFO ... -> 6", "Exception ... detected by watchdog"): they
+            # belong to the failure they follow, until the next prefixed record.
+            group.lines.append(line)
             return
         self._normal(line, ranks, text, events)
 
