@@ -97,3 +97,17 @@ def test_real_server_starts_serves_and_stops_clean(sglang_python, tmp_path):
     assert "SIGTERM received" in text
     assert "crashed with exit code" not in text
     assert_healthy_diagnosis(log)
+
+
+@pytest.mark.slow
+def test_vllm_rope_stub_matches_sglang_reference(sglang_python):
+    """The stand-in vllm rotary_embedding computes what SGLang's forward_native computes."""
+    proc = subprocess.run(
+        [str(sglang_python), str(harness.HERE / "rope_stub_check.py")],
+        env=harness.launch_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"neox": True, "gptj": True}

@@ -58,7 +58,7 @@ class Scenario:
     mode: str = "exit"
     occupy_port: bool = False
     linger: float = 20.0
-    timeout: float = 600.0
+    timeout: float = 300.0
 
 
 SCENARIOS: list[Scenario] = [

@@ -87,6 +87,11 @@ def tokenizer_config(max_length: int) -> dict:
         "pad_token": "<pad>",
         "model_max_length": max_length,
         "clean_up_tokenization_spaces": False,
+        # A plain template so /v1/chat/completions works too (words joined by spaces).
+        "chat_template": (
+            "{% for message in messages %}{{ message['content'] }} {% endfor %}"
+            "{% if add_generation_prompt %}assistant {% endif %}"
+        ),
     }
 
 
