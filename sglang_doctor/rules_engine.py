@@ -153,6 +153,9 @@ def _cache_put(dirs: list[Path], rules: list[Rule]) -> None:
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(rules, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
+        # keep the few newest packs (one per rule-directory set in use), drop stale ones
+        for old in sorted(path.parent.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime)[:-8]:
+            old.unlink()
     except Exception:
         try:
             os.unlink(tmp)
