@@ -25,6 +25,9 @@ _NEVER_PINNED = (
     "file_storage_path", "encoder_transfer_backend", "expert_distribution_recorder_buffer_size",
     "hicache_ratio", "hicache_mem_layout", "hicache_storage_prefetch_policy", "speculative_moe_runner_backend",
     "swa_full_tokens_ratio", "cuda_graph_bs", "cuda_graph_bs_decode", "cuda_graph_config",
+    "fp4_gemm_runner_backend", "fp8_gemm_runner_backend", "nsa_decode_backend", "nsa_prefill_backend", "nsa_prefill_cp_mode",
+    "piecewise_cuda_graph_tokens", "piecewise_cuda_graph_max_tokens", "mamba_scheduler_strategy",
+    "mamba_radix_cache_strategy", "moe_runner_backend", "moe_a2a_backend",
 )
 # Shown first in a rebuilt command; the rest follow in alphabetical order of their flags.
 _FIRST = ("model_path", "tp_size", "dp_size", "pp_size", "ep_size")

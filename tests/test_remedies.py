@@ -141,7 +141,7 @@ def test_needs_human_carries_its_reason():
     assert rem.needs_human and not rem.safe and rem.note == "free the GPU" and rem.command is None
 
 
-def test_every_flag_the_shipped_rules_name_exists_in_both_versions():
+def test_every_flag_the_shipped_rules_name_exists_in_a_version():
     """A rule naming a flag no version knows would silently never fix anything."""
     missing = []
     for rule in RuleSet.load([]).rules:
@@ -150,9 +150,10 @@ def test_every_flag_the_shipped_rules_name_exists_in_both_versions():
             flag = (params or {}).get("flag")
             if not flag:
                 continue
-            for cat in (V059, V0523):
-                if cat.canonical(flag) is None and flags.translate(flag, cat) is None:
-                    missing.append(f"{rule.id}: {flag} in {cat.version}")
+            # a rule about a 0.5.23-only message may name a 0.5.23-only flag, and the other
+            # way round; a flag no version knows is a typo.
+            if all(cat.canonical(flag) is None and flags.translate(flag, cat) is None for cat in (V059, V0523)):
+                missing.append(f"{rule.id}: {flag}")
     assert not missing, missing
 
 
