@@ -39,7 +39,7 @@ RENAMES: tuple[tuple[str, str], ...] = (
     # captured for the decode cuda graph."
     ("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
     # 0.5.9 server_args.py:4483-4488 `--cuda-graph-bs` int nargs=+ "Set the list of batch
-    # sizes for cuda graph." -> 0.5.23 arg_groups/fields/exec_.py:641 `cuda_graph_bs_decode`
+    # sizes for cuda graph." -> 0.5.23 arg_groups/fields/exec_.py:640 `cuda_graph_bs_decode`
     # "Explicit list of batch sizes to capture for the decode cuda graph."
     ("--cuda-graph-bs", "--cuda-graph-bs-decode"),
     # 0.5.9 server_args.py:4231-4237 `--mamba-scheduler-strategy` {auto, no_buffer,
@@ -119,7 +119,12 @@ def resolve_version(log_version: str | None, cli_version: str | None) -> tuple[s
                           (cli_version, "option")):
         if value and value.strip():
             version = value.strip().lstrip("vV")
-            version_key(version)  # refuse garbage early, with the offending text
+            try:
+                version_key(version)
+            except ValueError:
+                if source == "option":
+                    raise  # the user's own typo: say so
+                continue  # a log or a metadata record is not trusted to be well-formed
             return version, source
     return KNOWN_VERSIONS[-1], "newest catalogue"
 
