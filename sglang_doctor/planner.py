@@ -616,9 +616,8 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
         failing = "weights"
         error = (f"weights ({weights:.2f} GiB) leave no room for pools under mem_fraction_static={st.mfs:.3f}; "
                  f"minimum viable {1 - avail / pre:.3f}")
-    conv_b, ssm_b, per = mamba_state_bytes(s, st.attn_tp, st.ssm_dtype)
+    _, _, per = mamba_state_bytes(s, st.attn_tp, st.ssm_dtype)
     D = st.draft_tokens
-    mrr = st.max_running
     inter_gb = state_gb = 0.0
     K = None
     if s.hybrid and failing is None:
