@@ -507,17 +507,14 @@ def unsafe_reason(text: str) -> str | None:
             return f"contains control character U+{ord(char):04X}"
         if char in SHELL_METACHARACTERS:
             return f"contains shell metacharacter {char!r}"
-    if text.startswith("-") and not _is_number(text):
+    if text.startswith("-") and not _NEGATIVE_NUMBER.match(text):
         return "starts with '-' (argparse would read it as a flag)"
     return None
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+# What argparse (3.11, ArgumentParser._negative_number_matcher) takes for a negative number
+# rather than an option: "-1", "-0.5", "-.5" -- not "-1e5" or "-inf".
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
 # -- named types of the shipped catalogues (what SGLang's own type callables accept) ------

@@ -237,6 +237,8 @@ def test_control_characters_and_leading_dashes_are_refused(new, text):
 
 def test_negative_numbers_are_values_not_flags(new):
     assert new.validate("--mamba-max-states-per-path", -1) is None
+    # argparse reads "-1e3" as an option, not a number
+    assert "starts with '-'" in new.validate("--mamba-max-states-per-path", "-1e3")
     assert new.validate("--served-model-name", "my-model_1.5/x:y") is None
 
 
