@@ -45,7 +45,7 @@ class GPUProfile:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name, "gpu_name": self.gpu_name, "count": self.count,
-            "total_gb": self.total_gb, "usable_gb": self.usable_gb,
+            "total_gb": round(self.total_gb, 3), "usable_gb": self.usable_gb, "total_mib": self.total_mib,
             "compute_capability": list(self.compute_capability), "nvlink": self.nvlink,
             "fp8": self.fp8, "fa3": self.fa3,
         }
@@ -56,13 +56,13 @@ class GPUProfile:
 # usable_gb: about 0.5 GiB less (the CUDA context), as measured in the seed log: A6000 pre-load
 # free 46.79 GiB after 0.63 GiB of distributed init.
 _BASE: dict[str, GPUProfile] = {
-    "a6000": GPUProfile("a6000", "NVIDIA RTX A6000", 1, 47.99, 47.5, (8, 6), False, False, False),
+    "a6000": GPUProfile("a6000", "NVIDIA RTX A6000", 1, 49140 / 1024, 47.5, (8, 6), False, False, False),
     "a100-40": GPUProfile("a100-40", "NVIDIA A100-SXM4-40GB", 1, 40.0, 39.4, (8, 0), True, False, False),
     "a100-80": GPUProfile("a100-80", "NVIDIA A100-SXM4-80GB", 1, 80.0, 79.2, (8, 0), True, False, False),
-    "h100-80": GPUProfile("h100-80", "NVIDIA H100 80GB HBM3", 1, 79.65, 79.1, (9, 0), True, True, True),
-    "l40s": GPUProfile("l40s", "NVIDIA L40S", 1, 44.99, 44.4, (8, 9), False, True, False),
+    "h100-80": GPUProfile("h100-80", "NVIDIA H100 80GB HBM3", 1, 81559 / 1024, 79.1, (9, 0), True, True, True),
+    "l40s": GPUProfile("l40s", "NVIDIA L40S", 1, 46068 / 1024, 44.4, (8, 9), False, True, False),
     "rtx3090": GPUProfile("rtx3090", "NVIDIA GeForce RTX 3090", 1, 24.0, 23.5, (8, 6), False, False, False),
-    "rtx4090": GPUProfile("rtx4090", "NVIDIA GeForce RTX 4090", 1, 23.99, 23.5, (8, 9), False, True, False),
+    "rtx4090": GPUProfile("rtx4090", "NVIDIA GeForce RTX 4090", 1, 24564 / 1024, 23.5, (8, 9), False, True, False),
 }
 _ALIASES = {
     "rtx-a6000": "a6000", "a100": "a100-80", "a100-40gb": "a100-40", "a100-80gb": "a100-80",
