@@ -390,23 +390,33 @@ def plan_memory(ctx: Context, params: dict) -> list[Remediation] | None:
     current = planner.plan(ctx.model_config, ctx.hardware, server_args, ctx.version, observed)
     out = []
     for cand in planner.search(ctx.model_config, ctx.hardware, server_args, ctx.version, observed):
-        sets = {}
+        sets: dict[str, Any] | None = {}
+        unsets: list[str] = []
         for dest, value in cand.changes.items():
             spec = ctx.catalog.by_dest(dest)
-            if spec is None or ctx.catalog.validate(spec.name, value) is not None:
+            if spec is None:
+                sets = None
+                break
+            if value is None or value is False:
+                # the planner turns a setting off (e.g. speculative decoding): drop the flag
+                if server_args.get(dest) not in (None, False):
+                    unsets.append(spec.name)
+                continue
+            if ctx.catalog.validate(spec.name, True if not spec.takes_value else value) is not None:
                 sets = None
                 break
             if _equal(server_args.get(dest), value):
                 continue
             sets[spec.name] = True if not spec.takes_value else value
-        if not sets:
+        if sets is None or (not sets and not unsets):
             continue
         gave = f" (had to give: {'; '.join(cand.gave_up)})" if cand.gave_up else ""
         note = (f"{current.failing or 'the pools'} did not fit: planned headroom "
                 f"{cand.plan.headroom_gb:.1f} GB per GPU{gave}")
         budget = cand.plan.to_json()
         budget["current"] = current.to_json()  # the launch that failed, for the explanation
-        out.append(Remediation(set=sets, note=note, tradeoff=cand.tradeoff, plan=budget))
+        out.append(Remediation(set=sets, unset=unsets, note=note, tradeoff=cand.tradeoff, plan=budget,
+                               safe=not unsets))  # turning a feature off changes behaviour: ask
     return out or None
 
 
