@@ -9,9 +9,10 @@ dicts; an ``incident`` event carries the ``model.Diagnosis`` under ``"_diagnosis
 
 from __future__ import annotations
 
-import gzip
+import codecs
 import os
 import time
+import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -241,34 +242,79 @@ def open_log(path: str | os.PathLike) -> Iterator[bytes]:
 
 
 def _blocks(fh, p: Path) -> Iterator[bytes]:
+    """The file's text as UTF-8 blocks: gunzipped, UTF-16 transcoded, a UTF-8 BOM dropped.
+
+    Never seeks, so a FIFO (``explain <(zcat old.log.gz)``) reads like a file.
+    """
     with fh:
         try:
-            head = fh.read(2)
-            if head == b"\x1f\x8b":
-                fh.seek(0)
-                yield from _gzip_blocks(fh, p)
-                return
-            if head:
-                yield head
-            while True:
-                block = fh.read(BLOCK)
-                if not block:
-                    return
-                yield block
+            head = fh.read(BLOCK)
+            raw = _raw_blocks(head, fh)
+            if head.startswith(b"\x1f\x8b"):
+                raw = _gunzip(raw, p)
+            yield from _as_utf8(raw)
         except OSError as exc:
             raise InputError(f"{p}: read failed: {exc.strerror or exc}") from None
 
 
-def _gzip_blocks(fh, p: Path) -> Iterator[bytes]:
-    try:
-        with gzip.GzipFile(fileobj=fh) as gz:
-            while True:
-                block = gz.read(BLOCK)
-                if not block:
-                    return
-                yield block
-    except (OSError, EOFError) as exc:
-        raise InputError(f"{p}: not a readable gzip file: {exc}") from None
+def _raw_blocks(head: bytes, fh) -> Iterator[bytes]:
+    if head:
+        yield head
+    while True:
+        block = fh.read(BLOCK)
+        if not block:
+            return
+        yield block
+
+
+def _gunzip(blocks: Iterator[bytes], p: Path) -> Iterator[bytes]:
+    """Decompress gzip incrementally (several concatenated members, as ``cat a.gz b.gz``)."""
+    dec = zlib.decompressobj(wbits=31)
+    fed = False  # the current member has had input
+    for block in blocks:
+        while block:
+            fed = True
+            try:
+                out = dec.decompress(block, BLOCK)
+            except zlib.error as exc:
+                raise InputError(f"{p}: not a readable gzip file: {exc}") from None
+            if out:
+                yield out
+            if dec.eof:
+                block = dec.unused_data
+                dec, fed = zlib.decompressobj(wbits=31), False
+            else:
+                block = dec.unconsumed_tail
+    if fed and not dec.eof:
+        raise InputError(f"{p}: not a readable gzip file: it ends before its compressed stream does")
+
+
+def _as_utf8(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """UTF-16 (by its byte-order mark) becomes UTF-8; a UTF-8 BOM is dropped; else as is."""
+    first = b""
+    for block in blocks:
+        first += block
+        if len(first) >= 3:
+            break
+    codec = decode_utf16(first)
+    if codec is None:
+        if first.startswith(b"\xef\xbb\xbf"):
+            first = first[3:]
+        if first:
+            yield first
+        yield from blocks
+        return
+    decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+    text = decoder.decode(first[2:])
+    if text:
+        yield text.encode("utf-8")
+    for block in blocks:
+        text = decoder.decode(block)
+        if text:
+            yield text.encode("utf-8")
+    text = decoder.decode(b"", final=True)
+    if text:
+        yield text.encode("utf-8")
 
 
 def decode_utf16(first: bytes) -> str | None:
