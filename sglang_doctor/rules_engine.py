@@ -168,6 +168,14 @@ def user_rules_dir() -> Path:
     return Path(base) / "sglang-doctor" / "rules"
 
 
+def _readable_dir(path: Path) -> bool:
+    """True for a directory we may list; an unreadable ~/.config (sudo -u) is not an error."""
+    try:
+        return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+    except OSError:
+        return False
+
+
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
 
 
@@ -413,7 +421,7 @@ class RuleSet:
         dirs: list[Path] = []
         if builtin:
             dirs.append(builtin_rules_dir())
-        if user and user_rules_dir().is_dir():
+        if user and _readable_dir(user_rules_dir()):
             dirs.append(user_rules_dir())
         dirs += [Path(d) for d in extra_dirs]
         cached = _cache_get(dirs)
@@ -422,12 +430,19 @@ class RuleSet:
         problems: list[str] = []
         by_id: dict[str, Rule] = {}
         for d in dirs:
-            if not d.is_dir():
-                problems.append(f"{d}:1: not a directory")
+            try:
+                if not d.is_dir():
+                    problems.append(f"{d}:1: not a directory")
+                    continue
+                paths = sorted(d.glob("*.y*ml")) if os.access(d, os.R_OK | os.X_OK) else None
+            except OSError:
+                paths = None
+            if paths is None:
+                problems.append(f"{d}:1: cannot read the rule directory (permission denied)")
                 continue
             seen: dict[str, str] = {}
             root = d.parent if (d.parent / "fixtures").is_dir() else None
-            for path in sorted(d.glob("*.y*ml")):
+            for path in paths:
                 for rule in load_rule_file(path, root, problems):
                     if rule.id in seen:
                         problems.append(f"{path}:{rule.line}: duplicate rule id {rule.id!r} (also {seen[rule.id]})")
