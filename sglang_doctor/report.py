@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import IO, Any
 
 from sglang_doctor.milestones import DESCRIPTIONS
@@ -47,6 +48,8 @@ class Reporter:
         self.format = fmt or default_format(self.stream)
         self.progress = progress
         self._console = None
+        self._status = None  # the live "where is the launch now" line (rich, progress mode)
+        self._launch_t0: float | None = None
         if self.format == "rich":
             from rich.console import Console
 
@@ -60,18 +63,48 @@ class Reporter:
             self.stream.flush()
             return
         if kind == "incident":
+            self._stop_status()
             self._incident(ev)
         elif kind == "launch":
+            self._launch_t0 = time.monotonic()
             self._line(launch_text(ev), style="bold cyan")
+            self._show_status("launch seen, starting")
         elif kind == "milestone" and self.progress:
-            self._line(milestone_text(ev), style="dim")
+            if self._launch_t0 is None:
+                self._launch_t0 = time.monotonic()
+            elapsed = time.monotonic() - self._launch_t0
+            self._line(milestone_text(ev) + f"  [+{elapsed:.0f} s]", style="dim")
+            self._show_status(f"{DESCRIPTIONS.get(ev.get('name', ''), ev.get('name', ''))} "
+                              f"(line {ev['line']}, {elapsed:.0f} s since the launch)")
         elif kind == "ready":
+            self._stop_status()
             self._line(f"ready (line {ev['line']}): the server is fired up", style="bold green")
         elif kind == "summary":
             self._line(summary_text(ev), style="bold")
         elif kind == "status":
             self._line(ev.get("text", ""), style="yellow")
         self.stream.flush()
+
+    def _show_status(self, text: str) -> None:
+        """A spinner line under the output on a terminal while a launch starts (watch, run)."""
+        if not self.progress or self._console is None or not self._console.is_terminal:
+            return
+        if self._status is None:
+            import atexit
+
+            self._status = self._console.status(text, spinner="dots")
+            self._status.start()
+            atexit.register(self._stop_status)
+        else:
+            self._status.update(text)
+
+    def _stop_status(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def close(self) -> None:
+        self._stop_status()
 
     def message(self, text: str, style: str = "") -> None:
         if self.format == "json":

@@ -182,10 +182,11 @@ def _start_background(tmp_path: Path, env: dict) -> tuple[subprocess.Popen, Path
 def test_interrupt_stops_the_server(tmp_path, sig, code):
     proc, log = _start_background(tmp_path, {"STANDIN_START_DELAY": "60"})
     proc.send_signal(sig)
-    assert proc.wait(timeout=20) == code
+    out, err = proc.communicate(timeout=30)
     hist = json.loads(Path(f"{log}.attempts.json").read_text())
-    assert hist["outcome"] == "interrupted"
-    assert hist["attempts"][0]["outcome"] == "interrupted"
+    assert proc.returncode == code, (out[-2000:], err[-2000:], hist)
+    assert hist["outcome"] == "interrupted", hist
+    assert hist["attempts"][0]["outcome"] == "interrupted", hist
 
 
 def test_doctor_killed_mid_launch_leaves_no_server(tmp_path):
