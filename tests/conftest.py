@@ -19,3 +19,23 @@ def seed_tail() -> Path:
 
 def doctor_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "sglang_doctor", *args]
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live (not zombie) processes other than this one whose command line contains ``text``."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if text.encode() in cmdline and state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found

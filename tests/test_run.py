@@ -17,26 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, doctor_cmd
+from conftest import FIXTURES, ROOT, doctor_cmd, processes_mentioning
 
 STANDIN = str(ROOT / "tests" / "standin" / "sglang_standin.py")
 
 
 def standin_processes() -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                state = fh.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if STANDIN.encode() in cmdline and state not in (b"Z", b"X"):
-            pids.append(int(entry))
-    return pids
+    return processes_mentioning(STANDIN)
 
 
 @pytest.fixture(autouse=True)

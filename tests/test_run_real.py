@@ -19,28 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import doctor_cmd
+from conftest import doctor_cmd, processes_mentioning
 from realsglang import harness
 from realsglang.make_tiny_model import write_model
 
 REQUIRE = os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1"
-
-
-def processes_mentioning(text: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                state = fh.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
 
 
 @pytest.fixture(scope="module")
