@@ -401,6 +401,7 @@ class RuleSet:
     def __init__(self, rules: list[Rule]):
         self.rules = sorted(rules, key=lambda r: r.id)
         self.warnings: list[str] = []
+        self.too_slow: set[str] = set()  # rules whose regex timed out: not tried again
         self._by_exception: dict[str, list[Rule]] = {}
         self._general: list[Rule] = []
         # Rules keyed on a line regex are only tried on incidents that hold one of their
@@ -534,10 +535,16 @@ class RuleSet:
 
         best: tuple[Rule, dict[str, str]] | None = None
         for rule in self.candidates(incident):
+            if rule.id in self.too_slow:
+                continue
             try:
                 captures = self.match(rule, incident, launch)
             except _Timeout:
-                self.warnings.append(f"rule {rule.id} is too slow (regex timed out after {REGEX_TIMEOUT}s); skipped")
+                # once is enough: a pattern that can backtrack catastrophically would cost
+                # REGEX_TIMEOUT on every later incident of a long log
+                self.too_slow.add(rule.id)
+                self.warnings.append(f"rule {rule.id} ({rule.source}:{rule.line}) is too slow (regex timed out "
+                                     f"after {REGEX_TIMEOUT}s); skipped for the rest of this run")
                 continue
             if captures is None:
                 continue
