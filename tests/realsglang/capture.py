@@ -58,7 +58,7 @@ class Scenario:
     mode: str = "exit"
     occupy_port: bool = False
     linger: float = 20.0
-    timeout: float = 300.0
+    timeout: float = 900.0  # a loaded 2-core machine took 5 min to reach "Load weight"
 
 
 SCENARIOS: list[Scenario] = [
