@@ -131,6 +131,10 @@ class StreamPipeline:
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
         if self.ruleset is not None:
             diagnosis = self.ruleset.diagnose(incident, launch)
+            rule_warnings = getattr(self.ruleset, "warnings", None)
+            if rule_warnings:  # e.g. a rule too slow: the user must hear of it (explain prints these)
+                self.warnings += rule_warnings
+                rule_warnings.clear()
         else:
             diagnosis = unknown_diagnosis(incident, launch)
         diagnosis.launch = launch
