@@ -184,6 +184,13 @@ class _LineLoader(_BaseLoader):
 
 
 def _construct_mapping(loader, node, deep=False):
+    seen: set[str] = set()
+    for key_node, _ in node.value:  # YAML keeps the last of two equal keys, silently
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
+            if key_node.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
+            seen.add(key_node.value)
     mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
     mapping["__line__"] = node.start_mark.line + 1
     return mapping
@@ -324,7 +331,9 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
     rule.exceptions = _as_tuple(match.get("exception"), bad, "match.exception")
     if "message" in match:
         rule.message = _compile(match["message"], bad, "match.message")
-    rule.in_chain = bool(match.get("in_chain", False))
+    rule.in_chain = match.get("in_chain", False)
+    if not isinstance(rule.in_chain, bool):
+        bad("match.in_chain must be true or false")
     frames = match.get("frames")
     if frames is not None:
         if not isinstance(frames, dict):
@@ -346,7 +355,10 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
     else:
         rule.context = {k: v for k, v in context.items() if k != "__line__"}
     if "after_ready" in match:
-        rule.after_ready = bool(match["after_ready"])
+        if isinstance(match["after_ready"], bool):
+            rule.after_ready = match["after_ready"]
+        else:
+            bad("match.after_ready must be true or false")
     if "truncated" in match:
         if not isinstance(match["truncated"], bool):
             bad("match.truncated must be true or false")
