@@ -555,8 +555,8 @@ class RuleSet:
                 # once is enough: a pattern that can backtrack catastrophically would cost
                 # REGEX_TIMEOUT on every later incident of a long log
                 self.too_slow.add(rule.id)
-                self.warnings.append(f"rule {rule.id} ({rule.source}:{rule.line}) is too slow (regex timed out "
-                                     f"after {REGEX_TIMEOUT}s); skipped for the rest of this run")
+                self.warnings.append(f"rule {rule.id} is too slow (regex timed out after {REGEX_TIMEOUT}s, "
+                                     f"{rule.source}:{rule.line}); skipped for the rest of this run")
                 continue
             if captures is None:
                 continue
