@@ -236,7 +236,7 @@ def _build_rule(item: Any, path: Path, repo_root: Path | None, problems: list[st
     def bad(msg: str) -> None:
         problems.append(f"{where}: {item.get('id', '?')}: {msg}")
 
-    for key in sorted(set(item) - RULE_KEYS):
+    for key in sorted(set(item) - RULE_KEYS, key=str):
         bad(f"unknown key {key!r}")
     for key in REQUIRED_KEYS:
         if key not in item:
@@ -323,7 +323,7 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
     if not isinstance(match, dict):
         bad("match must be a mapping")
         return
-    for key in sorted(set(match) - MATCH_KEYS - {"__line__"}):
+    for key in sorted(set(match) - MATCH_KEYS - {"__line__"}, key=str):
         bad(f"unknown match key {key!r}")
     rule.kind = match.get("kind")
     if rule.kind not in (None, "traceback", "signal"):
@@ -339,7 +339,7 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
         if not isinstance(frames, dict):
             bad("match.frames must be a mapping of any/all/sequence")
         else:
-            for key in sorted(set(frames) - FRAME_KEYS - {"__line__"}):
+            for key in sorted(set(frames) - FRAME_KEYS - {"__line__"}, key=str):
                 bad(f"unknown match.frames key {key!r}")
             rule.frames_any = _as_tuple(frames.get("any"), bad, "match.frames.any")
             rule.frames_all = _as_tuple(frames.get("all"), bad, "match.frames.all")
