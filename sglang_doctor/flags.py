@@ -112,11 +112,19 @@ def installed_version() -> str | None:
         return None
 
 
-def resolve_version(log_version: str | None, cli_version: str | None) -> tuple[str, str]:
-    """(version, source): the log's, else the installed SGLang's, else the option's, else the
-    newest shipped catalogue's.  source is "log", "installed", "option" or "newest catalogue"."""
-    for value, source in ((log_version, "log"), (installed_version(), "installed"),
-                          (cli_version, "option")):
+def resolve_version(log_version: str | None, cli_version: str | None,
+                    log_style: str | None = None) -> tuple[str, str]:
+    """(version, source) of the SGLang the flags are for.
+
+    In order: the version the log states; ``--sglang-version``; the log's style (0.5.9's
+    dataclass dump vs the newer dict dump: evidence about the server that wrote the log,
+    which may run elsewhere); the installed SGLang (metadata only, never imported); the
+    newest shipped catalogue.  source is "log", "option", "log style", "installed" or
+    "newest catalogue".
+    """
+    style_version = log_style.split("-")[0] if log_style else None
+    for value, source in ((log_version, "log"), (cli_version, "option"), (style_version, "log style"),
+                          (installed_version(), "installed")):
         if value and value.strip():
             version = value.strip().lstrip("vV")
             try:
@@ -590,13 +598,19 @@ def read_shipped(file_name: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def load_catalog(version: str) -> Catalog:
+def load_catalog(version: str, prefer_shipped: bool = False) -> Catalog:
     """The catalogue of SGLang ``version``: its real parser when that version is the
-    installed one, else the shipped catalogue nearest at-or-below it."""
+    installed one, else the shipped catalogue nearest at-or-below it.
+
+    ``prefer_shipped``: take the shipped catalogue when one exists for exactly this version
+    (the drift test holds it equal to the real parser), so that reading a log does not pay
+    for importing SGLang and torch (10-60 s here); the live parser is still used for an
+    installed version no catalogue covers.
+    """
     version = version.strip().lstrip("vV")
     version_key(version)
     fallback_note = ""
-    if installed_version() == version:
+    if installed_version() == version and not (prefer_shipped and version in KNOWN_VERSIONS):
         try:
             parser, server_args_cls = _live_parser()
             body = snapshot_parser(parser, server_args_cls)

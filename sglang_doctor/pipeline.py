@@ -150,12 +150,9 @@ class StreamPipeline:
         try:
             launch = diagnosis.launch
             log_version = launch.sglang_version if launch else None
-            version, source = flags.resolve_version(log_version, self.version)
-            if source == "newest catalogue" and launch is not None and launch.version_hint:
-                # the log's style says which generation wrote it (sglang-notes §1.6)
-                version = launch.version_hint.split("-")[0]
-                source = "log style"
-            catalog = flags.load_catalog(version)
+            version, source = flags.resolve_version(log_version, self.version,
+                                                    launch.version_hint if launch is not None else None)
+            catalog = flags.load_catalog(version, prefer_shipped=True)
             diagnosis.remediation = remedies.remediate(
                 diagnosis, command=self.command, version=catalog.version, catalog=catalog,
                 hardware=self.hardware, model_config=self._model_config_for(launch), warnings=self.warnings,

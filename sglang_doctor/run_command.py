@@ -104,7 +104,7 @@ def _catalog(version):
     except ImportError:
         return None
     resolved, _source = flags.resolve_version(None, version)
-    return flags.load_catalog(resolved)
+    return flags.load_catalog(resolved, prefer_shipped=True)
 
 
 def _text(ev: dict) -> str:

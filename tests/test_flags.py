@@ -355,7 +355,12 @@ def test_resolve_version_order(tmp_path):
         print(flags.resolve_version(None, "0.5.23"), flags.resolve_version("0.5.23", None))
         print(sorted(m for m in sys.modules if m.split('.')[0] in ('sglang', 'torch')))
     """, fake_install(tmp_path, "0.5.17", init="raise RuntimeError('imported')"))
-    assert out.splitlines() == ["('0.5.17', 'installed') ('0.5.23', 'log')", "[]"]
+    assert out.splitlines() == ["('0.5.23', 'option') ('0.5.23', 'log')", "[]"]
+    out = run_isolated("""
+        from sglang_doctor import flags
+        print(flags.resolve_version(None, None, "0.5.9-style"), flags.resolve_version(None, None))
+    """, fake_install(tmp_path / "again", "0.5.17", init="raise RuntimeError('imported')"))
+    assert out.splitlines() == ["('0.5.9', 'log style') ('0.5.17', 'installed')"]
 
 
 def test_a_broken_installed_sglang_falls_back_to_the_catalogue(tmp_path):
