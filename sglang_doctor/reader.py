@@ -77,7 +77,7 @@ class LineSplitter:
             if nl < 0:
                 self._add_partial(data[start:] if start else data)
                 break
-            if self._pending or self._dropped:
+            if self._pending or self._dropped or nl - start > MAX_LINE_BYTES:
                 self._add_partial(data[start:nl])
                 out.append(self._take())
             else:
@@ -101,11 +101,13 @@ class LineSplitter:
             return
         # Over the limit: keep HEAD_BYTES in _parts, a rolling TAIL_BYTES in _tail.
         if self._dropped == 0 and not self._tail:
-            head = b"".join(self._parts)
+            # the piece that crosses the limit may hold the head itself (a first feed of 8 MB)
+            head = b"".join(self._parts) + piece
             self._parts = [head[:HEAD_BYTES]]
             self._tail = bytearray(head[HEAD_BYTES:])
             self._pending = len(self._parts[0])
-        self._tail += piece
+        else:
+            self._tail += piece
         excess = len(self._tail) - TAIL_BYTES
         if excess > 0:
             del self._tail[:excess]
