@@ -516,3 +516,15 @@ def test_200_mb_single_line_bounded_memory(tmp_path):
     assert "bytes of this line not kept" in inc["exception"]["message"]
     assert evs[-1]["lines"] == 4
     assert rss_kb < 200 * 1024, f"peak RSS {rss_kb} kB for a 200 MB line"
+
+
+@pytest.mark.parametrize("step", [None, 8 << 20, 3 << 20, 777_777])
+def test_long_line_is_cut_the_same_whatever_the_chunks(step):
+    """Found here: a first feed larger than MAX_LINE_BYTES lost the line's head."""
+    data = b"RuntimeError: " + b"y" * (9 << 20) + b" the end\nnext\n"
+    chunks = [data] if step is None else [data[i:i + step] for i in range(0, len(data), step)]
+    splitter = LineSplitter()
+    lines = [ln for c in chunks for ln in splitter.feed(c)] + splitter.finish()
+    assert [ln.text[:14] for ln in lines] == ["RuntimeError: ", "next"]
+    assert lines[0].text.endswith(" the end") and lines[0].cut > 0
+    assert len(lines[0].text) < 4 << 20
