@@ -254,6 +254,9 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
                 timeout = poll_interval if last_data is None else max(0.01, flush_after - (time.monotonic() - last_data))
                 follower.wait(timeout)
     except KeyboardInterrupt:
+        # what the log already holds is reported, not dropped (an incident in its --flush-after gap)
+        for ev in pipe.finish():
+            reporter.event(ev)
         sys.exit(ExitCode.INTERRUPTED)
 
 
