@@ -401,6 +401,24 @@ def test_partial_lines_through_watch(tmp_path):
     assert incidents[0]["traceback"] == record.decode().rstrip("\n")
 
 
+def test_ctrl_c_reports_the_incident_still_open(tmp_path):
+    """Interrupted inside the --flush-after gap: the traceback already read is reported."""
+    log = tmp_path / "serve.log"
+    log.touch()
+    watch = start_watch(log, "--flush-after", "30")
+    try:
+        time.sleep(0.8)
+        log.write_bytes(b"".join(traceback_record(5, 1)[:4]))  # no line after it closes it
+        time.sleep(0.8)
+        events, _, _ = stop_watch(watch)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+    incidents = [e for e in events if e["event"] == "incident"]
+    assert [MARKER.search(i["traceback"]).group(1) for i in incidents] == ["5"]
+
+
 def test_watch_before_the_directory_exists(tmp_path):
     log = tmp_path / "a" / "b" / "c" / "serve.log"
     watch = start_watch(log)
