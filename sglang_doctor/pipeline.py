@@ -23,6 +23,7 @@ from sglang_doctor.scanner import Scanner
 from sglang_doctor.tracebacks import sglang_frames
 
 BLOCK = 8 << 20
+IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
 
 
 class InputError(Exception):
@@ -63,25 +64,43 @@ class StreamPipeline:
         self.incident_count = 0
         self.started = time.monotonic()
         self.warnings: list[str] = []
+        self._partial = False  # the bytes so far end mid-line
+        self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
 
     # -- feeding -----------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[dict]:
+        if data:
+            self._partial = not data.endswith(b"\n")
+            self.idle_deferred = 0
         self.scanner.feed(data)
         return self._take()
 
     def flush_idle(self) -> list[dict]:
-        """Complete what is open after an idle gap (the partial last line stays pending)."""
+        """Complete what is open after an idle gap (the partial last line stays pending).
+
+        While the input stops mid-line the writer is not done (a block-buffered stdout
+        flushes whatever 4 KB it holds), so the first IDLE_DEFERRALS gaps only count:
+        ``idle_deferred`` is then > 0 and the caller asks again after another gap.
+        """
+        if self._partial and self.idle_deferred < IDLE_DEFERRALS:
+            self.idle_deferred += 1
+            return []
+        self.idle_deferred = 0
         self._convert(self.assembler.flush())
         return self._take()
 
     def finish(self) -> list[dict]:
+        self._partial = False
+        self.idle_deferred = 0
         self.scanner.finish()
         self._convert(self.assembler.flush())
         return self._take()
 
     def reset(self, reason: str) -> list[dict]:
         """The source was truncated or replaced: close what is open, keep counting lines."""
+        self._partial = False
+        self.idle_deferred = 0
         self.scanner.finish()
         self._convert(self.assembler.flush())
         return self._take()
