@@ -181,7 +181,7 @@ def pipe_mode(flush_after, fmt, rule_dirs, gpus, model_config, sglang_version):
             if not ready:
                 for ev in pipe.flush_idle():
                     reporter.event(ev)
-                dirty = False
+                dirty = pipe.idle_deferred > 0  # mid-line: ask again after another gap
                 continue
             data = os.read(fd, 1 << 20)
             if not data:
@@ -250,7 +250,7 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
                         reporter.event(ev)
                         if exit_on_incident and ev["event"] == "incident":
                             sys.exit(ExitCode.INCIDENTS)
-                    last_data = None
+                    last_data = time.monotonic() if pipe.idle_deferred else None  # mid-line: wait again
                 timeout = poll_interval if last_data is None else max(0.01, flush_after - (time.monotonic() - last_data))
                 follower.wait(timeout)
     except KeyboardInterrupt:
