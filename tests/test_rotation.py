@@ -374,9 +374,6 @@ def test_partial_line_writer(tmp_path):
     print(f"\npartial lines: {lines}, {tbs}")
 
 
-@pytest.mark.xfail(strict=True, reason="an idle flush (--flush-after) while a partial line is pending closes the "
-                   "open incident, so a traceback whose writer pauses mid-line is split; needs Scanner to say it "
-                   "holds a partial line (scanner.py, not ours) and StreamPipeline.flush_idle to wait for it")
 def test_partial_lines_through_watch(tmp_path):
     """Quick form: a traceback written a few bytes at a time, with pauses longer than
     --flush-after mid-line, comes out as one whole incident."""
@@ -399,6 +396,27 @@ def test_partial_lines_through_watch(tmp_path):
     incidents = [e for e in events if e["event"] == "incident"]
     assert len(incidents) == 1, incidents
     assert incidents[0]["traceback"] == record.decode().rstrip("\n")
+
+
+def test_a_partial_line_that_never_ends_delays_the_incident_only_a_few_gaps(tmp_path):
+    """The writer died mid-line: after a few --flush-after gaps the incident comes out anyway."""
+    log = tmp_path / "serve.log"
+    log.touch()
+    watch = start_watch(log, "--flush-after", "0.2")
+    try:
+        time.sleep(0.8)
+        log.write_bytes(b"".join(traceback_record(9, 1)[:4]) + b"[2026-12-02 15:56:07] partial wri")
+        t0 = time.monotonic()
+        events = read_until_incident(watch, 20)  # before any Ctrl-C
+        waited = time.monotonic() - t0
+        stop_watch(watch)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+    (inc,) = [e for e in events if e["event"] == "incident"]
+    assert "marker=9" in inc["exception"]["message"]
+    assert waited >= 0.2 * 3, waited  # it did wait for the line to be completed
 
 
 def test_ctrl_c_reports_the_incident_still_open(tmp_path):
