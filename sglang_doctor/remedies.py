@@ -304,10 +304,17 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             value = words[i + 1]
             i += 1
         i += 1
-        target = ctx.flag(name)  # a rename between versions first
-        if target is None or target == name and ctx.catalog.canonical(name) is None:
+        target = ctx.flag(name)  # the same setting under this version's spelling first
+        elsewhere = _versions_knowing(name, ctx.version)
+        if target is None and elsewhere:
+            # a flag of another version with no counterpart here: the nearest spelling would
+            # be some unrelated flag (--enable-piecewise-cuda-graph -> --enable-profile-...)
+            notes.append(f"{name} exists in SGLang {', '.join(elsewhere)} but not in {ctx.version}; remove it")
+            unsets.append(name)
+            continue
+        if target is None:
             close = ctx.catalog.closest(name, 1)
-            target = close[0] if close else None
+            target = close[0] if close and _similar(name, close[0]) else None
         if target is None:
             notes.append(f"{name}: no similar flag in SGLang {ctx.version}; remove it")
             unsets.append(name)
@@ -323,7 +330,23 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
         notes.append(f"{name} -> {target}")
     if not sets and not unsets:
         return None
-    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=bool(sets) and len(notes) == len(sets))
+    # Removing a flag this SGLang rejects is safe (the launch cannot start with it); a
+    # replacement guessed from the spelling is asked about first.
+    guessed = [n for n in notes if "did you mean" in n]
+    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed)
+
+
+def _versions_knowing(flag: str, version: str) -> list[str]:
+    from sglang_doctor import flags
+
+    return [v for v in flags.KNOWN_VERSIONS if v != version and flags.shipped_catalog(v).canonical(flag)]
+
+
+def _similar(typed: str, real: str) -> bool:
+    """A typo of ``real`` (one or two characters off), not merely a flag that looks alike."""
+    import difflib
+
+    return difflib.SequenceMatcher(None, typed.lstrip("-"), real.lstrip("-")).ratio() >= 0.85
 
 
 @remedy("change_port")

@@ -24,7 +24,7 @@ from realsglang import harness
 from realsglang.make_tiny_model import write_model
 
 REQUIRE = os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1"
-REAL_HEALTHY = FIXTURES / "real" / "healthy_sigterm_0523.txt"
+REAL_HEALTHY = FIXTURES / "real" / "healthy_sigterm_0523.log"
 
 
 def explain_events(log: Path) -> tuple[int, list[dict]]:

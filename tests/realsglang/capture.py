@@ -34,7 +34,7 @@ PLACEHOLDER = "/opt/models"
 # Not ".log" for now: `sglang-doctor rules test` requires every fixtures/**/*.log that a rule
 # claims to be listed among that rule's examples, and these are not listed yet.  Renaming
 # them to .log is the rule pack's step when it adopts them as examples.
-SUFFIX = ".txt"
+SUFFIX = ".log"
 
 # Model directories, by name: keyword arguments of make_tiny_model.write_model.
 MODELS: dict[str, dict] = {
@@ -50,7 +50,7 @@ MODELS: dict[str, dict] = {
 
 @dataclass(frozen=True)
 class Scenario:
-    name: str  # the fixture is fixtures/real/<name>.txt
+    name: str  # the fixture is fixtures/real/<name>.log
     what: str  # one line for the README
     expect: str  # a fragment the real log must contain
     model: str = "tiny"
@@ -228,8 +228,7 @@ def write_readme(out: Path, outcomes: list[dict]) -> None:
         "tests/realsglang/stubs/ on PYTHONPATH.  Each log is verbatim (stdout and stderr",
         f"together); only the scratch directory of the models was replaced by `{PLACEHOLDER}`.",
         "`manifest.json` has the same facts in machine-readable form.",
-        "They are named `.txt`, not `.log`, until the rule pack lists them as examples",
-        "(`sglang-doctor rules test` checks every `fixtures/**/*.log` a rule claims).",
+        "Each is an example of the rule that diagnoses it (`sglang-doctor rules test`).",
         "",
     ]
     for o in outcomes:
