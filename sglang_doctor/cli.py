@@ -261,11 +261,17 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
 
 
 def _install_sigterm_as_interrupt() -> None:
+    """Ctrl-C and SIGTERM end a following command cleanly (exit 130).
+
+    SIGINT is set explicitly: a process started in the background of a non-interactive
+    shell inherits SIGINT as ignored, and Python then never raises KeyboardInterrupt.
+    """
     def handler(signum, frame):
         raise KeyboardInterrupt
 
     try:
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     except ValueError:
         pass
 

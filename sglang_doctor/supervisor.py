@@ -72,6 +72,8 @@ class Supervisor:
     def run(self) -> Outcome:
         command, env = list(self.opts.command), {}
         previous_signal = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+        # inherited as ignored when started in the background of a script: Ctrl-C must still stop
+        previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             while True:
                 number = len(self.attempts) + 1
@@ -110,6 +112,7 @@ class Supervisor:
         finally:
             self._stop_child()
             signal.signal(signal.SIGTERM, previous_signal)
+            signal.signal(signal.SIGINT, previous_int)
 
     def _finish(self, outcome: Outcome) -> Outcome:
         self._save(outcome)
