@@ -85,7 +85,10 @@ def _figures(groups: dict[str, str | None]) -> dict[str, Any]:
         if value is None:
             continue
         if key.endswith("_gb") or key.endswith("_s"):
-            out[key] = float(value)
+            try:
+                out[key] = float(value)
+            except ValueError:  # "[\d.]+" also matches ".46.79": keep the text, never crash
+                out[key] = value.strip()
         elif value.lstrip("-").isdigit():
             out[key] = int(value)
         else:

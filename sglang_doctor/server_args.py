@@ -10,9 +10,18 @@ before the cut.
 from __future__ import annotations
 
 import ast
+import warnings
 from typing import Any
 
 MARKER = "server_args="
+
+
+def _literal_eval(src: str):
+    """ast.literal_eval without the SyntaxWarning an invalid escape ('\\ ') in a dumped
+    string raises on Python 3.12+: the dump is data, its escapes are SGLang's business."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(src)
 
 
 class DumpError(ValueError):
@@ -37,7 +46,7 @@ def parse_dump(text: str) -> tuple[dict[str, Any], str]:
         return _parse_fields(text[len("ServerArgs("):], dict_form=False), "dataclass"
     if text.startswith("{"):
         try:
-            value = ast.literal_eval(text)
+            value = _literal_eval(text)
             if isinstance(value, dict):
                 return {str(k): v for k, v in value.items()}, "dict"
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -58,7 +67,7 @@ def _parse_fields(body: str, *, dict_form: bool) -> dict[str, Any]:
             if not sep:
                 continue
             try:
-                key = ast.literal_eval(key_src.strip())
+                key = _literal_eval(key_src.strip())
             except (ValueError, SyntaxError):
                 continue
             if not isinstance(key, str):
@@ -90,7 +99,7 @@ def _split_key(item: str, sep: str) -> tuple[str, str, str]:
 
 def _value(src: str) -> Any:
     try:
-        return ast.literal_eval(src)
+        return _literal_eval(src)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return _RawValue(src)
 

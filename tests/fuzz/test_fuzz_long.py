@@ -97,10 +97,6 @@ def test_assembler_fuzz_long():
     run_assembler(LONG)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="found by atheris: milestones._figures calls float() on '[\\d.]+' text such as "
-                          "'.46.79'; fix belongs in milestones.py (not this test's owner) -- remove this "
-                          "marker when fixed")
 def test_milestone_figure_that_is_not_a_number_does_not_crash():
     fuzz_targets.check_assembler(b"[2026-12-02 15:54:36 TP1] Load weight begin. avail mem=.46.79 GB\n")
 
