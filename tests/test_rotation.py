@@ -174,6 +174,13 @@ class EventReader(threading.Thread):
                 for m in MARKER.finditer(e["traceback"])}
 
 
+
+def kill_if_running(proc: subprocess.Popen) -> None:
+    """Teardown for every watcher a test starts: never leave one behind."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
 def stop_watch(proc: subprocess.Popen, reader: EventReader | None = None) -> tuple[list[dict], bytes, int]:
     """SIGINT the watcher; its events, stderr, and peak RSS (kB) from wait4."""
     proc.send_signal(signal.SIGINT)
@@ -262,9 +269,7 @@ def run_soak(tmp_path: Path, mode: str, *, rotate, watch_args=(), follow_kw=None
         reader.join(10)
         events, err, rss = stop_watch(watch, watched)
     finally:
-        if watch.poll() is None:
-            watch.kill()
-            watch.wait()
+        kill_if_running(watch)
     return writer, reader, events, windows, rss
 
 
@@ -390,9 +395,7 @@ def test_partial_lines_through_watch(tmp_path):
         time.sleep(1.5)
         events, _, _ = stop_watch(watch)
     finally:
-        if watch.poll() is None:
-            watch.kill()
-            watch.wait()
+        kill_if_running(watch)
     incidents = [e for e in events if e["event"] == "incident"]
     assert len(incidents) == 1, incidents
     assert incidents[0]["traceback"] == record.decode().rstrip("\n")
@@ -411,9 +414,7 @@ def test_a_partial_line_that_never_ends_delays_the_incident_only_a_few_gaps(tmp_
         waited = time.monotonic() - t0
         stop_watch(watch)
     finally:
-        if watch.poll() is None:
-            watch.kill()
-            watch.wait()
+        kill_if_running(watch)
     (inc,) = [e for e in events if e["event"] == "incident"]
     assert "marker=9" in inc["exception"]["message"]
     assert waited >= 0.2 * 3, waited  # it did wait for the line to be completed
@@ -430,9 +431,7 @@ def test_ctrl_c_reports_the_incident_still_open(tmp_path):
         time.sleep(0.8)
         events, _, _ = stop_watch(watch)
     finally:
-        if watch.poll() is None:
-            watch.kill()
-            watch.wait()
+        kill_if_running(watch)
     incidents = [e for e in events if e["event"] == "incident"]
     assert [MARKER.search(i["traceback"]).group(1) for i in incidents] == ["5"]
 
@@ -449,9 +448,7 @@ def test_watch_before_the_directory_exists(tmp_path):
         time.sleep(1.5)
         events, _, _ = stop_watch(watch)
     finally:
-        if watch.poll() is None:
-            watch.kill()
-            watch.wait()
+        kill_if_running(watch)
     incidents = [e for e in events if e["event"] == "incident"]
     assert [MARKER.search(i["traceback"]).group(1) for i in incidents] == ["3"]
 
@@ -475,9 +472,7 @@ def test_100_mb_burst_bounded_memory(tmp_path):
         events, _, rss = stop_watch(watch)
         events = early + events
     finally:
-        if watch.poll() is None:
-            watch.kill()
-            watch.wait()
+        kill_if_running(watch)
     incidents = [e for e in events if e["event"] == "incident"]
     assert len(incidents) == 1 and incidents[0]["lines"][0] == lines + 1
     print(f"\n100 MB burst ({written} bytes, {lines} lines): watch peak RSS {rss / 1024:.0f} MiB")
