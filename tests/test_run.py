@@ -215,3 +215,26 @@ def test_log_text_never_reaches_the_command(tmp_path):
     for att in hist["attempts"][1:]:
         added = [t for t in att["command"] if t not in original]
         assert all(t.replace(".", "").isdigit() for t in added), added
+
+
+def test_a_crash_while_serving_is_diagnosed_and_the_loop_goes_on(tmp_path):
+    """Foreground mode: after ready the doctor supervises; a crash is a runtime incident."""
+    proc, events, hist, log = run_doctor(tmp_path, launch(free_port()), "--yes", "--max-attempts", "3",
+                                         env={"STANDIN_CRASH_AFTER_READY": "1"})
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    first = hist["attempts"][0]
+    assert first["incident"]["category"] == "runtime.crash"
+    assert first["incident"]["rule"] == "runtime.crash.illegal_memory_access"
+    assert first.get("ready_seconds") is not None  # it was ready and serving before it crashed
+    second = hist["attempts"][1]["command"]
+    assert second[second.index("--cuda-graph-backend-decode") + 1] == "disabled"
+    # the same crash again: the next remedy needs a human, so the loop stops
+    assert len(hist["attempts"]) == 2 and "needs a human" in hist["reason"]
+
+
+def test_via_prefix_runs_the_launch_and_the_health_check_through_it(tmp_path):
+    """--via "env": a real command prefix, as "ssh host pct exec 129 --" would be."""
+    proc, events, hist, _ = run_doctor(tmp_path, launch(free_port()), "--until-ready", "--via", "env")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert [e for e in events if e["event"] == "healthy"]
+    assert hist["attempts"][0]["command"][0] == sys.executable  # the prefix is not part of the command
