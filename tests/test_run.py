@@ -238,3 +238,32 @@ def test_via_prefix_runs_the_launch_and_the_health_check_through_it(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert [e for e in events if e["event"] == "healthy"]
     assert hist["attempts"][0]["command"][0] == sys.executable  # the prefix is not part of the command
+
+
+def test_on_a_terminal_it_asks_before_relaunching(tmp_path):
+    """stdin is a terminal (a real pty): the flag diff is shown and the answer decides."""
+    import pty
+
+    log = tmp_path / "server.log"
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([*doctor_cmd(), "run", "--format", "json", "--log", str(log), "--settle", "1",
+                                 "--stop-grace", "5", "--until-ready", "--",
+                                 *launch(free_port(), "--mem-fraction-static", "0.5")],
+                                stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, "STANDIN_MIN_MFS": "0.8"})
+        history = Path(f"{log}.attempts.json")
+        deadline = time.monotonic() + 60
+        # the proposed change is in the history before the question is asked
+        while time.monotonic() < deadline and not (history.exists() and '"change"' in history.read_text()):
+            time.sleep(0.1)
+        os.write(master, b"y\n")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    text = err.decode()
+    assert "relaunch with:" in text and "~ --mem-fraction-static 0.5 ->" in text and "relaunch?" in text
+    hist = json.loads(Path(f"{log}.attempts.json").read_text())
+    assert [a["outcome"] for a in hist["attempts"]] == ["failed", "ready"]
