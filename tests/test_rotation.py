@@ -182,7 +182,12 @@ def kill_if_running(proc: subprocess.Popen) -> None:
         proc.wait()
 
 def stop_watch(proc: subprocess.Popen, reader: EventReader | None = None) -> tuple[list[dict], bytes, int]:
-    """SIGINT the watcher; its events, stderr, and peak RSS (kB) from wait4."""
+    """SIGINT the watcher; its events, stderr, and its peak RSS (kB).
+
+    The peak is VmHWM from /proc, read just before the SIGINT: wait4's ru_maxrss would
+    include the RSS pytest itself had when it forked the watcher (Linux carries the
+    pre-exec high-water mark over), which after a few hundred tests is larger than watch."""
+    peak_kb = _vm_hwm_kb(proc.pid)
     proc.send_signal(signal.SIGINT)
     out = bytearray()
     deadline = time.monotonic() + 30
@@ -196,13 +201,21 @@ def stop_watch(proc: subprocess.Popen, reader: EventReader | None = None) -> tup
     if reader is not None:
         reader.join(30)
         out = "".join(json.dumps(e) + "\n" for e in reader.events).encode()
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read()
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
     assert b"Traceback" not in err, err[-2000:]
     events = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
-    return events, err, usage.ru_maxrss
+    return events, err, peak_kb
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmHWM for {pid}")
 
 
 def read_until_incident(proc: subprocess.Popen, timeout: float) -> list[dict]:
