@@ -195,20 +195,15 @@ def _field_defaults(server_args_cls) -> tuple[dict[str, Any], list[str]]:
     defaults: dict[str, Any] = {}
     required: list[str] = []
     if dataclasses.is_dataclass(server_args_cls):
-        for field in dataclasses.fields(server_args_cls):
-            if field.default is not dataclasses.MISSING:
-                defaults[field.name] = _plain(field.default)
-            elif field.default_factory is not dataclasses.MISSING:
-                defaults[field.name] = _plain(field.default_factory())
-            else:
-                required.append(field.name)
-        return defaults, sorted(required)
-    import msgspec  # SGLang >= 0.5.2x defines ServerArgs with msgspec.defstruct
+        fields, missing = dataclasses.fields(server_args_cls), dataclasses.MISSING
+    else:
+        import msgspec  # SGLang >= 0.5.2x defines ServerArgs with msgspec.defstruct
 
-    for field in msgspec.structs.fields(server_args_cls):
-        if field.default is not msgspec.NODEFAULT:
+        fields, missing = msgspec.structs.fields(server_args_cls), msgspec.NODEFAULT
+    for field in fields:  # both kinds of field have name, default and default_factory
+        if field.default is not missing:
             defaults[field.name] = _plain(field.default)
-        elif field.default_factory is not msgspec.NODEFAULT:
+        elif field.default_factory is not missing:
             defaults[field.name] = _plain(field.default_factory())
         else:
             required.append(field.name)

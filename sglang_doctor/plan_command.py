@@ -43,7 +43,7 @@ def _catalog(version: str):
     except ImportError:
         return None
     try:
-        return flags.load_catalog(version)
+        return flags.load_catalog(version, prefer_shipped=True)  # no SGLang import for a table
     except Exception:  # noqa: BLE001 - an unknown version falls back to plain conversion
         return None
 
