@@ -152,76 +152,53 @@ class Supervisor:
 
     def _follow(self, pipe: Any, reader, t0: float, record: dict) -> "_AttemptResult":
         child = self.child
-        first: Diagnosis | None = None
-        incident_at: float | None = None
-        ready_seen = False
-        host, port = _host_port(self.opts.command if not record["command"] else record["command"])
+        seen = _Seen(self.report, *_host_port(record["command"], self.catalog))
         last_data = time.monotonic()
         dirty = False
-
-        def consume(events: list[dict]) -> None:
-            nonlocal first, incident_at, ready_seen, host, port
-            for ev in events:
-                self.report(ev)
-                if ev["event"] == "incident":
-                    diag = ev.get("_diagnosis")
-                    if first is None or (first.rule == "unknown" and diag is not None and diag.rule != "unknown"):
-                        first = diag
-                    incident_at = incident_at or time.monotonic()
-                elif ev["event"] == "ready":
-                    ready_seen = True
-                elif ev["event"] == "launch":
-                    args = ev.get("server_args") or {}
-                    host = args.get("host") or host
-                    port = args.get("port") or port
-
         while True:
             data = reader.read(1 << 20)
             if data:
-                consume(pipe.feed(data))
+                seen.consume(pipe.feed(data))
                 last_data, dirty = time.monotonic(), True
                 continue
             code = child.exit_code()
             if code is not None:
-                consume(pipe.feed(reader.read()))
-                consume(pipe.finish())
+                seen.drain(pipe, reader)
                 child.reap_group()
-                if first is not None:
-                    return _AttemptResult("failed", first, code, "")
-                if ready_seen:
+                if seen.first is not None:
+                    return _AttemptResult("failed", seen.first, code, "")
+                if seen.ready:
                     return _AttemptResult("stopped", None, code, f"the server exited (code {code}) with no incident")
                 return _AttemptResult("failed", None, code,
                                       f"the server exited with code {code} and its log names no cause: see {self.opts.log}")
             now = time.monotonic()
             if dirty and now - last_data >= IDLE_FLUSH_S:
-                consume(pipe.flush_idle())
+                seen.consume(pipe.flush_idle())
                 dirty = False
-            if first is not None and incident_at is not None and now - incident_at >= self.opts.settle:
+            if seen.settled(self.opts.settle):
                 # SGLang reported a failure but keeps running (e.g. after a bind error): stop it.
                 self._stop_child()
-                consume(pipe.feed(reader.read()))
-                consume(pipe.finish())
-                return _AttemptResult("failed", first, child.exit_code(), "")
-            if ready_seen and first is None:
-                url = self.opts.health_url or health.url_for(host, port)
+                seen.drain(pipe, reader)
+                return _AttemptResult("failed", seen.first, child.exit_code(), "")
+            if seen.ready and seen.first is None:
+                url = self.opts.health_url or health.url_for(seen.host, seen.port)
                 result = health.wait_healthy(url, deadline_s=self.opts.health_timeout, via=self.opts.via or None,
                                              alive=lambda: child.exit_code() is None)
-                consume(pipe.feed(reader.read()))
+                seen.consume(pipe.feed(reader.read()))
                 if result.ok:
                     return self._on_ready(pipe, reader, t0, record, url)
-                if child.exit_code() is None and first is None:
+                if child.exit_code() is None and seen.first is None:
                     self._stop_child()
-                    consume(pipe.feed(reader.read()))
-                    consume(pipe.finish())
-                    if first is None:
+                    seen.drain(pipe, reader)
+                    if seen.first is None:
                         return _AttemptResult("failed", None, child.exit_code(),
                                               f"the server said it was ready but {url} answered {result.detail}")
-                ready_seen = False  # the loop sees the exit or the incident next
+                seen.ready = False  # the loop sees the exit or the incident next
                 continue
             if now - t0 > self.opts.ready_timeout:
                 self._stop_child()
-                consume(pipe.finish())
-                return _AttemptResult("failed", first, child.exit_code(),
+                seen.consume(pipe.finish())
+                return _AttemptResult("failed", seen.first, child.exit_code(),
                                       f"not ready after {self.opts.ready_timeout:.0f} s (--ready-timeout)")
             time.sleep(POLL_S)
 
@@ -245,33 +222,26 @@ class Supervisor:
 
     def _serve(self, pipe: Any, reader) -> "_AttemptResult":
         child = self.child
-        first: Diagnosis | None = None
-        incident_at = None
+        seen = _Seen(self.report)
         dirty, last = False, time.monotonic()
         while True:
             data = reader.read(1 << 20)
-            events = pipe.feed(data) if data else []
             if data:
+                seen.consume(pipe.feed(data))
                 dirty, last = True, time.monotonic()
             elif dirty and time.monotonic() - last >= IDLE_FLUSH_S:
-                events, dirty = pipe.flush_idle(), False
-            for ev in events:
-                self.report(ev)
-                if ev["event"] == "incident" and first is None:
-                    first, incident_at = ev.get("_diagnosis"), time.monotonic()
+                seen.consume(pipe.flush_idle())
+                dirty = False
             code = child.exit_code()
-            if code is not None or (incident_at and time.monotonic() - incident_at >= self.opts.settle):
+            if code is not None or seen.settled(self.opts.settle):
                 if code is None:
                     self._stop_child()
-                for ev in pipe.feed(reader.read()) + pipe.finish():
-                    self.report(ev)
-                    if ev["event"] == "incident" and first is None:
-                        first = ev.get("_diagnosis")
+                seen.drain(pipe, reader)
                 child.reap_group()
-                if first is None:
+                if seen.first is None:
                     return _AttemptResult("stopped", None, child.exit_code(),
                                           f"the server exited (code {child.exit_code()}) with no incident")
-                return _AttemptResult("failed", first, child.exit_code(), "")
+                return _AttemptResult("failed", seen.first, child.exit_code(), "")
             if not data:
                 time.sleep(POLL_S)
 
@@ -346,27 +316,50 @@ def _incident_summary(d: Diagnosis) -> dict[str, Any]:
     return out
 
 
-def _host_port(command: list[str]) -> tuple[str | None, int | None]:
-    host = port = None
-    for i, tok in enumerate(command):
-        name, eq, val = tok.partition("=")
-        value = val if eq else (command[i + 1] if i + 1 < len(command) else None)
-        if name == "--host":
-            host = value
-        elif name == "--port" and value and value.isdigit():
-            port = int(value)
-    return host, port
+def _host_port(command: list[str], catalog: Any) -> tuple[str | None, int | None]:
+    """--host and --port of the command, however spelled (aliases, abbreviations, --x=y)."""
+    host = launch_command.value_of(command, "--host", catalog)
+    port = launch_command.value_of(command, "--port", catalog)
+    return (host if isinstance(host, str) else None), (int(port) if isinstance(port, str) and port.isdigit() else None)
+
+
+class _Seen:
+    """What the log of one launch has said so far; every event goes to ``report`` first."""
+
+    def __init__(self, report: Callable[[dict], None], host: str | None = None, port: int | None = None):
+        self.report = report
+        self.first: Diagnosis | None = None  # the incident the attempt is judged by
+        self.incident_at: float | None = None
+        self.ready = False
+        self.host, self.port = host, port
+
+    def consume(self, events: list[dict]) -> None:
+        for ev in events:
+            self.report(ev)
+            if ev["event"] == "incident":
+                diag = ev.get("_diagnosis")
+                # the first incident, unless a later one is one a rule knows
+                if self.first is None or (self.first.rule == "unknown" and diag is not None and diag.rule != "unknown"):
+                    self.first = diag
+                self.incident_at = self.incident_at or time.monotonic()
+            elif ev["event"] == "ready":
+                self.ready = True
+            elif ev["event"] == "launch":  # the dump says what SGLang really used
+                args = ev.get("server_args") or {}
+                self.host = args.get("host") or self.host
+                self.port = args.get("port") or self.port
+
+    def drain(self, pipe: Any, reader) -> None:
+        """Everything left in the log, then whatever the pipeline still holds open."""
+        self.consume(pipe.feed(reader.read()))
+        self.consume(pipe.finish())
+
+    def settled(self, settle_s: float) -> bool:
+        """An incident was reported ``settle_s`` ago and the server is still running."""
+        return self.first is not None and self.incident_at is not None and time.monotonic() - self.incident_at >= settle_s
 
 
 def _sigterm_as_interrupt(signum, frame):
     exc = KeyboardInterrupt()
     exc.sigterm = True
     raise exc
-
-
-def load_history(path: str) -> dict:
-    return history.load(path)
-
-
-def render_history(doc: dict) -> str:
-    return history.render(doc)
