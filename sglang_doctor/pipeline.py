@@ -48,6 +48,7 @@ class StreamPipeline:
         self.version = version
         self.hardware = hardware
         self.model_config = model_config
+        self._model_configs: dict[str, dict | None] = {}  # config.json by the dumps' model_path
         self.remediate = remediate
         extra: tuple[signals.Signal, ...] = ()
         literals = set(incidents_mod.TRIGGER_LITERALS)
@@ -189,14 +190,16 @@ class StreamPipeline:
         model_path = (launch.server_args.get("model_path") if launch else None) or None
         if not isinstance(model_path, str):
             return None
-        import json
+        if model_path not in self._model_configs:  # read once per model, not per incident
+            import json
 
-        try:
-            with open(os.path.join(model_path, "config.json"), encoding="utf-8") as fh:
-                value = json.load(fh)
-            return value if isinstance(value, dict) else None
-        except (OSError, ValueError):
-            return None
+            try:
+                with open(os.path.join(model_path, "config.json"), encoding="utf-8") as fh:
+                    value = json.load(fh)
+                self._model_configs[model_path] = value if isinstance(value, dict) else None
+            except (OSError, ValueError):
+                self._model_configs[model_path] = None
+        return self._model_configs[model_path]
 
 
 def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
