@@ -94,6 +94,7 @@ class Reporter:
 
             self._status = self._console.status(text, spinner="dots")
             self._status.start()
+            atexit.unregister(self._stop_status)  # once per reporter, however many launches
             atexit.register(self._stop_status)
         else:
             self._status.update(text)

@@ -145,22 +145,17 @@ def _cache_put(dirs: list[Path], rules: list[Rule]) -> None:
     if path is None:
         return
     import pickle
-    import tempfile
+
+    from sglang_doctor.history import atomic_write
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(rules, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        atomic_write(path, pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL))
         # keep the few newest packs (one per rule-directory set in use), drop stale ones
         for old in sorted(path.parent.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime)[:-8]:
             old.unlink()
-    except Exception:
-        try:
-            os.unlink(tmp)
-        except Exception:
-            pass
+    except Exception:  # a cache that cannot be written is only a slower next start
+        pass
 
 
 def user_rules_dir() -> Path:
