@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Check the real-log corpus labels (corpus/dev and corpus/heldout).
+
+For each part that exists: every *.log file has exactly one label, every label names an
+existing file, the keys are those of CORPUS.md, categories and phases are valid, the
+key_line is found in its file, thread numbers obey the split (dev: N % 3 != 0,
+heldout: N % 3 == 0), and no source URL appears in both parts.
+Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
+"""
+import os
+import sys
+
+import yaml
+
+CATEGORIES = {
+    "memory.kv_pool", "memory.cuda_oom", "memory.host_oom", "nccl", "model.unsupported",
+    "model.load", "args.invalid", "kernel.build", "kernel.unsupported_hw", "cuda_graph",
+    "network.port", "runtime.crash", "other", "none",
+}
+PHASES = {
+    "startup.args", "startup.distributed", "startup.load_weights", "startup.memory_pool",
+    "startup.cuda_graph", "startup.warmup", "serving", "unknown",
+}
+KEYS = [
+    "file", "source", "sglang_version", "hardware", "category", "phase", "key_line",
+    "exception_type", "evidence_in_log", "fix_flags", "fix_env", "fix_source", "truncated",
+    "cut_mid_line", "label_confidence", "notes",
+]
+SOURCE_KEYS = {"url", "repo", "number", "kind", "comment_by"}
+KINDS = {"issue", "pull", "doc", "note"}
+PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0}
+
+
+def check_part(root, part, errors):
+    d = os.path.join(root, part)
+    path = os.path.join(d, "labels.yaml")
+    if not os.path.exists(path):
+        errors.append(f"{part}: no labels.yaml")
+        return set(), 0
+    try:
+        labels = yaml.safe_load(open(path, encoding="utf-8"))
+    except yaml.YAMLError as e:
+        errors.append(f"{part}: labels.yaml does not parse: {e}")
+        return set(), 0
+    if not isinstance(labels, list):
+        errors.append(f"{part}: labels.yaml is not a list")
+        return set(), 0
+    files = {f for f in os.listdir(d) if f.endswith(".log")}
+    seen, urls = {}, set()
+    for i, e in enumerate(labels):
+        where = f"{part}[{i}]"
+        if not isinstance(e, dict):
+            errors.append(f"{where}: entry is not a mapping")
+            continue
+        name = e.get("file")
+        where = f"{part}/{name}"
+        seen[name] = seen.get(name, 0) + 1
+        missing = [k for k in KEYS if k not in e]
+        if missing:
+            errors.append(f"{where}: missing keys {missing}")
+        extra = set(e) - set(KEYS) - {"best_guess_category"}
+        if extra:
+            errors.append(f"{where}: unknown keys {sorted(extra)}")
+        if name not in files:
+            errors.append(f"{where}: no such file")
+            continue
+        prefix = name.split("-")
+        if len(prefix) < 3 or not prefix[0].isdigit():
+            errors.append(f"{where}: name is not NNN-category-slug.log")
+        elif prefix[1] != e.get("category"):
+            errors.append(f"{where}: category in name ({prefix[1]}) differs from label ({e.get('category')})")
+        if e.get("category") not in CATEGORIES:
+            errors.append(f"{where}: bad category {e.get('category')!r}")
+        if e.get("phase") not in PHASES:
+            errors.append(f"{where}: bad phase {e.get('phase')!r}")
+        if e.get("label_confidence") not in {"high", "medium", "low"}:
+            errors.append(f"{where}: bad label_confidence")
+        for k in ("evidence_in_log", "truncated", "cut_mid_line"):
+            if not isinstance(e.get(k), bool):
+                errors.append(f"{where}: {k} must be a bool")
+        for k in ("fix_flags", "fix_env"):
+            if e.get(k) is not None and not isinstance(e.get(k), dict):
+                errors.append(f"{where}: {k} must be a mapping")
+        if e.get("evidence_in_log") is False:
+            if e.get("best_guess_category") not in CATEGORIES:
+                errors.append(f"{where}: evidence_in_log false needs a valid best_guess_category")
+        src = e.get("source")
+        if not isinstance(src, dict) or set(src) != SOURCE_KEYS:
+            errors.append(f"{where}: source must have exactly {sorted(SOURCE_KEYS)}")
+        else:
+            if src.get("kind") not in KINDS:
+                errors.append(f"{where}: bad source.kind {src.get('kind')!r}")
+            n = src.get("number")
+            if n is not None:
+                if not isinstance(n, int):
+                    errors.append(f"{where}: source.number must be an int or null")
+                elif not PARTS[part](n):
+                    errors.append(f"{where}: thread #{n} belongs to the other part")
+            if src.get("url"):
+                urls.add(src["url"])
+        text = open(os.path.join(d, name), encoding="utf-8", errors="replace").read()
+        lines = text.split("\n")
+        kl = e.get("key_line")
+        if kl is not None:
+            if not isinstance(kl, str) or not kl:
+                errors.append(f"{where}: key_line must be a non-empty string or null")
+            elif kl not in lines and not any(kl in line for line in lines):
+                errors.append(f"{where}: key_line not found in the file")
+    for name, c in seen.items():
+        if c > 1:
+            errors.append(f"{part}/{name}: labelled {c} times")
+    for name in sorted(files - set(seen)):
+        errors.append(f"{part}/{name}: no label")
+    return urls, len(labels)
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    errors, urls = [], {}
+    for part in PARTS:
+        if os.path.isdir(os.path.join(root, part)):
+            urls[part], n = check_part(root, part, errors)
+            print(f"{part}: {n} labels")
+    if len(urls) == 2:
+        for u in sorted(urls["dev"] & urls["heldout"]):
+            errors.append(f"URL in both parts: {u}")
+    for e in errors:
+        print("ERROR", e)
+    print("ok" if not errors else f"{len(errors)} problem(s)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
