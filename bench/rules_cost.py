@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from sglang_doctor.pipeline import StreamPipeline, read_incidents
-from sglang_doctor.rules_engine import RuleSet, builtin_rules_dir
+from sglang_doctor.diagnose.rules_engine import RuleSet, builtin_rules_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBSET = (  # ten common rules, one file's worth

@@ -146,7 +146,8 @@ def literal_scaling(path: Path, limit: int = 256 << 20) -> list[dict]:
 
     A boring log has no hits, so this is the per-line cost of boring lines; the literals past
     the real ones are made-up rule literals that never occur."""
-    from sglang_doctor import incidents, scanner
+    from sglang_doctor.incidents import assemble as incidents
+    from sglang_doctor.read import scanner
 
     real = list(incidents.TRIGGER_LITERALS)
     sets = {"10": real[:10], f"{len(real)} (engine)": real,
@@ -185,7 +186,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [s for s in args.sizes.split(",") if s] + (["4G"] if args.with_4g else [])
     doctor = doctor_command()
-    from sglang_doctor import scanner
+    from sglang_doctor.read import scanner
     finder = scanner.make_finder(scanner.line_literals(["x"]))
     print(f"doctor: {' '.join(doctor)}  (block search: {finder.name})")
     print(f"machine: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")

@@ -29,7 +29,7 @@ SEED_TAIL = ROOT / "fixtures" / "seed" / "seed_full.log"
 PROFILE = r"""
 import time
 t0 = time.perf_counter()
-import sglang_doctor.cli as cli
+import sglang_doctor.cli.app as cli
 t1 = time.perf_counter()
 rules = cli.load_ruleset(())
 t2 = time.perf_counter()

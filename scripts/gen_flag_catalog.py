@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate sglang_doctor/catalogs/sglang-VERSION.json from SGLang's real argument parser.
+"""Generate sglang_doctor/remedy/catalogs/sglang-VERSION.json from SGLang's real argument parser.
 
     python scripts/gen_flag_catalog.py 0.5.9 0.5.23            # scratch venvs under /tmp
     python scripts/gen_flag_catalog.py 0.5.23 --venv /tmp/v    # reuse (or create) this venv
@@ -11,7 +11,7 @@ an empty venv until it stopped failing; listed in REQUIREMENTS with the versions
 and the local CPU ``torch==2.13.0``, then runs this same file inside that venv with
 ``--dump``: it builds ``argparse.ArgumentParser()``, calls ``ServerArgs.add_cli_args`` and
 writes every action and every ServerArgs field default through
-``sglang_doctor.flags.snapshot_parser`` -- the function ``load_catalog`` uses on a live
+``sglang_doctor.remedy.flags.snapshot_parser`` -- the function ``load_catalog`` uses on a live
 SGLang, so the two can't disagree.  Output has sorted keys and no timestamps: regenerating
 gives identical bytes.
 
@@ -35,7 +35,7 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGUE_DIR = ROOT / "sglang_doctor" / "catalogs"
+CATALOGUE_DIR = ROOT / "sglang_doctor" / "remedy" / "catalogs"
 TORCH = "torch==2.13.0"  # the local CPU wheel; a bare `torch` would pull a CUDA build
 
 # What `import sglang.srt.server_args` needs beyond the standard library and torch.
@@ -115,7 +115,7 @@ def dump_catalog(version: str) -> dict:
     """The catalogue document for ``version`` from the SGLang installed in this interpreter.
     The drift test calls this too."""
     sys.path.insert(0, str(ROOT))
-    from sglang_doctor import flags
+    from sglang_doctor.remedy import flags
 
     installed = importlib.metadata.version("sglang")
     if installed != version:
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.dump:
         sys.path.insert(0, str(ROOT))
-        from sglang_doctor.flags import catalogue_json
+        from sglang_doctor.remedy.flags import catalogue_json
 
         text = catalogue_json(dump_catalog(args.dump))
         out = args.out or CATALOGUE_DIR / f"sglang-{args.dump}.json"

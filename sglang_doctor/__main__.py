@@ -1,4 +1,4 @@
-from sglang_doctor.cli import main
+from sglang_doctor.cli.app import main
 
 if __name__ == "__main__":
     main()

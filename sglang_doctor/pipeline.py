@@ -16,11 +16,11 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from sglang_doctor import incidents as incidents_mod
-from sglang_doctor import signals
+from sglang_doctor.incidents import assemble as incidents_mod
+from sglang_doctor.incidents import signals
+from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.model import Diagnosis, Incident, Launch, Line
-from sglang_doctor.scanner import Scanner
-from sglang_doctor.tracebacks import sglang_frames
+from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
 IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
@@ -164,7 +164,8 @@ class StreamPipeline:
 
     def _add_remediation(self, diagnosis: Diagnosis) -> None:
         try:
-            from sglang_doctor import flags, remedies
+            from sglang_doctor.remedy import flags
+            from sglang_doctor.remedy import remedies
         except ImportError:
             return
         try:
@@ -200,41 +201,6 @@ class StreamPipeline:
             except (OSError, ValueError):
                 self._model_configs[model_path] = None
         return self._model_configs[model_path]
-
-
-def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
-    """What is said of an incident no rule knows."""
-    from sglang_doctor.milestones import phase_after
-
-    exc = incident.exception
-    if exc is not None:
-        title = f"{exc.type}: {exc.message.splitlines()[0] if exc.message else ''}".strip().rstrip(":")
-    elif incident.signals:
-        title = incident.signals[0].text.strip()[:200]
-    else:
-        title = "A failure with no exception line"
-    deepest = sglang_frames(incident.frames)
-    where = ""
-    if deepest:
-        f = deepest[-1]
-        where = f" The deepest SGLang frame is {f.function} ({f.file.split('/sglang/')[-1]}:{f.line})."
-    phase = "serving" if incident.after_ready else "unknown"
-    if launch is not None and not incident.after_ready:
-        last = None
-        for ms in launch.milestones:
-            if ms.line < incident.first_line:
-                last = ms.name
-        phase = phase_after(last) if (launch.line is not None or launch.milestones) else "unknown"
-    return Diagnosis(
-        incident=incident,
-        rule="unknown",
-        category="runtime.crash" if incident.after_ready else "other",
-        phase=phase,
-        title=title,
-        explanation=f"No rule knew this failure.{where}",
-        confidence=0.2,
-        launch=launch,
-    )
 
 
 def _escape(literal: str) -> str:

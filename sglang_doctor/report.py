@@ -13,7 +13,7 @@ import sys
 import time
 from typing import IO, Any
 
-from sglang_doctor.milestones import DESCRIPTIONS
+from sglang_doctor.incidents.milestones import DESCRIPTIONS
 from sglang_doctor.model import Diagnosis, Remediation
 
 FORMATS = ("rich", "text", "json")

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_doctor import server_args, tracebacks
-from sglang_doctor.incidents import Assembler
-from sglang_doctor.reader import LineSplitter
+from sglang_doctor.incidents import server_args
+from sglang_doctor.incidents import tracebacks
+from sglang_doctor.incidents.assemble import Assembler
+from sglang_doctor.read.reader import LineSplitter
 
 ROOT = Path(__file__).resolve().parents[2]
 

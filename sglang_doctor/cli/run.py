@@ -1,0 +1,125 @@
+"""``sglang-doctor run [options] -- CMD ARGS...``: the click front end of the supervisor."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from sglang_doctor.exit_codes import ExitCode
+from sglang_doctor.pipeline import InputError
+
+DEFAULT_LOG = "sglang-doctor-run.log"
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--log", "log_path", default=DEFAULT_LOG, show_default=True,
+              help="The server's log; earlier attempts rotate to LOG.1, LOG.2, ...")
+@click.option("--max-attempts", type=click.IntRange(1, 100), default=4, show_default=True)
+@click.option("--yes", "-y", is_flag=True, help="Relaunch without asking (only changes marked safe).")
+@click.option("--dry-run", is_flag=True, help="Print what would be run, run nothing.")
+@click.option("--detach", is_flag=True, help="Exit 0 once ready and leave the server running.")
+@click.option("--until-ready", is_flag=True, help="Exit 0 once ready, after stopping the server cleanly.")
+@click.option("--pid-file", type=click.Path(dir_okay=False), help="With --detach: where to write the server's pid.")
+@click.option("--via", default="", help='A command prefix that runs the launch elsewhere, e.g. "ssh root@host pct exec 129 --".')
+@click.option("--health-url", default=None, help="Health check URL (default: http://HOST:PORT/health of the command).")
+@click.option("--ready-timeout", type=float, default=3600.0, show_default=True, help="Seconds to wait for ready.")
+@click.option("--health-timeout", type=float, default=180.0, show_default=True,
+              help="Seconds after the ready line for /health to answer 200.")
+@click.option("--settle", type=float, default=20.0, show_default=True,
+              help="Seconds a failed server may take to exit by itself before it is stopped.")
+@click.option("--stop-grace", type=float, default=30.0, show_default=True,
+              help="Seconds between SIGTERM and SIGKILL when stopping the server.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("--format", "fmt", type=click.Choice(("rich", "text", "json")), default=None)
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False))
+@click.option("--gpus", default="a6000x2", show_default=True)
+@click.option("--model-config", type=click.Path(dir_okay=False))
+@click.option("--sglang-version", default=None)
+def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via, health_url, ready_timeout,
+        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version):
+    """Launch an SGLang server, diagnose a failed launch, fix its flags and relaunch."""
+    from sglang_doctor.cli import app as cli
+    from sglang_doctor.run import supervisor
+    from sglang_doctor.report import Reporter
+
+    command = list(command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise InputError("run needs the launch command after --, e.g. run -- python -m sglang.launch_server ...")
+    if detach and until_ready:
+        raise InputError("--detach and --until-ready exclude each other")
+    try:
+        via_prefix = shlex.split(via)
+    except ValueError as exc:
+        raise InputError(f"--via: {exc}") from None
+    mode = "detach" if detach else "until_ready" if until_ready else "foreground"
+    opts = supervisor.RunOptions(
+        command=command, log=Path(log_path), via=via_prefix, max_attempts=max_attempts, yes=yes, mode=mode,
+        health_url=health_url, ready_timeout=ready_timeout, health_timeout=health_timeout, settle=settle,
+        stop_grace=stop_grace, pid_file=Path(pid_file) if pid_file else None,
+    )
+    reporter = Reporter(fmt, progress=True)
+    if dry_run:
+        reporter.event({"event": "dry_run", "command": [*via_prefix, *command], "log": log_path})
+        reporter.message(f"would run: {shlex.join([*via_prefix, *command])}\nlog: {log_path}")
+        sys.exit(ExitCode.OK)
+    catalog = _catalog(sglang_version)
+    ruleset = cli.load_ruleset(rule_dirs)
+    hw = cli.load_hardware(gpus)
+    config = cli.load_model_config(model_config)
+
+    def make_pipeline(cmd):
+        from sglang_doctor.pipeline import StreamPipeline
+
+        return StreamPipeline(ruleset, command=cmd, version=sglang_version, hardware=hw, model_config=config)
+
+    def report(ev):
+        if ev["event"] in ("attempt", "relaunch", "healthy", "run_summary", "dry_run") and reporter.format != "json":
+            reporter.message(_text(ev), style="bold")
+        else:
+            reporter.event(ev)
+
+    confirm = None
+    if sys.stdin.isatty() and not yes:
+        def confirm(text):
+            return click.confirm(text + "\nrelaunch?", default=False, err=True)
+
+    if not Path(log_path).parent.exists():
+        raise InputError(f"--log {log_path}: the directory does not exist")
+    reporter.message(f"logging the server's output to {log_path}")
+    sup = supervisor.Supervisor(opts, make_pipeline, report, confirm, catalog)
+    try:
+        outcome = sup.run()
+    except supervisor.child_mod.LaunchError as exc:
+        raise InputError(str(exc)) from None
+    sys.exit(outcome.exit_code if outcome.status != "stopped" else ExitCode.OK)
+
+
+def _catalog(version):
+    try:
+        from sglang_doctor.remedy import flags
+    except ImportError:
+        return None
+    resolved, _source = flags.resolve_version(None, version)
+    return flags.load_catalog(resolved, prefer_shipped=True)
+
+
+def _text(ev: dict) -> str:
+    kind = ev["event"]
+    if kind == "attempt":
+        return f"attempt {ev['attempt']}: {shlex.join(ev['command'])}" + (
+            "  (env " + " ".join(f"{k}={v}" for k, v in ev["env"].items()) + ")" if ev.get("env") else "")
+    if kind == "relaunch":
+        return "relaunching with:\n  " + "\n  ".join(ev["changes"] or ["(no flag change)"]) + (
+            f"\n  ({ev['note']})" if ev.get("note") else "")
+    if kind == "healthy":
+        return f"healthy: {ev['url']} answered 200, {ev['seconds']} s after launch"
+    if kind == "run_summary":
+        changed = ("; changes: " + ", ".join(ev["changes"])) if ev.get("changes") else ""
+        return (f"run {ev['outcome']} after {ev['attempts']} attempt(s), {ev['seconds']} s: {ev['reason']}{changed}\n"
+                f"history: {ev['history']}")
+    return str(ev)

@@ -1,0 +1,597 @@
+"""The rule engine: YAML rules (docs/DESIGN.md, "Rule files") matched against incidents.
+
+Rules are data.  Loading validates every rule and reports each problem as
+``file:line: message``; regexes are compiled once with the ``regex`` package and searched
+with a timeout, so a catastrophic pattern in a user rule skips that rule for that incident
+(reported in ``RuleSet.warnings``) instead of hanging the tool.  Candidate rules are found
+through an index on exception type and required literals, so the cost per incident stays
+flat as the pack grows.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from sglang_doctor.diagnose.fallback import unknown_diagnosis
+from sglang_doctor.incidents.milestones import phase_after
+from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
+
+REGEX_TIMEOUT = 0.05
+TRUNCATED_FRAMES_ONLY_FACTOR = 0.6
+
+REMEDIES = (
+    "plan_memory", "set_flag", "raise_flag", "lower_flag", "unset_flag", "set_env", "disable_feature",
+    "closest_flag", "change_port", "upgrade_sglang", "needs_human",
+)
+RULE_KEYS = {
+    "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",
+    "remedy", "examples", "counter_examples", "references", "doc",
+}
+REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
+MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
+              "truncated"}
+FRAME_KEYS = {"any", "all", "sequence"}
+
+
+class RuleLoadError(Exception):
+    """One or more rule files are invalid; ``problems`` holds ``file:line: message`` strings."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass
+class Rule:
+    id: str
+    category: str
+    phase: str
+    title: str
+    explanation: str
+    source: str
+    line: int
+    priority: int = 0
+    confidence: float = 0.9
+    kind: str | None = None
+    exceptions: tuple[str, ...] = ()
+    message: Any = None
+    in_chain: bool = False
+    frames_any: tuple[str, ...] = ()
+    frames_all: tuple[str, ...] = ()
+    frames_sequence: tuple[str, ...] = ()
+    line_rx: Any = None
+    literals: tuple[str, ...] = ()
+    context: dict[str, Any] = field(default_factory=dict)
+    after_ready: bool | None = None
+    truncated: bool | None = None  # match only incidents whose end is (not) missing
+    remedy: list[dict[str, Any]] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+    counter_examples: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+    doc: dict[str, str] = field(default_factory=dict)
+    status: str = "stable"
+
+    @property
+    def conditions(self) -> int:
+        return sum(bool(x) for x in (self.kind, self.exceptions, self.message, self.frames_any, self.frames_all,
+                                     self.frames_sequence, self.line_rx, self.context)) + (self.after_ready is not None) + (
+            self.truncated is not None)
+
+    @property
+    def frames_only(self) -> bool:
+        return not (self.exceptions or self.message or self.line_rx)
+
+
+# -- loading ---------------------------------------------------------------------------
+
+
+def builtin_rules_dir() -> Path:
+    here = Path(__file__).resolve().parents[2] / "rules"
+    if here.is_dir() and any(here.glob("*.yaml")):
+        return here
+    return Path(str(resources.files("sglang_doctor.rules")))
+
+
+# -- the parsed-pack cache ---------------------------------------------------------------
+# Parsing YAML costs ~0.3 s for the shipped pack, which would dominate start-up.  The parsed,
+# validated rules are pickled under the user's cache directory, keyed on every rule file's
+# path, size and mtime and on this module's own file: any edit re-parses.  A cache that
+# cannot be read or written is ignored (read-only home, concurrent writers).
+
+def _cache_file(dirs: list[Path]) -> Path | None:
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        me = Path(__file__).stat()
+        h.update(f"{__file__}:{me.st_size}:{me.st_mtime_ns}".encode())
+        for d in dirs:
+            h.update(f"dir:{d.resolve()}".encode())
+            for path in sorted(d.glob("*.y*ml")):
+                st = path.stat()
+                h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    except OSError:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sglang-doctor" / f"rules-{h.hexdigest()[:24]}.pickle"
+
+
+def _cache_get(dirs: list[Path]) -> list[Rule] | None:
+    if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
+        return None
+    path = _cache_file(dirs)
+    if path is None:
+        return None
+    import pickle
+
+    try:
+        with open(path, "rb") as fh:
+            rules = pickle.load(fh)
+        return rules if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules) else None
+    except Exception:  # a missing, stale or corrupt cache just means parsing again
+        return None
+
+
+def _cache_put(dirs: list[Path], rules: list[Rule]) -> None:
+    if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
+        return
+    path = _cache_file(dirs)
+    if path is None:
+        return
+    import pickle
+
+    from sglang_doctor.atomic_file import atomic_write
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL))
+        # keep the few newest packs (one per rule-directory set in use), drop stale ones
+        for old in sorted(path.parent.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime)[:-8]:
+            old.unlink()
+    except Exception:  # a cache that cannot be written is only a slower next start
+        pass
+
+
+def user_rules_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "sglang-doctor" / "rules"
+
+
+def _readable_dir(path: Path) -> bool:
+    """True for a directory we may list; an unreadable ~/.config (sudo -u) is not an error."""
+    try:
+        return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+    except OSError:
+        return False
+
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
+
+
+class _LineLoader(_BaseLoader):
+    """Records the line of every mapping, so errors can say file:line."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen: set[str] = set()
+    for key_node, _ in node.value:  # YAML keeps the last of two equal keys, silently
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
+            if key_node.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
+            seen.add(key_node.value)
+    mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    mapping["__line__"] = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_rule_file(path: Path, repo_root: Path | None, problems: list[str]) -> list[Rule]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{path}:1: cannot read: {exc}")
+        return []
+    try:
+        data = yaml.load(text, Loader=_LineLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        problems.append(f"{path}:{line}: malformed YAML: {getattr(exc, 'problem', exc)}")
+        return []
+    if data is None:
+        return []
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        problems.append(f"{path}:1: a rule file is a mapping with a 'rules:' list")
+        return []
+    out = []
+    for item in data["rules"]:
+        rule = _build_rule(item, path, repo_root, problems)
+        if rule is not None:
+            out.append(rule)
+    return out
+
+
+def _build_rule(item: Any, path: Path, repo_root: Path | None, problems: list[str]) -> Rule | None:
+    if not isinstance(item, dict):
+        problems.append(f"{path}:1: each rule is a mapping")
+        return None
+    line = item.pop("__line__", 1)
+    where = f"{path}:{line}"
+    before = len(problems)
+
+    def bad(msg: str) -> None:
+        problems.append(f"{where}: {item.get('id', '?')}: {msg}")
+
+    for key in sorted(set(item) - RULE_KEYS, key=str):
+        bad(f"unknown key {key!r}")
+    for key in REQUIRED_KEYS:
+        if key not in item:
+            bad(f"missing required key {key!r}")
+    for key in ("id", "category", "phase", "title", "explanation"):
+        if key in item and not isinstance(item[key], str):
+            bad(f"{key} must be a string")
+    if len(problems) > before:
+        return None
+    if item["category"] not in CATEGORIES:
+        bad(f"unknown category {item['category']!r}")
+    if item["phase"] not in PHASES and item["phase"] != "auto":
+        bad(f"unknown phase {item['phase']!r}")
+    rule = Rule(id=item["id"], category=item["category"], phase=item["phase"], title=item["title"],
+                explanation=item["explanation"], source=str(path), line=line)
+    if not isinstance(item.get("priority", 0), int):
+        bad("priority must be an integer")
+    else:
+        rule.priority = item.get("priority", 0)
+    conf = item.get("confidence", 0.9)
+    if not isinstance(conf, (int, float)) or not 0 <= conf <= 1:
+        bad("confidence must be a number from 0 to 1")
+    else:
+        rule.confidence = float(conf)
+    _build_match(rule, item["match"], bad)
+    remedy = item.get("remedy", [])
+    if not isinstance(remedy, list):
+        bad("remedy must be a list of {name: {params}}")
+    else:
+        for entry in remedy:
+            if isinstance(entry, dict):
+                entry = {k: v for k, v in entry.items() if k != "__line__"}
+            if not isinstance(entry, dict) or len(entry) != 1:
+                bad("each remedy is a one-key mapping {name: {params}}")
+                continue
+            (name, params), = entry.items()
+            if name not in REMEDIES:
+                bad(f"unknown remedy {name!r} (known: {', '.join(REMEDIES)})")
+            params = {k: v for k, v in (params or {}).items() if k != "__line__"} if isinstance(params or {}, dict) else None
+            if params is None:
+                bad(f"remedy {name!r} parameters must be a mapping")
+                continue
+            rule.remedy.append({name: params})
+    for key in ("examples", "counter_examples", "references"):
+        value = item.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            bad(f"{key} must be a list of strings")
+            continue
+        setattr(rule, key, list(value))
+    if repo_root is not None:
+        for example in rule.examples + rule.counter_examples:
+            if not (repo_root / example).is_file():
+                bad(f"example file {example} does not exist")
+    doc = item.get("doc", {})
+    if isinstance(doc, dict):
+        rule.doc = {k: str(v) for k, v in doc.items() if k != "__line__"}
+    rule.status = str(item.get("status", "stable"))
+    return rule if len(problems) == before else None
+
+
+def _as_tuple(value: Any, bad, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    bad(f"{what} must be a string or a list of strings")
+    return ()
+
+
+def _compile(pattern: Any, bad, what: str):
+    if not isinstance(pattern, str):
+        bad(f"{what} must be a regex string")
+        return None
+    try:
+        return regex.compile(pattern, regex.MULTILINE)
+    except regex.error as exc:
+        bad(f"{what} does not compile: {exc}")
+        return None
+
+
+def _build_match(rule: Rule, match: Any, bad) -> None:
+    if not isinstance(match, dict):
+        bad("match must be a mapping")
+        return
+    for key in sorted(set(match) - MATCH_KEYS - {"__line__"}, key=str):
+        bad(f"unknown match key {key!r}")
+    rule.kind = match.get("kind")
+    if rule.kind not in (None, "traceback", "signal"):
+        bad("match.kind must be traceback or signal")
+    rule.exceptions = _as_tuple(match.get("exception"), bad, "match.exception")
+    if "message" in match:
+        rule.message = _compile(match["message"], bad, "match.message")
+    rule.in_chain = match.get("in_chain", False)
+    if not isinstance(rule.in_chain, bool):
+        bad("match.in_chain must be true or false")
+    frames = match.get("frames")
+    if frames is not None:
+        if not isinstance(frames, dict):
+            bad("match.frames must be a mapping of any/all/sequence")
+        else:
+            for key in sorted(set(frames) - FRAME_KEYS - {"__line__"}, key=str):
+                bad(f"unknown match.frames key {key!r}")
+            rule.frames_any = _as_tuple(frames.get("any"), bad, "match.frames.any")
+            rule.frames_all = _as_tuple(frames.get("all"), bad, "match.frames.all")
+            rule.frames_sequence = _as_tuple(frames.get("sequence"), bad, "match.frames.sequence")
+    if "line" in match:
+        rule.line_rx = _compile(match["line"], bad, "match.line")
+        rule.literals = _as_tuple(match.get("literal"), bad, "match.literal")
+        if not rule.literals:
+            bad("match.line needs match.literal (plain substrings that prefilter lines)")
+    context = match.get("context", {})
+    if not isinstance(context, dict):
+        bad("match.context must be a mapping")
+    else:
+        rule.context = {k: v for k, v in context.items() if k != "__line__"}
+    if "after_ready" in match:
+        if isinstance(match["after_ready"], bool):
+            rule.after_ready = match["after_ready"]
+        else:
+            bad("match.after_ready must be true or false")
+    if "truncated" in match:
+        if not isinstance(match["truncated"], bool):
+            bad("match.truncated must be true or false")
+        else:
+            rule.truncated = match["truncated"]
+    if not rule.conditions:
+        bad("match has no condition")
+
+
+# -- matching --------------------------------------------------------------------------
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _search(rx, text: str):
+    try:
+        return rx.search(text, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        raise _Timeout from None
+
+
+def _frame_hit(pattern: str, frame) -> bool:
+    return frame.function == pattern or pattern in frame.file or frame.function.endswith("." + pattern)
+
+
+def _compare(value: Any, cond: Any) -> bool:
+    if cond == "present":
+        return value not in (None, False, "", [], {})
+    if cond == "absent":
+        return value in (None, False, "", [], {})
+    if isinstance(cond, list):
+        return value in cond
+    if isinstance(cond, str):
+        for op in (">=", "<=", "!=", "==", ">", "<"):
+            if cond.startswith(op):
+                try:
+                    a, b = float(value), float(cond[len(op):])
+                except (TypeError, ValueError):
+                    return False
+                return {">=": a >= b, "<=": a <= b, "!=": a != b, "==": a == b, ">": a > b, "<": a < b}[op]
+    return value == cond
+
+
+class _Defaults(dict):
+    def __missing__(self, key):
+        return "?"
+
+
+class RuleSet:
+    def __init__(self, rules: list[Rule]):
+        self.rules = sorted(rules, key=lambda r: r.id)
+        self.warnings: list[str] = []
+        self.too_slow: set[str] = set()  # rules whose regex timed out: not tried again
+        self._by_exception: dict[str, list[Rule]] = {}
+        self._general: list[Rule] = []
+        # Rules keyed on a line regex are only tried on incidents that hold one of their
+        # literals, so adding such rules does not add per-incident regex work.
+        self._by_literal: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            if rule.exceptions and not rule.in_chain:
+                for name in rule.exceptions:
+                    self._by_exception.setdefault(name.rsplit(".", 1)[-1], []).append(rule)
+            elif rule.line_rx is not None and rule.literals:
+                for lit in rule.literals:
+                    self._by_literal.setdefault(lit, []).append(rule)
+            else:
+                self._general.append(rule)
+
+    @classmethod
+    def load(cls, extra_dirs=(), *, builtin: bool = True, user: bool = True) -> "RuleSet":
+        dirs: list[Path] = []
+        if builtin:
+            dirs.append(builtin_rules_dir())
+        if user and _readable_dir(user_rules_dir()):
+            dirs.append(user_rules_dir())
+        dirs += [Path(d) for d in extra_dirs]
+        cached = _cache_get(dirs)
+        if cached is not None:
+            return cls(cached)
+        problems: list[str] = []
+        by_id: dict[str, Rule] = {}
+        for d in dirs:
+            try:
+                if not d.is_dir():
+                    problems.append(f"{d}:1: not a directory")
+                    continue
+                paths = sorted(d.glob("*.y*ml")) if os.access(d, os.R_OK | os.X_OK) else None
+            except OSError:
+                paths = None
+            if paths is None:
+                problems.append(f"{d}:1: cannot read the rule directory (permission denied)")
+                continue
+            seen: dict[str, str] = {}
+            root = d.parent if (d.parent / "fixtures").is_dir() else None
+            for path in paths:
+                for rule in load_rule_file(path, root, problems):
+                    if rule.id in seen:
+                        problems.append(f"{path}:{rule.line}: duplicate rule id {rule.id!r} (also {seen[rule.id]})")
+                        continue
+                    seen[rule.id] = f"{path}:{rule.line}"
+                    by_id[rule.id] = rule
+        if problems:
+            raise RuleLoadError(problems)
+        rules = list(by_id.values())
+        _cache_put(dirs, rules)
+        return cls(rules)
+
+    def get(self, rule_id: str) -> Rule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+    def line_literals(self) -> set[str]:
+        return {lit for r in self.rules for lit in r.literals}
+
+    def candidates(self, incident: Incident) -> list[Rule]:
+        names = {e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} if incident.chain else set()
+        out = list(self._general)
+        for name in names:
+            out += self._by_exception.get(name, [])
+        if self._by_literal:
+            text = "\n".join(line.text for line in incident.lines)
+            seen = set()
+            for lit, rules in self._by_literal.items():
+                if lit in text:
+                    for rule in rules:
+                        if rule.id not in seen:
+                            seen.add(rule.id)
+                            out.append(rule)
+        return out
+
+    def match(self, rule: Rule, incident: Incident, launch: Launch | None) -> dict[str, str] | None:
+        """The named captures when the rule matches, else None."""
+        captures: dict[str, str] = dict(incident.captures)
+        if rule.kind and rule.kind != incident.kind:
+            return None
+        if rule.after_ready is not None and rule.after_ready != incident.after_ready:
+            return None
+        if rule.truncated is not None and rule.truncated != bool(incident.truncated or incident.truncated_top):
+            return None
+        exc = incident.exception
+        chain = incident.chain if rule.in_chain else ([exc] if exc else [])
+        if rule.exceptions:
+            wanted = {e.rsplit(".", 1)[-1] for e in rule.exceptions} | set(rule.exceptions)
+            chain = [e for e in chain if e.type in wanted or e.type.rsplit(".", 1)[-1] in wanted]
+            if not chain:
+                return None
+        if rule.message is not None:
+            for e in chain:
+                m = _search(rule.message, e.message)
+                if m:
+                    captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                    break
+            else:
+                return None
+        frames = incident.frames
+        if rule.frames_any and not any(_frame_hit(p, f) for p in rule.frames_any for f in frames):
+            return None
+        if rule.frames_all and not all(any(_frame_hit(p, f) for f in frames) for p in rule.frames_all):
+            return None
+        if rule.frames_sequence:
+            i = 0
+            for f in frames:
+                if i < len(rule.frames_sequence) and _frame_hit(rule.frames_sequence[i], f):
+                    i += 1
+            if i < len(rule.frames_sequence):
+                return None
+        if rule.line_rx is not None:
+            for line in incident.lines:
+                if any(lit in line.text for lit in rule.literals):
+                    m = _search(rule.line_rx, line.text)
+                    if m:
+                        captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                        break
+            else:
+                return None
+        if rule.context:
+            args = launch.server_args if launch else {}
+            for key, cond in rule.context.items():
+                if not _compare(args.get(key), cond):
+                    return None
+        return captures
+
+    def diagnose(self, incident: Incident, launch: Launch | None) -> Diagnosis:
+        best: tuple[Rule, dict[str, str]] | None = None
+        for rule in self.candidates(incident):
+            if rule.id in self.too_slow:
+                continue
+            try:
+                captures = self.match(rule, incident, launch)
+            except _Timeout:
+                # once is enough: a pattern that can backtrack catastrophically would cost
+                # REGEX_TIMEOUT on every later incident of a long log
+                self.too_slow.add(rule.id)
+                self.warnings.append(f"rule {rule.id} is too slow (regex timed out after {REGEX_TIMEOUT}s, "
+                                     f"{rule.source}:{rule.line}); skipped for the rest of this run")
+                continue
+            if captures is None:
+                continue
+            if best is None or (rule.priority, rule.conditions, _neg(rule.id)) > (
+                    best[0].priority, best[0].conditions, _neg(best[0].id)):
+                best = (rule, captures)
+        if best is None:
+            return unknown_diagnosis(incident, launch)
+        rule, captures = best
+        values = _Defaults({k: v for k, v in (launch.server_args if launch else {}).items()})
+        values.update(captures)
+        confidence = rule.confidence
+        if incident.truncated and rule.frames_only:
+            confidence *= TRUNCATED_FRAMES_ONLY_FACTOR
+        phase = rule.phase
+        if phase == "auto":
+            phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
+        return Diagnosis(
+            incident=incident, rule=rule.id, category=rule.category, phase=phase,
+            title=_fill(rule.title, values), explanation=_fill(rule.explanation, values).strip(),
+            confidence=confidence, remedies=[dict(r) for r in rule.remedy], captures=captures, launch=launch,
+        )
+
+
+def _neg(rule_id: str) -> tuple[int, ...]:
+    """Sort key so that, all else equal, the alphabetically first id wins."""
+    return tuple(-ord(c) for c in rule_id)
+
+
+def _fill(template: str, values: dict) -> str:
+    try:
+        return template.format_map(values)
+    except (ValueError, IndexError, KeyError, AttributeError):
+        return template
+
+
+def _last_milestone(launch: Launch | None, incident: Incident) -> str | None:
+    if launch is None:
+        return None
+    last = None
+    for ms in launch.milestones:
+        if ms.line < incident.first_line:
+            last = ms.name
+    return last

@@ -1,0 +1,316 @@
+"""The fast reader: bytes in, only the lines that can matter out.
+
+A week-long log is gigabytes of ``Decode batch`` lines.  Instead of splitting and
+decoding every line, the scanner searches whole blocks for a few trigger literals (the
+ones every milestone, signal and traceback start needs) and only turns the lines at a hit,
+and every line while the assembler is in the middle of something, into ``Line`` objects.
+Skipped lines are counted, so line numbers stay exact.
+
+Why this is safe: when the assembler is not ``active`` a line without any trigger literal
+changes nothing but the rank of the current record, so the scanner replays the last
+record-start line before a hit that is not itself a record start.  ``reader.LineSplitter``
+feeding every line is the reference; the property tests hold the two to the same output.
+ANSI escapes and NUL bytes could hide a trigger from a byte search, so lines holding
+them are always looked at.
+
+How the literals are found: each block is searched once for all literals together, by
+Hyperscan (``hyperscan``) or else an Aho-Corasick DFA (``ahocorasick_rs``) when one of them is
+installed: their cost per byte does not depend on how many literals the rules add.  Without
+them (and for small blocks, where building an automaton costs more than it saves) it is one
+``bytes.find`` pass per literal, whose cost grows with the literal count.  All three give the
+same lines; docs/PERFORMANCE.md has the numbers.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Callable, Iterable
+
+from sglang_doctor.read import records
+from sglang_doctor.model import Line
+from sglang_doctor.read.reader import MAX_LINE_BYTES, LineSplitter, clean_text, cut_marker, HEAD_BYTES, TAIL_BYTES
+
+ALWAYS = (b"\x1b", b"\x00")
+
+
+def line_literals(literals: Iterable[str]) -> tuple[bytes, ...]:
+    """The byte strings to search for: each literal up to an interior newline (a hit is
+    only ever used to find its line, so a literal's part on its first line is enough)."""
+    out = set(ALWAYS)
+    for lit in literals:
+        raw = lit.encode().lstrip(b"\n")
+        nl = raw.find(b"\n")
+        if 0 <= nl < len(raw) - 1:
+            raw = raw[:nl]
+        if raw:
+            out.add(raw)
+    return tuple(sorted(out))
+
+
+class FindFinder:
+    """Start offsets of literal hits, one ``bytes.find`` pass per literal (stdlib only)."""
+
+    name = "find"
+
+    def __init__(self, literals: tuple[bytes, ...]):
+        self._lits = literals
+
+    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+        out: list[int] = []
+        find = buf.find
+        for lit in self._lits:
+            p = find(lit, pos, end)
+            while p >= 0:
+                out.append(p)
+                p = find(b"\n", p, end)  # one hit per line and literal is enough
+                if p < 0:
+                    break
+                p = find(lit, p, end)
+        out.sort()
+        return out
+
+
+class AhoFinder:
+    """Start offsets of literal hits in one Aho-Corasick DFA pass (``ahocorasick_rs``)."""
+
+    name = "aho-corasick"
+
+    def __init__(self, literals: tuple[bytes, ...]):
+        import ahocorasick_rs
+
+        self._ac = ahocorasick_rs.BytesAhoCorasick(list(literals),
+                                                   implementation=ahocorasick_rs.Implementation.DFA)
+
+    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+        # non-overlapping matches: a match hidden by an overlapping one starts on the same
+        # line (literals hold no newline except at their end), and lines are all we need
+        return [pos + start for _, start, _ in self._ac.find_matches_as_indexes(_view(buf, pos, end))]
+
+
+class HyperscanFinder:
+    """Start offsets of literal hits in one Hyperscan pass (SIMD literal matching)."""
+
+    name = "hyperscan"
+
+    def __init__(self, literals: tuple[bytes, ...]):
+        import hyperscan
+
+        self._lengths = [len(lit) for lit in literals]
+        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._db.compile(expressions=[b"".join(b"\\x%02x" % c for c in lit) for lit in literals],
+                         ids=list(range(len(literals))), elements=len(literals), flags=[0] * len(literals))
+
+    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+        ends: list[tuple[int, int]] = []
+        add = ends.append
+
+        def on_match(ident: int, _from: int, to: int, _flags: int, _ctx) -> None:
+            add((to, ident))
+
+        self._db.scan(_view(buf, pos, end), match_event_handler=on_match)
+        lengths = self._lengths
+        return sorted({pos + to - lengths[ident] for to, ident in ends})
+
+
+def _view(buf: bytes, pos: int, end: int):
+    """buf[pos:end] without a copy."""
+    return buf if pos == 0 and end == len(buf) else memoryview(buf)[pos:end]
+
+
+ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder}
+SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
+
+
+def make_finder(literals: tuple[bytes, ...], engine: str | None = None):
+    """The named finder, or the fastest one installed."""
+    if engine is not None:
+        return ENGINES[engine](literals)
+    for cls in (HyperscanFinder, AhoFinder):
+        try:
+            return cls(literals)
+        except ImportError:
+            continue
+    return FindFinder(literals)
+
+
+def make_line(number: int, raw: bytes, keep_raw: bool) -> Line:
+    """The same Line the LineSplitter makes for these bytes (terminator removed)."""
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    dropped = 0
+    if len(raw) > MAX_LINE_BYTES:
+        dropped = len(raw) - HEAD_BYTES - TAIL_BYTES
+        raw = raw[:HEAD_BYTES] + cut_marker(dropped) + raw[-TAIL_BYTES:]
+    return Line(number, clean_text(raw), raw if keep_raw else None, dropped)
+
+
+class Scanner:
+    def __init__(
+        self,
+        sink: Callable[[Line], None],
+        is_active: Callable[[], bool],
+        literals: Iterable[str],
+        *,
+        keep_raw: bool = False,
+        fast: bool = True,
+        engine: str | None = None,
+    ):
+        self._sink = sink
+        self._is_active = is_active
+        self._lits = line_literals(literals)
+        self._engine = engine
+        self._small = FindFinder(self._lits)
+        self._big = None  # built on the first big block
+        self.keep_raw = keep_raw
+        self.fast = fast
+        self.number = 1  # number of the next line
+        self._carry = b""
+        self._long: LineSplitter | None = None  # a line longer than MAX_LINE_BYTES in progress
+        self._record: tuple[int, bytes] | None = None  # last skipped record-start line
+
+    @property
+    def lines_seen(self) -> int:
+        return self.number - 1
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._long is not None:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._long.feed(data)
+                return
+            for line in self._long.feed(data[: nl + 1]):
+                self._emit_line(line)
+            self._long = None
+            data = data[nl + 1:]
+            if not data:
+                return
+        pos = 0
+        if self._carry:
+            # finish the held partial line without copying the whole block behind it
+            nl = data.find(b"\n")
+            if nl < 0:
+                carry, self._carry = self._carry, b""
+                self._hold(carry + data)
+                return
+            head, self._carry = self._carry + data[: nl + 1], b""
+            self._scan(head, 0, len(head))
+            pos = nl + 1
+        last = data.rfind(b"\n", pos)
+        if last >= 0:
+            self._scan(data, pos, last + 1)
+            pos = last + 1
+        if pos < len(data):
+            self._hold(data[pos:])
+
+    def finish(self) -> None:
+        if self._long is not None:
+            for line in self._long.finish():
+                self._emit_line(line)
+            self._long = None
+        if self._carry:
+            carry, self._carry = self._carry, b""
+            self._record = None
+            self._emit(carry)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _hold(self, partial: bytes) -> None:
+        if len(partial) > MAX_LINE_BYTES:
+            self._long = LineSplitter(keep_raw=self.keep_raw, first_line=self.number)
+            self._long.feed(partial)
+        else:
+            self._carry = partial
+
+    def _emit_line(self, line: Line) -> None:
+        self.number = line.number + 1
+        self._sink(line)
+
+    def _emit(self, raw: bytes) -> None:
+        line = make_line(self.number, raw, self.keep_raw)
+        self.number += 1
+        self._sink(line)
+
+    def _scan(self, buf: bytes, pos: int, end: int) -> None:
+        if not self.fast:
+            while pos < end:
+                nl = buf.find(b"\n", pos, end)
+                self._emit(buf[pos:nl])
+                pos = nl + 1
+            return
+        hits = self._finder(end - pos).starts(buf, pos, end)
+        nhits = len(hits)
+        i = 0
+        find = buf.find
+        while pos < end:
+            if self._is_active():
+                nl = find(b"\n", pos, end)
+                self._record = None
+                self._emit(buf[pos:nl])
+                pos = nl + 1
+                continue
+            if i < nhits and hits[i] < pos:
+                i = bisect_left(hits, pos, i + 1)
+            if i >= nhits:
+                self._skip(buf, pos, end)
+                return
+            hit = hits[i]
+            start = buf.rfind(b"\n", pos, hit) + 1
+            if start < pos:
+                start = pos
+            if start > pos:
+                self._skip(buf, pos, start)
+            nl = find(b"\n", hit, end)
+            raw = buf[start:nl]
+            if self._record is not None and not _is_record_start(raw):
+                number, rec = self._record
+                self._sink(make_line(number, rec, self.keep_raw))
+            self._record = None
+            self._emit(raw)
+            pos = nl + 1
+
+    def _finder(self, size: int):
+        if self._engine == "find" or (self._engine is None and size < SMALL_BLOCK):
+            return self._small
+        if self._big is None:
+            self._big = make_finder(self._lits, self._engine)
+        return self._big
+
+    def _skip(self, buf: bytes, lo: int, hi: int) -> None:
+        """Count the lines in buf[lo:hi] (whole lines) and remember the last record start.
+
+        The newline count is the one full pass over skipped bytes besides the literal
+        search, so it is done once: up to the record start, then the few lines after it."""
+        found = _last_record_start(buf, lo, hi)
+        if found is None:
+            self.number += buf.count(b"\n", lo, hi)
+            return
+        s, e = found
+        self.number += buf.count(b"\n", lo, s)
+        self._record = (self.number, buf[s:e])
+        self.number += buf.count(b"\n", s, hi)
+
+
+def _is_record_start(raw: bytes) -> bool:
+    if not raw.startswith(b"["):
+        return False
+    return records.is_record_start(raw[:64].decode("utf-8", "replace"))
+
+
+def _last_record_start(buf: bytes, lo: int, hi: int) -> tuple[int, int] | None:
+    """(start, end) of the last line in buf[lo:hi] that starts a record, if any."""
+    end = hi - 1  # the newline of the last line
+    search_hi = end
+    for _ in range(64):
+        i = buf.rfind(b"\n[", lo, search_hi)
+        s = i + 1 if i >= 0 else lo
+        if i < 0 and not buf.startswith(b"[", lo):
+            return None
+        e = buf.find(b"\n", s, hi)
+        if _is_record_start(buf[s:e]):
+            return s, e
+        if i < 0:
+            return None
+        search_hi = i
+    return None

@@ -1,0 +1,655 @@
+"""SGLang launch flags per version: what exists, what a value must look like, and renames.
+
+Every flag a remedy emits goes into a real SGLang's argv, so it must be spelled the way *that*
+SGLang's argparse parser accepts it.  The truth is SGLang's own parser
+(``ServerArgs.add_cli_args`` on a plain ``argparse.ArgumentParser``): when the requested
+version is the installed one, :func:`load_catalog` builds it (importing SGLang lazily; any
+failure falls back silently and is recorded in :attr:`Catalog.source`).  Otherwise it reads a
+catalogue shipped in ``sglang_doctor/remedy/catalogs/``; those are dumps of the same parser made by
+``scripts/gen_flag_catalog.py`` with :func:`snapshot_parser`, never written by hand.
+
+Nothing here imports SGLang or torch at module import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import functools
+import importlib.metadata
+import importlib.resources
+import json
+import math
+import re
+import unicodedata
+from typing import Any, Callable, Iterable
+
+CATALOGUE_FORMAT = 1
+_CATALOGUE_PACKAGE = "sglang_doctor.remedy.catalogs"
+_CATALOGUE_NAME = re.compile(r"^sglang-(?P<version>\d+(?:\.\d+)*)\.json$")
+
+# Settings that changed spelling between shipped versions, with no alias or shared dest to
+# find them by.  Each pair was checked in both wheels' source; ``translate`` uses a pair in
+# either direction, and only when the target spelling exists in the target catalogue.
+RENAMES: tuple[tuple[str, str], ...] = (
+    # 0.5.9 server_args.py:4477-4482 `--cuda-graph-max-bs` "Set the maximum batch size for
+    # cuda graph" (0.5.9 graphs capture decode; prefill has its own piecewise graph) ->
+    # 0.5.23 arg_groups/fields/exec_.py:629 `cuda_graph_max_bs_decode` "Maximum batch size
+    # captured for the decode cuda graph."
+    ("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
+    # 0.5.9 server_args.py:4483-4488 `--cuda-graph-bs` int nargs=+ "Set the list of batch
+    # sizes for cuda graph." -> 0.5.23 arg_groups/fields/exec_.py:640 `cuda_graph_bs_decode`
+    # "Explicit list of batch sizes to capture for the decode cuda graph."
+    ("--cuda-graph-bs", "--cuda-graph-bs-decode"),
+    # 0.5.9 server_args.py:4231-4237 `--mamba-scheduler-strategy` {auto, no_buffer,
+    # extra_buffer} "The strategy to use for mamba radix cache." -> 0.5.23
+    # arg_groups/fields/exec_.py:512 `mamba_radix_cache_strategy`, same help, choices add
+    # extra_buffer_lazy.
+    ("--mamba-scheduler-strategy", "--mamba-radix-cache-strategy"),
+)
+
+# A value goes into an argv list (never a shell), but text from a log may be hostile, so a
+# value that would mean anything to a shell is refused outright: bash's metacharacters
+# (space, tab, newline, | & ; ( ) < >) and its quoting and expansion characters (" ' \ ` $).
+SHELL_METACHARACTERS = frozenset(" \t\n|&;()<>\"'\\`$")
+
+_ACTION_NAMES = {
+    "_StoreAction": "store",
+    "_StoreTrueAction": "store_true",
+    "_StoreFalseAction": "store_false",
+    "_StoreConstAction": "store_const",
+    "_AppendAction": "append",
+    "_AppendConstAction": "append_const",
+    "_CountAction": "count",
+    "_HelpAction": "help",
+    "_VersionAction": "version",
+    "_ExtendAction": "extend",
+    "BooleanOptionalAction": "boolean_optional",
+}
+_TYPE_NAMES = {"loads": "json"}  # json.loads / orjson.loads
+
+
+# --------------------------------------------------------------------------------------
+# Versions
+# --------------------------------------------------------------------------------------
+
+
+def version_key(version: str) -> tuple:
+    """Sort key for SGLang version strings ("0.5.9" < "0.5.10rc1" < "0.5.10" <= "0.5.10.post1").
+
+    Only the release numbers and a pre-release mark matter here: catalogues are per release.
+    """
+    text = version.strip().lstrip("vV")
+    match = re.match(r"^(\d+(?:\.\d+)*)(.*)$", text)
+    if not match:
+        raise ValueError(f"not an SGLang version: {version!r}")
+    release = tuple(int(part) for part in match.group(1).split("."))
+    release = release + (0,) * (4 - len(release)) if len(release) < 4 else release
+    rest = match.group(2).lower().lstrip(".-_")
+    pre = 0 if re.match(r"^(a|b|c|rc|alpha|beta|pre|preview|dev)", rest) else 1
+    return release + (pre,)
+
+
+def _shipped_files() -> dict[str, str]:
+    """version -> file name of every catalogue in the package."""
+    found = {}
+    for entry in importlib.resources.files(_CATALOGUE_PACKAGE).iterdir():
+        match = _CATALOGUE_NAME.match(entry.name)
+        if match:
+            found[match.group("version")] = entry.name
+    return found
+
+
+KNOWN_VERSIONS: tuple[str, ...] = tuple(sorted(_shipped_files(), key=version_key))
+
+
+def installed_version() -> str | None:
+    """The installed SGLang's version from its distribution metadata (never imports it)."""
+    try:
+        return importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def resolve_version(log_version: str | None, cli_version: str | None,
+                    log_style: str | None = None) -> tuple[str, str]:
+    """(version, source) of the SGLang the flags are for.
+
+    In order: the version the log states; ``--sglang-version``; the log's style (0.5.9's
+    dataclass dump vs the newer dict dump: evidence about the server that wrote the log,
+    which may run elsewhere); the installed SGLang (metadata only, never imported); the
+    newest shipped catalogue.  source is "log", "option", "log style", "installed" or
+    "newest catalogue".
+    """
+    style_version = log_style.split("-")[0] if log_style else None
+    for value, source in ((log_version, "log"), (cli_version, "option"), (style_version, "log style"),
+                          (installed_version(), "installed")):
+        if value and value.strip():
+            version = value.strip().lstrip("vV")
+            try:
+                version_key(version)
+            except ValueError:
+                if source == "option":
+                    raise  # the user's own typo: say so
+                continue  # a log or a metadata record is not trusted to be well-formed
+            return version, source
+    return KNOWN_VERSIONS[-1], "newest catalogue"
+
+
+def shipped_catalogue_for(version: str) -> str:
+    """File name of the shipped catalogue nearest at-or-below ``version`` (the oldest when
+    ``version`` predates them all; the newest when it is newer than all)."""
+    files = _shipped_files()
+    key = version_key(version)
+    below = [v for v in KNOWN_VERSIONS if version_key(v) <= key]
+    return files[below[-1] if below else KNOWN_VERSIONS[0]]
+
+
+# --------------------------------------------------------------------------------------
+# Dumping a live parser (used by scripts/gen_flag_catalog.py and by load_catalog)
+# --------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe, deterministic form of a parser default or choice."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(item) for item in value), key=repr)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, enum.Enum):
+        return _plain(value.value)
+    return {"repr": repr(value)}
+
+
+def _action_record(action) -> dict[str, Any]:
+    """One argparse action as the catalogue stores it: what argparse itself knows."""
+    kind = _ACTION_NAMES.get(type(action).__name__, type(action).__name__)
+    type_name = None
+    if action.type is not None:
+        raw = getattr(action.type, "__name__", type(action.type).__name__)
+        type_name = _TYPE_NAMES.get(raw, raw)
+    help_text = action.help if isinstance(action.help, str) else ""
+    return {
+        "option_strings": list(action.option_strings),
+        "dest": action.dest,
+        "action": kind,
+        "nargs": action.nargs,
+        "type": type_name,
+        "choices": None if action.choices is None else _plain(action.choices),
+        "default": _plain(action.default),
+        "const": _plain(action.const),
+        "help": help_text.strip().splitlines()[0].strip() if help_text.strip() else "",
+    }
+
+
+def _field_defaults(server_args_cls) -> tuple[dict[str, Any], list[str]]:
+    """ServerArgs field defaults (a dataclass in 0.5.9, a msgspec Struct in 0.5.23):
+    (name -> default, names without a default)."""
+    defaults: dict[str, Any] = {}
+    required: list[str] = []
+    if dataclasses.is_dataclass(server_args_cls):
+        fields, missing = dataclasses.fields(server_args_cls), dataclasses.MISSING
+    else:
+        import msgspec  # SGLang >= 0.5.2x defines ServerArgs with msgspec.defstruct
+
+        fields, missing = msgspec.structs.fields(server_args_cls), msgspec.NODEFAULT
+    for field in fields:  # both kinds of field have name, default and default_factory
+        if field.default is not missing:
+            defaults[field.name] = _plain(field.default)
+        elif field.default_factory is not missing:
+            defaults[field.name] = _plain(field.default_factory())
+        else:
+            required.append(field.name)
+    return defaults, sorted(required)
+
+
+def _live_parser():
+    """(argparse parser built by the installed SGLang, its ServerArgs class)."""
+    import argparse
+
+    from sglang.srt.server_args import ServerArgs  # lazy: heavy, and optional
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    return parser, ServerArgs
+
+
+def snapshot_parser(parser=None, server_args_cls=None) -> dict[str, Any]:
+    """The catalogue body for the installed SGLang: every parser action and every ServerArgs
+    field default, in a deterministic order.  This is what the shipped catalogues contain."""
+    if parser is None or server_args_cls is None:
+        parser, server_args_cls = _live_parser()
+    actions = sorted((_action_record(a) for a in parser._actions),
+                     key=lambda r: (r["option_strings"], r["dest"]))
+    defaults, required = _field_defaults(server_args_cls)
+    return {"actions": actions, "fields": defaults, "fields_without_default": required}
+
+
+def catalogue_json(document: dict[str, Any]) -> str:
+    """The exact bytes a catalogue file holds (sorted keys, so regeneration is identical)."""
+    return json.dumps(document, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# Flags and catalogues
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagSpec:
+    """One spelling family of one argparse action (a ``--x/--no-x`` pair is two specs, so
+    that a canonical name never flips a switch's meaning)."""
+
+    name: str                       # canonical long option, e.g. "--tp-size"
+    aliases: tuple[str, ...]        # other option strings, e.g. ("--tensor-parallel-size",)
+    dest: str                       # the ServerArgs field it sets, e.g. "tp_size"
+    takes_value: bool               # False for store_true / store_false style switches
+    type: str                       # "int" | "float" | "str" | "bool" | "json" | ...
+    choices: tuple | None
+    default: Any
+    nargs: str | int | None
+    action: str = "store"           # "store", "store_true", "boolean_optional", "help", ...
+    help: str = ""                  # first line of the parser's help
+
+    @property
+    def deprecated(self) -> bool:
+        """SGLang registers a deprecated flag with its own Deprecated* action class
+        (0.5.23's `--disable-cuda-graph`, `--enable-dp-attention`): avoid emitting it."""
+        return self.action.startswith("Deprecated")
+
+
+def _field_name(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
+def _specs_of(record: dict[str, Any], fields: set[str]) -> list[FlagSpec]:
+    """FlagSpecs of one dumped action.  Canonical name: the long option that names a
+    ServerArgs field (0.5.9's `--tensor-parallel-size/--tp-size` -> `--tp-size`, the spelling
+    both versions share and the dump uses), else the first long option."""
+    options = list(record["option_strings"])
+    longs = [o for o in options if o.startswith("--")]
+    if not longs:
+        return []
+    kind = record["action"]
+    nargs = record["nargs"]
+    takes_value = nargs != 0
+    choices = tuple(record["choices"]) if record["choices"] is not None else None
+    type_name = record["type"] or ("bool" if not takes_value else "str")
+    dest = next((_field_name(o) for o in longs if _field_name(o) in fields), record["dest"])
+    if kind == "boolean_optional":
+        negatives = [o for o in longs if o.startswith("--no-")]
+        positives = [o for o in longs if o not in negatives]
+        groups = [(positives, record["default"]), (negatives, record["default"])]
+    else:
+        groups = [(longs, record["default"])]
+    specs = []
+    for group, default in groups:
+        if not group:
+            continue
+        name = next((o for o in group if _field_name(o) == dest), group[0])
+        specs.append(FlagSpec(
+            name=name,
+            aliases=tuple(o for o in group if o != name),
+            dest=dest,
+            takes_value=takes_value,
+            type=type_name,
+            choices=choices,
+            default=default,
+            nargs=nargs,
+            action=kind,
+            help=record["help"],
+        ))
+    return specs
+
+
+class Catalog:
+    """The flags of one SGLang version, with argparse's spelling rules."""
+
+    def __init__(self, version: str, source: str, body: dict[str, Any],
+                 live_actions: dict[str, Any] | None = None):
+        self.version = version
+        self.source = source
+        self.body = body
+        self._fields: dict[str, Any] = dict(body.get("fields", {}))
+        names = set(self._fields) | set(body.get("fields_without_default", []))
+        self.specs: list[FlagSpec] = []
+        self._by_option: dict[str, FlagSpec] = {}
+        for record in body["actions"]:
+            for spec in _specs_of(record, names):
+                self.specs.append(spec)
+                for option in (spec.name, *spec.aliases):
+                    self._by_option[option] = spec
+        # argparse considers every option string when resolving a prefix, -h/--help included.
+        self._options = sorted(self._by_option)
+        self._by_dest: dict[str, FlagSpec] = {}
+        for spec in self.specs:
+            self._by_dest.setdefault(spec.dest, spec)
+        for record in body["actions"]:  # 0.5.9's dest "tensor_parallel_size" finds --tp-size
+            spec = next((self._by_option[o] for o in record["option_strings"]
+                         if o in self._by_option), None)
+            if spec is not None:
+                self._by_dest.setdefault(record["dest"], spec)
+        self._live_actions = live_actions or {}
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.version!r}, source={self.source!r}, flags={len(self.specs)})"
+
+    # -- spelling --------------------------------------------------------------------
+
+    def _matches(self, flag: str) -> tuple[FlagSpec | None, list[str]]:
+        """(spec, candidates) with argparse's rules: an exact option string wins, else every
+        option string the text is a prefix of; one match resolves, several are ambiguous."""
+        text = flag.split("=", 1)[0].strip()
+        if text in self._by_option:
+            return self._by_option[text], [text]
+        if not text.startswith("--") or len(text) <= 2:
+            return None, []
+        candidates = [o for o in self._options if o.startswith(text)]
+        if len(candidates) == 1:
+            return self._by_option[candidates[0]], candidates
+        return None, candidates
+
+    def spec(self, flag: str) -> FlagSpec | None:
+        """The flag's spec; accepts aliases and unique argparse prefixes ("--tp", "--mem-frac")."""
+        return self._matches(flag)[0]
+
+    def canonical(self, flag: str) -> str | None:
+        found = self.spec(flag)
+        return found.name if found else None
+
+    def by_dest(self, dest: str) -> FlagSpec | None:
+        """The flag that sets ServerArgs field (or argparse dest) ``dest``."""
+        return self._by_dest.get(dest)
+
+    def defaults(self) -> dict[str, Any]:
+        """dest -> default as SGLang's parser gives it (the parser default of each flag)."""
+        out: dict[str, Any] = {}
+        for spec in self.specs:
+            if spec.action != "help":
+                out.setdefault(spec.dest, spec.default)
+        return out
+
+    def field_defaults(self) -> dict[str, Any]:
+        """ServerArgs field -> its declared default (the names the log's dump uses)."""
+        return dict(self._fields)
+
+    # -- values ----------------------------------------------------------------------
+
+    def validate(self, flag: str, value: Any) -> str | None:
+        """None when ``flag value`` would be accepted by this version's parser and is safe to
+        put into argv; else a one-line reason.  Switches take ``True`` only; a list is for
+        nargs flags; each value is rendered as ``str(value)``."""
+        found, candidates = self._matches(flag)
+        where = f"SGLang {self.version}"
+        if found is None:
+            if len(candidates) > 1:
+                return (f"ambiguous option in {where}: {flag} could match "
+                        f"{', '.join(candidates)}")
+            hint = self.closest(flag, 1)
+            return (f"{flag} is not a flag of {where}"
+                    + (f" (closest: {hint[0]})" if hint else ""))
+        if found.action in ("help", "version"):
+            return f"{found.name} is not a launch setting"
+        if not found.takes_value:
+            if value is True:
+                return None
+            return f"{found.name} is a switch and takes no value: give True to pass it"
+        items = self._value_items(found, value)
+        if isinstance(items, str):
+            return items
+        for item in items:
+            reason = self._check_item(found, item)
+            if reason:
+                return reason
+        return None
+
+    def _value_items(self, spec: FlagSpec, value: Any) -> list[Any] | str:
+        if value is None:
+            return f"{spec.name} needs a value"
+        many = spec.nargs in ("+", "*") or isinstance(spec.nargs, int)
+        if isinstance(value, (list, tuple)):
+            if not many:
+                return f"{spec.name} takes one value, not a list"
+            items = list(value)
+        else:
+            items = [value]
+        if spec.nargs == "+" and not items:
+            return f"{spec.name} needs at least one value"
+        if isinstance(spec.nargs, int) and len(items) != spec.nargs:
+            return f"{spec.name} takes exactly {spec.nargs} values, got {len(items)}"
+        return items
+
+    def _check_item(self, spec: FlagSpec, item: Any) -> str | None:
+        if isinstance(item, bool):
+            return f"{spec.name} takes a {spec.type} value, not a boolean"
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{spec.name}: {item!r} is not a finite number"
+        if not isinstance(item, (str, int, float)):
+            return f"{spec.name}: a {type(item).__name__} cannot go into a command line"
+        text = str(item)
+        reason = unsafe_reason(text)
+        if reason:
+            return f"{spec.name}: refused value {text!r}: {reason}"
+        try:
+            converted = self._convert(spec, text)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            return f"{spec.name}: invalid {spec.type} value {text!r}" + (
+                f" ({_first_line(exc)})" if _first_line(exc) else "")
+        except Exception as exc:  # argparse.ArgumentTypeError and SGLang's own errors
+            return f"{spec.name}: invalid value {text!r} ({_first_line(exc)})"
+        if isinstance(converted, float) and not math.isfinite(converted):
+            return f"{spec.name}: {text!r} is not a finite number"
+        if spec.choices is not None and converted not in spec.choices:
+            return (f"{spec.name}: invalid choice {text!r} in SGLang {self.version} "
+                    f"(choose from {', '.join(map(str, spec.choices))})")
+        return None
+
+    def _convert(self, spec: FlagSpec, text: str) -> Any:
+        """The value argparse would store: the live parser's own type callable when this
+        catalogue came from it, else the named type's reimplementation."""
+        live = self._live_actions.get(spec.name)
+        if live is not None and live.type is not None:
+            return live.type(text)
+        return _TYPE_CHECKS.get(spec.type, str)(text)
+
+    # -- typos and renames -----------------------------------------------------------
+
+    def closest(self, flag: str, n: int = 3) -> list[str]:
+        """Canonical names nearest to ``flag``: a known flag itself; a renamed flag's new
+        spelling; the options an ambiguous prefix could mean; then difflib's best ratios
+        over every canonical name and alias."""
+        text = flag.split("=", 1)[0].strip()
+        found, candidates = self._matches(text)
+        if found is not None:
+            return [found.name]
+        out: list[str] = []
+        renamed = translate(text, self)
+        if renamed:
+            out.append(renamed)
+        out.extend(self._by_option[o].name for o in candidates)
+        pool = [o for o in self._options if o.startswith("--") and o != "--help"]
+        out.extend(self._by_option[o].name
+                   for o in difflib.get_close_matches(text, pool, n=n * 3, cutoff=0.6))
+        return _unique(out)[:n]
+
+
+def _negative(spec: FlagSpec) -> bool:
+    """True for the `--no-x` half of a `--x/--no-x` pair (it stores the opposite)."""
+    return spec.action == "boolean_optional" and spec.name.startswith("--no-")
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def unsafe_reason(text: str) -> str | None:
+    """Why ``text`` may not go into a launch command, or None.  Control characters (newline,
+    NUL, Unicode line separators and format controls such as bidi overrides) and shell
+    metacharacters are refused always; a leading '-' would be read by argparse as a flag."""
+    for char in text:
+        if char in "\n\r":
+            return "contains a newline"
+        if char == "\0":
+            return "contains a NUL byte"
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            return f"contains control character U+{ord(char):04X}"
+        if char in SHELL_METACHARACTERS:
+            return f"contains shell metacharacter {char!r}"
+    if text.startswith("-") and not _NEGATIVE_NUMBER.match(text):
+        return "starts with '-' (argparse would read it as a flag)"
+    return None
+
+
+# What argparse (3.11, ArgumentParser._negative_number_matcher) takes for a negative number
+# rather than an option: "-1", "-0.5", "-.5" -- not "-1e5" or "-inf".
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+# -- named types of the shipped catalogues (what SGLang's own type callables accept) ------
+
+
+def _int(text: str) -> int:
+    return int(text)
+
+
+def _human_readable_int(text: str) -> int:
+    """SGLang 0.5.23 utils/common.py:3394: an int, or an SI (k, M, G, T; decimals allowed)
+    or IEC (Ki, Mi, Gi, Ti; integers only) suffixed number; suffixes are case-sensitive."""
+    value = text.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
+    if match:
+        from decimal import Decimal
+
+        number, suffix = match.groups()
+        iec = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+        si = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+        if suffix in iec:
+            if "." in number:
+                raise ValueError(f"decimals are not allowed with IEC suffix {suffix!r}")
+            return int(number) * iec[suffix]
+        return int(Decimal(number) * si[suffix])
+    return int(value)
+
+
+def _json(text: str) -> Any:
+    return json.loads(text)
+
+
+def _json_object(text: str) -> dict:
+    parsed = json.loads(text)
+    if not isinstance(parsed, dict):
+        raise ValueError(f"must be a JSON object, got {type(parsed).__name__}")
+    return parsed
+
+
+def _cuda_graph_backend(text: str) -> str:
+    """SGLang 0.5.23 model_executor/cuda_graph_config.py:237 refuses the retired backend."""
+    if text == "tc_piecewise":
+        raise ValueError("tc_piecewise was removed; select breakable, full, or disabled")
+    return text
+
+
+def _nullable_str(text: str) -> str | None:
+    return None if not text or text == "None" else text
+
+
+_TYPE_CHECKS: dict[str, Callable[[str], Any]] = {
+    "int": _int,
+    "float": float,
+    "str": str,
+    "human_readable_int": _human_readable_int,
+    "json": _json,
+    "json_list_type": _json,
+    "nullable_str": _nullable_str,
+    "parse_cuda_graph_backend_arg": _cuda_graph_backend,
+    "parse_cuda_graph_config_arg": _json_object,
+}
+
+
+# --------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------
+
+
+def read_shipped(file_name: str) -> dict[str, Any]:
+    """A shipped catalogue document, as stored."""
+    path = importlib.resources.files(_CATALOGUE_PACKAGE) / file_name
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def load_catalog(version: str, prefer_shipped: bool = False) -> Catalog:
+    """The catalogue of SGLang ``version``: its real parser when that version is the
+    installed one, else the shipped catalogue nearest at-or-below it.
+
+    ``prefer_shipped``: take the shipped catalogue when one exists for exactly this version
+    (the drift test holds it equal to the real parser), so that reading a log does not pay
+    for importing SGLang and torch (10-60 s here); the live parser is still used for an
+    installed version no catalogue covers.
+    """
+    version = version.strip().lstrip("vV")
+    version_key(version)
+    fallback_note = ""
+    if installed_version() == version and not (prefer_shipped and version in KNOWN_VERSIONS):
+        try:
+            parser, server_args_cls = _live_parser()
+            body = snapshot_parser(parser, server_args_cls)
+            live = {o: a for a in parser._actions for o in a.option_strings}
+            return Catalog(version, "parser", body, live_actions=live)
+        except Exception as exc:  # a broken or partial install: fall back, but say so
+            fallback_note = (f" (the installed SGLang's parser failed: "
+                             f"{type(exc).__name__}: {_first_line(exc)})")
+    file_name = shipped_catalogue_for(version)
+    document = read_shipped(file_name)
+    note = fallback_note
+    if document["sglang_version"] != version and not note:
+        note = f" (nearest shipped to {version})"
+    return Catalog(version, f"catalogue {file_name}{note}", document)
+
+
+def _shipped_catalogs() -> list[Catalog]:
+    return [shipped_catalog(v) for v in KNOWN_VERSIONS]
+
+
+@functools.lru_cache(maxsize=None)
+def shipped_catalog(version: str) -> Catalog:
+    """The shipped catalogue of exactly ``version`` (one of KNOWN_VERSIONS), never the
+    live parser: what other versions' spellings are looked up in."""
+    file_name = _shipped_files()[version]
+    return Catalog(version, f"catalogue {file_name}", read_shipped(file_name))
+
+
+def translate(flag: str, to: Catalog) -> str | None:
+    """The spelling of the same setting in ``to``'s version, or None.  The flag may be any
+    version's exact spelling: it keeps its name if ``to`` has it exactly, else it follows
+    its ServerArgs field (dest) into ``to``, else the documented RENAMES."""
+    text = flag.split("=", 1)[0].strip()
+    if text in to._by_option:
+        return to._by_option[text].name
+    for other in _shipped_catalogs():
+        spec = other._by_option.get(text)
+        if spec is not None and spec.action not in ("help", "version"):
+            same = [t for t in to.specs if t.dest == spec.dest
+                    and t.takes_value == spec.takes_value and _negative(t) == _negative(spec)]
+            if same:
+                return same[0].name
+    for old, new in RENAMES:
+        for source, target in ((old, new), (new, old)):
+            if text == source and target in to._by_option:
+                return to._by_option[target].name
+    return None

@@ -1,0 +1,501 @@
+"""Remedies: the named operations a rule's ``remedy`` list refers to.
+
+Each operation turns a diagnosis into a ``model.Remediation`` (flags to set and unset,
+environment variables, a note) or into nothing when it does not apply (the flag is already
+at its bound, the planner has no model config, ...).  ``remediate`` runs a rule's remedies
+in order: the first concrete one is the answer, the others are its ranked alternatives.
+
+Every flag that leaves this module is spelled as the target version's catalogue spells it
+and its value passed ``Catalog.validate``; values come from the rule's parameters, the
+launch's own settings and arithmetic on them, never from free log text.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sglang_doctor.remedy import launch_command
+from sglang_doctor.model import Diagnosis, Remediation
+
+
+@dataclass
+class Context:
+    """What a remedy may look at."""
+
+    diagnosis: Diagnosis
+    command: list[str] | None  # the known launch command (from run, or rebuilt from the dump)
+    command_known: bool  # True when the command came from the user, not from the dump
+    version: str
+    catalog: Any
+    hardware: Any
+    model_config: dict | None
+    warnings: list[str]
+
+    @property
+    def server_args(self) -> dict[str, Any]:
+        launch = self.diagnosis.launch
+        return dict(launch.server_args) if launch is not None else {}
+
+    def flag(self, name: str) -> str | None:
+        """The target version's spelling of a flag a rule names (renames followed)."""
+        canonical = self.catalog.canonical(name)
+        if canonical is not None:
+            return canonical
+        from sglang_doctor.remedy import flags
+
+        return flags.translate(name, self.catalog)
+
+    def current(self, flag: str) -> Any:
+        """The flag's value in this launch: the command's, else the dump's, else the default."""
+        value = launch_command.value_of(self.command, flag, self.catalog) if self.command_known else None
+        if value is not None:
+            return value
+        spec = self.catalog.spec(flag)
+        if spec is None:
+            return None
+        if spec.dest in self.server_args and self.server_args[spec.dest] is not None:
+            return self.server_args[spec.dest]
+        if self.command is not None:
+            value = launch_command.value_of(self.command, flag, self.catalog)
+            if value is not None:
+                return value
+        return spec.default
+
+    def fill(self, value: Any) -> Any:
+        """A parameter that may be a ``"{capture}"`` template."""
+        if isinstance(value, str) and "{" in value:
+            values = {**{k: v for k, v in self.server_args.items()}, **self.diagnosis.captures}
+            try:
+                return value.format_map(values)
+            except (KeyError, ValueError, IndexError, AttributeError):
+                return None
+        return value
+
+
+Op = Callable[[Context, dict], "Remediation | list[Remediation] | None"]
+REGISTRY: dict[str, Op] = {}
+
+
+def remedy(name: str) -> Callable[[Op], Op]:
+    def register(fn: Op) -> Op:
+        REGISTRY[name] = fn
+        return fn
+
+    return register
+
+
+# -- numeric flags -----------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _as_type(spec: Any, number: float) -> Any:
+    if spec.type == "float":
+        return round(number, 3)
+    return int(round(number))
+
+
+def _move(ctx: Context, params: dict, up: bool) -> Remediation | None:
+    flag = ctx.flag(params.get("flag", ""))
+    if flag is None:
+        ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
+        return None
+    spec = ctx.catalog.spec(flag)
+    current = _number(ctx.current(flag))
+    bound = _number(ctx.fill(params.get("max" if up else "min")))
+    target = _number(ctx.fill(params.get("to")))
+    by = _number(params.get("by"))
+    factor = _number(params.get("factor"))
+    candidates = []
+    if current is not None:
+        if by is not None:
+            candidates.append(current + by if up else current - by)
+        if factor is not None:
+            candidates.append(current * factor)
+    if target is not None:
+        # "to" is a threshold (e.g. SGLang's printed minimum): step past it by "by".
+        candidates.append(target + (by or 0.0) * (0.5 if current is not None else 1.0) if up
+                          else target - (by or 0.0) * 0.5)
+    if not candidates:
+        return None
+    new = max(candidates) if up else min(candidates)
+    if bound is not None:
+        new = min(new, bound) if up else max(new, bound)
+    new = _as_type(spec, new)
+    if current is not None and ((up and new <= current) or (not up and new >= current)):
+        return None  # already at its bound
+    if spec.type != "float" and not up and new < 1:
+        return None
+    reason = ctx.catalog.validate(flag, new)
+    if reason is not None:
+        ctx.warnings.append(f"{flag} {new}: {reason}")
+        return None
+    was = "unset" if current is None else launch_command.render_scalar(_as_type(spec, current))
+    verb = "raise" if up else "lower"
+    return Remediation(set={flag: new}, note=f"{verb} {flag} from {was} to {launch_command.render_scalar(new)}",
+                       tradeoff=params.get("tradeoff"))
+
+
+@remedy("raise_flag")
+def raise_flag(ctx: Context, params: dict) -> Remediation | None:
+    return _move(ctx, params, up=True)
+
+
+@remedy("lower_flag")
+def lower_flag(ctx: Context, params: dict) -> Remediation | None:
+    return _move(ctx, params, up=False)
+
+
+@remedy("set_flag")
+def set_flag(ctx: Context, params: dict) -> Remediation | None:
+    flag = ctx.flag(params.get("flag", ""))
+    if flag is None:
+        ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
+        return None
+    value = ctx.fill(params.get("value", True))
+    if value is None:
+        return None
+    spec = ctx.catalog.spec(flag)
+    if not spec.takes_value:
+        value = True
+    if _equal(ctx.current(flag), value):
+        return None  # already so: not a change
+    reason = ctx.catalog.validate(flag, value)
+    if reason is not None:
+        ctx.warnings.append(f"{flag} {value!r}: {reason}")
+        return None
+    shown = "" if value is True else f" {launch_command.render_scalar(value)}"
+    return Remediation(set={flag: value}, note=params.get("note") or f"set {flag}{shown}",
+                       tradeoff=params.get("tradeoff"))
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if a is None:
+        return False
+    if isinstance(b, bool) or isinstance(a, bool):
+        return bool(a) == bool(b) and isinstance(a, bool) == isinstance(b, bool)
+    na, nb = _number(a), _number(b)
+    if na is not None and nb is not None:
+        return abs(na - nb) < 1e-9
+    return str(a) == str(b)
+
+
+@remedy("unset_flag")
+def unset_flag(ctx: Context, params: dict) -> Remediation | None:
+    flag = ctx.flag(params.get("flag", ""))
+    if flag is None:
+        return None
+    spec = ctx.catalog.spec(flag)
+    current = ctx.current(flag)
+    if current is None or _equal(current, spec.default) or current is False:
+        return None  # not set: nothing to remove
+    return Remediation(unset=[flag], note=params.get("note") or f"remove {flag}", tradeoff=params.get("tradeoff"))
+
+
+@remedy("set_env")
+def set_env(ctx: Context, params: dict) -> Remediation | None:
+    name = str(params.get("name", ""))
+    value = ctx.fill(params.get("value", ""))
+    if not name or value is None or not _safe_env(name, str(value)):
+        return None
+    return Remediation(env={name: str(value)}, note=params.get("note") or f"set {name}={value} in the environment",
+                       tradeoff=params.get("tradeoff"))
+
+
+def _safe_env(name: str, value: str) -> bool:
+    import regex
+
+    return bool(regex.fullmatch(r"[A-Z_][A-Z0-9_]*", name)) and bool(regex.fullmatch(r"[A-Za-z0-9_.,:|/=+-]*", value))
+
+
+# Each feature: the ways to turn it off, newest spelling first; the first whose flags all
+# exist in the target version is used.  (0.5.23 deprecates --disable-cuda-graph in favour of
+# the per-phase backends, srt/server_args.py; 0.5.9 has only the boolean.)
+FEATURES: dict[str, dict[str, Any]] = {
+    "cuda_graph": {
+        "ways": [{"set": {"--cuda-graph-backend-decode": "disabled", "--cuda-graph-backend-prefill": "disabled"}},
+                 {"set": {"--disable-cuda-graph": True}}],
+        "tradeoff": "disables CUDA graphs: decode is typically 20-40% slower, frees the graph memory",
+    },
+    "prefill_cuda_graph": {
+        "ways": [{"set": {"--cuda-graph-backend-prefill": "disabled"}},
+                 {"unset": ["--enable-piecewise-cuda-graph"]}],
+        "tradeoff": "disables prefill (piecewise) CUDA graphs: slower short prefills, frees their memory",
+    },
+    "torch_compile": {
+        "ways": [{"unset": ["--enable-torch-compile"]}],
+        "tradeoff": "turns torch.compile off: small-batch decode a little slower, no compile step",
+    },
+    "custom_all_reduce": {
+        "ways": [{"set": {"--disable-custom-all-reduce": True}}],
+        "tradeoff": "uses NCCL all-reduce instead of SGLang's custom kernel: slightly slower TP decode",
+    },
+    "radix_cache": {
+        "ways": [{"set": {"--disable-radix-cache": True}}],
+        "tradeoff": "no prefix caching: repeated prompts are recomputed",
+    },
+    "overlap_schedule": {
+        "ways": [{"set": {"--disable-overlap-schedule": True}}],
+        "tradeoff": "no CPU/GPU overlap in the scheduler: a few % lower throughput",
+    },
+    "speculative": {
+        "ways": [{"unset": ["--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
+                            "--speculative-eagle-topk", "--speculative-num-draft-tokens"]}],
+        "tradeoff": "no speculative decoding: lower single-stream decode speed, frees draft weights and pools",
+    },
+}
+
+
+@remedy("disable_feature")
+def disable_feature(ctx: Context, params: dict) -> Remediation | None:
+    feature = params.get("feature")
+    spec = FEATURES.get(feature)
+    if spec is None:
+        ctx.warnings.append(f"unknown feature {feature!r}")
+        return None
+    for way in spec["ways"]:
+        flags = list(way.get("set", {})) + list(way.get("unset", []))
+        if not all(ctx.catalog.canonical(f) == f for f in flags):
+            continue
+        sets = {f: v for f, v in way.get("set", {}).items() if not _equal(ctx.current(f), v)}
+        unsets = [f for f in way.get("unset", []) if ctx.current(f) not in (None, False)]
+        if not sets and not unsets:
+            return None  # already off
+        for f, v in sets.items():
+            if ctx.catalog.validate(f, v) is not None:
+                break
+        else:
+            return Remediation(set=sets, unset=unsets, note=f"turn {feature.replace('_', ' ')} off",
+                               tradeoff=params.get("tradeoff") or spec["tradeoff"])
+    return None
+
+
+# -- arguments -----------------------------------------------------------------------------
+
+
+@remedy("closest_flag")
+def closest_flag(ctx: Context, params: dict) -> Remediation | None:
+    """Replace each unknown flag the parser named with the closest real one of this version."""
+    text = ctx.diagnosis.captures.get(params.get("capture", "arguments"), "")
+    words = text.split()
+    sets: dict[str, Any] = {}
+    unsets: list[str] = []
+    notes: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if not word.startswith("--"):
+            i += 1
+            continue
+        name, _, inline = word.partition("=")
+        value: Any = inline or None
+        if value is None and i + 1 < len(words) and not words[i + 1].startswith("--"):
+            value = words[i + 1]
+            i += 1
+        i += 1
+        target = ctx.flag(name)  # the same setting under this version's spelling first
+        elsewhere = _versions_knowing(name, ctx.version)
+        if target is None and elsewhere:
+            # a flag of another version with no counterpart here: the nearest spelling would
+            # be some unrelated flag (--enable-piecewise-cuda-graph -> --enable-profile-...)
+            notes.append(f"{name} exists in SGLang {', '.join(elsewhere)} but not in {ctx.version}; remove it")
+            unsets.append(name)
+            continue
+        if target is None:
+            close = ctx.catalog.closest(name, 1)
+            target = close[0] if close and _similar(name, close[0]) else None
+        if target is None:
+            notes.append(f"{name}: no similar flag in SGLang {ctx.version}; remove it")
+            unsets.append(name)
+            continue
+        spec = ctx.catalog.spec(target)
+        new_value: Any = True if not spec.takes_value else value
+        if new_value is None or ctx.catalog.validate(target, new_value) is not None:
+            notes.append(f"{name}: did you mean {target}? (its value must be checked by hand)")
+            unsets.append(name)
+            continue
+        unsets.append(name)
+        sets[target] = new_value
+        notes.append(f"{name} -> {target}")
+    if not sets and not unsets:
+        return None
+    # Removing a flag this SGLang rejects is safe (the launch cannot start with it); a
+    # replacement guessed from the spelling is asked about first.
+    guessed = [n for n in notes if "did you mean" in n]
+    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed)
+
+
+def _versions_knowing(flag: str, version: str) -> list[str]:
+    from sglang_doctor.remedy import flags
+
+    return [v for v in flags.KNOWN_VERSIONS if v != version and flags.shipped_catalog(v).canonical(flag)]
+
+
+def _similar(typed: str, real: str) -> bool:
+    """A typo of ``real`` (one or two characters off), not merely a flag that looks alike."""
+    import difflib
+
+    return difflib.SequenceMatcher(None, typed.lstrip("-"), real.lstrip("-")).ratio() >= 0.85
+
+
+@remedy("change_port")
+def change_port(ctx: Context, params: dict) -> Remediation | None:
+    flag = ctx.flag("--port")
+    current = _number(ctx.diagnosis.captures.get("port")) or _number(ctx.current(flag)) or 30000
+    host = ctx.diagnosis.captures.get("host") or ctx.server_args.get("host") or "127.0.0.1"
+    # SGLang also binds internal ports above --port (nccl port, zmq): step by a few.
+    for candidate in range(int(current) + 10, int(current) + 2000, 10):
+        if _port_free(str(host), candidate):
+            return Remediation(
+                set={flag: candidate},
+                note=f"port {int(current)} is taken (an earlier server may still be running: "
+                     f"`ss -ltnp 'sport = :{int(current)}'`); use {candidate}",
+                tradeoff="clients must use the new port",
+            )
+    return None
+
+
+def _port_free(host: str, port: int) -> bool:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host if host not in ("0.0.0.0", "") else "127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+
+
+# -- what a flag cannot fix -----------------------------------------------------------------
+
+
+@remedy("upgrade_sglang")
+def upgrade_sglang(ctx: Context, params: dict) -> Remediation | None:
+    minimum = ctx.fill(params.get("min_version")) or "the newest release"
+    return Remediation(needs_human=True, safe=False,
+                       note=f"SGLang {ctx.version} cannot do this; upgrade: pip install -U 'sglang>={minimum}'"
+                       if minimum[0].isdigit() else f"SGLang {ctx.version} cannot do this; upgrade SGLang")
+
+
+@remedy("needs_human")
+def needs_human(ctx: Context, params: dict) -> Remediation | None:
+    reason = ctx.fill(params.get("reason")) or "this needs a change no launch flag can make"
+    return Remediation(needs_human=True, safe=False, note=str(reason))
+
+
+@remedy("plan_memory")
+def plan_memory(ctx: Context, params: dict) -> list[Remediation] | None:
+    """Ask the memory planner for launches that fit; each becomes a remediation."""
+    if not ctx.model_config:
+        ctx.warnings.append("no model config.json: the memory planner was skipped (use --model-config)")
+        return None
+    try:
+        from sglang_doctor.remedy import planner
+    except ImportError:
+        return None
+    server_args = dict(ctx.catalog.defaults())
+    server_args.update({k: v for k, v in ctx.server_args.items() if v is not None})
+    if ctx.command_known and ctx.command:
+        for flag, value in launch_command.parse(ctx.command, ctx.catalog).items():
+            spec = ctx.catalog.spec(flag)
+            if spec is not None:
+                server_args[spec.dest] = _typed(spec, value)
+    observed = planner.observed_from_launch(ctx.diagnosis.launch) if ctx.diagnosis.launch else {}
+    current = planner.plan(ctx.model_config, ctx.hardware, server_args, ctx.version, observed)
+    out = []
+    for cand in planner.search(ctx.model_config, ctx.hardware, server_args, ctx.version, observed):
+        sets: dict[str, Any] | None = {}
+        unsets: list[str] = []
+        for dest, value in cand.changes.items():
+            spec = ctx.catalog.by_dest(dest)
+            if spec is None:
+                sets = None
+                break
+            if value is None or value is False:
+                # the planner turns a setting off (e.g. speculative decoding): drop the flag
+                if server_args.get(dest) not in (None, False):
+                    unsets.append(spec.name)
+                continue
+            if ctx.catalog.validate(spec.name, True if not spec.takes_value else value) is not None:
+                sets = None
+                break
+            if _equal(server_args.get(dest), value):
+                continue
+            sets[spec.name] = True if not spec.takes_value else value
+        if sets is None or (not sets and not unsets):
+            continue
+        gave = f" (had to give: {'; '.join(cand.gave_up)})" if cand.gave_up else ""
+        note = (f"{current.failing or 'the pools'} did not fit: planned headroom "
+                f"{cand.plan.headroom_gb:.1f} GB per GPU{gave}")
+        budget = cand.plan.to_json()
+        budget["current"] = current.to_json()  # the launch that failed, for the explanation
+        out.append(Remediation(set=sets, unset=unsets, note=note, tradeoff=cand.tradeoff, plan=budget,
+                               safe=not unsets))  # turning a feature off changes behaviour: ask
+    return out or None
+
+
+def _typed(spec: Any, value: Any) -> Any:
+    if value is True or spec.type not in ("int", "float"):
+        return value
+    number = _number(value)
+    if number is None:
+        return value
+    return int(number) if spec.type == "int" else number
+
+
+# -- running a rule's list --------------------------------------------------------------------
+
+
+def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, catalog: Any, hardware: Any,
+              model_config: dict | None, warnings: list[str] | None = None) -> Remediation | None:
+    """The remediation of a diagnosis: its rule's remedies, first concrete one first."""
+    if not diagnosis.remedies:
+        return None
+    command_known = command is not None
+    if command is None and diagnosis.launch is not None and diagnosis.launch.server_args:
+        command = launch_command.from_server_args(diagnosis.launch.server_args, catalog)
+    ctx = Context(diagnosis, command, command_known, version, catalog, hardware, model_config,
+                  warnings if warnings is not None else [])
+    found: list[Remediation] = []
+    for entry in diagnosis.remedies:
+        ((name, params),) = entry.items()
+        op = REGISTRY.get(name)
+        if op is None:
+            ctx.warnings.append(f"unknown remedy {name}")
+            continue
+        result = op(ctx, dict(params or {}))
+        for rem in result if isinstance(result, list) else [result] if result else []:
+            rem.remedy = rem.remedy or name
+            if not any(_same_change(rem, other) for other in found):
+                found.append(rem)
+    if not found:
+        return None
+    for rem in found:
+        rem.command = _fixed_command(command, rem, catalog, ctx.warnings)
+    best, *rest = found
+    best.alternatives = rest
+    return best
+
+
+def _same_change(a: Remediation, b: Remediation) -> bool:
+    return (a.set, sorted(a.unset), a.env, a.needs_human, a.note if a.needs_human else "") == \
+           (b.set, sorted(b.unset), b.env, b.needs_human, b.note if b.needs_human else "")
+
+
+def _fixed_command(command: list[str] | None, rem: Remediation, catalog: Any, warnings: list[str]) -> list[str] | None:
+    if command is None or rem.needs_human or (not rem.set and not rem.unset):
+        return list(command) if command is not None and rem.env else None
+    try:
+        return launch_command.apply(command, rem, catalog)
+    except launch_command.CommandError as exc:
+        warnings.append(f"remedy {rem.remedy} dropped: {exc}")
+        return None

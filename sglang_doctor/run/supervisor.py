@@ -1,0 +1,367 @@
+"""``run``: launch the server, follow its log, diagnose a failure, relaunch with the fix.
+
+One attempt = one launch.  The child writes its output to the attempt's log file, which is
+read back through the same ``StreamPipeline`` as ``watch`` (milestones shown live).  The
+attempt ends when the server is ready and healthy, when its process group has exited, or
+when an incident was reported and the server did not exit by itself within ``settle``
+seconds (SGLang hangs after some failures, e.g. a port it cannot bind).  The next command
+is the diagnosis's remediation applied to the current command: an argv list built from
+validated flag changes only, never run through a shell, never one already tried.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from sglang_doctor.run import child as child_mod
+from sglang_doctor.run import health
+from sglang_doctor.run import history
+from sglang_doctor.remedy import launch_command
+from sglang_doctor.model import Diagnosis, Remediation
+
+IDLE_FLUSH_S = 1.0
+POLL_S = 0.05
+
+
+@dataclass
+class RunOptions:
+    command: list[str]
+    log: Path
+    via: list[str] = field(default_factory=list)
+    max_attempts: int = 4
+    yes: bool = False
+    mode: str = "foreground"  # "foreground" | "detach" | "until_ready"
+    health_url: str | None = None
+    ready_timeout: float = 3600.0
+    health_timeout: float = 180.0
+    settle: float = 20.0
+    stop_grace: float = 30.0
+    pid_file: Path | None = None
+
+
+@dataclass
+class Outcome:
+    status: str  # "ready" | "gave_up" | "interrupted" | "stopped"
+    reason: str
+    exit_code: int
+
+
+class Supervisor:
+    """The launch → diagnose → relaunch loop.  ``make_pipeline(command)`` builds a fresh reader."""
+
+    def __init__(self, opts: RunOptions, make_pipeline: Callable[[list[str]], Any], report: Callable[[dict], None],
+                 confirm: Callable[[str], bool] | None, catalog: Any = None):
+        self.opts = opts
+        self.make_pipeline = make_pipeline
+        self.report = report
+        self.confirm = confirm  # None: not on a terminal, cannot ask
+        self.catalog = catalog
+        self.attempts: list[dict[str, Any]] = []
+        self.tried: set[tuple] = set()
+        self.child: child_mod.Child | None = None
+        self.started = time.monotonic()
+        self.changes: list[str] = []
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        command, env = list(self.opts.command), {}
+        previous_signal = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+        # inherited as ignored when started in the background of a script: Ctrl-C must still stop
+        previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            while True:
+                number = len(self.attempts) + 1
+                self.tried.add(_key(command, env))
+                result = self._attempt(number, command, env)
+                if result.status in ("ready", "stopped"):
+                    return self._finish(result)
+                diagnosis = result.diagnosis
+                if diagnosis is None:
+                    return self._finish(Outcome("gave_up", result.reason, 1))
+                if len(self.attempts) >= self.opts.max_attempts:
+                    return self._finish(Outcome("gave_up", f"no attempt left (--max-attempts {self.opts.max_attempts}); "
+                                                           f"last failure: {diagnosis.rule}", 1))
+                choice, why_not = self._next_change(diagnosis, command, env)
+                if choice is None:
+                    return self._finish(Outcome("gave_up", why_not, 1))
+                new_command = choice.command if choice.command is not None else command
+                new_env = {**env, **choice.env}
+                lines = launch_command.diff(command, new_command, self.catalog) if self.catalog else []
+                lines += [f"+ env {k}={v}" for k, v in choice.env.items() if env.get(k) != v]
+                self.attempts[-1]["change"] = lines
+                self._save()
+                if not self._approved(choice, lines, new_command, new_env):
+                    return self._finish(Outcome("gave_up", "relaunch not approved" if self.confirm
+                                                else "a relaunch needs approval: rerun with --yes to relaunch unattended", 1))
+                self.changes.extend(lines)
+                self.report({"event": "relaunch", "attempt": number + 1, "changes": lines,
+                             "command": new_command, "env": new_env, "note": choice.note})
+                command, env = new_command, new_env
+        except KeyboardInterrupt as exc:
+            self._stop_child()
+            if self.attempts and self.attempts[-1]["outcome"] in ("running", "serving"):
+                self.attempts[-1]["outcome"] = "interrupted"
+            code = 143 if getattr(exc, "sigterm", False) else 130
+            return self._finish(Outcome("interrupted", "interrupted: the server was stopped", code))
+        finally:
+            self._stop_child()
+            signal.signal(signal.SIGTERM, previous_signal)
+            signal.signal(signal.SIGINT, previous_int)
+
+    def _finish(self, outcome: Outcome) -> Outcome:
+        self._save(outcome)
+        self.report({"event": "run_summary", "outcome": outcome.status, "reason": outcome.reason,
+                     "attempts": len(self.attempts), "seconds": round(time.monotonic() - self.started, 1),
+                     "changes": self.changes, "log": str(self.opts.log),
+                     "history": str(history.history_path(self.opts.log))})
+        return outcome
+
+    # -- one attempt ------------------------------------------------------------------------
+
+    def _attempt(self, number: int, command: list[str], env: dict[str, str]) -> "_AttemptResult":
+        log = self.opts.log
+        history.rotate_logs(log)
+        record: dict[str, Any] = {"attempt": number, "command": list(command), "env": dict(env), "log": str(log),
+                                  "outcome": "running", "started": time.time()}
+        self.attempts.append(record)
+        for older in self.attempts[:-1]:  # the previous attempts' logs moved one number up
+            older["log"] = _shifted(older["log"], log)
+        self._save()
+        self.report({"event": "attempt", "attempt": number, "command": command, "env": env, "log": str(log)})
+        pipe = self.make_pipeline(command)
+        t0 = time.monotonic()
+        with open(log, "wb") as out, open(log, "rb") as reader:
+            self.child = child_mod.Child([*self.opts.via, *command], out, env, tied=self.opts.mode != "detach")
+            record["pid"] = self.child.pid
+            result = self._follow(pipe, reader, t0, record)
+        record["seconds"] = round(time.monotonic() - t0, 2)
+        record["outcome"] = result.status
+        record["exit_code"] = result.exit_code
+        if result.diagnosis is not None:
+            record["incident"] = _incident_summary(result.diagnosis)
+        if result.reason and result.status != "ready":
+            record["reason"] = result.reason
+        self._save()
+        return result
+
+    def _follow(self, pipe: Any, reader, t0: float, record: dict) -> "_AttemptResult":
+        child = self.child
+        seen = _Seen(self.report, *_host_port(record["command"], self.catalog))
+        last_data = time.monotonic()
+        dirty = False
+        while True:
+            data = reader.read(1 << 20)
+            if data:
+                seen.consume(pipe.feed(data))
+                last_data, dirty = time.monotonic(), True
+                continue
+            code = child.exit_code()
+            if code is not None:
+                seen.drain(pipe, reader)
+                child.reap_group()
+                if seen.first is not None:
+                    return _AttemptResult("failed", seen.first, code, "")
+                if seen.ready:
+                    return _AttemptResult("stopped", None, code, f"the server exited (code {code}) with no incident")
+                return _AttemptResult("failed", None, code,
+                                      f"the server exited with code {code} and its log names no cause: see {self.opts.log}")
+            now = time.monotonic()
+            if dirty and now - last_data >= IDLE_FLUSH_S:
+                seen.consume(pipe.flush_idle())
+                dirty = False
+            if seen.settled(self.opts.settle):
+                # SGLang reported a failure but keeps running (e.g. after a bind error): stop it.
+                self._stop_child()
+                seen.drain(pipe, reader)
+                return _AttemptResult("failed", seen.first, child.exit_code(), "")
+            if seen.ready and seen.first is None:
+                url = self.opts.health_url or health.url_for(seen.host, seen.port)
+                result = health.wait_healthy(url, deadline_s=self.opts.health_timeout, via=self.opts.via or None,
+                                             alive=lambda: child.exit_code() is None)
+                seen.consume(pipe.feed(reader.read()))
+                if result.ok:
+                    return self._on_ready(pipe, reader, t0, record, url)
+                if child.exit_code() is None and seen.first is None:
+                    self._stop_child()
+                    seen.drain(pipe, reader)
+                    if seen.first is None:
+                        return _AttemptResult("failed", None, child.exit_code(),
+                                              f"the server said it was ready but {url} answered {result.detail}")
+                seen.ready = False  # the loop sees the exit or the incident next
+                continue
+            if now - t0 > self.opts.ready_timeout:
+                self._stop_child()
+                seen.consume(pipe.finish())
+                return _AttemptResult("failed", seen.first, child.exit_code(),
+                                      f"not ready after {self.opts.ready_timeout:.0f} s (--ready-timeout)")
+            time.sleep(POLL_S)
+
+    def _on_ready(self, pipe: Any, reader, t0: float, record: dict, url: str) -> "_AttemptResult":
+        seconds = round(time.monotonic() - t0, 1)
+        record["ready_seconds"] = seconds
+        self.report({"event": "healthy", "url": url, "seconds": seconds, "attempt": record["attempt"]})
+        if self.opts.mode == "until_ready":
+            self._stop_child()
+            return _AttemptResult("ready", None, self.child.exit_code(), f"ready after {seconds} s, then stopped")
+        if self.opts.mode == "detach":
+            if self.opts.pid_file:
+                history.atomic_write(self.opts.pid_file, f"{self.child.pid}\n".encode())
+            pid, self.child = self.child.pid, None  # left running on purpose
+            return _AttemptResult("ready", None, None, f"ready after {seconds} s; server pid {pid} left running")
+        # foreground: supervise the serving server; a crash now is a runtime incident.
+        record["outcome"] = "serving"
+        self._save()
+        result = self._serve(pipe, reader)
+        return result
+
+    def _serve(self, pipe: Any, reader) -> "_AttemptResult":
+        child = self.child
+        seen = _Seen(self.report)
+        dirty, last = False, time.monotonic()
+        while True:
+            data = reader.read(1 << 20)
+            if data:
+                seen.consume(pipe.feed(data))
+                dirty, last = True, time.monotonic()
+            elif dirty and time.monotonic() - last >= IDLE_FLUSH_S:
+                seen.consume(pipe.flush_idle())
+                dirty = False
+            code = child.exit_code()
+            if code is not None or seen.settled(self.opts.settle):
+                if code is None:
+                    self._stop_child()
+                seen.drain(pipe, reader)
+                child.reap_group()
+                if seen.first is None:
+                    return _AttemptResult("stopped", None, child.exit_code(),
+                                          f"the server exited (code {child.exit_code()}) with no incident")
+                return _AttemptResult("failed", seen.first, child.exit_code(), "")
+            if not data:
+                time.sleep(POLL_S)
+
+    # -- choosing the next launch ---------------------------------------------------------------
+
+    def _next_change(self, diagnosis: Diagnosis, command: list[str], env: dict) -> tuple[Remediation | None, str]:
+        rem = diagnosis.remediation
+        what = f"{diagnosis.rule} ({diagnosis.category})"
+        if diagnosis.rule == "unknown":
+            return None, "no rule knows this failure, so no configuration change is known to fix it"
+        if rem is None:
+            return None, f"{what}: no remedy applies to this launch"
+        if rem.needs_human:
+            return None, f"{what} needs a human: {rem.note}"
+        for option in [rem, *rem.alternatives]:
+            if option.needs_human or (option.command is None and not option.env):
+                continue
+            new_command = option.command if option.command is not None else command
+            if _key(new_command, {**env, **option.env}) in self.tried:
+                continue
+            return option, ""
+        return None, f"{what}: every remedy was tried already"
+
+    def _approved(self, choice: Remediation, lines: list[str], command: list[str], env: dict) -> bool:
+        if self.opts.yes and choice.safe:
+            return True
+        if self.confirm is None:
+            return False
+        text = "relaunch with:\n  " + "\n  ".join(lines or ["(environment only)"]) + "\n  " + shlex.join(command)
+        return self.confirm(text)
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+
+    def _stop_child(self) -> None:
+        if self.child is not None:
+            self.child.stop(self.opts.stop_grace)
+
+    def _save(self, outcome: Outcome | None = None) -> None:
+        meta: dict[str, Any] = {"command": self.opts.command, "log": str(self.opts.log)}
+        if outcome is not None:
+            meta.update(outcome=outcome.status, reason=outcome.reason)
+        history.save(history.history_path(self.opts.log), self.attempts, **meta)
+
+
+@dataclass
+class _AttemptResult:
+    status: str
+    diagnosis: Diagnosis | None
+    exit_code: int | None
+    reason: str
+
+
+def _key(command: list[str], env: dict) -> tuple:
+    return tuple(command), tuple(sorted(env.items()))
+
+
+def _shifted(path: str, log: Path) -> str:
+    """Where an attempt's log went when a new attempt rotated ``log``."""
+    if path == str(log):
+        return f"{log}.1"
+    prefix = f"{log}."
+    if path.startswith(prefix) and path[len(prefix):].isdigit():
+        return f"{log}.{int(path[len(prefix):]) + 1}"
+    return path
+
+
+def _incident_summary(d: Diagnosis) -> dict[str, Any]:
+    out = {"rule": d.rule, "category": d.category, "phase": d.phase, "title": d.title,
+           "lines": [d.incident.first_line, d.incident.last_line]}
+    if d.remediation is not None:
+        out["remediation"] = d.remediation.to_json()
+    return out
+
+
+def _host_port(command: list[str], catalog: Any) -> tuple[str | None, int | None]:
+    """--host and --port of the command, however spelled (aliases, abbreviations, --x=y)."""
+    host = launch_command.value_of(command, "--host", catalog)
+    port = launch_command.value_of(command, "--port", catalog)
+    return (host if isinstance(host, str) else None), (int(port) if isinstance(port, str) and port.isdigit() else None)
+
+
+class _Seen:
+    """What the log of one launch has said so far; every event goes to ``report`` first."""
+
+    def __init__(self, report: Callable[[dict], None], host: str | None = None, port: int | None = None):
+        self.report = report
+        self.first: Diagnosis | None = None  # the incident the attempt is judged by
+        self.incident_at: float | None = None
+        self.ready = False
+        self.host, self.port = host, port
+
+    def consume(self, events: list[dict]) -> None:
+        for ev in events:
+            self.report(ev)
+            if ev["event"] == "incident":
+                diag = ev.get("_diagnosis")
+                # the first incident, unless a later one is one a rule knows
+                if self.first is None or (self.first.rule == "unknown" and diag is not None and diag.rule != "unknown"):
+                    self.first = diag
+                self.incident_at = self.incident_at or time.monotonic()
+            elif ev["event"] == "ready":
+                self.ready = True
+            elif ev["event"] == "launch":  # the dump says what SGLang really used
+                args = ev.get("server_args") or {}
+                self.host = args.get("host") or self.host
+                self.port = args.get("port") or self.port
+
+    def drain(self, pipe: Any, reader) -> None:
+        """Everything left in the log, then whatever the pipeline still holds open."""
+        self.consume(pipe.feed(reader.read()))
+        self.consume(pipe.finish())
+
+    def settled(self, settle_s: float) -> bool:
+        """An incident was reported ``settle_s`` ago and the server is still running."""
+        return self.first is not None and self.incident_at is not None and time.monotonic() - self.incident_at >= settle_s
+
+
+def _sigterm_as_interrupt(signum, frame):
+    exc = KeyboardInterrupt()
+    exc.sigterm = True
+    raise exc

@@ -1,0 +1,36 @@
+import pytest
+
+from sglang_doctor.incidents.server_args import DumpError, find_dump, is_raw, parse_dump
+
+
+def test_dataclass_form(seed_full):
+    line = seed_full.read_text().splitlines()[3]
+    fields, form = parse_dump(find_dump(line))
+    assert form == "dataclass"
+    assert fields["tp_size"] == 2 and fields["mem_fraction_static"] == 0.85
+    assert fields["speculative_algorithm"] == "NEXTN"
+    assert fields["cuda_graph_bs"] == [1, 2, 4, 8, 12, 16, 24, 32]
+    assert fields["forward_hooks"] is None
+
+
+def test_cut_dump_keeps_fields_before_the_cut(seed_full):
+    line = seed_full.read_text().splitlines()[3]
+    dump = find_dump(line)
+    cut = dump[: dump.index("nccl_port") + 3]
+    fields, _ = parse_dump(cut)
+    assert fields["port"] == 30000 and "nccl_port" not in fields
+
+
+def test_dict_form_and_non_literals():
+    fields, form = parse_dump("{'model_path': '/m', 'mem_fraction_static': 0.716, 'cuda_graph_config': {'decode': {'max_bs': 32}}}")
+    assert form == "dict" and fields["cuda_graph_config"]["decode"]["max_bs"] == 32
+    fields, _ = parse_dump("{'a': 1, 'f': <function g at 0x7f>, 'z': 2}")
+    assert fields["a"] == 1 and is_raw(fields["f"]) and fields["z"] == 2
+    fields, _ = parse_dump("ServerArgs(lora_paths=[LoRARef(lora_id='x', pinned=False)], custom_sigquit_handler=<function h at 0x1>, port=1)")
+    assert is_raw(fields["lora_paths"]) and fields["port"] == 1
+
+
+def test_not_a_dump():
+    assert find_dump("server_args=42") is None
+    with pytest.raises(DumpError):
+        parse_dump("nonsense")

@@ -1,0 +1,151 @@
+"""Property tests: the fast scanner loses nothing the reference reader would see."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sglang_doctor.incidents.assemble import Assembler
+from sglang_doctor.pipeline import StreamPipeline
+from sglang_doctor.read.reader import LineSplitter
+from sglang_doctor.read.scanner import Scanner
+
+P = "/env/lib/python3.12/site-packages/sglang/srt"
+NORMAL = [
+    "[2026-12-02 15:56:05 TP0] Decode batch, #running-req: 1, #token: 37, token usage: 0.00, cuda graph: True, gen throughput (token/s): 0.46, #queue-req: 0",
+    "[2026-12-02 15:14:18] INFO:     127.0.0.1:33788 - \"GET /model_info HTTP/1.1\" 200 OK",
+    "[2026-12-02 15:54:36 TP1] Load weight begin. avail mem=21.06 GB",
+    "[2026-12-02 15:54:37 TP1] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 20000, K size: 0.00 GB, V size: 0.00 GB",
+    "Loading safetensors checkpoint shards:  50% Completed | 1/2",
+    "[15:14:17] /project/cpp/tokenizer_info.cc:146: Warning: something",
+    "plain bare line",
+    "",
+]
+
+
+def traceback_record(rank: str, n: int) -> list[str]:
+    head = f"[2026-12-02 15:54:37{' ' + rank if rank else ''}] Scheduler hit an exception: Traceback (most recent call last):"
+    body = []
+    for i in range(n):
+        body += [f'  File "{P}/m{i}.py", line {i + 1}, in f{i}', f"    call_{i}()"]
+    return [head] + body + [f"RuntimeError: failure {rank or 'main'} {n}"]
+
+
+@st.composite
+def logs(draw):
+    lines: list[str] = []
+    tracebacks: list[list[str]] = []
+    for _ in range(draw(st.integers(0, 12))):
+        choice = draw(st.integers(0, 5))
+        if choice == 0:
+            rank = draw(st.sampled_from(["", "TP0", "TP1", "DP0 TP1 EP1"]))
+            tb = traceback_record(rank, draw(st.integers(1, 4)))
+            tracebacks.append(tb)
+            lines += tb
+        elif choice == 1:
+            lines.append("[2026-12-02 15:54:37] Received sigquit from a child process. It usually means the child failed.")
+        else:
+            lines.append(draw(st.sampled_from(NORMAL)))
+    noise = draw(st.binary(max_size=20))
+    return lines, tracebacks, noise
+
+
+def reference(data: bytes):
+    """Every line through the plain splitter into the assembler: the slow, obvious path."""
+    asm = Assembler()
+    splitter = LineSplitter()
+    out = []
+    for line in splitter.feed(data) + splitter.finish():
+        out += asm.feed(line)
+    out += asm.flush()
+    return [(e.kind, e.incident.first_line, e.incident.last_line, e.incident.traceback) if e.incident else
+            (e.kind, e.line) for e in out], splitter.next_number - 1
+
+
+def fast(data: bytes, chunks: list[int]):
+    pipe = StreamPipeline()
+    events = []
+    pos = 0
+    for size in chunks:
+        events += pipe.feed(data[pos:pos + size])
+        pos += size
+    events += pipe.feed(data[pos:])
+    events += pipe.finish()
+    out = []
+    for e in events:
+        if e["event"] == "incident":
+            inc = e["_diagnosis"].incident
+            out.append(("incident", inc.first_line, inc.last_line, inc.traceback))
+        elif e["event"] in ("milestone", "ready", "launch"):
+            out.append((e["event"], e["line"]))
+    return out, pipe.lines_seen
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs(), st.lists(st.integers(1, 200), max_size=30))
+def test_fast_scanner_equals_reference_whatever_the_chunks(log, chunks):
+    lines, tracebacks, noise = log
+    data = ("\n".join(lines) + "\n").encode() + noise
+    ref, ref_count = reference(data)
+    got, count = fast(data, chunks)
+    assert got == ref
+    assert count == ref_count
+
+
+@settings(max_examples=200, deadline=None)
+@given(logs())
+def test_every_traceback_comes_out_whole_in_exactly_one_incident(log):
+    lines, tracebacks, _ = log
+    data = "".join(line + "\n" for line in lines).encode()
+    got, count = fast(data, [])
+    assert count == len(lines)
+    incidents = [g for g in got if g[0] == "incident"]
+    for tb in tracebacks:
+        text = "\n".join(tb)
+        holders = [i for i in incidents if text in i[3]]
+        assert len(holders) >= 1
+    # no line is in two incidents
+    spans = sorted((i[1], i[2]) for i in incidents)
+    for (a1, b1), (a2, b2) in zip(spans, spans[1:]):
+        assert b1 < a2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400), st.lists(st.integers(1, 50), max_size=20))
+def test_arbitrary_bytes_never_raise_and_count_lines(data, chunks):
+    got, count = fast(data, chunks)
+    ref, ref_count = reference(data)
+    assert got == ref and count == ref_count == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def test_scanner_byte_by_byte_equals_one_read(seed_full):
+    data = seed_full.read_bytes()
+    assert fast(data, [1] * len(data))[0] == fast(data, [])[0]
+
+
+ENGINE_MODULES = {"find": None, "aho-corasick": "ahocorasick_rs", "hyperscan": "hyperscan"}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_MODULES))
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(log=logs(), chunks=st.lists(st.integers(1, 200), max_size=30))
+def test_every_search_engine_equals_the_reference(engine, log, chunks, monkeypatch):
+    """Each multi-literal engine, forced on every block however small, sees the same lines."""
+    if ENGINE_MODULES[engine]:
+        pytest.importorskip(ENGINE_MODULES[engine])
+    from sglang_doctor.read import scanner as scanner_mod
+
+    monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
+    lines, _tracebacks, noise = log
+    data = ("\n".join(lines) + "\n").encode() + noise
+    pipe = StreamPipeline()
+    pipe.scanner._engine = engine
+    events, pos = [], 0
+    for size in chunks:
+        events += pipe.feed(data[pos:pos + size])
+        pos += size
+    events += pipe.feed(data[pos:]) + pipe.finish()
+    got = [("incident", e["_diagnosis"].incident.first_line, e["_diagnosis"].incident.last_line,
+            e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
+           for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
+    assert got == reference(data)[0]
