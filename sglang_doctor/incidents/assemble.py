@@ -22,6 +22,7 @@ from typing import Any
 
 from sglang_doctor.incidents import milestones
 from sglang_doctor.read import records
+from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
 from sglang_doctor.incidents import signals
 from sglang_doctor.incidents import tracebacks
@@ -85,6 +86,13 @@ class Assembler:
     def __init__(self, extra_signals: tuple[signals.Signal, ...] = ()):
         self.launches: list[Launch] = [Launch(index=0, line=None)]
         self._extra = extra_signals
+        # _classify: which signals a message's literals point at, found in one automaton pass
+        self._signals = signals.SIGNALS + tuple(extra_signals)
+        self._by_literal: dict[str, list[int]] = {}
+        for i, sig in enumerate(self._signals):
+            for lit in sig.literals:
+                self._by_literal.setdefault(lit, []).append(i)
+        self._literals = LiteralIndex(self._by_literal)
         self._record: _Record | None = None
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
@@ -231,14 +239,19 @@ class Assembler:
         self._record = _Record(ranks, "traceback", builder)
 
     def _classify(self, message: str):
-        found = signals.classify(message)
-        if found is None and self._extra:
-            for sig in self._extra:
-                if any(lit in message for lit in sig.literals):
-                    m = sig.regex.search(message)
-                    if m:
-                        return sig, {k: v for k, v in m.groupdict().items() if v is not None}
-        return found
+        """The first signal (built-in ones, then the rules' extra ones) whose literal is in
+        the message and whose regex matches it, with its captures; as signals.classify."""
+        found = self._literals.found(message)
+        if not found:
+            return None
+        by_literal = self._by_literal
+        candidates = sorted({i for lit in found for i in by_literal[lit]})
+        for i in candidates:
+            sig = self._signals[i]
+            m = sig.regex.search(message)
+            if m:
+                return sig, {k: v for k, v in m.groupdict().items() if v is not None}
+        return None
 
     def _signal(self, line: Line, ranks: tuple[str, ...], found, events: list[Event]) -> None:
         sig, captures = found

@@ -10,15 +10,27 @@ Why this is safe: when the assembler is not ``active`` a line without any trigge
 changes nothing but the rank of the current record, so the scanner replays the last
 record-start line before a hit that is not itself a record start.  ``reader.LineSplitter``
 feeding every line is the reference; the property tests hold the two to the same output.
-ANSI escapes and NUL bytes could hide a trigger from a byte search, so lines holding
-them are always looked at.
 
-How the literals are found: each block is searched once for all literals together, by
-Hyperscan (``hyperscan``) or else an Aho-Corasick DFA (``ahocorasick_rs``) when one of them is
-installed: their cost per byte does not depend on how many literals the rules add.  Without
-them (and for small blocks, where building an automaton costs more than it saves) it is one
-``bytes.find`` pass per literal, whose cost grows with the literal count.  All three give the
-same lines; docs/PERFORMANCE.md has the numbers.
+Lines holding ESC or NUL ("dirty" lines) are judged by their cleaned text, since an escape
+or a NUL could hide a trigger from a byte search: the block search finds them one per line
+(a run of a million NULs is one hit, not a million), the line is cleaned exactly as the
+reference reader cleans it (``reader.clean_text``, bounded for escape-dense lines) and
+searched again; only a line whose text holds a literal is passed on.  Memory and time stay
+bounded on NUL- or ESC-dense input.
+
+How the literals are found: each block is searched once for all literals together.  The
+literal set is first reduced to a few *covers* (a literal that contains another is
+dropped; literals sharing a long prefix are replaced by it): a cover found marks a
+candidate line, never more than a superset of the lines the full set marks, so nothing is
+lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the optional
+``fast`` extra) when installed, else an Aho-Corasick automaton (``ahocorasick_rs``, a normal
+dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for up
+to 64 literals per automaton (the covers are split into groups of 64).  ``bytes.find`` per
+literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
+an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
+numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
+``MATCH_CAP`` matches in a sub-block the engine hands it to ``bytes.find`` (one hit per line
+and literal), so the match list never grows with the bytes.
 """
 
 from __future__ import annotations
@@ -30,13 +42,17 @@ from sglang_doctor.read import records
 from sglang_doctor.model import Line
 from sglang_doctor.read.reader import MAX_LINE_BYTES, LineSplitter, clean_text, cut_marker, HEAD_BYTES, TAIL_BYTES
 
-ALWAYS = (b"\x1b", b"\x00")
+DIRTY = (b"\x1b", b"\x00")  # bytes that can hide a literal from a byte search
+SUB_BLOCK = 1 << 20  # an engine searches at most this much per call
+MATCH_CAP = 16384  # more matches than this in one sub-block: dense, hand it to bytes.find
+GROUP = 64  # literals per Aho-Corasick automaton (its SIMD prefilter's limit)
+MIN_SHARED_PREFIX = 8  # literals sharing a prefix this long are searched as that prefix
 
 
 def line_literals(literals: Iterable[str]) -> tuple[bytes, ...]:
     """The byte strings to search for: each literal up to an interior newline (a hit is
     only ever used to find its line, so a literal's part on its first line is enough)."""
-    out = set(ALWAYS)
+    out = set()
     for lit in literals:
         raw = lit.encode().lstrip(b"\n")
         nl = raw.find(b"\n")
@@ -45,6 +61,29 @@ def line_literals(literals: Iterable[str]) -> tuple[bytes, ...]:
         if raw:
             out.add(raw)
     return tuple(sorted(out))
+
+
+def covers(literals: Iterable[bytes]) -> tuple[bytes, ...]:
+    """Fewer byte strings that together occur in every line any of ``literals`` occurs in.
+
+    A literal containing another is dropped; neighbours (in sorted order) sharing a prefix
+    of at least MIN_SHARED_PREFIX bytes are replaced by that prefix."""
+    lits = sorted(set(literals))
+    lits = [lit for lit in lits if not any(o != lit and o in lit for o in lits)]
+    out: list[bytes] = []
+    for lit in lits:
+        if out:
+            prev = out[-1]
+            n = 0
+            limit = min(len(prev), len(lit))
+            while n < limit and prev[n] == lit[n]:
+                n += 1
+            if n >= MIN_SHARED_PREFIX and n > 0:
+                out[-1] = prev[:n]
+                continue
+        out.append(lit)
+    # a prefix may now contain (or be contained in) another cover
+    return tuple(sorted(c for c in set(out) if not any(o != c and o in c for o in out)))
 
 
 class FindFinder:
@@ -71,20 +110,43 @@ class FindFinder:
 
 
 class AhoFinder:
-    """Start offsets of literal hits in one Aho-Corasick DFA pass (``ahocorasick_rs``)."""
+    """Start offsets of literal hits: leftmost-longest Aho-Corasick (``ahocorasick_rs``), one
+    automaton per GROUP literals so that each keeps its SIMD prefilter."""
 
     name = "aho-corasick"
 
     def __init__(self, literals: tuple[bytes, ...]):
         import ahocorasick_rs
 
-        self._ac = ahocorasick_rs.BytesAhoCorasick(list(literals),
-                                                   implementation=ahocorasick_rs.Implementation.DFA)
+        self._groups = [
+            ahocorasick_rs.BytesAhoCorasick(list(literals[i:i + GROUP]),
+                                            matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+            for i in range(0, len(literals), GROUP)
+        ]
+        self._overlap = max(map(len, literals), default=1) - 1
+        self._find = FindFinder(literals)
 
     def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
         # non-overlapping matches: a match hidden by an overlapping one starts on the same
         # line (literals hold no newline except at their end), and lines are all we need
-        return [pos + start for _, start, _ in self._ac.find_matches_as_indexes(_view(buf, pos, end))]
+        out: list[int] = []
+        view = memoryview(buf)
+        for lo in range(pos, end, SUB_BLOCK):
+            hi = min(lo + SUB_BLOCK, end)
+            ext = min(hi + self._overlap, end)  # a literal straddling hi is found here
+            part: list[int] = []
+            for ac in self._groups:
+                found = ac.find_matches_as_indexes(view[lo:ext])
+                if len(found) > MATCH_CAP:
+                    part = None
+                    break
+                part += [lo + s for _, s, _ in found if lo + s < hi]
+            if part is None:  # dense: one hit per line and literal
+                part = [p for p in self._find.starts(buf, lo, ext) if p < hi]
+            elif len(self._groups) > 1:
+                part.sort()
+            out += part
+        return out
 
 
 class HyperscanFinder:
@@ -99,22 +161,29 @@ class HyperscanFinder:
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(expressions=[b"".join(b"\\x%02x" % c for c in lit) for lit in literals],
                          ids=list(range(len(literals))), elements=len(literals), flags=[0] * len(literals))
+        self._overlap = max(self._lengths, default=1) - 1
+        self._find = FindFinder(literals)
 
     def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
-        ends: list[tuple[int, int]] = []
-        add = ends.append
-
-        def on_match(ident: int, _from: int, to: int, _flags: int, _ctx) -> None:
-            add((to, ident))
-
-        self._db.scan(_view(buf, pos, end), match_event_handler=on_match)
+        out: list[int] = []
         lengths = self._lengths
-        return sorted({pos + to - lengths[ident] for to, ident in ends})
+        view = memoryview(buf)
+        for lo in range(pos, end, SUB_BLOCK):
+            hi = min(lo + SUB_BLOCK, end)
+            ext = min(hi + self._overlap, end)
+            ends: list[tuple[int, int]] = []
+            add = ends.append
 
+            def on_match(ident: int, _from: int, to: int, _flags: int, _ctx) -> bool:
+                add((to, ident))
+                return len(ends) > MATCH_CAP  # True stops the scan: dense, use bytes.find
 
-def _view(buf: bytes, pos: int, end: int):
-    """buf[pos:end] without a copy."""
-    return buf if pos == 0 and end == len(buf) else memoryview(buf)[pos:end]
+            self._db.scan(view[lo:ext], match_event_handler=on_match)
+            if len(ends) > MATCH_CAP:
+                out += [p for p in self._find.starts(buf, lo, ext) if p < hi]
+            else:
+                out += sorted({s for s in (lo + to - lengths[ident] for to, ident in ends) if s < hi})
+        return out
 
 
 ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder}
@@ -122,15 +191,16 @@ SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an auto
 
 
 def make_finder(literals: tuple[bytes, ...], engine: str | None = None):
-    """The named finder, or the fastest one installed."""
+    """The named finder, or the fastest one installed, for the covers of ``literals``."""
+    lits = covers(literals)
     if engine is not None:
-        return ENGINES[engine](literals)
+        return ENGINES[engine](lits)
     for cls in (HyperscanFinder, AhoFinder):
         try:
-            return cls(literals)
+            return cls(lits)
         except ImportError:
             continue
-    return FindFinder(literals)
+    return FindFinder(lits)
 
 
 def make_line(number: int, raw: bytes, keep_raw: bool) -> Line:
@@ -159,7 +229,7 @@ class Scanner:
         self._is_active = is_active
         self._lits = line_literals(literals)
         self._engine = engine
-        self._small = FindFinder(self._lits)
+        self._small = FindFinder(covers(self._lits))
         self._big = None  # built on the first big block
         self.keep_raw = keep_raw
         self.fast = fast
@@ -240,6 +310,9 @@ class Scanner:
                 pos = nl + 1
             return
         hits = self._finder(end - pos).starts(buf, pos, end)
+        dirty = _dirty_starts(buf, pos, end)
+        if dirty:
+            hits = sorted(set(hits).union(dirty))
         nhits = len(hits)
         i = 0
         find = buf.find
@@ -263,12 +336,27 @@ class Scanner:
                 self._skip(buf, pos, start)
             nl = find(b"\n", hit, end)
             raw = buf[start:nl]
+            if (b"\x1b" in raw or b"\x00" in raw) and self._skip_dirty(raw):
+                pos = nl + 1
+                continue
             if self._record is not None and not _is_record_start(raw):
                 number, rec = self._record
                 self._sink(make_line(number, rec, self.keep_raw))
             self._record = None
             self._emit(raw)
             pos = nl + 1
+
+    def _skip_dirty(self, raw: bytes) -> bool:
+        """A line holding ESC or NUL whose cleaned text holds no literal counts as skipped
+        (True); one whose text does is left to the caller to emit (False)."""
+        text = clean_text(raw)
+        data = text.encode("utf-8")
+        if self._finder(len(data)).starts(data, 0, len(data)):
+            return False
+        if text.startswith("[") and records.is_record_start(text[:256]):
+            self._record = (self.number, raw)
+        self.number += 1
+        return True
 
     def _finder(self, size: int):
         if self._engine == "find" or (self._engine is None and size < SMALL_BLOCK):
@@ -314,3 +402,44 @@ def _last_record_start(buf: bytes, lo: int, hi: int) -> tuple[int, int] | None:
             return None
         search_hi = i
     return None
+
+
+def _dirty_starts(buf: bytes, pos: int, end: int) -> list[int]:
+    """The first ESC or NUL of each line of buf[pos:end] that holds one (a run is one hit)."""
+    out: list[int] = []
+    find = buf.find
+    for ch in DIRTY:
+        p = find(ch, pos, end)
+        while p >= 0:
+            out.append(p)
+            nl = find(b"\n", p, end)
+            if nl < 0:
+                break
+            p = find(ch, nl, end)
+    return out
+
+
+class LiteralIndex:
+    """Which of a fixed set of literals a text holds, in one automaton pass.
+
+    The assembler asks this instead of testing every literal with ``in`` (one pass per
+    literal per line).  Overlapping matches, so the answer is the exact set; texts longer
+    than ``LONG_TEXT`` (a dense 4 MB line would give millions of matches) are answered with
+    one ``in`` per literal instead, as without ``ahocorasick_rs``."""
+
+    LONG_TEXT = 1 << 16
+
+    def __init__(self, literals: Iterable[str]):
+        self.literals = tuple(sorted(set(literals)))
+        try:
+            import ahocorasick_rs
+
+            self._ac = ahocorasick_rs.AhoCorasick(list(self.literals)) if self.literals else None
+        except ImportError:
+            self._ac = None
+
+    def found(self, text: str) -> set[str]:
+        if self._ac is None or len(text) > self.LONG_TEXT:
+            return {lit for lit in self.literals if lit in text}
+        lits = self.literals
+        return {lits[i] for i, _, _ in self._ac.find_matches_as_indexes(text, overlapping=True)}
