@@ -92,7 +92,8 @@ class Assembler:
         for i, sig in enumerate(self._signals):
             for lit in sig.literals:
                 self._by_literal.setdefault(lit, []).append(i)
-        self._literals = LiteralIndex(self._by_literal)
+        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS))
+        self._milestone_literals = frozenset(milestones.LITERALS)
         self._record: _Record | None = None
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
@@ -144,12 +145,13 @@ class Assembler:
         if tracebacks.HEADER in message:
             self._start_traceback(line, prefix.ranks, events, headless=False)
             return
-        sig = self._classify(message)
+        found = self._literals.found(message)
+        sig = self._classify(message, found)
         if sig is not None:
             self._signal(line, prefix.ranks, sig, events)
             return
         self._record = _Record(prefix.ranks, "normal")
-        self._normal(line, prefix.ranks, message, events)
+        self._normal(line, prefix.ranks, message, events, found)
 
     def _continue_record(self, line: Line, events: list[Event]) -> None:
         text = line.text
@@ -185,7 +187,8 @@ class Assembler:
         if 'File "' in text and tracebacks.is_frame(text):
             self._start_traceback(line, ranks, events, headless=True)
             return
-        sig = self._classify(text)
+        found = self._literals.found(text)
+        sig = self._classify(text, found)
         if sig is not None:
             self._signal(line, ranks, sig, events)
             return
@@ -207,10 +210,15 @@ class Assembler:
             # belong to the failure they follow, until the next prefixed record.
             group.lines.append(line)
             return
-        self._normal(line, ranks, text, events)
+        self._normal(line, ranks, text, events, found)
 
-    def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event]) -> None:
-        found = milestones.match(message)
+    def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
+                literals: set[str] | None = None) -> None:
+        # ``literals``: the literals _classify found in the message; no milestone literal
+        # among them means no milestone, without a loop over every milestone literal
+        found = None
+        if literals is None or not self._milestone_literals.isdisjoint(literals):
+            found = milestones.match(message)
         if found is not None:
             name, figures = found
             ms = Milestone(name, line.number, records.rank_label(ranks) or None, figures, message)
@@ -238,14 +246,16 @@ class Assembler:
         self._group.lines.append(line)
         self._record = _Record(ranks, "traceback", builder)
 
-    def _classify(self, message: str):
+    def _classify(self, message: str, found: set[str] | None = None):
         """The first signal (built-in ones, then the rules' extra ones) whose literal is in
-        the message and whose regex matches it, with its captures; as signals.classify."""
-        found = self._literals.found(message)
+        the message and whose regex matches it, with its captures; as signals.classify.
+        ``found``: the literals of the message, from the automaton (``LiteralIndex``)."""
+        if found is None:
+            found = self._literals.found(message)
         if not found:
             return None
         by_literal = self._by_literal
-        candidates = sorted({i for lit in found for i in by_literal[lit]})
+        candidates = sorted({i for lit in found for i in by_literal.get(lit, ())})
         for i in candidates:
             sig = self._signals[i]
             m = sig.regex.search(message)

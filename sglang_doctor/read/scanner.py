@@ -237,6 +237,9 @@ class Scanner:
         self._carry = b""
         self._long: LineSplitter | None = None  # a line longer than MAX_LINE_BYTES in progress
         self._record: tuple[int, bytes] | None = None  # last skipped record-start line
+        # the last skipped run of lines, searched for its record start only when a hit
+        # needs it (most hits start a record themselves): (buf, lo, hi, number at lo)
+        self._pending: tuple[bytes, int, int, int] | None = None
 
     @property
     def lines_seen(self) -> int:
@@ -281,7 +284,7 @@ class Scanner:
             self._long = None
         if self._carry:
             carry, self._carry = self._carry, b""
-            self._record = None
+            self._record = self._pending = None
             self._emit(carry)
 
     # -- internals ---------------------------------------------------------------------
@@ -319,7 +322,7 @@ class Scanner:
         while pos < end:
             if self._is_active():
                 nl = find(b"\n", pos, end)
-                self._record = None
+                self._record = self._pending = None
                 self._emit(buf[pos:nl])
                 pos = nl + 1
                 continue
@@ -339,10 +342,12 @@ class Scanner:
             if (b"\x1b" in raw or b"\x00" in raw) and self._skip_dirty(raw):
                 pos = nl + 1
                 continue
-            if self._record is not None and not _is_record_start(raw):
-                number, rec = self._record
-                self._sink(make_line(number, rec, self.keep_raw))
-            self._record = None
+            if (self._pending is not None or self._record is not None) and not _is_record_start(raw):
+                self._resolve()
+                if self._record is not None:
+                    number, rec = self._record
+                    self._sink(make_line(number, rec, self.keep_raw))
+            self._record = self._pending = None
             self._emit(raw)
             pos = nl + 1
 
@@ -354,7 +359,7 @@ class Scanner:
         if self._finder(len(data)).starts(data, 0, len(data)):
             return False
         if text.startswith("[") and records.is_record_start(text[:256]):
-            self._record = (self.number, raw)
+            self._record, self._pending = (self.number, raw), None
         self.number += 1
         return True
 
@@ -366,18 +371,25 @@ class Scanner:
         return self._big
 
     def _skip(self, buf: bytes, lo: int, hi: int) -> None:
-        """Count the lines in buf[lo:hi] (whole lines) and remember the last record start.
+        """Count the lines in buf[lo:hi] (whole lines); remember them as the last skipped run.
 
         The newline count is the one full pass over skipped bytes besides the literal
-        search, so it is done once: up to the record start, then the few lines after it."""
-        found = _last_record_start(buf, lo, hi)
-        if found is None:
-            self.number += buf.count(b"\n", lo, hi)
+        search; the run's last record start is looked for only when a hit needs it."""
+        if self._pending is not None:
+            self._resolve()
+        self._pending = (buf, lo, hi, self.number)
+        self.number += buf.count(b"\n", lo, hi)
+
+    def _resolve(self) -> None:
+        """Turn the pending skipped run into ``_record`` (its last record-start line), if any."""
+        if self._pending is None:
             return
-        s, e = found
-        self.number += buf.count(b"\n", lo, s)
-        self._record = (self.number, buf[s:e])
-        self.number += buf.count(b"\n", s, hi)
+        buf, lo, hi, number = self._pending
+        self._pending = None
+        found = _last_record_start(buf, lo, hi)
+        if found is not None:
+            s, e = found
+            self._record = (number + buf.count(b"\n", lo, s), buf[s:e])
 
 
 def _is_record_start(raw: bytes) -> bool:
