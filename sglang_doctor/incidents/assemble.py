@@ -38,6 +38,11 @@ _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
 _AFTERMATH = ("killed", "exit_code")
 _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
 
+# Literals that matter only on a line that does not start a record (a headless frame or
+# exception line, see _bare): on a record-start line they change nothing, so the scanner
+# may skip a record-start line whose only literals are these (read/scanner.py, "weak").
+BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Error\n")
+
 TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
         set(milestones.LITERALS)

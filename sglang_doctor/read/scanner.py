@@ -25,7 +25,7 @@ candidate line, never more than a superset of the lines the full set marks, so n
 lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the optional
 ``fast`` extra) when installed, else an Aho-Corasick automaton (``ahocorasick_rs``, a normal
 dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for up
-to 64 literals per automaton (the covers are split into groups of 64).  ``bytes.find`` per
+a few dozen literals per automaton (the covers are split into groups of GROUP).  ``bytes.find`` per
 literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
 an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
 numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
@@ -45,7 +45,7 @@ from sglang_doctor.read.reader import MAX_LINE_BYTES, LineSplitter, clean_text, 
 DIRTY = (b"\x1b", b"\x00")  # bytes that can hide a literal from a byte search
 SUB_BLOCK = 1 << 20  # an engine searches at most this much per call
 MATCH_CAP = 16384  # more matches than this in one sub-block: dense, hand it to bytes.find
-GROUP = 64  # literals per Aho-Corasick automaton (its SIMD prefilter's limit)
+GROUP = 24  # literals per Aho-Corasick automaton: its SIMD prefilter degrades with more (bench: 24 best of 8-32)
 MIN_SHARED_PREFIX = 8  # literals sharing a prefix this long are searched as that prefix
 
 
@@ -86,86 +86,113 @@ def covers(literals: Iterable[bytes]) -> tuple[bytes, ...]:
     return tuple(sorted(c for c in set(out) if not any(o != c and o in c for o in out)))
 
 
-class FindFinder:
+class _Finder:
+    """What every engine offers: ``hits`` gives the sorted start offsets of literal hits and
+    the offsets whose literal is a *weak* one (see Scanner), ``starts`` only the former."""
+
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
+        self._lits = literals
+        self._weak = weak
+        self._weak_ids = {i for i, lit in enumerate(literals) if lit in weak}
+
+    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+        return self.hits(buf, pos, end)[0]
+
+    def _split(self, found: list[tuple[int, int]]) -> tuple[list[int], dict[int, bytes]]:
+        """(offset, literal id) pairs -> sorted offsets, {offset: weak literal}."""
+        weak_ids = self._weak_ids
+        if not weak_ids:
+            return sorted({p for p, _ in found}), {}
+        strong = {p for p, i in found if i not in weak_ids}
+        weak = {p: self._lits[i] for p, i in found if i in weak_ids and p not in strong}
+        return sorted(strong.union(weak)), weak
+
+
+class FindFinder(_Finder):
     """Start offsets of literal hits, one ``bytes.find`` pass per literal (stdlib only)."""
 
     name = "find"
 
-    def __init__(self, literals: tuple[bytes, ...]):
-        self._lits = literals
-
-    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
-        out: list[int] = []
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
+        out: list[tuple[int, int]] = []
         find = buf.find
-        for lit in self._lits:
+        for i, lit in enumerate(self._lits):
             p = find(lit, pos, end)
             while p >= 0:
-                out.append(p)
+                out.append((p, i))
                 p = find(b"\n", p, end)  # one hit per line and literal is enough
                 if p < 0:
                     break
                 p = find(lit, p, end)
-        out.sort()
-        return out
+        return self._split(out)
 
 
-class AhoFinder:
+class AhoFinder(_Finder):
     """Start offsets of literal hits: leftmost-longest Aho-Corasick (``ahocorasick_rs``), one
     automaton per GROUP literals so that each keeps its SIMD prefilter."""
 
     name = "aho-corasick"
 
-    def __init__(self, literals: tuple[bytes, ...]):
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
         import ahocorasick_rs
 
+        super().__init__(literals, weak)
         self._groups = [
             ahocorasick_rs.BytesAhoCorasick(list(literals[i:i + GROUP]),
                                             matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
             for i in range(0, len(literals), GROUP)
         ]
         self._overlap = max(map(len, literals), default=1) - 1
-        self._find = FindFinder(literals)
+        self._find = FindFinder(literals, weak)
 
-    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
         # non-overlapping matches: a match hidden by an overlapping one starts on the same
         # line (literals hold no newline except at their end), and lines are all we need
+        # (the Scanner checks what a weak match may hide, see _hides_strong)
         out: list[int] = []
+        weak: dict[int, bytes] = {}
         view = memoryview(buf)
         for lo in range(pos, end, SUB_BLOCK):
             hi = min(lo + SUB_BLOCK, end)
             ext = min(hi + self._overlap, end)  # a literal straddling hi is found here
-            part: list[int] = []
-            for ac in self._groups:
+            part: list[tuple[int, int]] | None = []
+            for g, ac in enumerate(self._groups):
                 found = ac.find_matches_as_indexes(view[lo:ext])
                 if len(found) > MATCH_CAP:
                     part = None
                     break
-                part += [lo + s for _, s, _ in found if lo + s < hi]
+                base = g * GROUP
+                part += [(lo + s, base + i) for i, s, _ in found if lo + s < hi]
             if part is None:  # dense: one hit per line and literal
-                part = [p for p in self._find.starts(buf, lo, ext) if p < hi]
-            elif len(self._groups) > 1:
-                part.sort()
-            out += part
-        return out
+                got, got_weak = self._find.hits(buf, lo, ext)
+                out += [p for p in got if p < hi]
+                weak.update((p, lit) for p, lit in got_weak.items() if p < hi)
+                continue
+            got, got_weak = self._split(part)
+            out += got
+            weak.update(got_weak)
+        return out, weak
 
 
-class HyperscanFinder:
+class HyperscanFinder(_Finder):
     """Start offsets of literal hits in one Hyperscan pass (SIMD literal matching)."""
 
     name = "hyperscan"
 
-    def __init__(self, literals: tuple[bytes, ...]):
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
         import hyperscan
 
+        super().__init__(literals, weak)
         self._lengths = [len(lit) for lit in literals]
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(expressions=[b"".join(b"\\x%02x" % c for c in lit) for lit in literals],
                          ids=list(range(len(literals))), elements=len(literals), flags=[0] * len(literals))
         self._overlap = max(self._lengths, default=1) - 1
-        self._find = FindFinder(literals)
+        self._find = FindFinder(literals, weak)
 
-    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
         out: list[int] = []
+        weak: dict[int, bytes] = {}
         lengths = self._lengths
         view = memoryview(buf)
         for lo in range(pos, end, SUB_BLOCK):
@@ -180,27 +207,45 @@ class HyperscanFinder:
 
             self._db.scan(view[lo:ext], match_event_handler=on_match)
             if len(ends) > MATCH_CAP:
-                out += [p for p in self._find.starts(buf, lo, ext) if p < hi]
-            else:
-                out += sorted({s for s in (lo + to - lengths[ident] for to, ident in ends) if s < hi})
-        return out
+                got, got_weak = self._find.hits(buf, lo, ext)
+                out += [p for p in got if p < hi]
+                weak.update((p, lit) for p, lit in got_weak.items() if p < hi)
+                continue
+            got, got_weak = self._split([(lo + to - lengths[ident], ident) for to, ident in ends
+                                         if lo + to - lengths[ident] < hi])
+            out += got
+            weak.update(got_weak)
+        return out, weak
 
 
 ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder}
 SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
 
 
-def make_finder(literals: tuple[bytes, ...], engine: str | None = None):
+def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = ()) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
+    """The byte strings the engines search for, and which of them are weak.
+
+    Strong and weak literals are reduced to covers separately (a strong literal must never
+    be found only through a weak cover); a weak literal that holds a strong cover is
+    dropped (that cover finds its lines)."""
+    weak = set(weak)
+    strong_covers = covers(lit for lit in literals if lit not in weak)
+    weak_lits = [lit for lit in literals if lit in weak and not any(c in lit for c in strong_covers)]
+    weak_covers = covers(weak_lits)
+    return tuple(sorted(set(strong_covers) | set(weak_covers))), frozenset(weak_covers) - set(strong_covers)
+
+
+def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: Iterable[bytes] = ()):
     """The named finder, or the fastest one installed, for the covers of ``literals``."""
-    lits = covers(literals)
+    lits, weak_set = search_set(literals, weak)
     if engine is not None:
-        return ENGINES[engine](lits)
+        return ENGINES[engine](lits, weak_set)
     for cls in (HyperscanFinder, AhoFinder):
         try:
-            return cls(lits)
+            return cls(lits, weak_set)
         except ImportError:
             continue
-    return FindFinder(lits)
+    return FindFinder(lits, weak_set)
 
 
 def make_line(number: int, raw: bytes, keep_raw: bool) -> Line:
@@ -224,12 +269,20 @@ class Scanner:
         keep_raw: bool = False,
         fast: bool = True,
         engine: str | None = None,
+        weak: Iterable[str] = (),
     ):
         self._sink = sink
         self._is_active = is_active
         self._lits = line_literals(literals)
+        self._weak_lits = line_literals(weak)
         self._engine = engine
-        self._small = FindFinder(covers(self._lits))
+        search, weak_set = search_set(self._lits, self._weak_lits)
+        self._small = FindFinder(search, weak_set)
+        # what a weak match may hide from a leftmost search: a strong literal starting
+        # inside it, whose first bytes are the weak literal's last ones (W -> [(k, S)])
+        strong = [c for c in search if c not in weak_set]
+        self._hides = {w: [(k, c) for k in range(len(w)) for c in strong if c.startswith(w[k:])
+                           or w[k:].startswith(c)] for w in weak_set}
         self._big = None  # built on the first big block
         self.keep_raw = keep_raw
         self.fast = fast
@@ -312,7 +365,7 @@ class Scanner:
                 self._emit(buf[pos:nl])
                 pos = nl + 1
             return
-        hits = self._finder(end - pos).starts(buf, pos, end)
+        hits, weak = self._finder(end - pos).hits(buf, pos, end)
         dirty = _dirty_starts(buf, pos, end)
         if dirty:
             hits = sorted(set(hits).union(dirty))
@@ -339,7 +392,17 @@ class Scanner:
                 self._skip(buf, pos, start)
             nl = find(b"\n", hit, end)
             raw = buf[start:nl]
-            if (b"\x1b" in raw or b"\x00" in raw) and self._skip_dirty(raw):
+            if b"\x1b" in raw or b"\x00" in raw:
+                if self._skip_dirty(raw):
+                    pos = nl + 1
+                    continue
+            elif (weak and hit in weak and b"\r" not in raw and self._weak_only(buf, hits, i, nl, weak)
+                  and _is_record_start(raw)):
+                # (a \r line's last segment, not the line, is what the assembler sees)
+                # a record start whose only literals are weak ones: a no-op for the
+                # assembler but for the record's rank, so it is skipped like a plain line
+                self._record, self._pending = (self.number, raw), None
+                self.number += 1
                 pos = nl + 1
                 continue
             if (self._pending is not None or self._record is not None) and not _is_record_start(raw):
@@ -350,6 +413,21 @@ class Scanner:
             self._record = self._pending = None
             self._emit(raw)
             pos = nl + 1
+
+    def _weak_only(self, buf: bytes, hits: list[int], i: int, nl: int, weak: dict[int, bytes]) -> bool:
+        """True when every hit on the line (hits[i] up to nl) is a weak literal, none of
+        which hides a strong one."""
+        n = len(hits)
+        while i < n and hits[i] < nl:
+            p = hits[i]
+            w = weak.get(p)
+            if w is None:
+                return False
+            for k, c in self._hides[w]:
+                if buf.startswith(c, p + k):
+                    return False
+            i += 1
+        return True
 
     def _skip_dirty(self, raw: bytes) -> bool:
         """A line holding ESC or NUL whose cleaned text holds no literal counts as skipped
@@ -367,7 +445,7 @@ class Scanner:
         if self._engine == "find" or (self._engine is None and size < SMALL_BLOCK):
             return self._small
         if self._big is None:
-            self._big = make_finder(self._lits, self._engine)
+            self._big = make_finder(self._lits, self._engine, self._weak_lits)
         return self._big
 
     def _skip(self, buf: bytes, lo: int, hi: int) -> None:
