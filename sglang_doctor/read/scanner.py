@@ -405,7 +405,7 @@ class Scanner:
                 self.number += 1
                 pos = nl + 1
                 continue
-            if (self._pending is not None or self._record is not None) and not _is_record_start(raw):
+            if (self._pending is not None or self._record is not None) and not _text_starts_record(raw):
                 self._resolve()
                 if self._record is not None:
                     number, rec = self._record
@@ -468,6 +468,14 @@ class Scanner:
         if found is not None:
             s, e = found
             self._record = (number + buf.count(b"\n", lo, s), buf[s:e])
+
+
+def _text_starts_record(raw: bytes) -> bool:
+    """Whether the line's text (what the assembler sees) starts a record: a ``\\r`` rewrite,
+    an escape or a NUL can make it differ from the raw bytes."""
+    if b"\r" in raw or b"\x1b" in raw or b"\x00" in raw:
+        return records.is_record_start(clean_text(raw)[:256])
+    return _is_record_start(raw)
 
 
 def _is_record_start(raw: bytes) -> bool:

@@ -151,10 +151,27 @@ def test_every_search_engine_equals_the_reference(engine, log, chunks, monkeypat
     assert got == reference(data)[0]
 
 
+# record-start lines holding only "weak" literals (scanner.py), next to ones that also hold
+# a strong literal or whose \r rewrite leaves an unprefixed exception line
+WEAK = [
+    "[2026-12-02 15:56:05 TP0] WARNING serving_chat.py:381: Tool call failed, Error: Expecting value",
+    "[2026-12-02 15:56:05] WARNING grammar: Exception: schema too deep",
+    '[2026-12-02 15:56:05] Receive: obj=GenerateReqInput(text=\'File "main.py", line 3\')',
+    "[2026-12-02 15:56:05] WARNING x: Error: error: usage",
+    "[2026-12-02 15:56:05] progress 10%\rValueError: bare after a rewrite",
+    "[2026-12-02 15:56:05] tokenizer: error: Error: both",
+    "ValueError: an unprefixed exception line",
+    '  File "/x/y.py", line 3, in f',
+]
+
+
 @st.composite
 def dirty_logs(draw):
-    """logs() with ESC sequences and NUL runs put anywhere, inside literals too."""
+    """logs() with weak-literal lines, and ESC sequences and NUL runs put anywhere, inside
+    literals too."""
     lines, tracebacks, noise = draw(logs())
+    for _ in range(draw(st.integers(0, 4))):
+        lines.insert(draw(st.integers(0, len(lines))), draw(st.sampled_from(WEAK)))
     dirt = st.sampled_from(["\x1b[31m", "\x1b[0m", "\x00", "\x00" * 50, "\x1b]0;title\x07", "\x1b", "\x1b\x1b["])
     out = []
     for line in lines:
