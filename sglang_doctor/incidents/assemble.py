@@ -37,6 +37,10 @@ _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
 _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
+# Ranks that fail together log their tracebacks within a few lines of each other (a surviving
+# rank's records in between); an open incident that waited longer than this for another rank
+# is closed, so two failures far apart are two incidents (issue 11 item 13).
+MAX_GROUP_GAP = 500
 
 # Literals that matter only on a line that does not start a record (a headless frame or
 # exception line, see _bare): on a record-start line they change nothing, so the scanner
@@ -201,7 +205,7 @@ class Assembler:
         if exc is not None and exc.message and not exc.type.endswith("Warning"):
             builder = tracebacks.TracebackBuilder(text, headless=True)
             builder.offer(text)
-            self._open_group(events)
+            self._open_group(events, line)
             self._group.builders.append(builder)
             self._group.add_ranks(ranks)
             self._group.lines.append(line)
@@ -233,7 +237,7 @@ class Assembler:
                 self.launch.ready_line = line.number
                 events.append(Event("ready", self.launch, line=line.number))
         group = self._group
-        if group is not None and not self._group_waits_for(ranks):
+        if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)):
             self._close_group(events)
 
     def _group_waits_for(self, ranks: tuple[str, ...]) -> bool:
@@ -245,7 +249,7 @@ class Assembler:
 
     def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
-        self._open_group(events)
+        self._open_group(events, line)
         self._group.builders.append(builder)
         self._group.add_ranks(ranks)
         self._group.lines.append(line)
@@ -288,7 +292,7 @@ class Assembler:
             # end of the incident already reported, not a new failure.
             self._record = _Record(ranks, "normal")
             return
-        self._open_group(events)
+        self._open_group(events, line)
         group = self._group
         group.lines.append(line)
         group.signal_lines.append(line)
@@ -304,7 +308,14 @@ class Assembler:
 
     # -- groups ------------------------------------------------------------------------
 
-    def _open_group(self, events: list[Event]) -> None:
+    def _too_far(self, line: Line) -> bool:
+        """The open incident's last line is more than MAX_GROUP_GAP lines before ``line``."""
+        group = self._group
+        return group is not None and bool(group.lines) and line.number - group.lines[-1].number > MAX_GROUP_GAP
+
+    def _open_group(self, events: list[Event], line: Line | None = None) -> None:
+        if self._group is not None and line is not None and self._too_far(line):
+            self._close_group(events)  # a failure this far from the open one is another incident
         if self._group is None:
             self._group = _Group()
 
