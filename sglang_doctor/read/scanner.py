@@ -35,6 +35,7 @@ and literal), so the match list never grows with the bytes.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from typing import Callable, Iterable
 
@@ -366,6 +367,8 @@ class Scanner:
                 pos = nl + 1
             return
         hits, weak = self._finder(end - pos).hits(buf, pos, end)
+        if weak:
+            hits = self._drop_weak_record_starts(buf, pos, end, hits, weak)
         dirty = _dirty_starts(buf, pos, end)
         if dirty:
             hits = sorted(set(hits).union(dirty))
@@ -392,17 +395,7 @@ class Scanner:
                 self._skip(buf, pos, start)
             nl = find(b"\n", hit, end)
             raw = buf[start:nl]
-            if b"\x1b" in raw or b"\x00" in raw:
-                if self._skip_dirty(raw):
-                    pos = nl + 1
-                    continue
-            elif (weak and hit in weak and b"\r" not in raw and self._weak_only(buf, hits, i, nl, weak)
-                  and _is_record_start(raw)):
-                # (a \r line's last segment, not the line, is what the assembler sees)
-                # a record start whose only literals are weak ones: a no-op for the
-                # assembler but for the record's rank, so it is skipped like a plain line
-                self._record, self._pending = (self.number, raw), None
-                self.number += 1
+            if (b"\x1b" in raw or b"\x00" in raw) and self._skip_dirty(raw):
                 pos = nl + 1
                 continue
             if (self._pending is not None or self._record is not None) and not _text_starts_record(raw):
@@ -414,20 +407,47 @@ class Scanner:
             self._emit(raw)
             pos = nl + 1
 
-    def _weak_only(self, buf: bytes, hits: list[int], i: int, nl: int, weak: dict[int, bytes]) -> bool:
-        """True when every hit on the line (hits[i] up to nl) is a weak literal, none of
-        which hides a strong one."""
+    def _drop_weak_record_starts(self, buf: bytes, pos: int, end: int, hits: list[int],
+                                 weak: dict[int, bytes]) -> list[int]:
+        """The hits without those on record-start lines whose only literals are weak ones.
+
+        Such a line is a no-op for the assembler but for the record's rank, so it is left in
+        the skipped run around it (whose last record start is replayed when needed).  Kept:
+        a line with any strong hit, or a weak match that may hide a strong literal starting
+        inside it (leftmost search), a ``\\r`` rewrite (the assembler sees its last segment),
+        ESC or NUL (judged by their cleaned text), or no record-start header."""
+        out: list[int] = []
+        find, rfind, startswith, hides = buf.find, buf.rfind, buf.startswith, self._hides
+        header = _HEADER_B.match
         n = len(hits)
-        while i < n and hits[i] < nl:
-            p = hits[i]
-            w = weak.get(p)
-            if w is None:
-                return False
-            for k, c in self._hides[w]:
-                if buf.startswith(c, p + k):
-                    return False
-            i += 1
-        return True
+        j = 0
+        while j < n:
+            p = hits[j]
+            if p not in weak:
+                out.append(p)
+                j += 1
+                continue
+            nl = find(b"\n", p, end)
+            k = j
+            keep = False
+            while k < n and hits[k] < nl:
+                q = hits[k]
+                w = weak.get(q)
+                if w is None:
+                    keep = True
+                else:
+                    for off, c in hides[w]:
+                        if startswith(c, q + off):
+                            keep = True
+                k += 1
+            if not keep:
+                start = rfind(b"\n", pos, p) + 1 or pos
+                keep = ((out and out[-1] >= start) or header(buf, start) is None or find(b"\r", start, nl) >= 0
+                        or find(b"\x1b", start, nl) >= 0 or find(b"\x00", start, nl) >= 0)
+            if keep:
+                out.extend(hits[j:k])
+            j = k
+        return out
 
     def _skip_dirty(self, raw: bytes) -> bool:
         """A line holding ESC or NUL whose cleaned text holds no literal counts as skipped
@@ -468,6 +488,12 @@ class Scanner:
         if found is not None:
             s, e = found
             self._record = (number + buf.count(b"\n", lo, s), buf[s:e])
+
+
+# records' header patterns over bytes: an ASCII-only match there is a match of the text too
+# (the str patterns' \\d also takes other digits: then the line is simply not skipped)
+_HEADER_B = re.compile(b"(?:%s)|(?:%s)" % (records._SGLANG.pattern.encode("ascii"),
+                                          records._TIME_ONLY.pattern.encode("ascii")))
 
 
 def _text_starts_record(raw: bytes) -> bool:
