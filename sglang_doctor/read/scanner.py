@@ -23,8 +23,8 @@ literal set is first reduced to a few *covers* (a literal that contains another 
 dropped; literals sharing a long prefix are replaced by it): a cover found marks a
 candidate line, never more than a superset of the lines the full set marks, so nothing is
 lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the optional
-``fast`` extra) when installed, else an Aho-Corasick automaton (``ahocorasick_rs``, a normal
-dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for up
+``fast`` extra) when installed and the covers are many, else an Aho-Corasick automaton (``ahocorasick_rs``, a
+normal dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for
 a few dozen literals per automaton (the covers are split into groups of GROUP).  ``bytes.find`` per
 literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
 an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
@@ -47,6 +47,7 @@ DIRTY = (b"\x1b", b"\x00")  # bytes that can hide a literal from a byte search
 SUB_BLOCK = 1 << 20  # an engine searches at most this much per call
 MATCH_CAP = 16384  # more matches than this in one sub-block: dense, hand it to bytes.find
 GROUP = 24  # literals per Aho-Corasick automaton: its SIMD prefilter degrades with more (bench: 24 best of 8-32)
+AHO_MAX_GROUPS = 3  # past this many automatons, Hyperscan (when installed) is preferred
 MIN_SHARED_PREFIX = 8  # literals sharing a prefix this long are searched as that prefix
 
 
@@ -241,7 +242,10 @@ def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: It
     lits, weak_set = search_set(literals, weak)
     if engine is not None:
         return ENGINES[engine](lits, weak_set)
-    for cls in (HyperscanFinder, AhoFinder):
+    # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
+    # ns/B, docs/PERFORMANCE.md); with many more covers (user rules) Hyperscan wins
+    order = (AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_GROUPS * GROUP else (HyperscanFinder, AhoFinder)
+    for cls in order:
         try:
             return cls(lits, weak_set)
         except ImportError:
