@@ -52,9 +52,10 @@ def dump_line(fields: dict, style: str) -> str:
 class LogWriter:
     """Accumulates lines, numbers them, timestamps them, and writes them in big chunks."""
 
-    def __init__(self, fh, rng: random.Random):
+    def __init__(self, fh, rng: random.Random, variety: str = "v2"):
         self.fh = fh
         self.rng = rng
+        self.variety = variety
         self.lines = 0  # lines written so far (the number of the last line)
         self.bytes = 0
         self.t = 1_778_400_000.0  # 2026-05-10, UTC
@@ -219,6 +220,9 @@ ROUTES = ("POST /v1/chat/completions", "POST /v1/chat/completions", "POST /gener
 
 def serving(w: LogWriter, launch: Launch, until_bytes: int) -> None:
     """Boring serving lines until the file reaches ``until_bytes``."""
+    if w.variety == "v2":
+        serving_v2(w, launch, until_bytes)
+        return
     rng = w.rng
     r0 = launch.ranks[0]
     rand = rng.random
@@ -232,6 +236,116 @@ def serving(w: LogWriter, launch: Launch, until_bytes: int) -> None:
         elif x < 0.9995:
             route = ROUTES[int(rand() * len(ROUTES))]
             w.rec(f'INFO:     127.0.0.1:{rng.randint(30000, 60999)} - "{route} HTTP/1.1" 200 OK')
+        else:
+            rare_line(w, launch)
+
+
+# -- the v2 variety (issue 13): what a busy server with --log-requests writes -------------------
+
+# warnings that hold the trigger words a scanner looks for, and are not failures
+TRIGGER_WARNINGS = (
+    "WARNING serving_chat.py:381: Tool call parsing failed for request {rid}, Error: Expecting value: line 1 "
+    "column 1 (char 0); returning the text as content.",
+    "WARNING tokenizer_manager.py:1502: Request {rid} aborted by the client; ValueError: connection closed "
+    "before the response finished.",
+    "WARNING: Validation Error: the 'max_tokens' of request {rid} is larger than the context allows; it is "
+    "clamped to 4096.",
+    "WARNING grammar_manager.py:212: Grammar compilation for request {rid} failed, Exception: json schema "
+    "too deep; decoding without a grammar.",
+    "WARNING io_struct.py:644: tokenizer: error: special token '<|im_end|>' listed twice in request {rid}; "
+    "keeping the first.",
+    "WARNING scheduler.py:2211: Request {rid} aborted after the client went away (Exception: ClientDisconnect).",
+    "WARNING: detokenizer saw KeyError: 'a{rid}' for a finished request; ignored.",
+)
+FUTURE_WARNINGS = (
+    "/usr/local/lib/python3.11/site-packages/torch/cuda/__init__.py:61: FutureWarning: The pynvml package is "
+    "deprecated. Please install nvidia-ml-py instead.",
+    "/usr/local/lib/python3.11/site-packages/transformers/generation/configuration_utils.py:631: UserWarning: "
+    "`do_sample` is set to `False`. However, `temperature` is set to `0.6`.",
+)
+WORDS = ("the", "model", "error", "fix", "python", "value", "list", "return", "function", "please", "why", "does",
+         "my", "code", "fail", "when", "loop", "file", "path", "import", "class", "memory", "GPU", "batch")
+USER_SNIPPETS = (
+    "I get Error: division by zero when I run it",
+    'it says File "main.py", line 3 and then nothing',
+    "the Exception: timeout shows up after a minute",
+    "what does RuntimeError: expected scalar type mean",
+)
+
+
+def user_text(rng: random.Random, n_words: int) -> str:
+    words = [WORDS[int(rng.random() * len(WORDS))] for _ in range(n_words)]
+    if rng.random() < 0.08:  # users paste error messages into their prompts
+        words.insert(int(rng.random() * len(words)), USER_SNIPPETS[int(rng.random() * len(USER_SNIPPETS))])
+    return " ".join(words)
+
+
+def request_line(rng: random.Random, long: bool) -> str:
+    """``--log-requests``: the request object as SGLang logs it (repr, one line), or its finish."""
+    rid = "%032x" % rng.getrandbits(128)
+    text = user_text(rng, rng.randint(600, 2500) if long else rng.randint(5, 60))
+    if rng.random() < 0.5:
+        return (f"Receive: obj=GenerateReqInput(text={text!r}, sampling_params={{'max_new_tokens': "
+                f"{rng.randint(16, 4096)}, 'temperature': 0.6}}, rid={rid!r}, stream=True, log_metrics=True)")
+    return (f"Finish: obj=GenerateReqInput(rid={rid!r}), out={{'text': {text!r}, 'meta_info': {{'id': {rid!r}, "
+            f"'finish_reason': {{'type': 'stop'}}, 'prompt_tokens': {rng.randint(5, 4000)}, "
+            f"'completion_tokens': {rng.randint(1, 4000)}}}}}")
+
+
+def nccl_chatter(w: LogWriter, launch: Launch) -> None:
+    """A burst of NCCL INFO lines (NCCL_DEBUG=INFO): bare, many, and never a failure."""
+    rng = w.rng
+    host = f"gpu-node-{rng.randint(1, 9)}"
+    for _ in range(rng.randint(8, 40)):
+        i = rng.randrange(max(1, len(launch.ranks)))
+        k = rng.randrange(4)
+        if k == 0:
+            msg = f"Channel {rng.randint(0, 31):02d}/32 : {i} {1 - i if i < 2 else 0} [send] via NET/IB/{i}/GDRDMA"
+        elif k == 1:
+            msg = f"comm 0x{rng.getrandbits(40):x} rank {i} nRanks {len(launch.ranks)} nNodes 1 localRanks " \
+                  f"{len(launch.ranks)} localRank {i} MNNVL 0"
+        elif k == 2:
+            msg = f"Connected all rings, use ring PXN 0 GDR 1"
+        else:
+            msg = f"NET/IB : Using [0]mlx5_{i}:1/IB [RO]; OOB eth0:10.0.0.{rng.randint(2, 250)}<0>"
+        w.raw(f"{host}:{4100 + i}:{4200 + i} [{i}] NCCL INFO {msg}")
+
+
+def tqdm_bar(w: LogWriter) -> None:
+    """A tqdm bar redrawn with \r, flushed as one line (e.g. a batch job's progress)."""
+    n = w.rng.randint(5, 40)
+    w.raw("\r".join(f"Processing requests: {100 * i // n:3d}%|{'#' * (10 * i // n):<10}| {i}/{n} "
+                     f"[00:{i:02d}<00:{n - i:02d}, 1.02it/s]" for i in range(n + 1)))
+
+
+def serving_v2(w: LogWriter, launch: Launch, until_bytes: int) -> None:
+    rng = w.rng
+    r0 = launch.ranks[0]
+    rand = rng.random
+    while w.bytes < until_bytes:
+        x = rand()
+        w.tick(rand() * 0.05)
+        if x < 0.44:
+            w.rec(decode_line(rng, launch), r0)
+        elif x < 0.56:
+            w.rec(prefill_line(rng, launch), r0)
+        elif x < 0.80:
+            route = ROUTES[int(rand() * len(ROUTES))]
+            w.rec(f'INFO:     127.0.0.1:{rng.randint(30000, 60999)} - "{route} HTTP/1.1" 200 OK')
+        elif x < 0.94:
+            w.rec(request_line(rng, long=rand() < 0.03))
+        elif x < 0.985:
+            w.rec(TRIGGER_WARNINGS[int(rand() * len(TRIGGER_WARNINGS))].format(rid="%08x" % rng.getrandbits(32)),
+                  r0 if rand() < 0.5 else "")
+        elif x < 0.99:
+            w.raw(FUTURE_WARNINGS[int(rand() * len(FUTURE_WARNINGS))])
+        elif x < 0.9985:
+            if rand() < 0.05:
+                nccl_chatter(w, launch)
+            else:
+                w.rec(decode_line(rng, launch), r0)
+        elif x < 0.999:
+            tqdm_bar(w)
         else:
             rare_line(w, launch)
 
@@ -435,14 +549,25 @@ CRASHES = {
 }
 
 
-def generate(out: Path, size: int, *, seed: int = 1, incidents: int = 20) -> dict:
-    """Write a log of about ``size`` bytes with ``incidents`` crashes; return the manifest."""
+VARIETIES = ("v1", "v2")
+
+
+def generate(out: Path, size: int, *, seed: int = 1, incidents: int = 20, variety: str = "v2") -> dict:
+    """Write a log of about ``size`` bytes with ``incidents`` crashes; return the manifest.
+
+    ``variety``: "v1" is the first generator (decode/prefill/access lines and a few rare
+    ones, 0.05%); "v2" (issue 13) adds what a busy server writes: ``--log-requests`` request
+    logs (some 5-20 KB long, some quoting error messages users pasted), warnings that hold
+    trigger words (``Error: ``, ``Exception: ``, ``: error: ``), FutureWarnings,
+    tqdm ``\r`` bars and bursts of NCCL INFO chatter."""
+    if variety not in VARIETIES:
+        raise ValueError(f"variety must be one of {VARIETIES}")
     rng = random.Random(seed)
     fields = _seed_fields()
     planted: list[dict] = []
     names = list(CRASHES)
     with open(out, "wb") as fh:
-        w = LogWriter(fh, rng)
+        w = LogWriter(fh, rng, variety)
         launch_no = 0
         for i in range(incidents + 1):
             launch = Launch(rng, fields, launch_no)
@@ -482,7 +607,7 @@ def generate(out: Path, size: int, *, seed: int = 1, incidents: int = 20) -> dic
             planted.append(record)
             w.tick(60)
         w.flush()
-    manifest = {"seed": seed, "size": size, "bytes": out.stat().st_size, "lines": w.lines, "incidents": planted}
+    manifest = {"seed": seed, "size": size, "variety": variety, "bytes": out.stat().st_size, "lines": w.lines, "incidents": planted}
     _resolve_texts(out, manifest)
     Path(str(out) + ".manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
@@ -530,8 +655,9 @@ def main() -> None:
     ap.add_argument("--size", default="100M", help="approximate size: 100M, 1G, 4G ...")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--incidents", type=int, default=20)
+    ap.add_argument("--variety", choices=VARIETIES, default="v2", help="v1: the first generator; v2: issue 13's mix")
     args = ap.parse_args()
-    m = generate(args.out, parse_size(args.size), seed=args.seed, incidents=args.incidents)
+    m = generate(args.out, parse_size(args.size), seed=args.seed, incidents=args.incidents, variety=args.variety)
     print(f"{args.out}: {m['bytes']} bytes, {m['lines']} lines, {len(m['incidents'])} incidents")
 
 

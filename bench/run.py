@@ -80,15 +80,15 @@ def timed(cmd: list[str], stdout) -> dict:
     return {"wall": wall, "cpu": float(user) + float(sys_), "rss_mb": int(rss) / 1024}
 
 
-def ensure_log(size_name: str, seed: int) -> Path:
+def ensure_log(size_name: str, seed: int, variety: str = "v2") -> Path:
     DATA.mkdir(exist_ok=True)
-    path = DATA / f"log-{size_name.lower()}.log"
+    path = DATA / (f"log-{size_name.lower()}.log" if variety == "v1" else f"log-{variety}-{size_name.lower()}.log")
     manifest = Path(str(path) + ".manifest.json")
     size = generate.parse_size(size_name)
-    if not (path.exists() and manifest.exists() and json.loads(manifest.read_text())["size"] == size
-            and json.loads(manifest.read_text())["seed"] == seed):
-        print(f"generating {path} ({size_name}) ...", flush=True)
-        generate.generate(path, size, seed=seed, incidents=20)
+    m = json.loads(manifest.read_text()) if path.exists() and manifest.exists() else {}
+    if not (m.get("size") == size and m.get("seed") == seed and m.get("variety", "v1") == variety):
+        print(f"generating {path} ({size_name}, generator {variety}) ...", flush=True)
+        generate.generate(path, size, seed=seed, incidents=20, variety=variety)
     return path
 
 
@@ -179,6 +179,9 @@ def main() -> None:
     ap.add_argument("--with-4g", action="store_true", help="add a 4 GiB file (about 9 minutes to generate)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--variety", choices=generate.VARIETIES, default="v2",
+                    help="the generator: v1 (the first one) or v2 (issue 13: requests, warnings with trigger "
+                         "words, NCCL INFO, tqdm bars)")
     ap.add_argument("--drain3-python", default="/tmp/bench-venv/bin/python")
     ap.add_argument("--no-drain3", action="store_true")
     ap.add_argument("--literals", action="store_true", help="also time the block search with 10 / all / +200 literals")
@@ -188,19 +191,20 @@ def main() -> None:
     doctor = doctor_command()
     from sglang_doctor.read import scanner
     finder = scanner.make_finder(scanner.line_literals(["x"]))
-    print(f"doctor: {' '.join(doctor)}  (block search: {finder.name})")
+    print(f"doctor: {' '.join(doctor)}  (block search: {finder.name}; generator {args.variety})")
     print(f"machine: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
-    results = {"sizes": [], "engine": finder.name}
+    results = {"sizes": [], "engine": finder.name, "variety": args.variety}
     for size in sizes:
-        path = ensure_log(size, args.seed)
+        path = ensure_log(size, args.seed, args.variety)
         r = bench_size(path, args.runs, doctor)
+        r["variety"] = args.variety
         results["sizes"].append(r)
         verdict = "all planted incidents found whole" if not r["problems"] else "; ".join(r["problems"][:5])
         print(f"{size:>5}: grep {r['grep_wall']:.2f}s (cpu {r['grep_cpu']:.2f})  explain {r['explain_wall']:.2f}s "
               f"(cpu {r['explain_cpu']:.2f}, {r['explain_rss_mb']:.0f} MB)  ratio wall {r['ratio_wall']:.2f}x "
               f"cpu {r['ratio_cpu']:.2f}x  {r['explain_lines_per_s'] / 1e6:.1f}M lines/s  -- {verdict}", flush=True)
     if not args.no_drain3:
-        d = drain3_rate(ensure_log(sizes[-1], args.seed), args.drain3_python)
+        d = drain3_rate(ensure_log(sizes[-1], args.seed, args.variety), args.drain3_python)
         if d:
             results["drain3"] = d
             best = max(r["explain_lines_per_s"] for r in results["sizes"])
@@ -215,7 +219,7 @@ def main() -> None:
               f"explain wall x{b['explain_wall'] / a['explain_wall']:.1f}, cpu x{b['explain_cpu'] / a['explain_cpu']:.1f}")
     if args.literals:
         print(f"block search cost vs literal count (first 256 MiB of {sizes[-1]}):")
-        results["literal_scaling"] = literal_scaling(ensure_log(sizes[-1], args.seed))
+        results["literal_scaling"] = literal_scaling(ensure_log(sizes[-1], args.seed, args.variety))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     if any(r["problems"] for r in results["sizes"]):

@@ -62,7 +62,8 @@ class StreamPipeline:
                 )
         self.assembler = incidents_mod.Assembler(extra_signals=extra)
         self._events: list[dict] = []
-        self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast)
+        self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast,
+                               weak=incidents_mod.BARE_ONLY_LITERALS)
         self.incident_count = 0
         self.started = time.monotonic()
         self.warnings: list[str] = []

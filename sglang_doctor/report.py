@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from typing import IO, Any
@@ -41,6 +42,29 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# C0 controls but tab and newline, DEL, and the C1 controls (U+0080-U+009F, where a terminal
+# may read U+009B as CSI)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(value: Any) -> Any:
+    """``value`` with every control character a terminal could act on removed from its
+    strings (dict keys too; ``_``-prefixed keys are internal and left alone).
+
+    Applied at the output boundary to everything text and rich output print: log text (a
+    ``server_args`` string field, a traceback line, a captured figure) must never move the
+    cursor, retitle the window or write to the clipboard.  JSON output keeps the raw text;
+    ``json.dumps`` escapes it (issue 11 item 12)."""
+    if isinstance(value, str):
+        return _UNSAFE.sub("", value) if _UNSAFE.search(value) else value
+    if isinstance(value, dict):
+        return {terminal_safe(k): (v if isinstance(k, str) and k.startswith("_") else terminal_safe(v))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(terminal_safe(v) for v in value)
+    return value
+
+
 class Reporter:
     """Prints events as they come.  ``progress`` adds milestone lines (watch / run)."""
 
@@ -68,6 +92,7 @@ class Reporter:
             self.stream.write(to_json_line(ev) + "\n")
             self.stream.flush()
             return
+        ev = terminal_safe(ev)  # text and rich: no control character from a log reaches the terminal
         if kind == "incident":
             self._stop_status()
             self._incident(ev)
@@ -121,7 +146,7 @@ class Reporter:
     def message(self, text: str, style: str = "") -> None:
         if self.format == "json":
             return
-        self._line(text, style=style)
+        self._line(terminal_safe(text), style=style)
         self.stream.flush()
 
     # -- internals ---------------------------------------------------------------------

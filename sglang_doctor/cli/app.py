@@ -71,9 +71,12 @@ def _load_ruleset(rule_dirs) -> object | None:
     except ImportError:
         return None
     try:
-        return rules_engine.RuleSet.load([Path(d) for d in rule_dirs])
+        ruleset = rules_engine.RuleSet.load([Path(d) for d in rule_dirs])
     except rules_engine.RuleLoadError as exc:
         raise InputError(f"bad rule file: {str(exc).splitlines()[0]}") from None
+    for warning in getattr(ruleset, "load_warnings", ()):  # a bad user rule file is skipped, not fatal
+        click.echo(f"sglang-doctor: warning: {warning}", err=True)
+    return ruleset
 
 
 def load_hardware(name: str):

@@ -11,15 +11,18 @@ from sglang_doctor.exit_codes import ExitCode
 from sglang_doctor.diagnose.rules_engine import RuleLoadError, RuleSet, builtin_rules_dir
 
 
-def _load(ctx: click.Context, directory: str | None) -> RuleSet:
+def _load(ctx: click.Context, directory: str | None, *, strict: bool = False) -> RuleSet:
     dirs = list(ctx.obj["dirs"]) + ([directory] if directory else [])
     builtin = directory is None
     try:
-        return RuleSet.load([Path(d) for d in dirs], builtin=builtin, user=builtin)
+        ruleset = RuleSet.load([Path(d) for d in dirs], builtin=builtin, user=builtin, strict=strict)
     except RuleLoadError as exc:
         for problem in exc.problems:
             click.echo(problem, err=True)
         ctx.exit(ExitCode.INPUT_ERROR)
+    for warning in ruleset.load_warnings:  # outside `lint`, a bad user rule file is skipped
+        click.echo(f"sglang-doctor: warning: {warning}", err=True)
+    return ruleset
 
 
 @click.group()
@@ -80,7 +83,7 @@ def show(ctx, rule_id):
 @click.pass_context
 def lint(ctx, directory):
     """Validate rule files; each problem as file:line: message (exit 2)."""
-    ruleset = _load(ctx, directory)
+    ruleset = _load(ctx, directory, strict=True)
     click.echo(f"{len(ruleset.rules)} rules, no problems")
 
 

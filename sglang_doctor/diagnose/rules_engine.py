@@ -11,6 +11,7 @@ flat as the pack grows.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,6 +25,12 @@ from sglang_doctor.incidents.milestones import phase_after
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
 REGEX_TIMEOUT = 0.05
+# A rule whose matching has cost RULE_TIME_BUDGET in total in one run, at more than
+# SLOW_MATCH per incident on average, is dropped for the rest of it: a regex just under
+# REGEX_TIMEOUT on every incident would otherwise never be stopped (a fast rule over a
+# great many incidents is not "slow" and stays).
+RULE_TIME_BUDGET = 1.0
+SLOW_MATCH = 0.005
 TRUNCATED_FRAMES_ONLY_FACTOR = 0.6
 
 REMEDIES = (
@@ -100,10 +107,21 @@ def builtin_rules_dir() -> Path:
 
 
 # -- the parsed-pack cache ---------------------------------------------------------------
-# Parsing YAML costs ~0.3 s for the shipped pack, which would dominate start-up.  The parsed,
-# validated rules are pickled under the user's cache directory, keyed on every rule file's
-# path, size and mtime and on this module's own file: any edit re-parses.  A cache that
-# cannot be read or written is ignored (read-only home, concurrent writers).
+# Parsing YAML costs ~0.3 s for the shipped pack, which would dominate start-up.  The parsed
+# YAML of every rule file (plain data: the mappings and lists yaml.safe_load gives) is kept
+# as JSON under the user's cache directory, keyed on every rule file's path, size and mtime
+# and on this module's own file: any edit re-parses.  Rules are always rebuilt and validated
+# from that data, so the cache saves only the YAML parse.
+#
+# Trust: the cache is plain data, so loading it cannot run code (a pickle could); and since
+# rules steer remedies, a cache is used only when it cannot have been written by anyone
+# else: its directory and the file must be owned by the current user, be neither
+# group- nor world-writable, and not be symlinks.  Otherwise the pack is parsed again (and
+# nothing is written into a directory that fails the test).  A cache that cannot be read or
+# written is ignored (read-only home, concurrent writers).
+
+CACHE_FORMAT = 2
+
 
 def _cache_file(dirs: list[Path]) -> Path | None:
     import hashlib
@@ -111,7 +129,7 @@ def _cache_file(dirs: list[Path]) -> Path | None:
     h = hashlib.sha256()
     try:
         me = Path(__file__).stat()
-        h.update(f"{__file__}:{me.st_size}:{me.st_mtime_ns}".encode())
+        h.update(f"{__file__}:{me.st_size}:{me.st_mtime_ns}:{CACHE_FORMAT}".encode())
         for d in dirs:
             h.update(f"dir:{d.resolve()}".encode())
             for path in sorted(d.glob("*.y*ml")):
@@ -120,40 +138,70 @@ def _cache_file(dirs: list[Path]) -> Path | None:
     except OSError:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "sglang-doctor" / f"rules-{h.hexdigest()[:24]}.pickle"
+    return Path(base) / "sglang-doctor" / f"rules-{h.hexdigest()[:24]}.json"
 
 
-def _cache_get(dirs: list[Path]) -> list[Rule] | None:
+def _private(st: os.stat_result, kind) -> bool:
+    """Owned by us, not writable by group or others, of the expected kind (no symlink)."""
+    import stat
+
+    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _cache_get(dirs: list[Path]) -> list[list] | None:
+    """The cached [path, data] of every rule file, or None (missing, stale, or not safe)."""
+    import json
+    import stat
+
     if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
         return None
     path = _cache_file(dirs)
     if path is None:
         return None
-    import pickle
-
     try:
-        with open(path, "rb") as fh:
-            rules = pickle.load(fh)
-        return rules if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules) else None
-    except Exception:  # a missing, stale or corrupt cache just means parsing again
+        if not _private(os.lstat(path.parent), stat.S_ISDIR):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
         return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            if not _private(os.fstat(fh.fileno()), stat.S_ISREG):
+                return None
+            blob = json.loads(fh.read())
+    except (OSError, ValueError):  # a missing, stale or corrupt cache just means parsing again
+        return None
+    files = blob.get("files") if isinstance(blob, dict) and blob.get("format") == CACHE_FORMAT else None
+    if not isinstance(files, list) or not all(
+            isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) for f in files):
+        return None
+    return files
 
 
-def _cache_put(dirs: list[Path], rules: list[Rule]) -> None:
+def _cache_put(dirs: list[Path], files: list[list]) -> None:
+    import json
+    import stat
+
     if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
         return
     path = _cache_file(dirs)
     if path is None:
         return
-    import pickle
-
     from sglang_doctor.atomic_file import atomic_write
 
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL))
-        # keep the few newest packs (one per rule-directory set in use), drop stale ones
-        for old in sorted(path.parent.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime)[:-8]:
+        blob = json.dumps({"format": CACHE_FORMAT, "files": files})
+        if json.loads(blob)["files"] != files:  # not plain JSON data (a date, an int key): no cache
+            return
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(os.lstat(path.parent), stat.S_ISDIR):
+            return  # someone else's (or a shared) directory: never write rules there
+        atomic_write(path, blob.encode("utf-8"))  # a 0600 file (mkstemp)
+        # keep the few newest packs (one per rule-directory set in use), drop stale ones and
+        # the pickles of earlier versions (never loaded again)
+        for old in path.parent.glob("rules-*.pickle"):
+            old.unlink()
+        for old in sorted(path.parent.glob("rules-*.json"), key=lambda p: p.stat().st_mtime)[:-8]:
             old.unlink()
     except Exception:  # a cache that cannot be written is only a slower next start
         pass
@@ -162,6 +210,16 @@ def _cache_put(dirs: list[Path], rules: list[Rule]) -> None:
 def user_rules_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "sglang-doctor" / "rules"
+
+
+def _jsonable(value: Any) -> bool:
+    """Plain JSON data that comes back equal (no dates, no non-string keys, no tuples)."""
+    import json
+
+    try:
+        return json.loads(json.dumps(value)) == value
+    except (TypeError, ValueError):
+        return False
 
 
 def _readable_dir(path: Path) -> bool:
@@ -196,18 +254,27 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 
 
 def load_rule_file(path: Path, repo_root: Path | None, problems: list[str]) -> list[Rule]:
+    return rules_from_data(parse_rule_file(path, problems), path, repo_root, problems)
+
+
+def parse_rule_file(path: Path, problems: list[str]) -> Any:
+    """The YAML of one rule file as plain data (mappings carry ``__line__``), or None."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(f"{path}:1: cannot read: {exc}")
-        return []
+        return None
     try:
-        data = yaml.load(text, Loader=_LineLoader)
+        return yaml.load(text, Loader=_LineLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
         problems.append(f"{path}:{line}: malformed YAML: {getattr(exc, 'problem', exc)}")
-        return []
+        return None
+
+
+def rules_from_data(data: Any, path: Path, repo_root: Path | None, problems: list[str]) -> list[Rule]:
+    """Validated rules from a rule file's parsed YAML (consumes ``data``)."""
     if data is None:
         return []
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
@@ -409,7 +476,10 @@ class RuleSet:
     def __init__(self, rules: list[Rule]):
         self.rules = sorted(rules, key=lambda r: r.id)
         self.warnings: list[str] = []
+        self.load_warnings: list[str] = []  # user rule files skipped at load (see load)
         self.too_slow: set[str] = set()  # rules whose regex timed out: not tried again
+        self.spent: dict[str, float] = {}  # seconds each rule's matching has cost so far
+        self.tries: dict[str, int] = {}  # incidents each rule was matched against
         self._by_exception: dict[str, list[Rule]] = {}
         self._general: list[Rule] = []
         # Rules keyed on a line regex are only tried on incidents that hold one of their
@@ -426,18 +496,28 @@ class RuleSet:
                 self._general.append(rule)
 
     @classmethod
-    def load(cls, extra_dirs=(), *, builtin: bool = True, user: bool = True) -> "RuleSet":
+    def load(cls, extra_dirs=(), *, builtin: bool = True, user: bool = True, strict: bool = False) -> "RuleSet":
+        """The built-in pack, ~/.config/sglang-doctor/rules/ and ``extra_dirs``.
+
+        A problem in the built-in pack, or a rule directory that cannot be read, raises
+        RuleLoadError.  A problem in a user rule file (``--rules`` or the config directory)
+        skips that file with a warning in ``load_warnings`` (the caller prints it), unless
+        ``strict`` (``rules lint``), where every problem raises."""
+        import json
+
         dirs: list[Path] = []
         if builtin:
             dirs.append(builtin_rules_dir())
         if user and _readable_dir(user_rules_dir()):
             dirs.append(user_rules_dir())
         dirs += [Path(d) for d in extra_dirs]
-        cached = _cache_get(dirs)
-        if cached is not None:
-            return cls(cached)
+        builtin_dir = dirs[0] if builtin else None
         problems: list[str] = []
-        by_id: dict[str, Rule] = {}
+        cached = _cache_get(dirs)
+        files: dict[str, list] = {}  # path -> [parsed data, parse problems]
+        if cached is not None:
+            files = {path: [data, []] for path, data in cached}
+        listing: list[tuple[Path, list[Path]]] = []
         for d in dirs:
             try:
                 if not d.is_dir():
@@ -449,20 +529,49 @@ class RuleSet:
             if paths is None:
                 problems.append(f"{d}:1: cannot read the rule directory (permission denied)")
                 continue
+            listing.append((d, paths))
+            for path in paths:
+                if str(path) not in files:
+                    parse_problems: list[str] = []
+                    files[str(path)] = [parse_rule_file(path, parse_problems), parse_problems]
+        if problems:
+            raise RuleLoadError(problems)
+        fresh = None if cached is not None else [[p, data] for p, (data, _) in files.items()]
+        blob = json.dumps(fresh) if fresh is not None and _jsonable(fresh) else None  # before rules consume it
+        by_id: dict[str, Rule] = {}
+        warnings: list[str] = []
+        for d, paths in listing:
             seen: dict[str, str] = {}
             root = d.parent if (d.parent / "fixtures").is_dir() else None
             for path in paths:
-                for rule in load_rule_file(path, root, problems):
-                    if rule.id in seen:
-                        problems.append(f"{path}:{rule.line}: duplicate rule id {rule.id!r} (also {seen[rule.id]})")
-                        continue
-                    seen[rule.id] = f"{path}:{rule.line}"
+                data, file_problems = files[str(path)]
+                file_problems = list(file_problems)
+                rules = rules_from_data(data, path, root, file_problems)
+                ids: dict[str, str] = {}
+                for rule in rules:
+                    also = seen.get(rule.id) or ids.get(rule.id)
+                    if also:
+                        file_problems.append(f"{path}:{rule.line}: duplicate rule id {rule.id!r} (also {also})")
+                    else:
+                        ids[rule.id] = f"{path}:{rule.line}"
+                if file_problems and (strict or d == builtin_dir):
+                    problems += file_problems
+                    continue
+                if file_problems:
+                    warnings.append(f"rule file {path} skipped: {file_problems[0]}"
+                                    + (f" (and {len(file_problems) - 1} more; `sglang-doctor rules lint {d}` "
+                                       f"lists them)" if len(file_problems) > 1 else ""))
+                    continue
+                seen.update(ids)
+                for rule in rules:
                     by_id[rule.id] = rule
         if problems:
             raise RuleLoadError(problems)
-        rules = list(by_id.values())
-        _cache_put(dirs, rules)
-        return cls(rules)
+        if blob is not None and not warnings:
+            _cache_put(dirs, json.loads(blob))
+        ruleset = cls(list(by_id.values()))
+        ruleset.load_warnings = warnings
+        return ruleset
 
     def get(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
@@ -543,6 +652,7 @@ class RuleSet:
         for rule in self.candidates(incident):
             if rule.id in self.too_slow:
                 continue
+            t0 = time.perf_counter()
             try:
                 captures = self.match(rule, incident, launch)
             except _Timeout:
@@ -552,6 +662,16 @@ class RuleSet:
                 self.warnings.append(f"rule {rule.id} is too slow (regex timed out after {REGEX_TIMEOUT}s, "
                                      f"{rule.source}:{rule.line}); skipped for the rest of this run")
                 continue
+            finally:
+                spent = self.spent[rule.id] = self.spent.get(rule.id, 0.0) + time.perf_counter() - t0
+                tries = self.tries[rule.id] = self.tries.get(rule.id, 0) + 1
+            if spent > RULE_TIME_BUDGET and spent / tries > SLOW_MATCH and rule.id not in self.too_slow:
+                # systematically slow (each match under REGEX_TIMEOUT): this match counts,
+                # later incidents go without the rule
+                self.too_slow.add(rule.id)
+                self.warnings.append(f"rule {rule.id} is too slow ({spent:.1f}s of matching over {tries} incidents "
+                                     f"in this run, budget {RULE_TIME_BUDGET}s, {rule.source}:{rule.line}); skipped "
+                                     f"for the rest of this run")
             if captures is None:
                 continue
             if best is None or (rule.priority, rule.conditions, _neg(rule.id)) > (

@@ -22,6 +22,7 @@ from typing import Any
 
 from sglang_doctor.incidents import milestones
 from sglang_doctor.read import records
+from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
 from sglang_doctor.incidents import signals
 from sglang_doctor.incidents import tracebacks
@@ -36,6 +37,15 @@ _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
 _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
+# Ranks that fail together log their tracebacks within a few lines of each other (a surviving
+# rank's records in between); an open incident that waited longer than this for another rank
+# is closed, so two failures far apart are two incidents (issue 11 item 13).
+MAX_GROUP_GAP = 500
+
+# Literals that matter only on a line that does not start a record (a headless frame or
+# exception line, see _bare): on a record-start line they change nothing, so the scanner
+# may skip a record-start line whose only literals are these (read/scanner.py, "weak").
+BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Error\n")
 
 TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
@@ -85,6 +95,14 @@ class Assembler:
     def __init__(self, extra_signals: tuple[signals.Signal, ...] = ()):
         self.launches: list[Launch] = [Launch(index=0, line=None)]
         self._extra = extra_signals
+        # _classify: which signals a message's literals point at, found in one automaton pass
+        self._signals = signals.SIGNALS + tuple(extra_signals)
+        self._by_literal: dict[str, list[int]] = {}
+        for i, sig in enumerate(self._signals):
+            for lit in sig.literals:
+                self._by_literal.setdefault(lit, []).append(i)
+        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS))
+        self._milestone_literals = frozenset(milestones.LITERALS)
         self._record: _Record | None = None
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
@@ -136,12 +154,13 @@ class Assembler:
         if tracebacks.HEADER in message:
             self._start_traceback(line, prefix.ranks, events, headless=False)
             return
-        sig = self._classify(message)
+        found = self._literals.found(message)
+        sig = self._classify(message, found)
         if sig is not None:
             self._signal(line, prefix.ranks, sig, events)
             return
         self._record = _Record(prefix.ranks, "normal")
-        self._normal(line, prefix.ranks, message, events)
+        self._normal(line, prefix.ranks, message, events, found)
 
     def _continue_record(self, line: Line, events: list[Event]) -> None:
         text = line.text
@@ -177,7 +196,8 @@ class Assembler:
         if 'File "' in text and tracebacks.is_frame(text):
             self._start_traceback(line, ranks, events, headless=True)
             return
-        sig = self._classify(text)
+        found = self._literals.found(text)
+        sig = self._classify(text, found)
         if sig is not None:
             self._signal(line, ranks, sig, events)
             return
@@ -185,7 +205,7 @@ class Assembler:
         if exc is not None and exc.message and not exc.type.endswith("Warning"):
             builder = tracebacks.TracebackBuilder(text, headless=True)
             builder.offer(text)
-            self._open_group(events)
+            self._open_group(events, line)
             self._group.builders.append(builder)
             self._group.add_ranks(ranks)
             self._group.lines.append(line)
@@ -199,10 +219,15 @@ class Assembler:
             # belong to the failure they follow, until the next prefixed record.
             group.lines.append(line)
             return
-        self._normal(line, ranks, text, events)
+        self._normal(line, ranks, text, events, found)
 
-    def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event]) -> None:
-        found = milestones.match(message)
+    def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
+                literals: set[str] | None = None) -> None:
+        # ``literals``: the literals _classify found in the message; no milestone literal
+        # among them means no milestone, without a loop over every milestone literal
+        found = None
+        if literals is None or not self._milestone_literals.isdisjoint(literals):
+            found = milestones.match(message)
         if found is not None:
             name, figures = found
             ms = Milestone(name, line.number, records.rank_label(ranks) or None, figures, message)
@@ -212,7 +237,7 @@ class Assembler:
                 self.launch.ready_line = line.number
                 events.append(Event("ready", self.launch, line=line.number))
         group = self._group
-        if group is not None and not self._group_waits_for(ranks):
+        if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)):
             self._close_group(events)
 
     def _group_waits_for(self, ranks: tuple[str, ...]) -> bool:
@@ -224,21 +249,28 @@ class Assembler:
 
     def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
-        self._open_group(events)
+        self._open_group(events, line)
         self._group.builders.append(builder)
         self._group.add_ranks(ranks)
         self._group.lines.append(line)
         self._record = _Record(ranks, "traceback", builder)
 
-    def _classify(self, message: str):
-        found = signals.classify(message)
-        if found is None and self._extra:
-            for sig in self._extra:
-                if any(lit in message for lit in sig.literals):
-                    m = sig.regex.search(message)
-                    if m:
-                        return sig, {k: v for k, v in m.groupdict().items() if v is not None}
-        return found
+    def _classify(self, message: str, found: set[str] | None = None):
+        """The first signal (built-in ones, then the rules' extra ones) whose literal is in
+        the message and whose regex matches it, with its captures; as signals.classify.
+        ``found``: the literals of the message, from the automaton (``LiteralIndex``)."""
+        if found is None:
+            found = self._literals.found(message)
+        if not found:
+            return None
+        by_literal = self._by_literal
+        candidates = sorted({i for lit in found for i in by_literal.get(lit, ())})
+        for i in candidates:
+            sig = self._signals[i]
+            m = sig.regex.search(message)
+            if m:
+                return sig, {k: v for k, v in m.groupdict().items() if v is not None}
+        return None
 
     def _signal(self, line: Line, ranks: tuple[str, ...], found, events: list[Event]) -> None:
         sig, captures = found
@@ -260,7 +292,7 @@ class Assembler:
             # end of the incident already reported, not a new failure.
             self._record = _Record(ranks, "normal")
             return
-        self._open_group(events)
+        self._open_group(events, line)
         group = self._group
         group.lines.append(line)
         group.signal_lines.append(line)
@@ -276,7 +308,14 @@ class Assembler:
 
     # -- groups ------------------------------------------------------------------------
 
-    def _open_group(self, events: list[Event]) -> None:
+    def _too_far(self, line: Line) -> bool:
+        """The open incident's last line is more than MAX_GROUP_GAP lines before ``line``."""
+        group = self._group
+        return group is not None and bool(group.lines) and line.number - group.lines[-1].number > MAX_GROUP_GAP
+
+    def _open_group(self, events: list[Event], line: Line | None = None) -> None:
+        if self._group is not None and line is not None and self._too_far(line):
+            self._close_group(events)  # a failure this far from the open one is another incident
         if self._group is None:
             self._group = _Group()
 

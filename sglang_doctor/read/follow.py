@@ -22,8 +22,14 @@ Events (``FollowEvent.kind``):
 - ``"opened"``    a file is being followed (first open, or after "waiting"); the next data
                   starts at offset 0 (or at the end of the file with ``start_at_end``).
 - ``"data"``      the next bytes of the current file, in order.
-- ``"truncated"`` the file shrank below our position, or its first bytes changed
-                  (rewritten); reading restarts at offset 0 of the same file.
+- ``"truncated"`` the file shrank below our position, or the bytes just before our position
+                  changed (truncated and written past our position again, which a writer
+                  not in append mode does after copytruncate); what we had not read yet is
+                  first read from logrotate's copy when one is found next to the file
+                  (same bytes before our position); reading then restarts at offset 0.
+- ``"gap"``       a run of NUL bytes was skipped (the hole a writer not in append mode
+                  leaves after copytruncate: it keeps writing at its old offset); the data
+                  after it follows.  NULs carry no text, so no line changes.
 - ``"rotated"``   the path now names another file (renamed away + recreated, or deleted +
                   recreated). The old file was read to its end first; reading continues
                   at offset 0 of the new file.
@@ -52,7 +58,8 @@ __all__ = ["Follower", "FollowEvent", "FollowError"]
 
 CHUNK_SIZE = 1 << 20          # one os.pread
 MAX_READ_BYTES = 4 << 20      # data returned by one read() call at most
-FINGERPRINT_SIZE = 256        # first bytes compared to notice a rewrite past the old size
+FINGERPRINT_SIZE = 256        # bytes compared to notice a rewrite past our position
+MIN_NUL_RUN = 64              # a NUL run at least this long where reading resumes is skipped
 
 
 class FollowError(Exception):
@@ -78,6 +85,7 @@ class _OpenFile:
     ino: int
     pos: int = 0
     head: bytes = b""  # first bytes of this file as we read them
+    tail: bytes = b""  # the file's bytes just before ``pos`` as we read them
 
     def same_file(self, st: os.stat_result) -> bool:
         return st.st_dev == self.dev and st.st_ino == self.ino
@@ -258,6 +266,7 @@ class Follower:
             self._start_at_end = False
             opened.pos = os.fstat(opened.fd).st_size
             opened.head = os.pread(opened.fd, min(FINGERPRINT_SIZE, opened.pos), 0)
+            opened.tail = os.pread(opened.fd, min(FINGERPRINT_SIZE, opened.pos), opened.pos - min(FINGERPRINT_SIZE, opened.pos))
             detail += f" from its end (byte {opened.pos})"
         events.append(FollowEvent("opened", detail=detail))
 
@@ -271,32 +280,113 @@ class Follower:
             self._check_truncation(f, events)
         chunks: list[bytes] = []
         total = 0
+        skipped = 0
+        gap_at = 0
         while total < budget:
             chunk = os.pread(f.fd, min(CHUNK_SIZE, budget - total), f.pos)
             if not chunk:
                 break
+            if chunk[0] == 0:
+                run = self._nul_run(f, chunk)
+                if run:
+                    if not skipped:
+                        gap_at = f.pos
+                    skipped += run
+                    f.tail = (f.tail + b"\0" * min(run, FINGERPRINT_SIZE))[-FINGERPRINT_SIZE:]
+                    f.pos += run
+                    continue
             if len(f.head) < FINGERPRINT_SIZE and f.pos == len(f.head):
                 f.head = (f.head + chunk)[:FINGERPRINT_SIZE]
+            f.tail = (f.tail + chunk[-FINGERPRINT_SIZE:])[-FINGERPRINT_SIZE:]
             f.pos += len(chunk)
             total += len(chunk)
             chunks.append(chunk)
+        if skipped:
+            events.append(FollowEvent("gap", detail=(
+                f"{self.path}: skipped {skipped} NUL bytes from byte {gap_at} (the hole a writer not in "
+                f"append mode leaves after copytruncate)")))
         if chunks:
             events.append(FollowEvent("data", data=b"".join(chunks)))
             if self._pending is not None:
                 self._pending.last_old_data = time.monotonic()
         return total
 
+    @staticmethod
+    def _nul_run(f: _OpenFile, chunk: bytes) -> int:
+        """Bytes of NUL to skip at ``f.pos`` (chunk is what is there), 0 to read them."""
+        run = len(chunk) - len(chunk.lstrip(b"\0"))
+        if run < len(chunk):
+            return run if run >= MIN_NUL_RUN else 0
+        # all NULs: a sparse hole can be jumped over without reading it (SEEK_DATA)
+        try:
+            data_at = os.lseek(f.fd, f.pos, getattr(os, "SEEK_DATA", 3))
+        except OSError:  # ENXIO: no data after pos (yet); EINVAL: not supported
+            return run
+        return max(run, data_at - f.pos)
+
     def _check_truncation(self, f: _OpenFile, events: list[FollowEvent]) -> None:
+        """Truncation is judged by size and position: the file is shorter than our position,
+        or the bytes just before our position are not the ones we read there."""
         size = os.fstat(f.fd).st_size
         if size < f.pos:
             reason = f"{self.path} was truncated (size {size} < position {f.pos}); reading it from the start"
-        elif f.head and os.pread(f.fd, len(f.head), 0) != f.head:
+        elif f.tail and os.pread(f.fd, len(f.tail), f.pos - len(f.tail)) != f.tail:
+            reason = (f"{self.path} was truncated and written past our position again (the bytes before "
+                      f"byte {f.pos} changed); reading it from the start")
+        elif f.head and f.pos >= len(f.head) and os.pread(f.fd, len(f.head), 0) != f.head:
             reason = f"{self.path} was rewritten (its first bytes changed); reading it from the start"
         else:
             return
+        recovered = self._read_from_copy(f, events)
+        if recovered:
+            reason += f" ({recovered} bytes not yet read were read from logrotate's copy first)"
         f.pos = 0
         f.head = b""
+        f.tail = b""
         events.append(FollowEvent("truncated", detail=reason))
+
+    def _read_from_copy(self, f: _OpenFile, events: list[FollowEvent]) -> int:
+        """copytruncate: logrotate copied the file before truncating it.  When a file next to
+        ours (``serve.log.1``, ``serve.log-20261203``, ...) holds the bytes we read just
+        before our position, the rest of it is what we had not read yet: deliver it."""
+        if not f.tail:
+            return 0
+        directory, base = os.path.split(self.path)
+        found: list[tuple[float, str]] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if not entry.name.startswith(base) or entry.name == base:
+                        continue
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode) and st.st_size > f.pos and st.st_ino != f.ino:
+                        found.append((st.st_mtime, entry.path))
+        except OSError:
+            return 0
+        for _, candidate in sorted(found, reverse=True):
+            try:
+                fd = os.open(candidate, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                continue
+            try:
+                if os.pread(fd, len(f.tail), f.pos - len(f.tail)) != f.tail:
+                    continue
+                pos = f.pos
+                while True:
+                    chunk = os.pread(fd, CHUNK_SIZE, pos)
+                    if not chunk:
+                        break
+                    events.append(FollowEvent("data", data=chunk))
+                    pos += len(chunk)
+                return pos - f.pos
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+        return 0
 
     # ----------------------------------------------------------------- rotation
 

@@ -10,19 +10,32 @@ Why this is safe: when the assembler is not ``active`` a line without any trigge
 changes nothing but the rank of the current record, so the scanner replays the last
 record-start line before a hit that is not itself a record start.  ``reader.LineSplitter``
 feeding every line is the reference; the property tests hold the two to the same output.
-ANSI escapes and NUL bytes could hide a trigger from a byte search, so lines holding
-them are always looked at.
 
-How the literals are found: each block is searched once for all literals together, by
-Hyperscan (``hyperscan``) or else an Aho-Corasick DFA (``ahocorasick_rs``) when one of them is
-installed: their cost per byte does not depend on how many literals the rules add.  Without
-them (and for small blocks, where building an automaton costs more than it saves) it is one
-``bytes.find`` pass per literal, whose cost grows with the literal count.  All three give the
-same lines; docs/PERFORMANCE.md has the numbers.
+Lines holding ESC or NUL ("dirty" lines) are judged by their cleaned text, since an escape
+or a NUL could hide a trigger from a byte search: the block search finds them one per line
+(a run of a million NULs is one hit, not a million), the line is cleaned exactly as the
+reference reader cleans it (``reader.clean_text``, bounded for escape-dense lines) and
+searched again; only a line whose text holds a literal is passed on.  Memory and time stay
+bounded on NUL- or ESC-dense input.
+
+How the literals are found: each block is searched once for all literals together.  The
+literal set is first reduced to a few *covers* (a literal that contains another is
+dropped; literals sharing a long prefix are replaced by it): a cover found marks a
+candidate line, never more than a superset of the lines the full set marks, so nothing is
+lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the optional
+``fast`` extra) when installed and the covers are many, else an Aho-Corasick automaton (``ahocorasick_rs``, a
+normal dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for
+a few dozen literals per automaton (the covers are split into groups of GROUP).  ``bytes.find`` per
+literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
+an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
+numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
+``MATCH_CAP`` matches in a sub-block the engine hands it to ``bytes.find`` (one hit per line
+and literal), so the match list never grows with the bytes.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from typing import Callable, Iterable
 
@@ -30,13 +43,18 @@ from sglang_doctor.read import records
 from sglang_doctor.model import Line
 from sglang_doctor.read.reader import MAX_LINE_BYTES, LineSplitter, clean_text, cut_marker, HEAD_BYTES, TAIL_BYTES
 
-ALWAYS = (b"\x1b", b"\x00")
+DIRTY = (b"\x1b", b"\x00")  # bytes that can hide a literal from a byte search
+SUB_BLOCK = 1 << 20  # an engine searches at most this much per call
+MATCH_CAP = 16384  # more matches than this in one sub-block: dense, hand it to bytes.find
+GROUP = 24  # literals per Aho-Corasick automaton: its SIMD prefilter degrades with more (bench: 24 best of 8-32)
+AHO_MAX_GROUPS = 3  # past this many automatons, Hyperscan (when installed) is preferred
+MIN_SHARED_PREFIX = 8  # literals sharing a prefix this long are searched as that prefix
 
 
 def line_literals(literals: Iterable[str]) -> tuple[bytes, ...]:
     """The byte strings to search for: each literal up to an interior newline (a hit is
     only ever used to find its line, so a literal's part on its first line is enough)."""
-    out = set(ALWAYS)
+    out = set()
     for lit in literals:
         raw = lit.encode().lstrip(b"\n")
         nl = raw.find(b"\n")
@@ -47,90 +65,192 @@ def line_literals(literals: Iterable[str]) -> tuple[bytes, ...]:
     return tuple(sorted(out))
 
 
-class FindFinder:
+def covers(literals: Iterable[bytes]) -> tuple[bytes, ...]:
+    """Fewer byte strings that together occur in every line any of ``literals`` occurs in.
+
+    A literal containing another is dropped; neighbours (in sorted order) sharing a prefix
+    of at least MIN_SHARED_PREFIX bytes are replaced by that prefix."""
+    lits = sorted(set(literals))
+    lits = [lit for lit in lits if not any(o != lit and o in lit for o in lits)]
+    out: list[bytes] = []
+    for lit in lits:
+        if out:
+            prev = out[-1]
+            n = 0
+            limit = min(len(prev), len(lit))
+            while n < limit and prev[n] == lit[n]:
+                n += 1
+            if n >= MIN_SHARED_PREFIX and n > 0:
+                out[-1] = prev[:n]
+                continue
+        out.append(lit)
+    # a prefix may now contain (or be contained in) another cover
+    return tuple(sorted(c for c in set(out) if not any(o != c and o in c for o in out)))
+
+
+class _Finder:
+    """What every engine offers: ``hits`` gives the sorted start offsets of literal hits and
+    the offsets whose literal is a *weak* one (see Scanner), ``starts`` only the former."""
+
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
+        self._lits = literals
+        self._weak = weak
+        self._weak_ids = {i for i, lit in enumerate(literals) if lit in weak}
+
+    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+        return self.hits(buf, pos, end)[0]
+
+    def _split(self, found: list[tuple[int, int]]) -> tuple[list[int], dict[int, bytes]]:
+        """(offset, literal id) pairs -> sorted offsets, {offset: weak literal}."""
+        weak_ids = self._weak_ids
+        if not weak_ids:
+            return sorted({p for p, _ in found}), {}
+        strong = {p for p, i in found if i not in weak_ids}
+        weak = {p: self._lits[i] for p, i in found if i in weak_ids and p not in strong}
+        return sorted(strong.union(weak)), weak
+
+
+class FindFinder(_Finder):
     """Start offsets of literal hits, one ``bytes.find`` pass per literal (stdlib only)."""
 
     name = "find"
 
-    def __init__(self, literals: tuple[bytes, ...]):
-        self._lits = literals
-
-    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
-        out: list[int] = []
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
+        out: list[tuple[int, int]] = []
         find = buf.find
-        for lit in self._lits:
+        for i, lit in enumerate(self._lits):
             p = find(lit, pos, end)
             while p >= 0:
-                out.append(p)
+                out.append((p, i))
                 p = find(b"\n", p, end)  # one hit per line and literal is enough
                 if p < 0:
                     break
                 p = find(lit, p, end)
-        out.sort()
-        return out
+        return self._split(out)
 
 
-class AhoFinder:
-    """Start offsets of literal hits in one Aho-Corasick DFA pass (``ahocorasick_rs``)."""
+class AhoFinder(_Finder):
+    """Start offsets of literal hits: leftmost-longest Aho-Corasick (``ahocorasick_rs``), one
+    automaton per GROUP literals so that each keeps its SIMD prefilter."""
 
     name = "aho-corasick"
 
-    def __init__(self, literals: tuple[bytes, ...]):
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
         import ahocorasick_rs
 
-        self._ac = ahocorasick_rs.BytesAhoCorasick(list(literals),
-                                                   implementation=ahocorasick_rs.Implementation.DFA)
+        super().__init__(literals, weak)
+        self._groups = [
+            ahocorasick_rs.BytesAhoCorasick(list(literals[i:i + GROUP]),
+                                            matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+            for i in range(0, len(literals), GROUP)
+        ]
+        self._overlap = max(map(len, literals), default=1) - 1
+        self._find = FindFinder(literals, weak)
 
-    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
         # non-overlapping matches: a match hidden by an overlapping one starts on the same
         # line (literals hold no newline except at their end), and lines are all we need
-        return [pos + start for _, start, _ in self._ac.find_matches_as_indexes(_view(buf, pos, end))]
+        # (the Scanner checks what a weak match may hide, see _hides_strong)
+        out: list[int] = []
+        weak: dict[int, bytes] = {}
+        view = memoryview(buf)
+        for lo in range(pos, end, SUB_BLOCK):
+            hi = min(lo + SUB_BLOCK, end)
+            ext = min(hi + self._overlap, end)  # a literal straddling hi is found here
+            part: list[tuple[int, int]] | None = []
+            for g, ac in enumerate(self._groups):
+                found = ac.find_matches_as_indexes(view[lo:ext])
+                if len(found) > MATCH_CAP:
+                    part = None
+                    break
+                base = g * GROUP
+                part += [(lo + s, base + i) for i, s, _ in found if lo + s < hi]
+            if part is None:  # dense: one hit per line and literal
+                got, got_weak = self._find.hits(buf, lo, ext)
+                out += [p for p in got if p < hi]
+                weak.update((p, lit) for p, lit in got_weak.items() if p < hi)
+                continue
+            got, got_weak = self._split(part)
+            out += got
+            weak.update(got_weak)
+        return out, weak
 
 
-class HyperscanFinder:
+class HyperscanFinder(_Finder):
     """Start offsets of literal hits in one Hyperscan pass (SIMD literal matching)."""
 
     name = "hyperscan"
 
-    def __init__(self, literals: tuple[bytes, ...]):
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
         import hyperscan
 
+        super().__init__(literals, weak)
         self._lengths = [len(lit) for lit in literals]
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(expressions=[b"".join(b"\\x%02x" % c for c in lit) for lit in literals],
                          ids=list(range(len(literals))), elements=len(literals), flags=[0] * len(literals))
+        self._overlap = max(self._lengths, default=1) - 1
+        self._find = FindFinder(literals, weak)
 
-    def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
-        ends: list[tuple[int, int]] = []
-        add = ends.append
-
-        def on_match(ident: int, _from: int, to: int, _flags: int, _ctx) -> None:
-            add((to, ident))
-
-        self._db.scan(_view(buf, pos, end), match_event_handler=on_match)
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
+        out: list[int] = []
+        weak: dict[int, bytes] = {}
         lengths = self._lengths
-        return sorted({pos + to - lengths[ident] for to, ident in ends})
+        view = memoryview(buf)
+        for lo in range(pos, end, SUB_BLOCK):
+            hi = min(lo + SUB_BLOCK, end)
+            ext = min(hi + self._overlap, end)
+            ends: list[tuple[int, int]] = []
+            add = ends.append
 
+            def on_match(ident: int, _from: int, to: int, _flags: int, _ctx) -> bool:
+                add((to, ident))
+                return len(ends) > MATCH_CAP  # True stops the scan: dense, use bytes.find
 
-def _view(buf: bytes, pos: int, end: int):
-    """buf[pos:end] without a copy."""
-    return buf if pos == 0 and end == len(buf) else memoryview(buf)[pos:end]
+            self._db.scan(view[lo:ext], match_event_handler=on_match)
+            if len(ends) > MATCH_CAP:
+                got, got_weak = self._find.hits(buf, lo, ext)
+                out += [p for p in got if p < hi]
+                weak.update((p, lit) for p, lit in got_weak.items() if p < hi)
+                continue
+            got, got_weak = self._split([(lo + to - lengths[ident], ident) for to, ident in ends
+                                         if lo + to - lengths[ident] < hi])
+            out += got
+            weak.update(got_weak)
+        return out, weak
 
 
 ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder}
 SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
 
 
-def make_finder(literals: tuple[bytes, ...], engine: str | None = None):
-    """The named finder, or the fastest one installed."""
+def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = ()) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
+    """The byte strings the engines search for, and which of them are weak.
+
+    Strong and weak literals are reduced to covers separately (a strong literal must never
+    be found only through a weak cover); a weak literal that holds a strong cover is
+    dropped (that cover finds its lines)."""
+    weak = set(weak)
+    strong_covers = covers(lit for lit in literals if lit not in weak)
+    weak_lits = [lit for lit in literals if lit in weak and not any(c in lit for c in strong_covers)]
+    weak_covers = covers(weak_lits)
+    return tuple(sorted(set(strong_covers) | set(weak_covers))), frozenset(weak_covers) - set(strong_covers)
+
+
+def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: Iterable[bytes] = ()):
+    """The named finder, or the fastest one installed, for the covers of ``literals``."""
+    lits, weak_set = search_set(literals, weak)
     if engine is not None:
-        return ENGINES[engine](literals)
-    for cls in (HyperscanFinder, AhoFinder):
+        return ENGINES[engine](lits, weak_set)
+    # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
+    # ns/B, docs/PERFORMANCE.md); with many more covers (user rules) Hyperscan wins
+    order = (AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_GROUPS * GROUP else (HyperscanFinder, AhoFinder)
+    for cls in order:
         try:
-            return cls(literals)
+            return cls(lits, weak_set)
         except ImportError:
             continue
-    return FindFinder(literals)
+    return FindFinder(lits, weak_set)
 
 
 def make_line(number: int, raw: bytes, keep_raw: bool) -> Line:
@@ -154,12 +274,20 @@ class Scanner:
         keep_raw: bool = False,
         fast: bool = True,
         engine: str | None = None,
+        weak: Iterable[str] = (),
     ):
         self._sink = sink
         self._is_active = is_active
         self._lits = line_literals(literals)
+        self._weak_lits = line_literals(weak)
         self._engine = engine
-        self._small = FindFinder(self._lits)
+        search, weak_set = search_set(self._lits, self._weak_lits)
+        self._small = FindFinder(search, weak_set)
+        # what a weak match may hide from a leftmost search: a strong literal starting
+        # inside it, whose first bytes are the weak literal's last ones (W -> [(k, S)])
+        strong = [c for c in search if c not in weak_set]
+        self._hides = {w: [(k, c) for k in range(len(w)) for c in strong if c.startswith(w[k:])
+                           or w[k:].startswith(c)] for w in weak_set}
         self._big = None  # built on the first big block
         self.keep_raw = keep_raw
         self.fast = fast
@@ -167,6 +295,9 @@ class Scanner:
         self._carry = b""
         self._long: LineSplitter | None = None  # a line longer than MAX_LINE_BYTES in progress
         self._record: tuple[int, bytes] | None = None  # last skipped record-start line
+        # the last skipped run of lines, searched for its record start only when a hit
+        # needs it (most hits start a record themselves): (buf, lo, hi, number at lo)
+        self._pending: tuple[bytes, int, int, int] | None = None
 
     @property
     def lines_seen(self) -> int:
@@ -211,7 +342,7 @@ class Scanner:
             self._long = None
         if self._carry:
             carry, self._carry = self._carry, b""
-            self._record = None
+            self._record = self._pending = None
             self._emit(carry)
 
     # -- internals ---------------------------------------------------------------------
@@ -239,14 +370,19 @@ class Scanner:
                 self._emit(buf[pos:nl])
                 pos = nl + 1
             return
-        hits = self._finder(end - pos).starts(buf, pos, end)
+        hits, weak = self._finder(end - pos).hits(buf, pos, end)
+        if weak:
+            hits = self._drop_weak_record_starts(buf, pos, end, hits, weak)
+        dirty = _dirty_starts(buf, pos, end)
+        if dirty:
+            hits = sorted(set(hits).union(dirty))
         nhits = len(hits)
         i = 0
         find = buf.find
         while pos < end:
             if self._is_active():
                 nl = find(b"\n", pos, end)
-                self._record = None
+                self._record = self._pending = None
                 self._emit(buf[pos:nl])
                 pos = nl + 1
                 continue
@@ -263,33 +399,113 @@ class Scanner:
                 self._skip(buf, pos, start)
             nl = find(b"\n", hit, end)
             raw = buf[start:nl]
-            if self._record is not None and not _is_record_start(raw):
-                number, rec = self._record
-                self._sink(make_line(number, rec, self.keep_raw))
-            self._record = None
+            if (b"\x1b" in raw or b"\x00" in raw) and self._skip_dirty(raw):
+                pos = nl + 1
+                continue
+            if (self._pending is not None or self._record is not None) and not _text_starts_record(raw):
+                self._resolve()
+                if self._record is not None:
+                    number, rec = self._record
+                    self._sink(make_line(number, rec, self.keep_raw))
+            self._record = self._pending = None
             self._emit(raw)
             pos = nl + 1
+
+    def _drop_weak_record_starts(self, buf: bytes, pos: int, end: int, hits: list[int],
+                                 weak: dict[int, bytes]) -> list[int]:
+        """The hits without those on record-start lines whose only literals are weak ones.
+
+        Such a line is a no-op for the assembler but for the record's rank, so it is left in
+        the skipped run around it (whose last record start is replayed when needed).  Kept:
+        a line with any strong hit, or a weak match that may hide a strong literal starting
+        inside it (leftmost search), a ``\\r`` rewrite (the assembler sees its last segment),
+        ESC or NUL (judged by their cleaned text), or no record-start header."""
+        out: list[int] = []
+        find, rfind, startswith, hides = buf.find, buf.rfind, buf.startswith, self._hides
+        header = _HEADER_B.match
+        n = len(hits)
+        j = 0
+        while j < n:
+            p = hits[j]
+            if p not in weak:
+                out.append(p)
+                j += 1
+                continue
+            nl = find(b"\n", p, end)
+            k = j
+            keep = False
+            while k < n and hits[k] < nl:
+                q = hits[k]
+                w = weak.get(q)
+                if w is None:
+                    keep = True
+                else:
+                    for off, c in hides[w]:
+                        if startswith(c, q + off):
+                            keep = True
+                k += 1
+            if not keep:
+                start = rfind(b"\n", pos, p) + 1 or pos
+                keep = ((out and out[-1] >= start) or header(buf, start) is None or find(b"\r", start, nl) >= 0
+                        or find(b"\x1b", start, nl) >= 0 or find(b"\x00", start, nl) >= 0)
+            if keep:
+                out.extend(hits[j:k])
+            j = k
+        return out
+
+    def _skip_dirty(self, raw: bytes) -> bool:
+        """A line holding ESC or NUL whose cleaned text holds no literal counts as skipped
+        (True); one whose text does is left to the caller to emit (False)."""
+        text = clean_text(raw)
+        data = text.encode("utf-8")
+        if self._finder(len(data)).starts(data, 0, len(data)):
+            return False
+        if text.startswith("[") and records.is_record_start(text[:256]):
+            self._record, self._pending = (self.number, raw), None
+        self.number += 1
+        return True
 
     def _finder(self, size: int):
         if self._engine == "find" or (self._engine is None and size < SMALL_BLOCK):
             return self._small
         if self._big is None:
-            self._big = make_finder(self._lits, self._engine)
+            self._big = make_finder(self._lits, self._engine, self._weak_lits)
         return self._big
 
     def _skip(self, buf: bytes, lo: int, hi: int) -> None:
-        """Count the lines in buf[lo:hi] (whole lines) and remember the last record start.
+        """Count the lines in buf[lo:hi] (whole lines); remember them as the last skipped run.
 
         The newline count is the one full pass over skipped bytes besides the literal
-        search, so it is done once: up to the record start, then the few lines after it."""
-        found = _last_record_start(buf, lo, hi)
-        if found is None:
-            self.number += buf.count(b"\n", lo, hi)
+        search; the run's last record start is looked for only when a hit needs it."""
+        if self._pending is not None:
+            self._resolve()
+        self._pending = (buf, lo, hi, self.number)
+        self.number += buf.count(b"\n", lo, hi)
+
+    def _resolve(self) -> None:
+        """Turn the pending skipped run into ``_record`` (its last record-start line), if any."""
+        if self._pending is None:
             return
-        s, e = found
-        self.number += buf.count(b"\n", lo, s)
-        self._record = (self.number, buf[s:e])
-        self.number += buf.count(b"\n", s, hi)
+        buf, lo, hi, number = self._pending
+        self._pending = None
+        found = _last_record_start(buf, lo, hi)
+        if found is not None:
+            s, e = found
+            self._record = (number + buf.count(b"\n", lo, s), buf[s:e])
+
+
+# records' header patterns over bytes: an ASCII-only match there is a match of the text too
+# (the str patterns' \\d also takes other digits: then the line is simply not skipped)
+_HEADER_B = re.compile(b"(?:%s)|(?:%s)" % (records._SGLANG.pattern.encode("ascii"),
+                                          records._TIME_ONLY.pattern.encode("ascii")))
+
+
+def _text_starts_record(raw: bytes) -> bool:
+    """Whether the line's text (what the assembler sees) starts a record: a ``\\r`` rewrite,
+    an escape or a NUL can make it differ from the raw bytes."""
+    if b"\r" in raw or b"\x1b" in raw or b"\x00" in raw:
+        return records.is_record_start(clean_text(raw)[:256])
+    return _is_record_start(raw)
 
 
 def _is_record_start(raw: bytes) -> bool:
@@ -314,3 +530,44 @@ def _last_record_start(buf: bytes, lo: int, hi: int) -> tuple[int, int] | None:
             return None
         search_hi = i
     return None
+
+
+def _dirty_starts(buf: bytes, pos: int, end: int) -> list[int]:
+    """The first ESC or NUL of each line of buf[pos:end] that holds one (a run is one hit)."""
+    out: list[int] = []
+    find = buf.find
+    for ch in DIRTY:
+        p = find(ch, pos, end)
+        while p >= 0:
+            out.append(p)
+            nl = find(b"\n", p, end)
+            if nl < 0:
+                break
+            p = find(ch, nl, end)
+    return out
+
+
+class LiteralIndex:
+    """Which of a fixed set of literals a text holds, in one automaton pass.
+
+    The assembler asks this instead of testing every literal with ``in`` (one pass per
+    literal per line).  Overlapping matches, so the answer is the exact set; texts longer
+    than ``LONG_TEXT`` (a dense 4 MB line would give millions of matches) are answered with
+    one ``in`` per literal instead, as without ``ahocorasick_rs``."""
+
+    LONG_TEXT = 1 << 16
+
+    def __init__(self, literals: Iterable[str]):
+        self.literals = tuple(sorted(set(literals)))
+        try:
+            import ahocorasick_rs
+
+            self._ac = ahocorasick_rs.AhoCorasick(list(self.literals)) if self.literals else None
+        except ImportError:
+            self._ac = None
+
+    def found(self, text: str) -> set[str]:
+        if self._ac is None or len(text) > self.LONG_TEXT:
+            return {lit for lit in self.literals if lit in text}
+        lits = self.literals
+        return {lits[i] for i, _, _ in self._ac.find_matches_as_indexes(text, overlapping=True)}

@@ -421,3 +421,62 @@ def test_context_manager_closes(tmp_path):
         assert [e.kind for e in f.read()] == ["opened", "data"]
     with pytest.raises(FollowError, match="closed"):
         f.read()
+
+
+def _lines(n0: int, n1: int) -> bytes:
+    return b"".join(b"[2026-12-02 15:56:05] line %06d of a writer not in append mode\n" % i for i in range(n0, n1))
+
+
+def _copytruncate(log, copy) -> None:
+    """What logrotate's copytruncate does: copy the file, then truncate it in place."""
+    with open(log, "rb") as src, open(copy, "wb") as dst:
+        dst.write(src.read())
+    os.truncate(log, 0)
+
+
+def test_non_append_writer_after_copytruncate_hole_skipped_nothing_lost(tmp_path, mode):
+    """Issue 11 item 8: a plain `> log` writer keeps its offset after copytruncate, leaving a
+    NUL hole; twice in a row (the second time the file *starts* with NULs both before and
+    after, so only the bytes before our position can tell that it was truncated).  The
+    follower lags behind the writer before each rotation: what it had not read yet comes
+    from logrotate's copy.  Every line once, in order, no NUL delivered."""
+    log = tmp_path / "serve.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT, 0o644)  # no O_APPEND
+    try:
+        os.write(fd, _lines(0, 100))
+        c = follow(log, mode)
+        c.pump(lambda c: c.data() == _lines(0, 100))
+        os.write(fd, _lines(100, 150))             # not read before the rotation
+        _copytruncate(log, tmp_path / "serve.log.1")
+        os.write(fd, _lines(150, 200))             # lands at the old offset: a hole before it
+        c.pump(lambda c: c.data().endswith(_lines(199, 200)))
+        os.write(fd, _lines(200, 260))             # again: not read before the next rotation
+        os.rename(tmp_path / "serve.log.1", tmp_path / "serve.log.2")
+        _copytruncate(log, tmp_path / "serve.log.1")
+        os.write(fd, _lines(260, 300))
+        c.pump(lambda c: c.data().endswith(_lines(299, 300)))
+        assert c.data() == _lines(0, 300)
+        assert c.kinds().count("truncated") == 2 and c.kinds().count("gap") == 2
+        assert log.read_bytes()[:len(_lines(0, 260))] == b"\0" * len(_lines(0, 260))  # the hole is there
+    finally:
+        os.close(fd)
+        c.follower.close()
+
+
+def test_big_nul_hole_is_skipped_not_read(tmp_path, mode):
+    """A 256 MiB sparse hole costs a seek, not 256 MiB of reading (SEEK_DATA)."""
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as w:
+        w.write(b"first\n")
+    c = follow(log, mode)
+    try:
+        c.pump(lambda c: c.data() == b"first\n")
+        with open(log, "r+b") as w:
+            w.truncate(0)
+            w.seek(256 << 20)
+            w.write(b"after the hole\n")
+        c.pump(lambda c: c.data() == b"first\nafter the hole\n")
+        gap = next(e for e in c.events if e.kind == "gap")
+        assert str(256 << 20) in gap.detail
+    finally:
+        c.follower.close()

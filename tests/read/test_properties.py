@@ -149,3 +149,80 @@ def test_every_search_engine_equals_the_reference(engine, log, chunks, monkeypat
             e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
            for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
     assert got == reference(data)[0]
+
+
+# record-start lines holding only "weak" literals (scanner.py), next to ones that also hold
+# a strong literal or whose \r rewrite leaves an unprefixed exception line
+WEAK = [
+    "[2026-12-02 15:56:05 TP0] WARNING serving_chat.py:381: Tool call failed, Error: Expecting value",
+    "[2026-12-02 15:56:05] WARNING grammar: Exception: schema too deep",
+    '[2026-12-02 15:56:05] Receive: obj=GenerateReqInput(text=\'File "main.py", line 3\')',
+    "[2026-12-02 15:56:05] WARNING x: Error: error: usage",
+    "[2026-12-02 15:56:05] progress 10%\rValueError: bare after a rewrite",
+    "[2026-12-02 15:56:05] tokenizer: error: Error: both",
+    "ValueError: an unprefixed exception line",
+    '  File "/x/y.py", line 3, in f',
+]
+
+
+@st.composite
+def dirty_logs(draw):
+    """logs() with weak-literal lines, and ESC sequences and NUL runs put anywhere, inside
+    literals too."""
+    lines, tracebacks, noise = draw(logs())
+    for _ in range(draw(st.integers(0, 4))):
+        lines.insert(draw(st.integers(0, len(lines))), draw(st.sampled_from(WEAK)))
+    dirt = st.sampled_from(["\x1b[31m", "\x1b[0m", "\x00", "\x00" * 50, "\x1b]0;title\x07", "\x1b", "\x1b\x1b["])
+    out = []
+    for line in lines:
+        if line and draw(st.integers(0, 2)) == 0:
+            at = draw(st.integers(0, len(line)))
+            line = line[:at] + draw(dirt) + line[at:]
+        out.append(line)
+    return out, tracebacks, noise
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dirty_logs(), st.lists(st.integers(1, 200), max_size=30))
+def test_lines_with_escapes_and_nuls_equal_the_reference(log, chunks):
+    """ESC/NUL lines are judged by their cleaned text: a literal they split is still found."""
+    lines, _tracebacks, noise = log
+    data = ("\n".join(lines) + "\n").encode() + noise
+    ref, ref_count = reference(data)
+    got, count = fast(data, chunks)
+    assert got == ref
+    assert count == ref_count
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_MODULES))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(log=dirty_logs())
+def test_every_engine_equals_the_reference_on_dirty_lines(engine, log, monkeypatch):
+    if ENGINE_MODULES[engine]:
+        pytest.importorskip(ENGINE_MODULES[engine])
+    from sglang_doctor.read import scanner as scanner_mod
+
+    monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
+    lines, _tracebacks, noise = log
+    data = ("\n".join(lines) + "\n").encode() + noise
+    pipe = StreamPipeline()
+    pipe.scanner._engine = engine
+    events = pipe.feed(data) + pipe.finish()
+    got = [("incident", e["_diagnosis"].incident.first_line, e["_diagnosis"].incident.last_line,
+            e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
+           for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
+    assert got == reference(data)[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Error: ", "exit code", "crashed with exit code", "NCCL WARN", "Killed", "rc=",
+                                 "Exit code:", "x", " ", "\n", "é", "Received sigquit"]), max_size=30))
+def test_literal_index_ids_equal_a_loop_over_every_literal(parts):
+    """The automaton's match ids name exactly the literals a loop of ``in`` finds."""
+    from sglang_doctor.incidents import signals
+    from sglang_doctor.read.scanner import LiteralIndex
+
+    text = "".join(parts)
+    index = LiteralIndex(signals.LITERALS)
+    assert index.found(text) == {lit for lit in signals.LITERALS if lit in text}

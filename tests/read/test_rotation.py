@@ -69,20 +69,26 @@ class Writer(threading.Thread):
     pieces of that many bytes with a pause between (a writer that emits partial lines).
     """
 
-    def __init__(self, path: Path, *, rate: float, total: int, reopen: bool, piece: int = 0):
+    def __init__(self, path: Path, *, rate: float, total: int, reopen: bool, piece: int = 0, append: bool = True):
         super().__init__(daemon=True)
         self.path, self.rate, self.total, self.reopen, self.piece = path, rate, total, reopen, piece
+        self.append = append  # False: a plain `> log` redirect, which keeps its offset after copytruncate
+        self.prefill = 0  # bytes of unnumbered lines written first (a server that ran a while)
         self.seq = 0  # lines written so far
         self.markers: dict[int, int] = {}  # marker -> line number (1-based) of its header
         self.done = threading.Event()
         self.error: BaseException | None = None
 
     def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        return os.open(self.path, os.O_WRONLY | (os.O_APPEND if self.append else 0) | os.O_CREAT, 0o644)
 
     def run(self) -> None:
         try:
             fd = self._open()
+            if self.prefill:
+                block = b"[2026-12-02 15:50:00 TP0] Prefill batch, warm-up line without a number\n" * 20000
+                for _ in range(max(1, self.prefill // len(block))):
+                    os.write(fd, block)
             interval = 1.0 / self.rate
             next_at = time.monotonic()
             marker = 0
@@ -249,13 +255,14 @@ def logrotate_conf(tmp: Path, log: Path, mode: str) -> Path:
 
 
 def run_soak(tmp_path: Path, mode: str, *, rotate, watch_args=(), follow_kw=None, rate=250.0, total=3000,
-             rotations=8, piece=0):
+             rotations=8, piece=0, append=True, prefill=0):
     """Writer + both readers + ``rotations`` calls of ``rotate`` spread over the run.
     Returns (writer, follow reader, watch events, loss windows as (seq_from, seq_to))."""
     log = tmp_path / "logs" / "serve.log"
     log.parent.mkdir()
     log.touch()
-    writer = Writer(log, rate=rate, total=total, reopen=(mode != "copytruncate"), piece=piece)
+    writer = Writer(log, rate=rate, total=total, reopen=(mode != "copytruncate"), piece=piece, append=append)
+    writer.prefill = prefill
     reader = FollowReader(log, **(follow_kw or {"poll_interval": 0.1}))
     watch = start_watch(log, *watch_args)
     watched = EventReader(watch)
@@ -490,3 +497,45 @@ def test_100_mb_burst_bounded_memory(tmp_path):
     assert len(incidents) == 1 and incidents[0]["lines"][0] == lines + 1
     print(f"\n100 MB burst ({written} bytes, {lines} lines): watch peak RSS {rss / 1024:.0f} MiB")
     assert rss < 150 * 1024, f"peak RSS {rss} kB"
+
+
+@needs_logrotate
+@pytest.mark.parametrize("poll", [False, True], ids=["inotify", "polling"])
+def test_logrotate_copytruncate_non_append_writer_loses_only_its_window(tmp_path, poll):
+    """Issue 11 item 8: a writer not in append mode (a plain `> log`) keeps writing at its old
+    offset after copytruncate, leaving a NUL-filled hole before its next line.  Every line
+    written outside logrotate's copy->truncate windows is read exactly once (what the
+    follower had not read before a truncation is read from logrotate's copy), no NUL byte
+    of the hole is delivered, and every traceback outside a window is reported whole."""
+    log = tmp_path / "logs" / "serve.log"
+    conf = logrotate_conf(tmp_path, log, "copytruncate")
+    writer, reader, events, windows, rss = run_soak(
+        tmp_path, "copytruncate", rotate=logrotate(conf, tmp_path / "state"), total=3000, rate=500.0, append=False,
+        watch_args=("--poll",) if poll else (), follow_kw={"poll_interval": 0.1, "use_inotify": not poll})
+    lines = check_lines(writer, reader, windows, lossy=True)
+    tbs = check_incidents(writer, events, windows, lossy=True, exact_lines=False)
+    assert reader.kinds.count("truncated") >= 6
+    assert b"\0" not in bytes(reader.data), "the NUL-filled hole was delivered"
+    assert "gap" in reader.kinds
+    in_windows = sum(b - a + 1 for a, b in windows)
+    print(f"\nlogrotate copytruncate, non-append writer ({'poll' if poll else 'inotify'}): {lines}, {tbs}, "
+          f"lines written during logrotate's runs {in_windows}, watch peak RSS {rss} kB")
+
+
+@pytest.mark.slow
+@needs_logrotate
+def test_logrotate_copytruncate_non_append_writer_soak(tmp_path):
+    """The issue's scale: 48,000 lines at 2,000 lines/s, 16 rotations, a non-append writer
+    that had written 64 MB before (so every hole is 64 MB of NULs: the old reader stalled
+    about 0.8 s per MB on them and fell behind the rotations)."""
+    log = tmp_path / "logs" / "serve.log"
+    conf = logrotate_conf(tmp_path, log, "copytruncate")
+    writer, reader, events, windows, rss = run_soak(
+        tmp_path, "copytruncate", rotate=logrotate(conf, tmp_path / "state"), total=48000, rate=2000.0,
+        rotations=16, append=False, prefill=64 << 20)
+    lines = check_lines(writer, reader, windows, lossy=True)
+    tbs = check_incidents(writer, events, windows, lossy=True, exact_lines=False)
+    assert b"\0" not in bytes(reader.data)
+    in_windows = sum(b - a + 1 for a, b in windows)
+    print(f"\nlogrotate copytruncate soak, non-append writer: {lines}, {tbs}, lines written during "
+          f"logrotate's runs {in_windows}, watch peak RSS {rss} kB")
