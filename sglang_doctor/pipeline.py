@@ -42,6 +42,7 @@ class StreamPipeline:
         keep_raw: bool = False,
         fast: bool = True,
         remediate: bool = True,
+        whole_log: bool = False,
     ):
         self.ruleset = ruleset
         self.command = command
@@ -50,6 +51,11 @@ class StreamPipeline:
         self.model_config = model_config
         self._model_configs: dict[str, dict | None] = {}  # config.json by the dumps' model_path
         self.remediate = remediate
+        # whole_log (explain on a finished log): every launch is evidence, the later ones too,
+        # so incidents are remedied at the end and held back (with what follows them) until then.
+        self.whole_log = whole_log
+        self._outcomes: dict[int, list[str]] = {}  # launch index -> rule ids of its incidents
+        self._pending: list[dict] = []  # incident events still to be remedied (whole_log)
         extra: tuple[signals.Signal, ...] = ()
         literals = set(incidents_mod.TRIGGER_LITERALS)
         if ruleset is not None and hasattr(ruleset, "line_literals"):
@@ -64,7 +70,7 @@ class StreamPipeline:
         self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast)
         self.incident_count = 0
         self.started = time.monotonic()
-        self.warnings: list[str] = []
+        self.warnings: list[str] = _UniqueList()
         self._partial = False  # the bytes so far end mid-line
         self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
 
@@ -96,6 +102,7 @@ class StreamPipeline:
         self.idle_deferred = 0
         self.scanner.finish()
         self._convert(self.assembler.flush())
+        self._remedy_pending()
         return self._take()
 
     def reset(self, reason: str) -> list[dict]:
@@ -124,7 +131,34 @@ class StreamPipeline:
         self._convert(self.assembler.feed(line))
 
     def _take(self) -> list[dict]:
+        if self._pending:  # whole_log: what comes after an unremedied incident waits with it
+            first = next(i for i, ev in enumerate(self._events) if ev is self._pending[0])
+            out, self._events = self._events[:first], self._events[first:]
+            return out
         out, self._events = self._events, []
+        return out
+
+    def _remedy_pending(self) -> None:
+        """The whole log is read: remedy the held incidents with every launch as evidence."""
+        pending, self._pending = self._pending, []
+        for ev in pending:
+            diagnosis = ev["_diagnosis"]
+            self._add_remediation(diagnosis)
+            ev.clear()
+            ev.update(diagnosis.to_json())
+            ev["_diagnosis"] = diagnosis
+
+    def evidence(self, current: Launch | None) -> list:
+        """The other launches of this log that failed, with how: what a remedy must not repeat."""
+        from sglang_doctor.remedy.remedies import EarlierLaunch
+
+        out = []
+        for launch in self.assembler.launches:
+            if launch is current or not launch.server_args:
+                continue
+            rules = self._outcomes.get(launch.index)
+            if rules:
+                out.append(EarlierLaunch(launch.index + 1, dict(launch.server_args), tuple(rules)))
         return out
 
     def _convert(self, events: list[incidents_mod.Event]) -> None:
@@ -144,9 +178,13 @@ class StreamPipeline:
             elif ev.kind == "incident":
                 diagnosis = self.diagnose(ev.incident, ev.launch)
                 self.incident_count += 1
+                if ev.launch is not None:
+                    self._outcomes.setdefault(ev.launch.index, []).append(diagnosis.rule)
                 out = diagnosis.to_json()
                 out["_diagnosis"] = diagnosis
                 self._events.append(out)
+                if self.whole_log and self.remediate and self.ruleset is not None:
+                    self._pending.append(out)
 
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
         if self.ruleset is not None:
@@ -158,7 +196,7 @@ class StreamPipeline:
         else:
             diagnosis = unknown_diagnosis(incident, launch)
         diagnosis.launch = launch
-        if self.remediate and self.ruleset is not None:
+        if self.remediate and self.ruleset is not None and not self.whole_log:
             self._add_remediation(diagnosis)
         return diagnosis
 
@@ -177,6 +215,7 @@ class StreamPipeline:
             diagnosis.remediation = remedies.remediate(
                 diagnosis, command=self.command, version=catalog.version, catalog=catalog,
                 hardware=self.hardware, model_config=self._model_config_for(launch), warnings=self.warnings,
+                evidence=self.evidence(launch),
             )
             if diagnosis.remediation is not None:
                 diagnosis.remediation.target = {"sglang_version": catalog.version, "version_source": source,
@@ -201,6 +240,19 @@ class StreamPipeline:
             except (OSError, ValueError):
                 self._model_configs[model_path] = None
         return self._model_configs[model_path]
+
+
+class _UniqueList(list):
+    """A warnings list that keeps each text once: one warning once, however many incidents."""
+
+    def append(self, item) -> None:  # type: ignore[override]
+        if item not in self:
+            super().append(item)
+
+    def __iadd__(self, items):  # type: ignore[override]
+        for item in items:
+            self.append(item)
+        return self
 
 
 def _escape(literal: str) -> str:
