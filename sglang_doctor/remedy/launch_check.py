@@ -55,9 +55,7 @@ def check_value(flag: str, dest: str, value: Any) -> str | None:
     if not (too_low or too_high):
         return None
     if low is not None and high is not None:
-        rng = f"{'between' if low_open or high_open else 'from'} {_show(low)} and {_show(high)}"
-        if low_open and high_open:
-            rng += " (exclusive)"
+        rng = f"{'>' if low_open else '>='} {_show(low)} and {'<' if high_open else '<='} {_show(high)}"
     elif low is not None:
         rng = f"{'>' if low_open else '>='} {_show(low)}"
     else:
