@@ -74,8 +74,7 @@ class Reporter:
                 self._launch_t0 = time.monotonic()
             elapsed = time.monotonic() - self._launch_t0
             self._line(milestone_text(ev) + f"  [+{elapsed:.0f} s]", style="dim")
-            self._show_status(f"{DESCRIPTIONS.get(ev.get('name', ''), ev.get('name', ''))} "
-                              f"(line {ev['line']}, {elapsed:.0f} s since the launch)")
+            self._show_status(f"{DESCRIPTIONS.get(ev.get('name', ''), ev.get('name', ''))} (line {ev['line']})")
         elif kind == "ready":
             self._stop_status()
             self._line(f"ready (line {ev['line']}): the server is fired up", style="bold green")
@@ -86,9 +85,12 @@ class Reporter:
         self.stream.flush()
 
     def _show_status(self, text: str) -> None:
-        """A spinner line under the output on a terminal while a launch starts (watch, run)."""
+        """A spinner line under the output on a terminal while a launch starts (watch, run).
+
+        Its clock is live: the seconds since the launch was seen, counted at each refresh."""
         if not self.progress or self._console is None or not self._console.is_terminal:
             return
+        text = _LiveStatus(text, self._launch_t0)
         if self._status is None:
             import atexit
 
@@ -130,6 +132,34 @@ class Reporter:
                 self._console.print(renderable, soft_wrap=soft, crop=not soft)
         else:
             self.stream.write(text_incident(ev) + "\n")
+
+
+class _LiveStatus:
+    """The spinner's text, re-rendered at each refresh so that its clock moves."""
+
+    def __init__(self, text: str, t0: float | None):
+        self.text = text
+        self.t0 = t0
+
+    def __rich__(self):
+        from rich.text import Text
+
+        if self.t0 is None:
+            return Text(self.text)
+        return Text(f"{self.text}, {time.monotonic() - self.t0:.0f} s since the launch was seen")
+
+
+def run_summary_text(ev: dict) -> str:
+    """run's closing line in words: 'ready after 2 attempts', 'gave up after 1 attempt'."""
+    n = ev.get("attempts", 0)
+    attempts = f"{n} attempt{'s' if n != 1 else ''}"
+    outcome = ev.get("outcome")
+    head = {"ready": f"the server is ready after {attempts}",
+            "gave_up": f"gave up after {attempts}; the server is not running",
+            "interrupted": f"interrupted after {attempts}",
+            "stopped": f"stopped after {attempts}"}.get(outcome, f"{outcome} after {attempts}")
+    changed = ("; changes: " + ", ".join(ev["changes"])) if ev.get("changes") else ""
+    return f"run: {head} ({ev.get('seconds')} s): {ev.get('reason')}{changed}\nhistory: {ev.get('history')}"
 
 
 def launch_text(ev: dict) -> str:
@@ -278,6 +308,9 @@ def _header(ev: dict) -> str:
 def traceback_title(ev: dict) -> str:
     """The traceback's label, true to what the log holds of it."""
     end, top = bool(ev.get("truncated")), bool(ev.get("truncated_top"))
+    if ev.get("kind") == "signal":  # no Python traceback: the lines that tell of the failure
+        n = len((ev.get("traceback") or "").strip("\n").split("\n"))
+        return f"the log's line{'s' if n != 1 else ''} about it"
     if end and top:
         return "traceback (a fragment: its start and end are missing from the log)"
     if end:

@@ -502,8 +502,50 @@ def _register_commands() -> None:
     from sglang_doctor.cli.rules import rules
     from sglang_doctor.cli.run import run
 
+    _describe_run(run)
     for command in (rules, plan, run):
         main.add_command(command)
+
+
+RUN_EPILOG = """\b
+Examples:
+  sglang-doctor run --yes --log /root/sglang-serve.log -- python -m sglang.launch_server \\
+      --model-path /root/models/Qwen3.6-27B --tp-size 2 --mem-fraction-static 0.85
+  sglang-doctor run --dry-run -- python -m sglang.launch_server --model-path M --tp-size 2
+  sglang-doctor run --until-ready --via "ssh root@gpu-host --" --health-url http://gpu-host:30000/health \\
+      -- python -m sglang.launch_server --model-path M --host 0.0.0.0
+
+\b
+Everything after -- is the launch command, run as an argv list (no shell).
+Exit codes: 0 the server became ready (--until-ready / --detach: and was stopped or left
+running); 1 gave up, the server is not ready; 2 usage or input error (one line on stderr);
+130 interrupted (Ctrl-C); 143 stopped by SIGTERM. The server's process group is stopped first.
+"""
+
+_RUN_OPTION_HELP = {
+    "fmt": "Output format: rich, text or json (JSON Lines, one event per line). Default: rich on a terminal, "
+           "text otherwise.",
+    "rule_dirs": "Extra rule directory, added to the built-in pack (repeatable; later overrides earlier by id).",
+    "gpus": GPUS_HELP,
+    "model_config": "The model's config.json, for the memory planner when the --model-path directory is not "
+                    "readable here.",
+    "sglang_version": "The SGLang version whose flags a fix uses, when neither the log nor the installed "
+                      "SGLang says (e.g. 0.5.9).",
+    "max_attempts": "Launches at most, the first included.",
+}
+
+
+def _describe_run(command: click.Command) -> None:
+    """Describe run's options that its module leaves undescribed, and show `--` in its usage.
+
+    Only fills what is missing: run's own texts win."""
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.help and param.name in _RUN_OPTION_HELP:
+            param.help = _RUN_OPTION_HELP[param.name]
+        if isinstance(param, click.Argument) and param.name == "command":
+            param.metavar = "-- CMD [ARGS]..."
+    if not command.epilog:
+        command.epilog = RUN_EPILOG
 
 
 _register_commands()
