@@ -22,11 +22,13 @@ BORDERS = set("│╭╮╰╯─┃━┏┓┗┛╇┡┩")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def on_terminal(columns: int, *args: str, timeout: float = 120.0) -> tuple[str, int]:
+def on_terminal(columns: int, *args: str, timeout: float = 120.0, stdin: str | None = None) -> tuple[str, int]:
     """Run sglang-doctor on a pty `columns` wide; (screen text without colour codes, exit code)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the program on a terminal of that size
         fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 60, columns, 0, 0))
+        if stdin is not None:  # pipe mode: the log on standard input, the terminal for output
+            os.dup2(os.open(stdin, os.O_RDONLY), 0)
         env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(columns))
         env.pop("NO_COLOR", None)
         os.execvpe(sys.executable, [sys.executable, "-m", "sglang_doctor", *args], env)
@@ -115,3 +117,36 @@ def test_long_traceback_lines_wrap_instead_of_being_cut(tmp_path):
     screen, _ = on_terminal(80, "explain", str(log))
     flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", screen).split())
     assert "word59 THE-END" in flat and "word0 word1" in flat
+
+
+def test_milestone_lines_wrap_between_figures_not_inside_them():
+    log = str(FIXTURES / "healthy" / "ready_then_sigterm_0523.log")
+    screen, _ = on_terminal(80, "-", stdin=log)
+    import subprocess
+
+    from conftest import doctor_cmd
+
+    with open(log, "rb") as fh:
+        text = subprocess.run(doctor_cmd("-", "--format", "text"), stdin=fh, capture_output=True, timeout=60).stdout
+    figures = [tok for line in text.decode().splitlines() for tok in re.findall(r"[a-z_]+=[^,() ]+", line)]
+    assert any(tok.startswith("max_total_num_tokens=") for tok in figures)
+    assert any(len(line) > 80 for line in text.decode().splitlines())  # there is something to wrap
+    for token in figures:  # every name=value pair is whole on one screen line
+        assert any(token in line for line in screen.splitlines()), token
+    for line in screen.splitlines():
+        assert len(line) <= 80
+
+
+def test_the_spinner_clock_moves():
+    import time as _time
+
+    from sglang_doctor.report import _LiveStatus
+    from rich.console import Console
+
+    status = _LiveStatus("loading weights (line 34)", _time.monotonic() - 7.2)
+    console = Console(width=100, record=True)
+    console.print(status)
+    assert "loading weights (line 34), 7 s since the launch was seen" in console.export_text()
+    status.t0 -= 5
+    console.print(status)
+    assert "12 s since the launch was seen" in console.export_text()
