@@ -240,19 +240,37 @@ def budget_rows(plan: dict) -> tuple[list[str], list[tuple[str, list[str]]]]:
             values[name] = [""] * len(plans)
         values[name][i] = text
 
-    for i, p in enumerate(plans):
-        put("free before the weights (GiB)", i, _gib(p.get("pre_gib", p.get("pre_gb"))))
-        put("pool budget (GiB)", i, _gib(p.get("pool_budget_gib", p.get("pool_budget_gb"))))
+    def gib_rows(p: dict) -> list[tuple[str, str]]:
+        rows = []
         for row in p.get("per_gpu_gib") or p.get("per_gpu_gb") or []:
             m = _BUDGET_ROW.match(str(row.get("name", "")))
             name = (m.group("name") if m else str(row.get("name", ""))).strip()
-            put(f"{name} (GiB)", i, _gib(row.get("gib", row.get("gb"))))
+            rows.append((f"{name} (GiB)", _gib(row.get("gib", row.get("gb")))))
+        return rows
+
+    per_plan = [gib_rows(p) for p in plans]
+    merged: list[str] = []  # the rows of both plans, each in its place
+    for rows in reversed(per_plan):
+        previous = None
+        for name, _ in rows:
+            if name not in merged:
+                merged.insert(merged.index(previous) + 1 if previous in merged else len(merged), name)
+            previous = name
+    for i, p in enumerate(plans):
+        put("free before the weights (GiB)", i, _gib(p.get("pre_gib", p.get("pre_gb"))))
+        put("pool budget (GiB)", i, _gib(p.get("pool_budget_gib", p.get("pool_budget_gb"))))
+    for name in merged:
+        put(name, 0, "")
+    for i, rows in enumerate(per_plan):
+        for name, text in rows:
+            put(name, i, text)
+    for i, p in enumerate(plans):
         put("--mem-fraction-static", i, f"{p.get('mem_fraction_static', 0):.3f}".rstrip("0").rstrip("."))
         put("KV cache tokens", i, str(p.get("max_total_num_tokens", "")))
         put("running requests", i, str(p.get("max_running_requests", "")))
         if p.get("mamba_cache_size") is not None:
             put("mamba state slots", i, str(p.get("mamba_cache_size")))
-        put("fits", i, "yes" if p.get("fits") else f"NO: {p.get('failing') or 'headroom'}")
+        put("fits", i, "yes" if p.get("fits") else f"NO: {(p.get('failing') or 'headroom').replace('_', ' ')}")
     return columns, [(name, values[name]) for name in order]
 
 

@@ -705,4 +705,4 @@ def _planner_doubt(ctx: Context, rem: Remediation) -> str | None:
         return None
     if p.fits:
         return None
-    return f"the memory planner predicts this still does not fit ({_pool_words(p.failing)})"
+    return f"the memory planner predicts it still does not fit ({(p.failing or 'headroom').replace('_', ' ')})"

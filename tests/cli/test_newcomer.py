@@ -248,3 +248,19 @@ def test_watch_says_it_is_still_following_and_sigterm_exits_143(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_the_budget_is_one_gib_table_with_failed_and_proposed_columns():
+    r = run("explain", "--format", "text", "--model-config", str(FIXTURES / "models" / "qwen3_6_27b_like.json"), SEED)
+    out = r.stdout
+    assert " GB" not in out and "(GB)" not in out
+    assert out.count("memory budget per GPU:") == 2
+    block = out.split("memory budget per GPU:")[1].split("\n== ")[0].splitlines()
+    assert block[1].split() == ["failed", "launch", "proposed", "launch"]
+    names = [line.split("  ")[2] if line.startswith("     ") else "" for line in block[2:]]
+    rows = [line.strip() for line in block[2:] if line.strip()]
+    assert sum(1 for x in rows if "headroom" in x) == 1  # one headroom row, not two
+    widths = {len(x) for x in block[2:] if x.strip() and not x.strip().startswith("summary")}
+    assert len(widths) <= 2  # the value columns line up (rows end at the same column)
+    assert any(x.startswith("fits") and x.split()[-1] == "yes" and "NO:" in x for x in rows)
+    assert "(GiB)" in out and names
