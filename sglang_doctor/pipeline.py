@@ -23,7 +23,8 @@ from sglang_doctor.model import Diagnosis, Incident, Launch, Line
 from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
-IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
+IDLE_DEFERRALS = 4
+HOLD_LIMIT = 20000  # events held back behind an incident that waits for the whole log (whole_log)  # idle gaps an incident waits for a partial last line to be completed
 
 
 class InputError(Exception):
@@ -131,6 +132,8 @@ class StreamPipeline:
         self._convert(self.assembler.feed(line))
 
     def _take(self) -> list[dict]:
+        if self._pending and len(self._events) > HOLD_LIMIT:
+            self._remedy_pending()  # memory stays bounded: remedy with the launches seen so far
         if self._pending:  # whole_log: what comes after an unremedied incident waits with it
             first = next(i for i, ev in enumerate(self._events) if ev is self._pending[0])
             out, self._events = self._events[:first], self._events[first:]

@@ -75,3 +75,36 @@ def test_watch_order_launch_1_alone_is_remedied_from_what_came_before(tmp_path):
                        capture_output=True, timeout=120)
     (inc,) = [json.loads(x) for x in r.stdout.splitlines() if json.loads(x)["event"] == "incident"]
     assert inc["remediation"]["set"] == {"--mem-fraction-static": 0.88}
+
+
+def _pipeline_events(monkeypatch, limit):
+    from sglang_doctor import pipeline
+    from sglang_doctor.cli.app import load_ruleset
+
+    monkeypatch.setattr(pipeline, "HOLD_LIMIT", limit)
+    pipe = pipeline.StreamPipeline(load_ruleset(()), whole_log=True)
+    data = (FIXTURES / "seed" / "seed_full.log").read_bytes()
+    chunks = []
+    for i in range(0, len(data), 512):  # fed in pieces, as a large file is
+        chunks.append(pipe.feed(data[i:i + 512]))
+    chunks.append(pipe.finish())
+    return chunks
+
+
+def test_events_wait_for_the_whole_log_in_order(monkeypatch):
+    chunks = _pipeline_events(monkeypatch, 20000)
+    flat = [e for c in chunks for e in c]
+    kinds = [e["event"] for e in flat if e["event"] != "milestone"]
+    assert kinds == ["launch", "incident", "launch", "incident"]  # order kept while held
+    first = next(i for i, c in enumerate(chunks) if any(e["event"] == "incident" for e in c))
+    assert first == len(chunks) - 1  # the incidents came out at the end, remedied with all launches
+    one = [e for e in flat if e["event"] == "incident"][0]
+    assert one["remediation"]["set"].get("--mem-fraction-static") != 0.88
+
+
+def test_holding_is_bounded(monkeypatch):
+    chunks = _pipeline_events(monkeypatch, 1)
+    flat = [e for c in chunks for e in c]
+    one = [e for e in flat if e["event"] == "incident"][0]
+    # released early, it was remedied from what came before it only: the plain raise
+    assert one["remediation"]["set"] == {"--mem-fraction-static": 0.88}
