@@ -616,7 +616,9 @@ def _against_launches(ctx: Context, rem: Remediation, same: list[EarlierLaunch])
     shown = _changes_text(rem)
     for e in same:
         had = all(_equal(e.server_args.get(dest), value) for dest, value in changes)  # type: ignore[misc]
-        had = had and all(s is not None and e.server_args.get(s.dest) in (None, False, s.default) for s in removed)
+        # a removal counts as tried only when that launch's dump shows the setting off
+        had = had and all(s is not None and s.dest in e.server_args
+                          and e.server_args[s.dest] in (None, False, s.default) for s in removed)
         if had:
             others = _differences(ctx, e, {d for d, _ in changes})  # type: ignore[misc]
             with_text = f" with {others}" if others else ""

@@ -108,3 +108,41 @@ def test_holding_is_bounded(monkeypatch):
     one = [e for e in flat if e["event"] == "incident"][0]
     # released early, it was remedied from what came before it only: the plain raise
     assert one["remediation"]["set"] == {"--mem-fraction-static": 0.88}
+
+
+def _ctx_and_rem(here: dict, rem_set: dict, unset=(), rule="memory.kv_pool.not_enough_memory"):
+    from sglang_doctor.model import Diagnosis, Incident, Launch, Remediation
+    from sglang_doctor.remedy import flags, remedies
+
+    catalog = flags.shipped_catalog("0.5.9")
+    launch = Launch(index=1, line=70, server_args=dict(here))
+    diagnosis = Diagnosis(incident=Incident(kind="traceback", first_line=1, last_line=2), rule=rule,
+                          category="memory.kv_pool", launch=launch)
+    ctx = remedies.Context(diagnosis, None, False, "0.5.9", catalog, None, None, [])
+    return ctx, Remediation(set=dict(rem_set), unset=list(unset), note="n")
+
+
+def test_weigh_rules_one_by_one():
+    from sglang_doctor.remedy import remedies
+
+    E = remedies.EarlierLaunch
+    here = {"mem_fraction_static": 0.85, "enable_torch_compile": True}
+    # exact repeat of a same-way launch: dropped, and said
+    ctx, rem = _ctx_and_rem(here, {"--mem-fraction-static": 0.88})
+    out = remedies.weigh(ctx, [rem], [E(2, {"mem_fraction_static": 0.88}, ("memory.kv_pool.not_enough_memory",))])
+    assert out[0].needs_human and "launch 2 already tried --mem-fraction-static 0.88" in out[0].note
+    # a launch that died of something else proves nothing about this change
+    ctx, rem = _ctx_and_rem(here, {"--mem-fraction-static": 0.88})
+    out = remedies.weigh(ctx, [rem], [E(2, {"mem_fraction_static": 0.88}, ("network.port.address_in_use",))])
+    assert out == [rem] and rem.safe
+    # inside the range two same-way launches spanned: proven not to help
+    ctx, rem = _ctx_and_rem({"mem_fraction_static": 0.90}, {"--mem-fraction-static": 0.88})
+    out = remedies.weigh(ctx, [rem], [E(1, {"mem_fraction_static": 0.85}, ("memory.kv_pool.not_enough_memory",))])
+    assert out[0].needs_human and "would too" in out[0].note
+    # a removal counts as tried only when the earlier dump shows the setting off
+    ctx, rem = _ctx_and_rem(here, {}, unset=["--enable-torch-compile"])
+    out = remedies.weigh(ctx, [rem], [E(1, {"mem_fraction_static": 0.85}, ("memory.kv_pool.not_enough_memory",))])
+    assert out == [rem]
+    ctx, rem = _ctx_and_rem(here, {}, unset=["--enable-torch-compile"])
+    out = remedies.weigh(ctx, [rem], [E(1, {"enable_torch_compile": False}, ("memory.kv_pool.not_enough_memory",))])
+    assert out[0].needs_human and "without --enable-torch-compile" in out[0].note
