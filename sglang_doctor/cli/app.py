@@ -82,7 +82,8 @@ GPUS_HELP = ("The GPUs the planner sizes for: a6000, a100-40, a100-80, h100-80, 
              "an xN count (a6000x2 = 2x RTX A6000); a custom per-GPU capacity such as 23034MiBx4 or 48GiBx2; "
              "or auto (read them with NVML/torch).")
 GPU_SM_HELP = ("The GPUs' compute capability (e.g. 8.6 for A6000/3090, 8.9 for L40S/4090, 9.0 for H100). "
-               "Needed with a custom --gpus capacity for FP8 and FA3 advice; overrides a profile's.")
+               "Give it with a custom --gpus capacity: without it no FP8/FA3 support is assumed and 0.5.23's "
+               "prefill CUDA-graph reserve is left out of the plan. Overrides a profile's.")
 
 
 def common_options(f):
