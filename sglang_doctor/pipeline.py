@@ -239,9 +239,16 @@ class StreamPipeline:
             try:
                 with open(os.path.join(model_path, "config.json"), encoding="utf-8") as fh:
                     value = json.load(fh)
-                self._model_configs[model_path] = value if isinstance(value, dict) else None
             except (OSError, ValueError):
-                self._model_configs[model_path] = None
+                value = None
+            if value is not None:
+                from sglang_doctor.remedy import model_config
+
+                why = model_config.problem(value)
+                if why:
+                    self.warnings.append(f"{model_path}/config.json is {why}; pass --model-config")
+                    value = None
+            self._model_configs[model_path] = value
         return self._model_configs[model_path]
 
 

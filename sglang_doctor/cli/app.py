@@ -190,22 +190,9 @@ def load_model_config(path: str | None) -> dict | None:
 
 def config_problem(cfg) -> str | None:
     """Why a parsed JSON value is not a model config.json the planner can use, or None."""
-    if not isinstance(cfg, dict):
-        return f"not a model config.json (a JSON {type(cfg).__name__}, not an object)"
-    body = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-    missing = [k for k in ("num_hidden_layers", "hidden_size") if k not in body]
-    if missing:
-        return f"not a model config.json (no {' or '.join(missing)})"
-    try:
-        from sglang_doctor.remedy import planner
-    except ImportError:
-        return None
-    try:
-        planner.model_shape(cfg)
-    except Exception as exc:  # noqa: BLE001 - any failure here means the planner cannot use it
-        detail = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        return f"a config.json the memory planner cannot read ({detail})"
-    return None
+    from sglang_doctor.remedy import model_config
+
+    return model_config.problem(cfg)
 
 
 def make_pipeline(rule_dirs, gpus, model_config, sglang_version, gpu_sm=None, **kw) -> StreamPipeline:

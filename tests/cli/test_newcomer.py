@@ -264,3 +264,15 @@ def test_the_budget_is_one_gib_table_with_failed_and_proposed_columns():
     assert len(widths) <= 2  # the value columns line up (rows end at the same column)
     assert any(x.startswith("fits") and x.split()[-1] == "yes" and "NO:" in x for x in rows)
     assert "(GiB)" in out and names
+
+
+def test_a_bad_config_at_the_model_path_is_one_clear_warning(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"foo": 1}')
+    log = tmp_path / "seed.log"
+    log.write_bytes(open(SEED, "rb").read().replace(b"/root/models/Qwen3.6-27B", str(model).encode()))
+    r = run("explain", "--format", "json", str(log))
+    assert r.returncode == 1
+    assert "KeyError" not in r.stderr and "remediation failed" not in r.stderr
+    assert r.stderr.count(f"{model}/config.json is not a model config.json") == 1
