@@ -351,13 +351,19 @@ def pipe_mode(flush_after, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_ve
     _install_sigterm_as_interrupt()
     sniff = _Sniffer()
     shown: set[str] = set()
+
+    def show(ev) -> None:
+        reporter.event(ev)
+        if ev["event"] == "incident":  # a warning this incident raised, now and once
+            _print_warnings(pipe.warnings, shown)
+
     try:
         dirty = False
         while True:
             ready, _, _ = select.select([fd], [], [], flush_after if dirty else None)
             if not ready:
                 for ev in pipe.flush_idle():
-                    reporter.event(ev)
+                    show(ev)
                 dirty = pipe.idle_deferred > 0  # mid-line: ask again after another gap
                 continue
             data = os.read(fd, 1 << 20)
@@ -365,13 +371,13 @@ def pipe_mode(flush_after, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_ve
                 break
             sniff.see(data)
             for ev in pipe.feed(data):
-                reporter.event(ev)
+                show(ev)
             dirty = True
         for ev in pipe.finish():
-            reporter.event(ev)
+            show(ev)
     except KeyboardInterrupt as exc:
         for ev in pipe.finish():
-            reporter.event(ev)
+            show(ev)
         reporter.close()
         _print_warnings(pipe.warnings, shown)
         reporter.event(pipe.summary())
@@ -423,10 +429,12 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
         raise InputError(str(exc)) from None
     last_data = None
     following = f"still following {logfile} (Ctrl-C to stop)"
+    shown: set[str] = set()
 
     def show(ev) -> None:
         reporter.event(ev)
         if ev["event"] == "incident":
+            _print_warnings(pipe.warnings, shown)  # a warning this incident raised, now and once
             if exit_on_incident:
                 sys.exit(ExitCode.INCIDENTS)
             reporter.message(following, style="dim")
@@ -464,7 +472,7 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
         for ev in pipe.finish():
             reporter.event(ev)
         reporter.close()
-        _print_warnings(pipe.warnings, set())
+        _print_warnings(pipe.warnings, shown)
         sys.exit(TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED)
 
 
