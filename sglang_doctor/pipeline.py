@@ -24,7 +24,8 @@ from sglang_doctor.read import records
 from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
-IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
+IDLE_DEFERRALS = 4
+HOLD_LIMIT = 20000  # events held back behind an incident that waits for the whole log (whole_log)  # idle gaps an incident waits for a partial last line to be completed
 
 
 class InputError(Exception):
@@ -43,6 +44,7 @@ class StreamPipeline:
         keep_raw: bool = False,
         fast: bool = True,
         remediate: bool = True,
+        whole_log: bool = False,
     ):
         self.ruleset = ruleset
         self.command = command
@@ -51,6 +53,11 @@ class StreamPipeline:
         self.model_config = model_config
         self._model_configs: dict[str, dict | None] = {}  # config.json by the dumps' model_path
         self.remediate = remediate
+        # whole_log (explain on a finished log): every launch is evidence, the later ones too,
+        # so incidents are remedied at the end and held back (with what follows them) until then.
+        self.whole_log = whole_log
+        self._outcomes: dict[int, list[str]] = {}  # launch index -> rule ids of its incidents
+        self._pending: list[dict] = []  # incident events still to be remedied (whole_log)
         extra: tuple[signals.Signal, ...] = ()
         literals = set(incidents_mod.TRIGGER_LITERALS)
         if ruleset is not None and hasattr(ruleset, "line_literals"):
@@ -66,7 +73,7 @@ class StreamPipeline:
                                weak=incidents_mod.BARE_ONLY_LITERALS)
         self.incident_count = 0
         self.started = time.monotonic()
-        self.warnings: list[str] = []
+        self.warnings: list[str] = _UniqueList()
         self._partial = False  # the bytes so far end mid-line
         self._line: Line | None = None
         self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
@@ -99,6 +106,7 @@ class StreamPipeline:
         self.idle_deferred = 0
         self.scanner.finish()
         self._convert(self.assembler.flush())
+        self._remedy_pending()
         return self._take()
 
     def reset(self, reason: str) -> list[dict]:
@@ -136,7 +144,36 @@ class StreamPipeline:
         return records.parse_prefix(line.text).timestamp
 
     def _take(self) -> list[dict]:
+        if self._pending and len(self._events) > HOLD_LIMIT:
+            self._remedy_pending()  # memory stays bounded: remedy with the launches seen so far
+        if self._pending:  # whole_log: what comes after an unremedied incident waits with it
+            first = next(i for i, ev in enumerate(self._events) if ev is self._pending[0])
+            out, self._events = self._events[:first], self._events[first:]
+            return out
         out, self._events = self._events, []
+        return out
+
+    def _remedy_pending(self) -> None:
+        """The whole log is read: remedy the held incidents with every launch as evidence."""
+        pending, self._pending = self._pending, []
+        for ev in pending:
+            diagnosis = ev["_diagnosis"]
+            self._add_remediation(diagnosis)
+            ev.clear()
+            ev.update(diagnosis.to_json())
+            ev["_diagnosis"] = diagnosis
+
+    def evidence(self, current: Launch | None) -> list:
+        """The other launches of this log that failed, with how: what a remedy must not repeat."""
+        from sglang_doctor.remedy.remedies import EarlierLaunch
+
+        out = []
+        for launch in self.assembler.launches:
+            if launch is current or not launch.server_args:
+                continue
+            rules = self._outcomes.get(launch.index)
+            if rules:
+                out.append(EarlierLaunch(launch.index + 1, dict(launch.server_args), tuple(rules)))
         return out
 
     def _convert(self, events: list[incidents_mod.Event]) -> None:
@@ -159,9 +196,13 @@ class StreamPipeline:
             elif ev.kind == "incident":
                 diagnosis = self.diagnose(ev.incident, ev.launch)
                 self.incident_count += 1
+                if ev.launch is not None:
+                    self._outcomes.setdefault(ev.launch.index, []).append(diagnosis.rule)
                 out = diagnosis.to_json()
                 out["_diagnosis"] = diagnosis
                 self._events.append(out)
+                if self.whole_log and self.remediate and self.ruleset is not None:
+                    self._pending.append(out)
 
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
         if self.ruleset is not None:
@@ -173,7 +214,7 @@ class StreamPipeline:
         else:
             diagnosis = unknown_diagnosis(incident, launch)
         diagnosis.launch = launch
-        if self.remediate and self.ruleset is not None:
+        if self.remediate and self.ruleset is not None and not self.whole_log:
             self._add_remediation(diagnosis)
         return diagnosis
 
@@ -192,6 +233,7 @@ class StreamPipeline:
             diagnosis.remediation = remedies.remediate(
                 diagnosis, command=self.command, version=catalog.version, catalog=catalog,
                 hardware=self.hardware, model_config=self._model_config_for(launch), warnings=self.warnings,
+                evidence=self.evidence(launch),
             )
             if diagnosis.remediation is not None:
                 diagnosis.remediation.target = {"sglang_version": catalog.version, "version_source": source,
@@ -212,10 +254,30 @@ class StreamPipeline:
             try:
                 with open(os.path.join(model_path, "config.json"), encoding="utf-8") as fh:
                     value = json.load(fh)
-                self._model_configs[model_path] = value if isinstance(value, dict) else None
             except (OSError, ValueError):
-                self._model_configs[model_path] = None
+                value = None
+            if value is not None:
+                from sglang_doctor.remedy import model_config
+
+                why = model_config.problem(value)
+                if why:
+                    self.warnings.append(f"{model_path}/config.json is {why}; pass --model-config")
+                    value = None
+            self._model_configs[model_path] = value
         return self._model_configs[model_path]
+
+
+class _UniqueList(list):
+    """A warnings list that keeps each text once: one warning once, however many incidents."""
+
+    def append(self, item) -> None:  # type: ignore[override]
+        if item not in self:
+            super().append(item)
+
+    def __iadd__(self, items):  # type: ignore[override]
+        for item in items:
+            self.append(item)
+        return self
 
 
 def _escape(literal: str) -> str:

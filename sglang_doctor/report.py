@@ -80,8 +80,7 @@ class Reporter:
         if self.format == "rich":
             from rich.console import Console
 
-            self._console = Console(file=self.stream, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
-                                    soft_wrap=True)
+            self._console = Console(file=self.stream, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
 
     def event(self, ev: dict) -> None:
         kind = ev.get("event")
@@ -105,8 +104,7 @@ class Reporter:
                 self._launch_t0 = time.monotonic()
             elapsed = time.monotonic() - self._launch_t0
             self._line(milestone_text(ev) + f"  [+{elapsed:.0f} s]", style="dim")
-            self._show_status(f"{DESCRIPTIONS.get(ev.get('name', ''), ev.get('name', ''))} "
-                              f"(line {ev['line']}, {elapsed:.0f} s since the launch)")
+            self._show_status(f"{DESCRIPTIONS.get(ev.get('name', ''), ev.get('name', ''))} (line {ev['line']})")
         elif kind == "ready":
             self._stop_status()
             self._line(f"ready (line {ev['line']}): the server is fired up", style="bold green")
@@ -122,9 +120,12 @@ class Reporter:
             listener(ev)
 
     def _show_status(self, text: str) -> None:
-        """A spinner line under the output on a terminal while a launch starts (watch, run)."""
+        """A spinner line under the output on a terminal while a launch starts (watch, run).
+
+        Its clock is live: the seconds since the launch was seen, counted at each refresh."""
         if not self.progress or self._console is None or not self._console.is_terminal:
             return
+        text = _LiveStatus(text, self._launch_t0)
         if self._status is None:
             import atexit
 
@@ -162,9 +163,38 @@ class Reporter:
     def _incident(self, ev: dict) -> None:
         diagnosis: Diagnosis | None = ev.get("_diagnosis")
         if self._console is not None:
-            self._console.print(rich_incident(ev, diagnosis))
+            for renderable, soft in rich_incident(ev, diagnosis):
+                self._console.print(renderable, soft_wrap=soft, crop=not soft)
         else:
             self.stream.write(text_incident(ev) + "\n")
+
+
+class _LiveStatus:
+    """The spinner's text, re-rendered at each refresh so that its clock moves."""
+
+    def __init__(self, text: str, t0: float | None):
+        self.text = text
+        self.t0 = t0
+
+    def __rich__(self):
+        from rich.text import Text
+
+        if self.t0 is None:
+            return Text(self.text)
+        return Text(f"{self.text}, {time.monotonic() - self.t0:.0f} s since the launch was seen")
+
+
+def run_summary_text(ev: dict) -> str:
+    """run's closing line in words: 'ready after 2 attempts', 'gave up after 1 attempt'."""
+    n = ev.get("attempts", 0)
+    attempts = f"{n} attempt{'s' if n != 1 else ''}"
+    outcome = ev.get("outcome")
+    head = {"ready": f"the server is ready after {attempts}",
+            "gave_up": f"gave up after {attempts}; the server is not running",
+            "interrupted": f"interrupted after {attempts}",
+            "stopped": f"stopped after {attempts}"}.get(outcome, f"{outcome} after {attempts}")
+    changed = ("; changes: " + ", ".join(ev["changes"])) if ev.get("changes") else ""
+    return f"run: {head} ({ev.get('seconds')} s): {ev.get('reason')}{changed}\nhistory: {ev.get('history')}"
 
 
 def launch_text(ev: dict) -> str:
@@ -190,51 +220,133 @@ def milestone_text(ev: dict) -> str:
 def summary_text(ev: dict) -> str:
     n = ev.get("incidents", 0)
     launches = ev.get("launches", 0)
+    lines = ev.get("lines")
     return f"summary: {n} incident{'s' if n != 1 else ''} in {launches} launch{'es' if launches != 1 else ''}" + (
-        f", {ev['lines']} lines read" if "lines" in ev else ""
+        f", {lines} line{'s' if lines != 1 else ''} read" if lines is not None else ""
     )
 
 
+def _changes(rem: dict) -> list[str]:
+    """A remediation's changes as pasteable command-line pieces."""
+    from sglang_doctor.remedy.launch_command import render_scalar
+
+    out = [flag if value is True else f"{flag} {render_scalar(value)}" for flag, value in (rem.get("set") or {}).items()]
+    out += [f"remove {flag}" for flag in rem.get("unset") or []]
+    out += [f"{name}={value}" for name, value in (rem.get("env") or {}).items()]
+    return out
+
+
+def _fix_line(rem: dict) -> str | None:
+    changes = _changes(rem)
+    if changes:
+        return "fix: " + "  ".join(changes) + ("" if rem.get("safe", True) else "   (changes behaviour: asks first)")
+    if rem.get("needs_human"):
+        return "no flag change is proven to help; what to do:"
+    return None
+
+
+def _alternative_text(alt: dict) -> tuple[str, str]:
+    return "  ".join(_changes(alt)) or alt.get("note", ""), alt.get("tradeoff") or ""
+
+
+def _command_text(rem: dict) -> str | None:
+    if not rem.get("command"):
+        return None
+    from shlex import quote
+
+    return " ".join(quote(a) for a in rem["command"])
+
+
+_BUDGET_ROW = re.compile(r"^(?P<name>[^(]+?)\s*(?:\((?P<detail>.*)\))?$")
+
+
+def budget_rows(plan: dict) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """(column titles, rows) of the per-GPU budget: the failed launch beside the proposed one."""
+    proposed = plan
+    failed = plan.get("current") if isinstance(plan.get("current"), dict) else None
+    columns = (["failed launch"] if failed else []) + ["proposed launch" if failed else "planned"]
+    plans = ([failed] if failed else []) + [proposed]
+    order: list[str] = []
+    values: dict[str, list[str]] = {}
+
+    def put(name: str, i: int, text: str) -> None:
+        if name not in values:
+            order.append(name)
+            values[name] = [""] * len(plans)
+        values[name][i] = text
+
+    def gib_rows(p: dict) -> list[tuple[str, str]]:
+        rows = []
+        for row in p.get("per_gpu_gib") or p.get("per_gpu_gb") or []:
+            m = _BUDGET_ROW.match(str(row.get("name", "")))
+            name = (m.group("name") if m else str(row.get("name", ""))).strip()
+            rows.append((f"{name} (GiB)", _gib(row.get("gib", row.get("gb")))))
+        return rows
+
+    per_plan = [gib_rows(p) for p in plans]
+    merged: list[str] = []  # the rows of both plans, each in its place
+    for rows in reversed(per_plan):
+        previous = None
+        for name, _ in rows:
+            if name not in merged:
+                merged.insert(merged.index(previous) + 1 if previous in merged else len(merged), name)
+            previous = name
+    for i, p in enumerate(plans):
+        put("free before the weights (GiB)", i, _gib(p.get("pre_gib", p.get("pre_gb"))))
+        put("pool budget (GiB)", i, _gib(p.get("pool_budget_gib", p.get("pool_budget_gb"))))
+    for name in merged:
+        put(name, 0, "")
+    for i, rows in enumerate(per_plan):
+        for name, text in rows:
+            put(name, i, text)
+    for i, p in enumerate(plans):
+        put("--mem-fraction-static", i, f"{p.get('mem_fraction_static', 0):.3f}".rstrip("0").rstrip("."))
+        put("KV cache tokens", i, str(p.get("max_total_num_tokens", "")))
+        put("running requests", i, str(p.get("max_running_requests", "")))
+        if p.get("mamba_cache_size") is not None:
+            put("mamba state slots", i, str(p.get("mamba_cache_size")))
+        put("fits", i, "yes" if p.get("fits") else f"NO: {(p.get('failing') or 'headroom').replace('_', ' ')}")
+    return columns, [(name, values[name]) for name in order]
+
+
+def _gib(value: Any) -> str:
+    try:
+        return f"{float(value):.2f}"
+    except (TypeError, ValueError):
+        return ""
+
+
 def _remediation_lines(rem: dict | None) -> list[str]:
+    """The remediation as plain text lines (text mode)."""
     if not rem:
         return []
     out: list[str] = []
-    changes = []
-    for flag, value in (rem.get("set") or {}).items():
-        changes.append(flag if value is True else f"{flag} {value}")
-    for flag in rem.get("unset") or []:
-        changes.append(f"remove {flag}")
-    for name, value in (rem.get("env") or {}).items():
-        changes.append(f"{name}={value}")
-    if changes:
-        out.append("fix: " + "  ".join(changes) + ("" if rem.get("safe", True) else "   (changes behaviour: asks first)"))
+    fix = _fix_line(rem)
+    if fix:
+        out.append(fix)
     if rem.get("note"):
         out.append("     " + rem["note"].replace("\n", "\n     "))
-    if rem.get("command"):
-        from shlex import quote
-
-        out.append("command: " + " ".join(quote(a) for a in rem["command"]))
+    command = _command_text(rem)
+    if command:
+        out.append("command: " + command)
     for i, alt in enumerate(rem.get("alternatives") or [], 1):
-        alt_changes = [f if v is True else f"{f} {v}" for f, v in (alt.get("set") or {}).items()]
-        alt_changes += [f"remove {f}" for f in alt.get("unset") or []]
-        alt_changes += [f"{k}={v}" for k, v in (alt.get("env") or {}).items()]
-        text = "  ".join(alt_changes) or alt.get("note", "")
-        trade = f"  -- {alt['tradeoff']}" if alt.get("tradeoff") else ""
-        out.append(f"  alternative {i}: {text}{trade}")
+        text, trade = _alternative_text(alt)
+        out.append(f"  alternative {i}: {text}" + (f"  -- {trade}" if trade else ""))
     plan = rem.get("plan")
-    if isinstance(plan, dict) and plan.get("per_gpu_gb"):
-        out.append("planned memory budget per GPU (GB):")
-        for row in plan["per_gpu_gb"]:
-            out.append(f"  {row.get('name', ''):<40} {row.get('gb', 0):>8.2f}")
-        out.append(f"  {'headroom':<40} {plan.get('headroom_gb', 0):>8.2f}"
-                   + ("" if plan.get("fits") else "   DOES NOT FIT"))
+    if isinstance(plan, dict) and (plan.get("per_gpu_gib") or plan.get("per_gpu_gb")):
+        columns, rows = budget_rows(plan)
+        out.append("memory budget per GPU:")
+        width = max(len(name) for name, _ in rows)
+        out.append(f"  {'':<{width}}  " + "  ".join(f"{c:>15}" for c in columns))
+        for name, vals in rows:
+            out.append(f"  {name:<{width}}  " + "  ".join(f"{v:>15}" for v in vals))
     return out
 
 
 def _header(ev: dict) -> str:
     ranks = ", ".join(ev.get("ranks") or [])
     lines = ev.get("lines") or ["?", "?"]
-    bits = [f"lines {lines[0]}-{lines[1]}"]
+    bits = [f"line {lines[0]}" if lines[0] == lines[1] else f"lines {lines[0]}-{lines[1]}"]
     if ranks:
         bits.append(f"ranks {ranks}")
     bits.append(f"phase {ev.get('phase')}")
@@ -246,6 +358,21 @@ def _header(ev: dict) -> str:
     return "; ".join(bits)
 
 
+def traceback_title(ev: dict) -> str:
+    """The traceback's label, true to what the log holds of it."""
+    end, top = bool(ev.get("truncated")), bool(ev.get("truncated_top"))
+    if ev.get("kind") == "signal":  # no Python traceback: the lines that tell of the failure
+        n = len((ev.get("traceback") or "").strip("\n").split("\n"))
+        return f"the log's line{'s' if n != 1 else ''} about it"
+    if end and top:
+        return "traceback (a fragment: its start and end are missing from the log)"
+    if end:
+        return "traceback (its end is missing from the log)"
+    if top:
+        return "traceback (its start is missing from the log)"
+    return "traceback (complete)"
+
+
 def text_incident(ev: dict) -> str:
     out = [
         f"-- incident [{ev.get('category')}] {ev.get('rule')}: {ev.get('title')}",
@@ -253,36 +380,99 @@ def text_incident(ev: dict) -> str:
     ]
     if ev.get("explanation"):
         out.append("   " + ev["explanation"].strip().replace("\n", "\n   "))
-    out.append("   traceback:")
-    out += ["   | " + line for line in (ev.get("traceback") or "").split("\n")]
+    if (ev.get("traceback") or "").strip():
+        out.append(f"   {traceback_title(ev)}:")
+        out += ["   | " + line for line in (ev.get("traceback") or "").split("\n")]
     out += ["   " + line for line in _remediation_lines(ev.get("remediation"))]
     return "\n".join(out)
 
 
-def rich_incident(ev: dict, diagnosis: Diagnosis | None):
+def rich_incident(ev: dict, diagnosis: Diagnosis | None) -> list[tuple[Any, bool]]:
+    """The incident for a terminal: (renderable, soft_wrap) pairs, printed in order.
+
+    Everything wraps at the terminal's width (never cut at a border); the fixed command is
+    printed on its own, outside any panel and without line breaks of ours, so that copying
+    it from the terminal gives the command that runs.
+    """
     from rich.console import Group
     from rich.panel import Panel
     from rich.text import Text
 
     exc = ev.get("exception") or {}
     root_line = f"{exc.get('type')}: {exc.get('message', '').splitlines()[0] if exc.get('message') else ''}" if exc else None
-    body = Text()
-    for line in (ev.get("traceback") or "").split("\n"):
-        style = ""
-        if root_line and line.strip().startswith(root_line.strip()[:60]) and exc.get("type"):
-            style = "bold red"
-        elif "/sglang/" in line and 'File "' in line:
-            style = "yellow"
-        body.append(line + "\n", style=style)
-    parts = [Text(_header(ev), style="dim")]
+    parts: list[Any] = [Text(_header(ev), style="dim")]
     if ev.get("explanation"):
         parts.append(Text(ev["explanation"].strip()))
-    parts.append(Panel(body, title="traceback (complete)", title_align="left", border_style="dim"))
-    rem = _remediation_lines(ev.get("remediation"))
+    tb = (ev.get("traceback") or "").rstrip("\n")
+    if tb.strip():
+        body = Text(overflow="fold", no_wrap=False)
+        for line in tb.split("\n"):
+            style = ""
+            if root_line and line.strip().startswith(root_line.strip()[:60]) and exc.get("type"):
+                style = "bold red"
+            elif "/sglang/" in line and 'File "' in line:
+                style = "yellow"
+            body.append(line + "\n", style=style)
+        body.rstrip()
+        incomplete = ev.get("truncated") or ev.get("truncated_top")
+        parts.append(Panel(body, title=traceback_title(ev), title_align="left",
+                           border_style="yellow" if incomplete else "dim"))
+    out: list[tuple[Any, bool]] = [(Panel(Group(*parts), title=Text(f"[{ev.get('category')}] {ev.get('title')}"),
+                                          subtitle=ev.get("rule"), title_align="left", border_style="red"), False)]
+    rem = ev.get("remediation")
     if rem:
-        parts.append(Text("\n".join(rem), style="green"))
-    return Panel(Group(*parts), title=f"[{ev.get('category')}] {ev.get('title')}", subtitle=ev.get("rule"),
-                 title_align="left", border_style="red")
+        out += _rich_remediation(rem)
+    return out
+
+
+def _rich_remediation(rem: dict) -> list[tuple[Any, bool]]:
+    from rich.table import Table
+    from rich.text import Text
+
+    out: list[tuple[Any, bool]] = []
+    fix = _fix_line(rem)
+    if fix:
+        out.append((Text(fix, style="bold green"), False))
+    for line in (rem.get("note") or "").split("\n"):
+        if line.strip():
+            out.append((_hanging("  ", line), False))
+    command = _command_text(rem)
+    if command:
+        out.append((Text("fixed command (copy the whole next line):", style="green"), False))
+        out.append((Text(command), True))  # one line of ours: the terminal wraps it, copying joins it
+    alternatives = rem.get("alternatives") or []
+    if alternatives:
+        out.append((Text("alternatives:", style="green"), False))
+    for i, alt in enumerate(alternatives, 1):
+        text, trade = _alternative_text(alt)
+        style = "yellow" if "UNPROVEN" in trade else ""
+        out.append((_hanging(f"  {i}. ", text, style=style), False))
+        if trade:
+            out.append((_hanging("     ", trade, style="dim"), False))
+    plan = rem.get("plan")
+    if isinstance(plan, dict) and (plan.get("per_gpu_gib") or plan.get("per_gpu_gb")):
+        columns, rows = budget_rows(plan)
+        table = Table(title="memory budget per GPU", title_justify="left", show_edge=False, pad_edge=False)
+        table.add_column("", overflow="fold")
+        for c in columns:
+            table.add_column(c, justify="right", no_wrap=True)
+        for name, vals in rows:
+            table.add_row(name, *vals, style="red" if any(v.startswith("NO") for v in vals[-1:]) else None)
+        out.append((table, False))
+    return out
+
+
+def _hanging(prefix: str, text: str, style: str = ""):
+    """Text wrapped under its own first character, not under the prefix."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(Text(prefix), Text(text, style=style))
+    return Padding(grid, 0)
 
 
 def remediation_text(rem: Remediation | None) -> str:

@@ -18,8 +18,35 @@ from sglang_doctor.cli.metrics_options import metrics_options, start_metrics
 from sglang_doctor.report import FORMATS, Reporter
 
 
+TERMINATED = 143  # 128 + SIGTERM, as `run` and shells report it
+
+EXIT_CODES_HELP = ("Exit codes: 0 no incident; 1 at least one incident; 2 usage or input error "
+                   "(one line on stderr); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM.")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while following: ends like Ctrl-C (what the log holds is reported) but exits 143."""
+
+
 class DoctorGroup(click.Group):
-    """Turns our own input errors into one line and exit 2, never a traceback."""
+    """Turns our own input errors and usage errors into one line and exit 2, never a traceback."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name or "sglang-doctor", complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            _one_line_usage_error(exc)
+            sys.exit(ExitCode.INPUT_ERROR)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            sys.exit(ExitCode.INTERRUPTED)
+        except click.ClickException as exc:
+            click.echo(f"sglang-doctor: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
         try:
@@ -27,11 +54,21 @@ class DoctorGroup(click.Group):
         except InputError as exc:
             click.echo(f"sglang-doctor: {exc}", err=True)
             ctx.exit(ExitCode.INPUT_ERROR)
+        except Terminated:
+            ctx.exit(TERMINATED)
         except KeyboardInterrupt:
             ctx.exit(ExitCode.INTERRUPTED)
         except BrokenPipeError:
             _quiet_broken_pipe()
             ctx.exit(ExitCode.OK)
+
+
+def _one_line_usage_error(exc: click.UsageError) -> None:
+    """click's usage error as one line: which command, what is wrong, where help is."""
+    ctx = exc.ctx
+    where = ctx.command_path if ctx is not None else "sglang-doctor"
+    message = " ".join(exc.format_message().split())
+    click.echo(f"{where}: {message} (see {where} --help)", err=True)
 
 
 def _quiet_broken_pipe() -> None:
@@ -42,16 +79,57 @@ def _quiet_broken_pipe() -> None:
         pass
 
 
+GPUS_HELP = ("The GPUs the planner sizes for: a6000, a100-40, a100-80, h100-80, l40s, rtx3090 or rtx4090 with "
+             "an xN count (a6000x2 = 2x RTX A6000); a custom per-GPU capacity such as 23034MiBx4 or 48GiBx2; "
+             "or auto (read them with NVML/torch).")
+GPU_SM_HELP = ("The GPUs' compute capability (e.g. 8.6 for A6000/3090, 8.9 for L40S/4090, 9.0 for H100). "
+               "Give it with a custom --gpus capacity: without it no FP8/FA3 support is assumed and 0.5.23's "
+               "prefill CUDA-graph reserve is left out of the plan. Overrides a profile's.")
+
+
 def common_options(f):
     f = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-                     help="Output format (default: rich on a terminal, text otherwise).")(f)
+                     help="Output format: rich (panels, colour), text (plain lines) or json (JSON Lines, one "
+                          "event per line). Default: rich on a terminal, text otherwise.")(f)
     f = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False),
-                     help="Extra rule directory (repeatable; later overrides earlier by rule id).")(f)
-    f = click.option("--gpus", default="a6000x2", show_default=True, help="Hardware profile name, or 'auto'.")(f)
+                     help="Extra rule directory, added to the built-in pack and ~/.config/sglang-doctor/rules/ "
+                          "(repeatable; later overrides earlier by rule id).")(f)
+    f = click.option("--gpus", default="a6000x2", show_default=True, help=GPUS_HELP)(f)
+    f = click.option("--gpu-sm", default=None, metavar="X.Y", help=GPU_SM_HELP)(f)
     f = click.option("--model-config", type=click.Path(dir_okay=False),
-                     help="The model's config.json when the log's model path is not readable.")(f)
-    f = click.option("--sglang-version", default=None, help="Target SGLang version for flag validation.")(f)
+                     help="The model's config.json, for the memory planner when the log's model path is not "
+                          "readable here.")(f)
+    f = click.option("--sglang-version", default=None, metavar="X.Y.Z",
+                     help="The SGLang version whose flags a fix uses, when the log does not say (e.g. 0.5.9).")(f)
     return f
+
+
+def check_version(version: str | None) -> None:
+    """--sglang-version must look like a release (0.5.9, 0.5.10.post1, 0.5.10rc1)."""
+    import re
+
+    if version is None:
+        return
+    if not re.fullmatch(r"v?\d+\.\d+(\.\d+)*((\.|-)?(post|dev|rc|a|b)\d*)*", version.strip()):
+        raise InputError(f"--sglang-version {version}: not an SGLang version (expected e.g. 0.5.9 or 0.5.23)")
+
+
+def check_rule_dirs(rule_dirs) -> None:
+    for d in rule_dirs:
+        p = Path(d)
+        if not p.exists():
+            raise InputError(f"--rules {d}: no such directory")
+        if not p.is_dir():
+            raise InputError(f"--rules {d}: not a directory")
+
+
+def check_common(rule_dirs, gpus, gpu_sm, model_config, sglang_version):
+    """Every common option checked before any work: (ruleset, hardware, model config)."""
+    check_version(sglang_version)
+    check_rule_dirs(rule_dirs)
+    hw = load_hardware(gpus, gpu_sm)
+    config = load_model_config(model_config)
+    return load_ruleset(rule_dirs), hw, config
 
 
 _RULESETS: dict[tuple, object] = {}
@@ -79,75 +157,157 @@ def _load_ruleset(rule_dirs) -> object | None:
     return ruleset
 
 
-def load_hardware(name: str):
+def load_hardware(name: str, sm: str | None = None):
     try:
         from sglang_doctor.remedy import hardware
     except ImportError:
         return None
     try:
-        return hardware.get_profile(name)
+        return hardware.get_profile(name, sm=sm)
     except ValueError as exc:
         raise InputError(str(exc).splitlines()[0]) from None
 
 
 def load_model_config(path: str | None) -> dict | None:
+    """The --model-config file, checked to be a config the planner can read (InputError if not)."""
     if not path:
         return None
     import json
 
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            cfg = json.load(fh)
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable config.json ({exc})") from None
+        raise InputError(f"--model-config {path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"--model-config {path}: is a directory (give its config.json)") from None
+    except OSError as exc:
+        raise InputError(f"--model-config {path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        msg = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise InputError(f"--model-config {path}: not JSON ({msg})") from None
+    problem = config_problem(cfg)
+    if problem:
+        raise InputError(f"--model-config {path}: {problem}")
+    return cfg
 
 
-def make_pipeline(rule_dirs, gpus, model_config, sglang_version, **kw) -> StreamPipeline:
-    return StreamPipeline(
-        load_ruleset(rule_dirs),
-        version=sglang_version,
-        hardware=load_hardware(gpus),
-        model_config=load_model_config(model_config),
-        **kw,
-    )
+def config_problem(cfg) -> str | None:
+    """Why a parsed JSON value is not a model config.json the planner can use, or None."""
+    from sglang_doctor.remedy import model_config
+
+    return model_config.problem(cfg)
 
 
-@click.group(cls=DoctorGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def make_pipeline(rule_dirs, gpus, model_config, sglang_version, gpu_sm=None, **kw) -> StreamPipeline:
+    ruleset, hw, config = check_common(rule_dirs, gpus, gpu_sm, model_config, sglang_version)
+    return StreamPipeline(ruleset, version=sglang_version, hardware=hw, model_config=config, **kw)
+
+
+MAIN_EPILOG = """\b
+Examples:
+  sglang-doctor explain --model-config config.json /root/sglang-serve.log
+  tail -f /root/sglang-serve.log | sglang-doctor -
+  sglang-doctor run --yes --log serve.log -- python -m sglang.launch_server --model-path M --tp-size 2
+  sglang-doctor plan --model-config config.json --gpus a6000x2 -- --tp-size 2 --context-length 65536
+
+\b
+""" + EXIT_CODES_HELP
+
+
+@click.group(cls=DoctorGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=MAIN_EPILOG)
 @click.version_option(__version__, prog_name="sglang-doctor")
 def main():
     """Read SGLang server logs, name why a launch died, and give the flag change that fixes it."""
 
 
-@main.command()
-@click.argument("logfiles", nargs=-1, required=True)
+EXPLAIN_EPILOG = """\b
+Examples:
+  sglang-doctor explain /root/sglang-serve.log
+  sglang-doctor explain --model-config fixtures/models/qwen3_6_27b_like.json fixtures/seed/seed_full.log
+  sglang-doctor explain --format json old.log.gz serve.log.attempts.json | jq .rule
+
+\b
+Every launch in the log is evidence: a fix is never a change another launch of the same log
+already ran and died of the same way. A file that holds no log text (empty, or binary) gives
+exit 0 and a hint on stderr.
+""" + EXIT_CODES_HELP
+
+
+@main.command(epilog=EXPLAIN_EPILOG)
+@click.argument("logfiles", nargs=-1, required=True, metavar="LOGFILE...")
 @common_options
-def explain(logfiles, fmt, rule_dirs, gpus, model_config, sglang_version):
-    """Read finished log(s) and diagnose every incident."""
+def explain(logfiles, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version):
+    """Read finished log(s) and diagnose every incident (gzip and run's LOG.attempts.json too)."""
+    ruleset, hw, config = check_common(rule_dirs, gpus, gpu_sm, model_config, sglang_version)
     reporter = Reporter(fmt)
     total = 0
+    shown: set[str] = set()
     for path in logfiles:
         if path.endswith(".attempts.json"):
             _explain_history(path, reporter)
             continue
-        pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version)
+        pipe = StreamPipeline(ruleset, version=sglang_version, hardware=hw, model_config=config, whole_log=True)
         reporter.otel.log_path = os.path.abspath(path)
         if len(logfiles) > 1:
             reporter.message(f"# {path}", style="bold")
+        sniff = _Sniffer()
         for block in open_log(path):
+            sniff.see(block)
             for ev in pipe.feed(block):
                 _explain_event(reporter, ev)
         for ev in pipe.finish():
             _explain_event(reporter, ev)
+        _print_warnings(pipe.warnings, shown)
+        hint = sniff.hint(pipe)
+        if hint:
+            click.echo(f"sglang-doctor: {path}: {hint}", err=True)
         summary = pipe.summary()
         if len(logfiles) > 1:
             summary["file"] = path
         reporter.event(summary)
-        for warning in pipe.warnings:
-            click.echo(f"sglang-doctor: warning: {warning}", err=True)
         total += pipe.incident_count
     sys.exit(ExitCode.INCIDENTS if total else ExitCode.OK)
+
+
+def _print_warnings(warnings, shown: set[str]) -> None:
+    """Each warning once per run (several incidents or files may give the same one)."""
+    for warning in warnings:
+        if warning not in shown:
+            shown.add(warning)
+            click.echo(f"sglang-doctor: warning: {warning}", err=True)
+
+
+class _Sniffer:
+    """Notices input that is not log text: empty, or binary (NUL and control bytes)."""
+
+    SAMPLE = 64 * 1024
+
+    def __init__(self) -> None:
+        self.head = b""
+        self.size = 0
+
+    def see(self, block: bytes) -> None:
+        self.size += len(block)
+        if len(self.head) < self.SAMPLE:
+            self.head += block[: self.SAMPLE - len(self.head)]
+
+    def hint(self, pipe: StreamPipeline) -> str | None:
+        if pipe.incident_count or pipe.launches:
+            return None
+        if self.size == 0:
+            return "the file is empty: nothing to diagnose"
+        controls = sum(1 for b in self.head if b < 32 and b not in (9, 10, 13, 27)) + self.head.count(b"\xff")
+        if controls > len(self.head) * 0.05:
+            return ("this does not look like a log (binary data); give the server's text log "
+                    "(e.g. the file SGLang's output was redirected to)")
+        if pipe.lines_seen and not _looks_like_sglang(self.head):
+            return "no SGLang launch or traceback found: is this an SGLang server log?"
+        return None
+
+
+def _looks_like_sglang(head: bytes) -> bool:
+    return any(word in head for word in (b"sglang", b"server_args", b"Traceback", b"TP0", b"Load weight"))
 
 
 def _explain_event(reporter: Reporter, ev: dict) -> None:
@@ -169,59 +329,106 @@ def _explain_history(path: str, reporter: Reporter) -> None:
         reporter.message(history.render(doc))
 
 
-@main.command("-")
-@click.option("--flush-after", type=float, default=1.0, show_default=True,
-              help="Seconds of silence after which an open incident is reported.")
+FLUSH_HELP = ("Seconds of silence after which an open incident is reported (> 0; the traceback may "
+              "still be growing before that).")
+
+PIPE_EPILOG = """\b
+Examples:
+  tail -f /root/sglang-serve.log | sglang-doctor -
+  python -m sglang.launch_server --model-path M 2>&1 | tee serve.log | sglang-doctor - --format json
+  kubectl logs -f pod/sglang-0 | sglang-doctor - --model-config config.json
+
+\b
+Each incident is printed as soon as its traceback is complete; at the end of the input the
+warnings and a summary follow.
+""" + EXIT_CODES_HELP
+
+
+@main.command("-", epilog=PIPE_EPILOG)
+@click.option("--flush-after", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+              help=FLUSH_HELP)
 @common_options
-def pipe_mode(flush_after, fmt, rule_dirs, gpus, model_config, sglang_version):
+def pipe_mode(flush_after, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version):
     """Read standard input as it streams (tail -f log | sglang-doctor -)."""
+    pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version, gpu_sm=gpu_sm)
     reporter = Reporter(fmt, progress=True)
-    pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version)
     fd = sys.stdin.fileno()
     _install_sigterm_as_interrupt()
+    sniff = _Sniffer()
+    shown: set[str] = set()
+
+    def show(ev) -> None:
+        reporter.event(ev)
+        if ev["event"] == "incident":  # a warning this incident raised, now and once
+            _print_warnings(pipe.warnings, shown)
+
     try:
         dirty = False
         while True:
             ready, _, _ = select.select([fd], [], [], flush_after if dirty else None)
             if not ready:
                 for ev in pipe.flush_idle():
-                    reporter.event(ev)
+                    show(ev)
                 dirty = pipe.idle_deferred > 0  # mid-line: ask again after another gap
                 continue
             data = os.read(fd, 1 << 20)
             if not data:
                 break
+            sniff.see(data)
             for ev in pipe.feed(data):
-                reporter.event(ev)
+                show(ev)
             dirty = True
         for ev in pipe.finish():
-            reporter.event(ev)
-    except KeyboardInterrupt:
+            show(ev)
+    except KeyboardInterrupt as exc:
         for ev in pipe.finish():
-            reporter.event(ev)
-        sys.exit(ExitCode.INTERRUPTED)
+            show(ev)
+        reporter.close()
+        _print_warnings(pipe.warnings, shown)
+        reporter.event(pipe.summary())
+        sys.exit(TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED)
+    reporter.close()
+    _print_warnings(pipe.warnings, shown)
+    hint = sniff.hint(pipe)
+    if hint:
+        click.echo(f"sglang-doctor: standard input: {hint}", err=True)
+    reporter.event(pipe.summary())
     sys.exit(ExitCode.INCIDENTS if pipe.incident_count else ExitCode.OK)
 
 
-@main.command()
+WATCH_EPILOG = """\b
+Examples:
+  sglang-doctor watch /root/sglang-serve.log
+  sglang-doctor watch --poll --from-end /mnt/nfs/serve.log
+  sglang-doctor watch --exit-on-incident --format json serve.log > incident.json
+
+\b
+Follows the file by name until Ctrl-C or SIGTERM (exit 130 / 143); with --exit-on-incident it
+stops at the first incident (exit 1).
+""" + EXIT_CODES_HELP
+
+
+@main.command(epilog=WATCH_EPILOG)
 @click.argument("logfile")
-@click.option("--flush-after", type=float, default=1.0, show_default=True,
-              help="Seconds of silence after which an open incident is reported.")
+@click.option("--flush-after", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+              help=FLUSH_HELP)
 @click.option("--poll", is_flag=True, help="Poll the file instead of using inotify (network or container mounts).")
-@click.option("--poll-interval", type=float, default=1.0, show_default=True)
+@click.option("--poll-interval", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+              help="Seconds between checks of the file when polling, and between checks for it to appear "
+                   "(> 0).")
 @click.option("--from-end", is_flag=True, help="Start at the end of an existing file instead of its beginning.")
 @click.option("--exit-on-incident", is_flag=True, help="Stop after the first incident (exit 1).")
 @metrics_options
 @common_options
 def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident, metrics_port, metrics_host, node,
-          fmt, rule_dirs, gpus, model_config, sglang_version):
+          fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version):
     """Follow a log (before it exists, across truncation, rotation and relaunches)."""
     from sglang_doctor.read import follow
 
+    pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version, gpu_sm=gpu_sm)
     reporter = Reporter(fmt, progress=True)
     reporter.otel.log_path = os.path.abspath(logfile)
     start_metrics(reporter, metrics_port, metrics_host, node)
-    pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version)
     _install_sigterm_as_interrupt()
     try:
         follower = follow.Follower(logfile, poll_interval=poll_interval, use_inotify=not poll,
@@ -229,6 +436,17 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
     except follow.FollowError as exc:
         raise InputError(str(exc)) from None
     last_data = None
+    following = f"still following {logfile} (Ctrl-C to stop)"
+    shown: set[str] = set()
+
+    def show(ev) -> None:
+        reporter.event(ev)
+        if ev["event"] == "incident":
+            _print_warnings(pipe.warnings, shown)  # a warning this incident raised, now and once
+            if exit_on_incident:
+                sys.exit(ExitCode.INCIDENTS)
+            reporter.message(following, style="dim")
+
     try:
         with follower:
             while True:
@@ -248,34 +466,32 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
                         if fev.detail:
                             reporter.event({"event": "status", "text": fev.detail})
                     for ev in events:
-                        reporter.event(ev)
-                        if exit_on_incident and ev["event"] == "incident":
-                            sys.exit(ExitCode.INCIDENTS)
+                        show(ev)
                 if got:
                     continue
                 if last_data is not None and time.monotonic() - last_data >= flush_after:
                     for ev in pipe.flush_idle():
-                        reporter.event(ev)
-                        if exit_on_incident and ev["event"] == "incident":
-                            sys.exit(ExitCode.INCIDENTS)
+                        show(ev)
                     last_data = time.monotonic() if pipe.idle_deferred else None  # mid-line: wait again
                 timeout = poll_interval if last_data is None else max(0.01, flush_after - (time.monotonic() - last_data))
                 follower.wait(timeout)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # what the log already holds is reported, not dropped (an incident in its --flush-after gap)
         for ev in pipe.finish():
             reporter.event(ev)
-        sys.exit(ExitCode.INTERRUPTED)
+        reporter.close()
+        _print_warnings(pipe.warnings, shown)
+        sys.exit(TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED)
 
 
 def _install_sigterm_as_interrupt() -> None:
-    """Ctrl-C and SIGTERM end a following command cleanly (exit 130).
+    """Ctrl-C ends a following command cleanly (exit 130), SIGTERM the same way (exit 143).
 
     SIGINT is set explicitly: a process started in the background of a non-interactive
     shell inherits SIGINT as ignored, and Python then never raises KeyboardInterrupt.
     """
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        raise Terminated
 
     try:
         signal.signal(signal.SIGTERM, handler)
@@ -290,8 +506,50 @@ def _register_commands() -> None:
     from sglang_doctor.cli.rules import rules
     from sglang_doctor.cli.run import run
 
+    _describe_run(run)
     for command in (rules, plan, run):
         main.add_command(command)
+
+
+RUN_EPILOG = """\b
+Examples:
+  sglang-doctor run --yes --log /root/sglang-serve.log -- python -m sglang.launch_server \\
+      --model-path /root/models/Qwen3.6-27B --tp-size 2 --mem-fraction-static 0.85
+  sglang-doctor run --dry-run -- python -m sglang.launch_server --model-path M --tp-size 2
+  sglang-doctor run --until-ready --via "ssh root@gpu-host --" --health-url http://gpu-host:30000/health \\
+      -- python -m sglang.launch_server --model-path M --host 0.0.0.0
+
+\b
+Everything after -- is the launch command, run as an argv list (no shell).
+Exit codes: 0 the server became ready (--until-ready / --detach: and was stopped or left
+running); 1 gave up, the server is not ready; 2 usage or input error (one line on stderr);
+130 interrupted (Ctrl-C); 143 stopped by SIGTERM. The server's process group is stopped first.
+"""
+
+_RUN_OPTION_HELP = {
+    "fmt": "Output format: rich, text or json (JSON Lines, one event per line). Default: rich on a terminal, "
+           "text otherwise.",
+    "rule_dirs": "Extra rule directory, added to the built-in pack (repeatable; later overrides earlier by id).",
+    "gpus": GPUS_HELP,
+    "model_config": "The model's config.json, for the memory planner when the --model-path directory is not "
+                    "readable here.",
+    "sglang_version": "The SGLang version whose flags a fix uses, when neither the log nor the installed "
+                      "SGLang says (e.g. 0.5.9).",
+    "max_attempts": "Launches at most, the first included.",
+}
+
+
+def _describe_run(command: click.Command) -> None:
+    """Describe run's options that its module leaves undescribed, and show `--` in its usage.
+
+    Only fills what is missing: run's own texts win."""
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.help and param.name in _RUN_OPTION_HELP:
+            param.help = _RUN_OPTION_HELP[param.name]
+        if isinstance(param, click.Argument) and param.name == "command":
+            param.metavar = "-- CMD [ARGS]..."
+    if not command.epilog:
+        command.epilog = RUN_EPILOG
 
 
 _register_commands()

@@ -13,6 +13,13 @@ from sglang_doctor.diagnose.rules_engine import RuleLoadError, RuleSet, builtin_
 
 def _load(ctx: click.Context, directory: str | None, *, strict: bool = False) -> RuleSet:
     dirs = list(ctx.obj["dirs"]) + ([directory] if directory else [])
+    for d in dirs:
+        if not Path(d).exists():
+            click.echo(f"sglang-doctor rules: {'--rules ' if d != directory else ''}{d}: no such directory", err=True)
+            ctx.exit(ExitCode.INPUT_ERROR)
+        if not Path(d).is_dir():
+            click.echo(f"sglang-doctor rules: {'--rules ' if d != directory else ''}{d}: not a directory", err=True)
+            ctx.exit(ExitCode.INPUT_ERROR)
     builtin = directory is None
     try:
         ruleset = RuleSet.load([Path(d) for d in dirs], builtin=builtin, user=builtin, strict=strict)
@@ -25,9 +32,22 @@ def _load(ctx: click.Context, directory: str | None, *, strict: bool = False) ->
     return ruleset
 
 
-@click.group()
+RULES_EPILOG = """\b
+Examples:
+  sglang-doctor rules list
+  sglang-doctor rules show memory.kv_pool.not_enough_memory
+  sglang-doctor rules --rules ~/my-rules test ~/my-rules
+
+\b
+The rule format is in docs/DESIGN.md. The pack's example logs are installed with the package,
+so `rules test` and the examples of `rules show` work from a plain `pip install`.
+Exit codes: 0 ok; 1 a self-test failed (rules test); 2 usage error or a bad rule file.
+"""
+
+
+@click.group(epilog=RULES_EPILOG)
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False),
-              help="Extra rule directory (repeatable).")
+              help="Extra rule directory, added to the built-in pack (repeatable; later overrides earlier by id).")
 @click.pass_context
 def rules(ctx, rule_dirs):
     """The rule pack: list, show one, validate, self-test."""
@@ -35,13 +55,77 @@ def rules(ctx, rule_dirs):
 
 
 @rules.command("list")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="text: a table with a header; json: one JSON object per rule, one per line.")
 @click.pass_context
-def list_rules(ctx):
+def list_rules(ctx, fmt):
     """A table of every rule: id, category, title, source file."""
+    import json
+
     ruleset = _load(ctx, None)
-    width = max((len(r.id) for r in ruleset.rules), default=10)
+    if fmt == "json":
+        for r in ruleset.rules:
+            click.echo(json.dumps({"id": r.id, "category": r.category, "phase": r.phase, "title": r.title,
+                                   "priority": r.priority, "status": r.status, "source": str(r.source),
+                                   "line": r.line, "remedies": [describe_remedy(e) for e in r.remedy],
+                                   "examples": list(r.examples)}, ensure_ascii=False))
+        return
+    width = max([len(r.id) for r in ruleset.rules] + [len("RULE")])
+    cat = max([len(r.category) for r in ruleset.rules] + [len("CATEGORY")])
+    click.echo(f"{'RULE':<{width}}  {'CATEGORY':<{cat}}  TITLE  (FILE:LINE)")
     for r in ruleset.rules:
-        click.echo(f"{r.id:<{width}}  {r.category:<22}  {r.title}  ({Path(r.source).name}:{r.line})")
+        click.echo(f"{r.id:<{width}}  {r.category:<{cat}}  {r.title}  ({Path(r.source).name}:{r.line})")
+    click.echo(f"{len(ruleset.rules)} rules")
+
+
+_FEATURE_WORDS = {"cuda_graph": "CUDA graphs", "prefill_cuda_graph": "prefill (piecewise) CUDA graphs",
+                  "torch_compile": "torch.compile", "custom_all_reduce": "the custom all-reduce",
+                  "radix_cache": "the radix cache", "overlap_schedule": "the overlap scheduler",
+                  "speculative": "speculative decoding"}
+
+
+def describe_remedy(entry: dict) -> str:
+    """A rule's remedy entry in words (``plan_memory {goal: fit_pools}`` -> what it does)."""
+    ((name, params),) = entry.items()
+    p = dict(params or {})
+    flag = p.get("flag", "")
+    if name == "plan_memory":
+        text = "ask the memory planner for launches that fit (needs the model's config.json)"
+    elif name in ("raise_flag", "lower_flag"):
+        verb = "raise" if name == "raise_flag" else "lower"
+        how = []
+        if "by" in p:
+            how.append(f"by {p['by']}")
+        if "factor" in p:
+            how.append(f"x{p['factor']}")
+        if "to" in p:
+            how.append(f"past {p['to']}")
+        bound = p.get("max" if name == "raise_flag" else "min")
+        text = f"{verb} {flag} {' or '.join(how)}".rstrip() + (
+            f" ({'at most' if name == 'raise_flag' else 'at least'} {bound})" if bound is not None else "")
+    elif name == "set_flag":
+        value = p.get("value", True)
+        text = f"pass {flag}" if value is True else f"set {flag} {value}"
+    elif name == "unset_flag":
+        text = f"remove {flag}"
+    elif name == "set_env":
+        text = f"set {p.get('name')}={p.get('value')} in the server's environment"
+    elif name == "disable_feature":
+        text = f"turn {_FEATURE_WORDS.get(p.get('feature'), str(p.get('feature')).replace('_', ' '))} off"
+    elif name == "closest_flag":
+        text = "replace each unknown flag with the closest real flag of the target SGLang release"
+    elif name == "change_port":
+        text = "move the server to a free port"
+    elif name == "upgrade_sglang":
+        text = f"upgrade SGLang" + (f" to {p['min_version']} or newer" if p.get("min_version") else "")
+    elif name == "needs_human":
+        text = f"a person must act: {p.get('reason') or 'no launch flag can fix this'}"
+    else:
+        shown = ", ".join(f"{k} {v}" for k, v in p.items() if k not in ("tradeoff", "note"))
+        text = f"{name.replace('_', ' ')}" + (f" ({shown})" if shown else "")
+    if p.get("tradeoff"):
+        text += f"; trade-off: {p['tradeoff']}"
+    return text
 
 
 @rules.command()
@@ -60,17 +144,19 @@ def show(ctx, rule_id):
         if rule.doc.get(key):
             out += [f"{label}:", f"  {rule.doc[key]}", ""]
     if rule.remedy:
-        out.append("Remedies, in order:")
-        out += [f"  - {name} {params}" for entry in rule.remedy for name, params in entry.items()]
+        out.append("Remedies, in order (the first that applies is the fix, the others its alternatives):")
+        out += [f"  - {describe_remedy(entry)}" for entry in rule.remedy]
         out.append("")
-    root = builtin_rules_dir().parent
+    root = _examples_root(Path(rule.source))
     for example in rule.examples[:1]:
         path = root / example
         if path.is_file():
             lines = path.read_bytes().decode("utf-8", "replace").split("\n")
-            out.append(f"Example ({example}):")
-            out += ["  | " + line[:200] for line in lines[-12:] if line]
+            out.append(f"Example ({example}, its last lines):")
+            out += ["  | " + line for line in lines[-12:] if line]
             out.append("")
+        else:
+            out += [f"Example: {example} (not found under {root})", ""]
     if rule.references:
         out.append("References:")
         out += [f"  {ref}" for ref in rule.references]
@@ -87,6 +173,12 @@ def lint(ctx, directory):
     click.echo(f"{len(ruleset.rules)} rules, no problems")
 
 
+def _examples_root(source: Path) -> Path:
+    """Where a rule's example paths start: the parent of its rule directory (the repository in a
+    checkout; the installed package, which ships the pack's example logs, otherwise)."""
+    return source.resolve().parent.parent
+
+
 @rules.command("test")
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.pass_context
@@ -96,6 +188,13 @@ def test_rules(ctx, directory):
 
     ruleset = _load(ctx, directory)
     root = Path(directory).resolve().parent if directory else builtin_rules_dir().parent
+    missing = sorted({ex for r in ruleset.rules for ex in (*r.examples, *r.counter_examples)
+                      if not (root / ex).is_file()})
+    if missing:
+        click.echo(f"sglang-doctor rules test: {len(missing)} example file(s) named by the rules are not under "
+                   f"{root} (first: {missing[0]}); examples are paths relative to the rule directory's parent",
+                   err=True)
+        ctx.exit(ExitCode.INPUT_ERROR)
     failures: list[str] = []
     cache: dict[str, list[str]] = {}
 

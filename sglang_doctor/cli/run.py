@@ -125,7 +125,7 @@ def _text(ev: dict) -> str:
     if kind == "healthy":
         return f"healthy: {ev['url']} answered 200, {ev['seconds']} s after launch"
     if kind == "run_summary":
-        changed = ("; changes: " + ", ".join(ev["changes"])) if ev.get("changes") else ""
-        return (f"run {ev['outcome']} after {ev['attempts']} attempt(s), {ev['seconds']} s: {ev['reason']}{changed}\n"
-                f"history: {ev['history']}")
+        from sglang_doctor.report import run_summary_text
+
+        return run_summary_text(ev)
     return str(ev)

@@ -43,8 +43,10 @@ class GPUProfile:
         return int(round(self.total_gb * 1024))
 
     def to_json(self) -> dict[str, Any]:
+        # *_gib are the names; total_gb / usable_gb are the same GiB figures under their old names
         return {
             "name": self.name, "gpu_name": self.gpu_name, "count": self.count,
+            "total_gib": round(self.total_gb, 3), "usable_gib": self.usable_gb,
             "total_gb": round(self.total_gb, 3), "usable_gb": self.usable_gb, "total_mib": self.total_mib,
             "compute_capability": list(self.compute_capability), "nvlink": self.nvlink,
             "fp8": self.fp8, "fa3": self.fa3,
@@ -68,7 +70,10 @@ _ALIASES = {
     "rtx-a6000": "a6000", "a100": "a100-80", "a100-40gb": "a100-40", "a100-80gb": "a100-80",
     "h100": "h100-80", "3090": "rtx3090", "4090": "rtx4090", "l40": "l40s",
 }
-_COUNT = re.compile(r"^(?P<base>.+?)x(?P<n>\d+)$")
+_COUNT = re.compile(r"^(?P<base>.+?)x(?P<n>-?\d+)$")
+# A custom capacity: per-GPU memory as nvidia-smi (MiB) or torch (GiB) reports it, times a count.
+_CAPACITY = re.compile(r"^(?P<size>\d+(?:\.\d+)?)(?P<unit>mib|gib|gb|mb|g|m)(?:x(?P<n>-?\d+))?$")
+_MAX_COUNT = 1024
 
 
 def profile_names() -> list[str]:
@@ -76,20 +81,80 @@ def profile_names() -> list[str]:
     return ["a6000x2", *sorted(_BASE), "auto"]
 
 
-def get_profile(name: str) -> GPUProfile:
-    """The named profile; "auto" reads this machine's GPUs.  ValueError when unknown."""
+def describe_choices() -> str:
+    """One line for help texts and errors: every way to name the GPUs."""
+    return (f"one of {', '.join(sorted(_BASE))} with an optional xN count (e.g. h100-80x8); "
+            "a custom per-GPU capacity such as 23034MiBx4 or 48GiBx2; or auto")
+
+
+def get_profile(name: str, sm: str | None = None) -> GPUProfile:
+    """The named profile or custom capacity; "auto" reads this machine's GPUs.
+
+    ``sm`` ("8.6") sets the compute capability (a custom capacity has none otherwise).
+    ValueError with a one-line message when the name is not understood.
+    """
     key = (name or DEFAULT_PROFILE).strip().lower()
+    cc = parse_sm(sm) if sm else None
     if key == "auto":
-        return detect()
+        found = detect()
+        return _with_sm(found, cc) if cc else found
+    custom = _CAPACITY.match(key)
+    if custom:
+        return _custom(name, custom, cc)
     count = 1
     m = _COUNT.match(key)
     if m and (m.group("base") in _BASE or m.group("base") in _ALIASES):
         key, count = m.group("base"), int(m.group("n"))
+        _check_count(name, count)
     key = _ALIASES.get(key, key)
-    if key not in _BASE or count < 1:
-        raise ValueError(f"unknown GPU profile {name!r}; known: {', '.join(profile_names())} (add xN for N GPUs)")
+    if key not in _BASE:
+        raise ValueError(f"--gpus {name}: unknown GPU profile; use {describe_choices()}")
     base = _BASE[key]
-    return replace(base, name=key if count == 1 else f"{key}x{count}", count=count)
+    out = replace(base, name=key if count == 1 else f"{key}x{count}", count=count)
+    return _with_sm(out, cc) if cc else out
+
+
+def _check_count(name: str, count: int) -> None:
+    if count < 1:
+        raise ValueError(f"--gpus {name}: GPU count must be >= 1")
+    if count > _MAX_COUNT:
+        raise ValueError(f"--gpus {name}: GPU count must be <= {_MAX_COUNT}")
+
+
+def _custom(name: str, m: re.Match, cc: tuple[int, int] | None) -> GPUProfile:
+    unit = m.group("unit")
+    if unit in ("gb", "mb", "g", "m"):
+        raise ValueError(f"--gpus {name}: say MiB (as nvidia-smi prints memory.total) or GiB, "
+                         f"e.g. 23034MiBx4 or 48GiBx2")
+    size = float(m.group("size"))
+    total_gb = size / 1024 if unit == "mib" else size
+    count = int(m.group("n") or 1)
+    _check_count(name, count)
+    if total_gb < 1:
+        raise ValueError(f"--gpus {name}: a GPU needs at least 1 GiB (got {total_gb:.2f} GiB)")
+    cc = cc or (0, 0)  # unknown unless --gpu-sm says: no FP8 / FA3 is claimed
+    fp8, fa3 = _capabilities(cc) if cc != (0, 0) else (False, False)
+    label = f"{m.group('size')}{'MiB' if unit == 'mib' else 'GiB'}"
+    return GPUProfile(f"{label}x{count}" if count > 1 else label,
+                      f"custom {total_gb:.2f} GiB GPU" + (f" (SM{cc[0]}{cc[1]})" if cc != (0, 0) else ""),
+                      count, total_gb, round(max(total_gb - _CUDA_CONTEXT_GB, 0.5), 2), cc, False, fp8, fa3)
+
+
+def parse_sm(text: str) -> tuple[int, int]:
+    """'8.6' / '86' / 'sm86' / 'sm_90' -> (8, 6); ValueError naming --gpu-sm otherwise."""
+    t = str(text).strip().lower().removeprefix("sm").lstrip("_")
+    m = re.fullmatch(r"(\d{1,2})\.(\d)|(\d)(\d)|(\d{2})(\d)", t)
+    if not m:
+        raise ValueError(f"--gpu-sm {text}: expected a compute capability such as 8.6, 8.9 or 9.0")
+    major, minor = [int(g) for g in m.groups() if g is not None]
+    if not 3 <= major <= 20:
+        raise ValueError(f"--gpu-sm {text}: compute capability {major}.{minor} is not a CUDA GPU's")
+    return major, minor
+
+
+def _with_sm(p: GPUProfile, cc: tuple[int, int]) -> GPUProfile:
+    fp8, fa3 = _capabilities(cc)
+    return replace(p, compute_capability=cc, fp8=fp8, fa3=fa3)
 
 
 def _capabilities(cc: tuple[int, int]) -> tuple[bool, bool]:

@@ -551,6 +551,11 @@ class Plan:
             "pool_budget_gb": round(self.budget_gb, 3), "mem_fraction_static": round(self.mem_fraction_static, 4),
             "kv_bytes_per_token": self.cell_bytes, "mamba_bytes_per_request": self.mamba_slot_bytes,
             "error": self.error, "notes": list(self.notes), "sources": dict(self.sources),
+            # the same GiB figures under names that say the unit (the *_gb names above are kept
+            # for existing readers; they were always GiB)
+            "per_gpu_gib": [{"name": n, "gib": round(v, 3)} for n, v in self.rows],
+            "headroom_gib": round(self.headroom_gb, 3), "pre_gib": round(self.pre_gb, 3),
+            "pool_budget_gib": round(self.budget_gb, 3),
         }
 
 
@@ -614,8 +619,11 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     failing, error = None, None
     if rest <= 0:
         failing = "weights"
+        need = 1 - avail / pre if pre > 0 else 2.0
         error = (f"weights ({weights:.2f} GiB) leave no room for pools under mem_fraction_static={st.mfs:.3f}; "
-                 f"minimum viable {1 - avail / pre:.3f}")
+                 + (f"the smallest fraction that leaves any is {need:.3f}" if need < 0.99 else
+                    f"they do not fit in the {pre:.2f} GiB free per GPU at any --mem-fraction-static: "
+                    "more GPUs (--tp-size) or a quantized model"))
     _, _, per = mamba_state_bytes(s, st.attn_tp, st.ssm_dtype)
     D = st.draft_tokens
     inter_gb = state_gb = 0.0

@@ -395,6 +395,8 @@ def needs_human(ctx: Context, params: dict) -> Remediation | None:
 @remedy("plan_memory")
 def plan_memory(ctx: Context, params: dict) -> list[Remediation] | None:
     """Ask the memory planner for launches that fit; each becomes a remediation."""
+    if ctx.diagnosis.launch is None or not ctx.diagnosis.launch.server_args:
+        return None  # no dump of the launch's settings: nothing to plan from
     if not ctx.model_config:
         ctx.warnings.append("no model config.json: the memory planner was skipped (use --model-config)")
         return None
@@ -402,13 +404,7 @@ def plan_memory(ctx: Context, params: dict) -> list[Remediation] | None:
         from sglang_doctor.remedy import planner
     except ImportError:
         return None
-    server_args = dict(ctx.catalog.defaults())
-    server_args.update({k: v for k, v in ctx.server_args.items() if v is not None})
-    if ctx.command_known and ctx.command:
-        for flag, value in launch_command.parse(ctx.command, ctx.catalog).items():
-            spec = ctx.catalog.spec(flag)
-            if spec is not None:
-                server_args[spec.dest] = _typed(spec, value)
+    server_args = _planner_args(ctx)
     observed = planner.observed_from_launch(ctx.diagnosis.launch) if ctx.diagnosis.launch else {}
     current = planner.plan(ctx.model_config, ctx.hardware, server_args, ctx.version, observed)
     out = []
@@ -434,13 +430,37 @@ def plan_memory(ctx: Context, params: dict) -> list[Remediation] | None:
         if sets is None or (not sets and not unsets):
             continue
         gave = f" (had to give: {'; '.join(cand.gave_up)})" if cand.gave_up else ""
-        note = (f"{current.failing or 'the pools'} did not fit: planned headroom "
-                f"{cand.plan.headroom_gb:.1f} GB per GPU{gave}")
+        note = (f"{_pool_words(current.failing)} did not fit; this launch is planned to fit with "
+                f"{cand.plan.headroom_gb:.1f} GiB of headroom per GPU{gave}")
         budget = cand.plan.to_json()
         budget["current"] = current.to_json()  # the launch that failed, for the explanation
         out.append(Remediation(set=sets, unset=unsets, note=note, tradeoff=cand.tradeoff, plan=budget,
                                safe=not unsets))  # turning a feature off changes behaviour: ask
     return out or None
+
+
+_POOL_WORDS = {
+    "mamba_pool": "the recurrent-state (mamba) pools",
+    "kv_pool": "the KV cache pool",
+    "weights": "the weights",
+    "headroom": "the runtime buffers outside the pools",
+}
+
+
+def _pool_words(failing: str | None) -> str:
+    return _POOL_WORDS.get(failing or "", "the pools")
+
+
+def _planner_args(ctx: Context) -> dict[str, Any]:
+    """The launch as the planner sees it: the catalogue's defaults, the dump, the command."""
+    server_args = dict(ctx.catalog.defaults())
+    server_args.update({k: v for k, v in ctx.server_args.items() if v is not None})
+    if ctx.command_known and ctx.command:
+        for flag, value in launch_command.parse(ctx.command, ctx.catalog).items():
+            spec = ctx.catalog.spec(flag)
+            if spec is not None:
+                server_args[spec.dest] = _typed(spec, value)
+    return server_args
 
 
 def _typed(spec: Any, value: Any) -> Any:
@@ -456,8 +476,12 @@ def _typed(spec: Any, value: Any) -> Any:
 
 
 def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, catalog: Any, hardware: Any,
-              model_config: dict | None, warnings: list[str] | None = None) -> Remediation | None:
-    """The remediation of a diagnosis: its rule's remedies, first concrete one first."""
+              model_config: dict | None, warnings: list[str] | None = None,
+              evidence: list["EarlierLaunch"] | None = None) -> Remediation | None:
+    """The remediation of a diagnosis: its rule's remedies, first concrete one first.
+
+    ``evidence`` is the log's other failed launches: a change one of them already ran and
+    died of the same way is not proposed again (``weigh``)."""
     if not diagnosis.remedies:
         return None
     command_known = command is not None
@@ -477,6 +501,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
             rem.remedy = rem.remedy or name
             if not any(_same_change(rem, other) for other in found):
                 found.append(rem)
+    found = weigh(ctx, found, evidence or [])
     if not found:
         return None
     for rem in found:
@@ -499,3 +524,187 @@ def _fixed_command(command: list[str] | None, rem: Remediation, catalog: Any, wa
     except launch_command.CommandError as exc:
         warnings.append(f"remedy {rem.remedy} dropped: {exc}")
         return None
+
+
+# -- the whole log as evidence ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EarlierLaunch:
+    """Another launch of the same log that failed: its settings and the rules its incidents got."""
+
+    number: int  # 1-based, as the report numbers launches
+    server_args: dict[str, Any]
+    rules: tuple[str, ...]
+
+
+# fields that differ between launches without bearing on a failure (not worth naming as evidence)
+_NOISE = {"random_seed", "port", "host", "nccl_port", "dist_init_addr", "log_level", "served_model_name",
+          "metrics_port", "file_storage_path", "api_key", "download_dir"}
+_KNOB_WORDS = {"mem_fraction_static": "the fraction"}
+
+
+def weigh(ctx: Context, found: list[Remediation], evidence: list[EarlierLaunch]) -> list[Remediation]:
+    """Drop what the log's other launches already ran and died of the same way, mark what
+    they make doubtful or the planner predicts not to fit, and say what the launches prove.
+
+    * a change whose every flag value a same-way launch already had: dropped (it was tried);
+    * one numeric flag moved to a value inside the range the same-way launches (this one
+      included) already spanned: dropped (proven not to help);
+    * one numeric flag moved past that range: kept, marked unproven, never the first choice;
+    * with a model config, a memory change the planner predicts still does not fit: marked.
+    When nothing unmarked is left, the answer is a note for a human with the evidence, and
+    the marked changes as alternatives.
+    """
+    same = [e for e in evidence if ctx.diagnosis.rule in e.rules]
+    proofs: list[str] = []
+    kept: list[Remediation] = []
+    marked: list[Remediation] = []
+    for rem in found:
+        if rem.needs_human or not (rem.set or rem.unset):
+            kept.append(rem)
+            continue
+        verdict = _against_launches(ctx, rem, same)
+        if verdict is not None:
+            kind, text = verdict
+            if text not in proofs:
+                proofs.append(text)
+            if kind == "drop":
+                continue
+            doubt = _planner_doubt(ctx, rem)
+            _mark(rem, text + (f"; and {doubt}" if doubt else ""))
+            marked.append(rem)
+            continue
+        doubt = _planner_doubt(ctx, rem)
+        if doubt:
+            _mark(rem, doubt)
+            marked.append(rem)
+            continue
+        kept.append(rem)
+    if not proofs:
+        return kept + marked
+    evidence_text = "\n".join(proofs)
+    if kept and not kept[0].needs_human:
+        kept[0].note = (kept[0].note + "\n" if kept[0].note else "") + evidence_text
+        return kept + marked
+    missing = "" if ctx.model_config else (
+        "; pass --model-config PATH/config.json so the memory planner can say which pool does not fit")
+    human = Remediation(needs_human=True, safe=False, remedy="evidence",
+                        note=evidence_text + missing)
+    return [human, *[r for r in kept if r.needs_human], *marked]
+
+
+def _mark(rem: Remediation, why: str) -> None:
+    rem.tradeoff = f"{rem.tradeoff}; " if rem.tradeoff else ""
+    rem.tradeoff += f"UNPROVEN: {why}"
+    rem.safe = False  # run --yes does not try a doubtful change unattended
+
+
+def _dest_value(ctx: Context, flag: str, value: Any) -> tuple[str, Any] | None:
+    spec = ctx.catalog.spec(flag)
+    if spec is None:
+        return None
+    return spec.dest, _typed(spec, value)
+
+
+def _against_launches(ctx: Context, rem: Remediation, same: list[EarlierLaunch]) -> tuple[str, str] | None:
+    """("drop" | "mark", what the launches prove) when the same-way launches speak to ``rem``."""
+    changes = [_dest_value(ctx, f, v) for f, v in rem.set.items()]
+    if not same or any(c is None for c in changes):
+        return None
+    removed = [ctx.catalog.spec(f) for f in rem.unset]
+    shown = _changes_text(rem)
+    for e in same:
+        had = all(_equal(e.server_args.get(dest), value) for dest, value in changes)  # type: ignore[misc]
+        # a removal counts as tried only when that launch's dump shows the setting off
+        had = had and all(s is not None and s.dest in e.server_args
+                          and e.server_args[s.dest] in (None, False, s.default) for s in removed)
+        if had:
+            others = _differences(ctx, e, {d for d, _ in changes})  # type: ignore[misc]
+            with_text = f" with {others}" if others else ""
+            knob = _knob_words(ctx, rem)
+            tail = f": {knob} is not the constraint" if knob else ""
+            return "drop", f"launch {e.number} already tried {shown}{with_text} and failed the same way{tail}"
+    if len(changes) != 1 or rem.unset:
+        return None
+    ((dest, value),) = changes  # type: ignore[misc]
+    number = _number(value)
+    here = _number(ctx.server_args.get(dest))
+    if number is None or here is None:
+        return None
+    tried = [(e.number, _number(e.server_args.get(dest))) for e in same]
+    tried = [(n, v) for n, v in tried if v is not None and abs(v - here) > 1e-9]
+    if not tried:
+        return None
+    lo, hi = min([here, *[v for _, v in tried]]), max([here, *[v for _, v in tried]])
+    flag = next(iter(rem.set))
+    ran = ", ".join(f"launch {n} ran {flag} {launch_command.render_scalar(_as_shown(v))}" for n, v in tried)
+    said = (f"{ran} and this launch {launch_command.render_scalar(_as_shown(here))}: "
+            f"{'both' if len(tried) == 1 else 'all'} failed the same way")
+    if lo - 1e-9 <= number <= hi + 1e-9:
+        return "drop", said + f", so {flag} {launch_command.render_scalar(value)} would too"
+    knob = _knob_words(ctx, rem) or flag
+    return "mark", said + f", so {knob} may not be the constraint"
+
+
+def _as_shown(v: float) -> Any:
+    return int(v) if float(v).is_integer() and abs(v) >= 1 else round(v, 4)
+
+
+def _knob_words(ctx: Context, rem: Remediation) -> str | None:
+    if len(rem.set) != 1 or rem.unset:
+        return None
+    spec = ctx.catalog.spec(next(iter(rem.set)))
+    return _KNOB_WORDS.get(spec.dest, spec.name) if spec is not None else None
+
+
+def _changes_text(rem: Remediation) -> str:
+    parts = [f if v is True else f"{f} {launch_command.render_scalar(v)}" for f, v in rem.set.items()]
+    parts += [f"without {f}" for f in rem.unset]
+    return " ".join(parts)
+
+
+def _differences(ctx: Context, e: EarlierLaunch, skip: set[str]) -> str:
+    """The settings that launch had and this one does not, as flags (at most three)."""
+    here = ctx.server_args
+    out = []
+    for dest, value in e.server_args.items():
+        if dest in skip or dest in _NOISE or _equal(here.get(dest), value) or (here.get(dest) is None and value is None):
+            continue
+        spec = ctx.catalog.by_dest(dest)
+        if spec is None or value in (None, False):
+            continue
+        out.append(spec.name if value is True else f"{spec.name} {launch_command.render_scalar(value)}")
+    return " ".join(out[:3]) + (" ..." if len(out) > 3 else "")
+
+
+_PLANNED_DESTS = {"mem_fraction_static", "max_running_requests", "mamba_ssm_dtype", "chunked_prefill_size",
+                  "cuda_graph_max_bs", "context_length", "max_total_tokens", "max_mamba_cache_size",
+                  "mamba_full_memory_ratio", "kv_cache_dtype", "disable_cuda_graph", "speculative_algorithm"}
+
+
+def _planner_doubt(ctx: Context, rem: Remediation) -> str | None:
+    """With a model config, a memory change the planner predicts still does not fit: why."""
+    if rem.remedy == "plan_memory" or not ctx.model_config or not ctx.diagnosis.category.startswith("memory."):
+        return None
+    if ctx.diagnosis.launch is None or not ctx.diagnosis.launch.server_args:
+        return None
+    changes = [_dest_value(ctx, f, v) for f, v in rem.set.items()]
+    if any(c is None for c in changes) or not any(d in _PLANNED_DESTS for d, _ in changes):  # type: ignore[misc]
+        return None
+    try:
+        from sglang_doctor.remedy import planner
+
+        args = _planner_args(ctx)
+        args.update(dict(changes))  # type: ignore[arg-type]
+        for f in rem.unset:
+            spec = ctx.catalog.spec(f)
+            if spec is not None:
+                args[spec.dest] = spec.default
+        observed = planner.observed_from_launch(ctx.diagnosis.launch)
+        p = planner.plan(ctx.model_config, ctx.hardware, args, ctx.version, observed)
+    except Exception:  # noqa: BLE001 - no verdict is better than a wrong one
+        return None
+    if p.fits:
+        return None
+    return f"the memory planner predicts it still does not fit ({(p.failing or 'headroom').replace('_', ' ')})"

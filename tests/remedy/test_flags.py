@@ -396,7 +396,7 @@ def test_a_built_wheel_ships_the_catalogues(tmp_path):
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for name in ("sglang_doctor", "rules"):
+    for name in ("sglang_doctor", "rules", "fixtures"):  # fixtures: the pack's example logs ship too
         shutil.copytree(ROOT / name, source / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",

@@ -35,13 +35,64 @@ def test_named_profiles_and_count_suffix(name, count, cc, fp8, fa3):
     assert (p.count, p.compute_capability, p.fp8, p.fa3) == (count, cc, fp8, fa3)
 
 
-@pytest.mark.parametrize("bad", ["b300", "h100x0", "x2", ""])
-def test_unknown_profile_is_a_value_error(bad):
-    if bad == "":
-        assert hardware.get_profile(bad).name == "a6000x2"  # empty means the default
-        return
-    with pytest.raises(ValueError, match="unknown GPU profile"):
+@pytest.mark.parametrize("bad", ["b300", "x2", "a6000-48"])
+def test_unknown_profile_lists_the_names(bad):
+    with pytest.raises(ValueError, match="unknown GPU profile") as err:
         hardware.get_profile(bad)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"--gpus {bad}")
+    for name in ("a6000", "h100-80", "rtx4090", "23034MiBx4", "auto"):
+        assert name in message
+
+
+def test_empty_name_is_the_default():
+    assert hardware.get_profile("").name == "a6000x2"
+
+
+@pytest.mark.parametrize("bad", ["a6000x0", "h100-80x0", "h100x-1", "48GiBx0"])
+def test_a_zero_count_says_so(bad):
+    with pytest.raises(ValueError, match="GPU count must be >= 1"):
+        hardware.get_profile(bad)
+
+
+@pytest.mark.parametrize("name, total_gib, count", [
+    ("23034MiBx4", 23034 / 1024, 4),
+    ("48GiBx2", 48.0, 2),
+    ("80GiB", 80.0, 1),
+    ("49140mib x2".replace(" ", ""), 49140 / 1024, 2),
+])
+def test_custom_capacity(name, total_gib, count):
+    p = hardware.get_profile(name)
+    assert (p.count, round(p.total_gb, 4)) == (count, round(total_gib, 4))
+    assert p.usable_gb < p.total_gb  # the CUDA context is not free
+    assert p.compute_capability == (0, 0) and not p.fp8 and not p.fa3  # unknown: nothing claimed
+    assert p.to_json()["total_gib"] == round(total_gib, 3)
+
+
+def test_custom_capacity_matches_the_named_profile_it_describes():
+    named, custom = hardware.get_profile("a6000x2"), hardware.get_profile("49140MiBx2", sm="8.6")
+    assert (custom.total_mib, custom.count, custom.compute_capability) == (named.total_mib, 2, (8, 6))
+    assert abs(custom.usable_gb - named.usable_gb) < 0.05
+
+
+@pytest.mark.parametrize("sm, cc, fp8, fa3", [("8.6", (8, 6), False, False), ("89", (8, 9), True, False),
+                                              ("sm_90", (9, 0), True, True), ("9.0", (9, 0), True, True)])
+def test_gpu_sm_sets_capabilities(sm, cc, fp8, fa3):
+    p = hardware.get_profile("24GiBx2", sm=sm)
+    assert (p.compute_capability, p.fp8, p.fa3) == (cc, fp8, fa3)
+    assert hardware.get_profile("a6000", sm=sm).compute_capability == cc
+
+
+@pytest.mark.parametrize("bad, match", [("48GBx2", "MiB"), ("0.5GiB", "at least 1 GiB"), ("48GiBx5000", "<= 1024")])
+def test_bad_custom_capacity(bad, match):
+    with pytest.raises(ValueError, match=match):
+        hardware.get_profile(bad)
+
+
+@pytest.mark.parametrize("bad", ["abc", "8", "1.2.3", "99.9"])
+def test_bad_gpu_sm(bad):
+    with pytest.raises(ValueError, match="--gpu-sm"):
+        hardware.get_profile("48GiB", sm=bad)
 
 
 def test_profile_names_lists_auto_and_default():

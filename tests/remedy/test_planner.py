@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import doctor_cmd
 from sglang_doctor.remedy import hardware
 from sglang_doctor.remedy import planner
 from sglang_doctor.pipeline import read_incidents
@@ -178,7 +179,9 @@ def test_model_families_are_read(model, hybrid, full_layers):
 def test_weights_that_leave_no_room_are_named():
     # Qwen3-Next-80B in bf16 (~149 GiB) cannot fit two A6000s
     p = planner.plan(_config("qwen3_next_80b_a3b.json"), A6000X2, {"tp_size": 2}, "0.5.23")
-    assert not p.fits and p.failing == "weights" and "minimum viable" in p.error
+    assert not p.fits and p.failing == "weights"
+    # no impossible "minimum fraction" above 1: the weights alone exceed the free memory
+    assert "at any --mem-fraction-static" in p.error and "tp-size" in p.error
 
 
 def test_plan_to_json_is_serialisable():
@@ -222,7 +225,7 @@ def test_plan_command_text_that_fits():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--model-config", "/nonexistent/config.json"], "cannot read"),
+    (["--model-config", "/nonexistent/config.json"], "--model-config /nonexistent/config.json: no such file"),
     (["--model-config", str(MODELS / "llama3_1_8b.json"), "--gpus", "b300"], "unknown GPU profile"),
     (["--model-config", str(MODELS / "llama3_1_8b.json"), "--", "tp"], "expected a --flag"),
 ])
@@ -239,3 +242,84 @@ def test_parse_flags_without_a_catalogue_converts_names_and_values():
                                        "--speculative-algorithm", "NEXTN"], "0.5.9")
     assert parsed["tp_size"] == 2 and parsed["mem_fraction_static"] == 0.85
     assert parsed["enable_torch_compile"] is True and parsed["speculative_algorithm"] == "NEXTN"
+
+
+QWEN36_PATH = MODELS / "qwen3_6_27b_like.json"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--", "--tp-size", "3"], "--tp-size 3 needs 3 GPUs but --gpus a6000x2 has 2"),
+    (["--gpus", "h100x3", "--", "--tp-size", "4"], "--tp-size 4 needs 4 GPUs but --gpus h100-80x3 has 3"),
+    (["--gpus", "a6000x4", "--", "--tp-size", "2", "--pp-size", "3"], "needs 6 GPUs"),
+    (["--", "--mem-fraction-static", "1.5"], "--mem-fraction-static 1.5: must be > 0 and < 1"),
+    (["--", "--mem-fraction-static", "0"], "--mem-fraction-static 0: must be > 0 and < 1"),
+    (["--", "--mem-fraction-static", "abc"], "--mem-fraction-static: invalid float value 'abc'"),
+    (["--", "--tp-sise", "2"], "closest: --tp-size"),
+    (["--", "--context-length", "-5"], "--context-length -5: must be >= 1"),
+    (["--", "--chunked-prefill-size", "0"], "--chunked-prefill-size 0: must be -1 (no chunking) or >= 1"),
+    (["--sglang-version", "banana"], "--sglang-version banana: not an SGLang version"),
+    (["--gpus", "a6000x0"], "--gpus a6000x0: GPU count must be >= 1"),
+    (["--gpus", "48GiBx2", "--gpu-sm", "abc"], "--gpu-sm abc"),
+])
+def test_plan_refuses_what_cannot_run(args, needle):
+    out = _run("--model-config", str(QWEN36_PATH), "--format", "text", *args)
+    assert out.returncode == 2, out.stdout
+    assert needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+@pytest.mark.parametrize("content", ['{"foo": 1}', "[1, 2]", '{"num_hidden_layers": 4}'])
+def test_plan_and_explain_refuse_a_json_that_is_not_a_config(tmp_path, content, seed_full):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(content)
+    for args in (["plan", "--model-config", str(cfg)], ["explain", "--model-config", str(cfg), str(seed_full)]):
+        out = subprocess.run(doctor_cmd(*args), capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and "not a model config.json" in out.stderr, (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1 and "KeyError" not in out.stderr
+
+
+def test_a_disabled_chunk_is_a_value_not_a_flag():
+    out = _run("--model-config", str(MODELS / "llama3_1_8b.json"), "--gpus", "h100-80", "--format", "json",
+               "--", "--chunked-prefill-size", "-1")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["flags"]["chunked_prefill_size"] == -1
+
+
+def test_plan_json_keeps_token_and_request_counts_as_numbers_and_says_gib():
+    out = _run("--model-config", str(QWEN36_PATH), "--format", "json", "--sglang-version", "0.5.9", "--",
+               "--tp-size", "2", "--context-length", "65536", "--mem-fraction-static", "0.85",
+               "--speculative-algo", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+               "--speculative-num-draft-tokens", "4")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    for p in [doc["plan"], *[c["plan"] for c in doc["candidates"]]]:
+        assert type(p["max_total_num_tokens"]) is int and type(p["max_running_requests"]) is int
+        assert p["per_gpu_gib"][0]["name"] == "weights" and isinstance(p["headroom_gib"], float)
+    assert doc["gpus"]["total_gib"] == doc["gpus"]["total_gb"]
+    assert doc["candidates"][0]["flags"][0].startswith("--")  # pasteable
+
+
+def test_fits_lines_are_pasteable_flags():
+    out = _run("--model-config", str(QWEN36_PATH), "--format", "text", "--sglang-version", "0.5.9", "--",
+               "--tp-size", "2", "--context-length", "65536", "--mem-fraction-static", "0.85",
+               "--speculative-algo", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+               "--speculative-num-draft-tokens", "4")
+    fits = [line for line in out.stdout.splitlines() if line.startswith("fits:")]
+    assert fits and all("=" not in line.split("->")[0] for line in fits), fits
+    assert "--mamba-ssm-dtype bfloat16" in fits[0]
+    assert "does NOT fit (mamba_pool)" in out.stdout and "(GiB)" in out.stdout
+
+
+def test_a_0523_plan_says_which_max_running_requests_sglang_uses():
+    out = _run("--model-config", str(QWEN36_PATH), "--format", "text", "--sglang-version", "0.5.23", "--",
+               "--tp-size", "2", "--context-length", "65536", "--speculative-algo", "NEXTN",
+               "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+               "--mem-fraction-static", "0.85")
+    doc = json.loads(_run("--model-config", str(QWEN36_PATH), "--format", "json", "--sglang-version", "0.5.23",
+                          "--", "--tp-size", "2", "--context-length", "65536", "--speculative-algo", "NEXTN",
+                          "--mem-fraction-static", "0.85").stdout)
+    n = doc["plan"]["max_running_requests"]
+    assert n < 48
+    line = next(x for x in out.stdout.splitlines() if "max_running_requests: SGLang will use" in x)
+    assert f"will use {n}:" in line or "will use" in line
+    assert "default 48" in line and "mamba state pool" in line
+    assert "note: max_running_requests defaults to 48" not in out.stdout  # said once, with the reason
