@@ -217,6 +217,7 @@ def text_incident(ev: dict) -> str:
     ]
     if ev.get("explanation"):
         out.append("   " + ev["explanation"].strip().replace("\n", "\n   "))
+    out += ["   " + line for line in fallback_lines(ev)]
     out.append("   traceback:")
     out += ["   | " + line for line in (ev.get("traceback") or "").split("\n")]
     out += ["   " + line for line in _remediation_lines(ev.get("remediation"))]
@@ -241,12 +242,30 @@ def rich_incident(ev: dict, diagnosis: Diagnosis | None):
     parts = [Text(_header(ev), style="dim")]
     if ev.get("explanation"):
         parts.append(Text(ev["explanation"].strip()))
+    if fallback_lines(ev):
+        parts.append(Text("\n".join(fallback_lines(ev)), style="yellow"))
     parts.append(Panel(body, title="traceback (complete)", title_align="left", border_style="dim"))
     rem = _remediation_lines(ev.get("remediation"))
     if rem:
         parts.append(Text("\n".join(rem), style="green"))
     return Panel(Group(*parts), title=f"[{ev.get('category')}] {ev.get('title')}", subtitle=ev.get("rule"),
                  title_align="left", border_style="red")
+
+
+def fallback_lines(ev: dict) -> list[str]:
+    """The honest fallback (diagnose/fallback.py): what is missing, the best guess, the next step."""
+    fb = ev.get("fallback")
+    if not fb:
+        return []
+    out = []
+    if fb.get("missing"):
+        out.append(f"missing: {fb['missing']}")
+    guess = fb.get("best_guess") or {}
+    if guess:
+        out.append(f"best guess: {guess.get('category')} (confidence {guess.get('confidence')}): {guess.get('why')}")
+    if fb.get("next_step"):
+        out.append(f"next step: {fb['next_step']}")
+    return out
 
 
 def remediation_text(rem: Remediation | None) -> str:

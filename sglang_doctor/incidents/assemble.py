@@ -338,6 +338,10 @@ class Assembler:
             signals=list(group.signal_lines),
             launch_index=launch.index,
             after_ready=launch.ready_line is not None and launch.ready_line < lines[0].number,
+            # a fragment with no ready line, no launch header and no start-up milestone
+            # before the failure does not say whether the server had been ready
+            after_ready_known=(launch.ready_line is not None or launch.line is not None
+                               or any(ms.line < lines[0].number for ms in launch.milestones)),
         )
         if primary is not None:
             incident.chain = primary.chain
