@@ -33,7 +33,7 @@ CLASS_MAX_CONFIDENCE = 0.7  # a class rule is always less sure than a specific o
 
 REMEDIES = (
     "plan_memory", "set_flag", "raise_flag", "lower_flag", "unset_flag", "set_env", "disable_feature",
-    "closest_flag", "change_port", "upgrade_sglang", "needs_human",
+    "closest_flag", "change_port", "upgrade_sglang", "needs_human", "flag_named",
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",
@@ -608,6 +608,8 @@ class RuleSet:
         _, rule, captures, assumed = chosen
         values = _Defaults({k: v for k, v in (launch.server_args if launch else {}).items()})
         values.update(captures)
+        if incident.exception is not None and incident.exception.type:
+            values.setdefault("exc_type", incident.exception.type)
         confidence = rule.confidence
         if incident.truncated and rule.frames_only:
             confidence *= TRUNCATED_FRAMES_ONLY_FACTOR
