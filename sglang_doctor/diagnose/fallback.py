@@ -10,6 +10,7 @@ part.  ``LOG`` in a command stands for the log file on the server.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sglang_doctor.incidents.milestones import phase_after
@@ -65,6 +66,7 @@ _SIGNAL_GUESS: dict[str, tuple[str, float, str]] = {
     "watchdog_timeout": ("runtime.crash", 0.35, "SGLang's scheduler watchdog fired: a forward pass hung"),
 }
 _EXIT_KILLED = ("-9", "137")
+_CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
 _TERMINAL = ("sigquit_launch", "sigquit_running")
 
 
@@ -157,14 +159,33 @@ def _short(f: Frame) -> str:
     return path.split("/sglang/", 1)[-1] if "/sglang/" in path else path.rsplit("/", 1)[-1]
 
 
+def _called(source: str | None) -> str | None:
+    """The function a frame's source line calls (``scheduler.event_loop_normal()``)."""
+    if not source:
+        return None
+    m = _CALL.search(source)
+    return m.group(1) if m else None
+
+
+def _fits(path: str, function: str, part: str, functions: tuple[str, ...] | None) -> bool:
+    if part and part not in path:
+        return False
+    if functions is None:
+        return True
+    name = function.rsplit(".", 1)[-1]
+    return name in functions or (name.startswith("event_loop") and "event_loop_normal" in functions)
+
+
 def guess_from_frames(frames: list[Frame]) -> tuple[str, float, str] | None:
     ours = sglang_frames(frames)
     for depth, f in enumerate(reversed(ours)):
         path = f.file.replace("\\", "/")
+        called = _called(f.source) if depth == 0 else None
         for part, functions, category, why in _WHERE:
-            if part and part not in path:
-                continue
-            if functions is not None and f.function not in functions and f.function.rsplit(".", 1)[-1] not in functions:
+            if called and functions is not None and not part and _fits(path, called, part, functions):
+                # the deepest frame's source line shows what it was calling when the text stopped
+                return category, 0.35, f"{why} ({f.function} was calling {called}, {_short(f)})"
+            if not _fits(path, f.function, part, functions):
                 continue
             confidence = 0.4 if depth == 0 else 0.3
             return category, confidence, f"{why} ({f.function} in {_short(f)})"
@@ -177,6 +198,11 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
         return {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
                 "why": f"rule {diagnosis.rule} matched what the text holds"}
     names = inc.signal_names
+    if "segfault" in names and any("==== backtrace" in line.text or "ucs" in line.text.lower().split()
+                                   for line in inc.signals):
+        return {"category": "nccl", "confidence": 0.3,
+                "why": "a segmentation fault reported by UCX's handler (\"==== backtrace\"): UCX carries the "
+                       "communication libraries (NCCL over IB, KV transfer)"}
     for name in names:  # evidence the text does hold, in order
         if name in ("nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed", "segfault", "cuda_error"):
             category, conf, why = _SIGNAL_GUESS[name]
@@ -218,8 +244,9 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
     fragment = launch is None or (launch.line is None and not launch.milestones)
     guess = best_guess(diagnosis)
     if diagnosis.layer == "fallback":
-        # the guess becomes the incident's category only when evidence points somewhere
-        if guess["category"] not in ("other",) and guess["confidence"] >= 0.25:
+        # the guess becomes the incident's category only when the cause line is missing and
+        # evidence points somewhere; a cause line no rule knows stays "other"
+        if missing and guess["category"] not in ("other",) and guess["confidence"] >= 0.25:
             diagnosis.category = guess["category"]
             diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.5)
         where = "the cause line is not in the text" if missing else "no rule knew this failure"

@@ -112,6 +112,13 @@ class Assembler:
         )
 
     def feed(self, line: Line) -> list[Event]:
+        if " pid=" in line.text:
+            parts = records.split_joined(line.text)
+            if parts is not None:  # a paste that lost its newlines: each part as its own line
+                return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        return self._feed(line)
+
+    def _feed(self, line: Line) -> list[Event]:
         events: list[Event] = []
         end = records.outer_prefix_end(line.text)
         if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it

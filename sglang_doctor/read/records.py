@@ -99,3 +99,18 @@ def strip_outer(text: str) -> str:
     """The line without outer prefixes (see outer_prefix_end)."""
     end = outer_prefix_end(text)
     return text[end:] if end else text
+
+
+# A paste that lost its newlines keeps the launcher's per-line prefix: "... (Worker pid=7)
+# [2025-09-18 03:27:45 TP0] Scheduler hit an exception: Traceback ... (Worker pid=7) File ...".
+_JOINED_RAY = re.compile(r" (?=\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=[\w.:]+)?\) )")
+
+
+def split_joined(text: str) -> list[str] | None:
+    """The lines of a line that is several Ray-prefixed lines joined by spaces, or None."""
+    if text.count(" pid=") < 2:
+        return None
+    parts = _JOINED_RAY.split(text)
+    if len(parts) < 3:
+        return None
+    return [strip_outer(p) for p in parts]
