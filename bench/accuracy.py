@@ -56,6 +56,7 @@ class FileResult:
     fix_wanted: bool = False
     fix_hit: bool | None = None
     incidents: int = 0
+    fallback_from_summary: bool = False  # no incident; the summary's fallback answered
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -168,8 +169,13 @@ def score_file(path: Path, label: dict, part: str, timeout: float) -> FileResult
         res.crash = f"exit {code}: {stderr.strip()[-300:]}"
     elif "Traceback (most recent call last)" in stderr:
         res.crash = f"traceback on stderr: {stderr.strip()[-300:]}"
-    incidents = [e for e in parse_events(stdout) if e.get("event") == "incident"]
+    events = parse_events(stdout)
+    incidents = [e for e in events if e.get("event") == "incident"]
     res.incidents = len(incidents)
+    if not incidents:  # a text with no failure: the summary may say where its cause would be
+        summary = next((e for e in events if e.get("event") == "summary"), {})
+        res.fallback = summary.get("fallback")
+        res.fallback_from_summary = res.fallback is not None
     primary = primary_incident(incidents)
     if primary is not None:
         res.predicted = primary.get("category")
@@ -237,6 +243,7 @@ def summarize(results: list[FileResult]) -> dict:
         "no_cause": {
             "total": len(no_cause),
             "fallback_given": _ratio(sum(r.fallback is not None for r in no_cause), len(no_cause)),
+            "fallback_in_summary": sum(r.fallback_from_summary for r in no_cause),
             "best_guess_right": _ratio(sum(r.guess == r.best_guess_label for r in no_cause), len(no_cause)),
             "category_right": _ratio(sum(r.predicted == r.best_guess_label for r in no_cause), len(no_cause)),
         },
@@ -257,7 +264,8 @@ def print_summary(part: str, s: dict) -> None:
     print(f"  false alarms on healthy    {s['false_alarms']['count']} of {s['false_alarms']['healthy']}")
     print(f"  crashes                    {s['crashes']}")
     nc = s["no_cause"]
-    print(f"  no-cause fragments         {nc['total']}: fallback given {_fmt(nc['fallback_given'])}, "
+    print(f"  no-cause fragments         {nc['total']}: fallback given {_fmt(nc['fallback_given'])} "
+          f"({nc['fallback_in_summary']} of them with no incident, in the summary), "
           f"best guess right {_fmt(nc['best_guess_right'])}")
     print("  per category:                 category        no-cause guess    fix")
     for cat, c in s["per_category"].items():

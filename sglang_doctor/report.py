@@ -156,7 +156,7 @@ def summary_text(ev: dict) -> str:
     launches = ev.get("launches", 0)
     return f"summary: {n} incident{'s' if n != 1 else ''} in {launches} launch{'es' if launches != 1 else ''}" + (
         f", {ev['lines']} lines read" if "lines" in ev else ""
-    )
+    ) + "".join("\n  " + line for line in fallback_lines(ev))
 
 
 def _remediation_lines(rem: dict | None) -> list[str]:

@@ -254,3 +254,67 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
                                  f"confidence {guess['confidence']}.").strip()
     diagnosis.fallback = {"missing": missing, "best_guess": guess, "next_step": next_step(inc, missing, fragment)}
     return diagnosis
+
+
+# -- a text with no failure in it ---------------------------------------------------------
+# What the last line of a fragment shows the server doing: (substring, phase).
+_LAST_LINE: tuple[tuple[str, str], ...] = (
+    ("Decode batch", "serving"), ("Prefill batch", "serving"), ("HTTP/1.1", "serving"),
+    ("Application startup complete", "serving"), ("Started server process", "serving"),
+    ("Waiting for application startup", "serving"), ("Uvicorn running on", "serving"),
+    ("Capturing batches", "startup.cuda_graph"), ("Capture cuda graph", "startup.cuda_graph"),
+    ("Loading safetensors checkpoint shards", "startup.load_weights"), ("Load weight", "startup.load_weights"),
+    ("Detected fp8 checkpoint", "startup.load_weights"), ("Loading pt checkpoint shards", "startup.load_weights"),
+    ("Init torch distributed ends", "startup.load_weights"), ("Init torch distributed", "startup.distributed"), ("KV Cache is allocated", "startup.memory_pool"),
+    ("Memory pool end", "startup.cuda_graph"),
+)
+_PHASE_CATEGORY = {"startup.distributed": "nccl", "startup.load_weights": "model.load",
+                   "startup.memory_pool": "memory.kv_pool", "startup.cuda_graph": "cuda_graph",
+                   "startup.warmup": "runtime.crash", "serving": "runtime.crash"}
+
+
+def _last_lines(tail: bytes, n: int = 3) -> list[str]:
+    """The last n non-empty lines, last first (a paste often cuts its very last line short)."""
+    out = []
+    for raw in reversed(tail.split(b"\n")):
+        text = raw.decode("utf-8", "replace").strip()
+        if text:
+            out.append(text)
+            if len(out) == n:
+                break
+    return out
+
+
+def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, Any] | None:
+    """For a text with no failure in it that is not a whole launch (no ``server_args`` dump
+    followed by the ready line): say that no failure is here, where its cause would be if the
+    server did fail, and the best guess from the last thing the text shows.  None for an empty
+    input and for a whole healthy launch."""
+    if lines == 0:
+        return None
+    launch = launches[-1] if launches else None
+    if launch is not None and launch.line is not None and launch.ready_line is not None:
+        return None  # a whole launch that became ready: nothing is missing
+    phase, last = None, ""
+    for text in _last_lines(tail):
+        phase = next((p for lit, p in _LAST_LINE if lit in text), None)
+        if phase is not None:
+            last = text
+            break
+    why = None
+    if phase is not None:
+        why = f"the text ends while the server is at {phase} ({last[:80]!r})"
+    elif launch is not None and launch.ready_line is not None:
+        phase, why = "serving", "the server had been ready"
+    elif launch is not None and launch.milestones:
+        phase = phase_after(launch.milestones[-1].name)
+        why = f"the last start-up step seen is {launch.milestones[-1].name}"
+    category = _PHASE_CATEGORY.get(phase or "")
+    guess = ({"category": category, "confidence": 0.25, "why": why + "; if it failed, it failed there"}
+             if category else {"category": "other", "confidence": 0.1, "why": "the text shows no failure and no phase"})
+    return {
+        "missing": (f"no failure is in these {lines} lines: if the server failed, its error comes after the last "
+                    "line (the text ends there) or is in another log"),
+        "best_guess": guess,
+        "next_step": "sglang-doctor explain LOG   # on the whole log file; or: grep -n -B2 -A80 'Traceback' LOG",
+    }
