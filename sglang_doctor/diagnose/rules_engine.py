@@ -540,11 +540,8 @@ class RuleSet:
                     break
             else:
                 return None
-        if rule.message_any:
-            if chain:
-                text = "\n".join(f"{e.type}: {e.message}" for e in chain).lower()
-            else:
-                text = "\n".join(line.text for line in incident.signals).lower()
+        if rule.message_any:  # the failure's words: its exceptions' and its signal lines'
+            text = "\n".join([f"{e.type}: {e.message}" for e in chain] + [line.text for line in incident.signals]).lower()
             if not any(k in text for k in rule.message_any):
                 return None
         frames = incident.frames
