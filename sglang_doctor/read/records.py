@@ -69,6 +69,8 @@ _OUTER = re.compile(
     r"[\w.-]+ [\w.@/-]+(?:\[\d+\])?: "                                       # journald / syslog
     r"|\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=[\w.:]+)?\) ?"                  # ray: (pid=N), (Actor pid=N)
     r"|\((?:raylet|gcs_server|autoscaler)(?:, ip=[\w.:]+)?\) ?"              # ray's own daemons
+    r"|\[(?:default)?rank\d+\]: ?(?=\S| {2}| {4})"                             # torchrun --tee: [rank0]:
+    r"|[A-Za-z0-9][\w.-]{0,100}(?: [\w.-]{1,100})? >> ?"                       # stern / kubetail: pod [container] >>
     r"|(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
     r"\[\d+,\d+\]<std(?:out|err)>:"                                          # mpirun --tag-output
     r")"
