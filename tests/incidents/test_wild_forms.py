@@ -127,3 +127,27 @@ def test_input_longer_than_context_is_not_an_incident():
 def test_native_failure_signals(line, name):
     (inc,), _ = incidents_of(line + "\n")
     assert inc.kind == "signal" and inc.signal_names == [name]
+
+
+def test_blank_line_inside_an_exception_message_stays_one_incident():
+    log = (f'[2026-05-09 10:02:11] Traceback (most recent call last):\n'
+           f'  File "{P}/utils/hf_transformers_utils.py", line 320, in get_config\n    raise e\n'
+           "ValueError: The checkpoint you are trying to load has model type `new_moe` but Transformers does not "
+           "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+           "version of Transformers is out of date.\n\n"
+           "You can update Transformers with the command `pip install --upgrade transformers`. If this does not "
+           "work, and the checkpoint is very new, then there may not be a release version that supports this model "
+           "yet. In this case, you can get the most up-to-date code by installing Transformers from source with the "
+           "command `pip install git+https://github.com/huggingface/transformers.git`\n")
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "ValueError" and "model type `new_moe`" in inc.exception.message
+
+
+def test_one_line_paste_that_lost_its_newlines_behind_ray_prefixes():
+    log = ("Capturing batches (bs=64 avail_mem=11.08 GB): 0%| | 0/11 [00:00<?, ?it/s] (Worker pid=7) "
+           "[2025-09-18 03:27:45 TP0] Scheduler hit an exception: Traceback (most recent call last): (Worker pid=7) "
+           f'File "{P}/model_executor/cuda_graph_runner.py", line 292, in capture (Worker pid=7) x() (Worker pid=7) '
+           "RuntimeError: ptxas fatal : Value 'sm_120a' is not defined for option 'gpu-name'\n")
+    (inc,), _ = incidents_of(log)
+    assert [f.function for f in inc.frames] == ["capture"]
+    assert inc.exception.type == "RuntimeError" and "ptxas" in inc.exception.message
