@@ -120,6 +120,9 @@ class Incident:
     captures: dict[str, str] = field(default_factory=dict)  # named groups of the signal lines
     launch_index: int = 0
     after_ready: bool = False  # the launch had announced ready before this failure
+    # whether the log says so: False for a fragment with no ready line, no launch header and
+    # no start-up milestone before the failure (then after_ready is only a default)
+    after_ready_known: bool = True
 
     @property
     def traceback(self) -> str:
@@ -186,10 +189,15 @@ class Diagnosis:
     captures: dict[str, str] = field(default_factory=dict)
     remediation: Remediation | None = None
     launch: Launch | None = None
+    layer: str = "specific"  # "specific" | "class" | "fallback": which layer of rules named it
+    assumed: list[str] = field(default_factory=list)  # what the log did not say and was assumed
+    # the honest fallback when the cause line is missing or no rule knew it:
+    # {"missing": str | None, "best_guess": {"category", "confidence", "why"}, "next_step": str}
+    fallback: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         inc = self.incident
-        return {
+        out = {
             "event": "incident",
             "rule": self.rule,
             "category": self.category,
@@ -208,7 +216,12 @@ class Diagnosis:
             "kind": inc.kind,
             "launch": inc.launch_index,
             "remediation": self.remediation.to_json() if self.remediation else None,
+            "layer": self.layer,
+            "assumed": list(self.assumed),
         }
+        if self.fallback is not None:
+            out["fallback"] = self.fallback
+        return out
 
 
 # CONTRACT.md's category and phase names; rules are checked against these.

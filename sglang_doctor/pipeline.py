@@ -24,8 +24,9 @@ from sglang_doctor.read import records
 from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
-IDLE_DEFERRALS = 4
-HOLD_LIMIT = 20000  # events held back behind an incident that waits for the whole log (whole_log)  # idle gaps an incident waits for a partial last line to be completed
+TAIL_KEEP = 4096
+IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
+HOLD_LIMIT = 20000  # events held back behind an incident that waits for the whole log (whole_log)
 
 
 class InputError(Exception):
@@ -75,6 +76,7 @@ class StreamPipeline:
         self.started = time.monotonic()
         self.warnings: list[str] = _UniqueList()
         self._partial = False  # the bytes so far end mid-line
+        self._tail = b""  # the input's last bytes (fallback.no_incident looks at the last line)
         self._line: Line | None = None
         self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
 
@@ -83,6 +85,7 @@ class StreamPipeline:
     def feed(self, data: bytes) -> list[dict]:
         if data:
             self._partial = not data.endswith(b"\n")
+            self._tail = (self._tail + data[-TAIL_KEEP:])[-TAIL_KEEP:]  # the last lines, for the summary
             self.idle_deferred = 0
         self.scanner.feed(data)
         return self._take()
@@ -126,8 +129,16 @@ class StreamPipeline:
         return self.scanner.lines_seen
 
     def summary(self) -> dict:
-        return {"event": "summary", "incidents": self.incident_count, "launches": len(self.launches),
-                "lines": self.lines_seen}
+        out = {"event": "summary", "incidents": self.incident_count, "launches": len(self.launches),
+               "lines": self.lines_seen}
+        if self.incident_count == 0:
+            # no failure in the text: for a fragment, say so and where its cause would be
+            from sglang_doctor.diagnose.fallback import no_incident
+
+            note = no_incident(self.assembler.launches, self._tail, self.lines_seen)
+            if note is not None:
+                out["fallback"] = note
+        return out
 
     # -- internals ---------------------------------------------------------------------
 

@@ -223,7 +223,7 @@ def summary_text(ev: dict) -> str:
     lines = ev.get("lines")
     return f"summary: {n} incident{'s' if n != 1 else ''} in {launches} launch{'es' if launches != 1 else ''}" + (
         f", {lines} line{'s' if lines != 1 else ''} read" if lines is not None else ""
-    )
+    ) + "".join("\n  " + line for line in fallback_lines(ev))
 
 
 def _changes(rem: dict) -> list[str]:
@@ -380,6 +380,7 @@ def text_incident(ev: dict) -> str:
     ]
     if ev.get("explanation"):
         out.append("   " + ev["explanation"].strip().replace("\n", "\n   "))
+    out += ["   " + line for line in fallback_lines(ev)]
     if (ev.get("traceback") or "").strip():
         out.append(f"   {traceback_title(ev)}:")
         out += ["   | " + line for line in (ev.get("traceback") or "").split("\n")]
@@ -403,6 +404,8 @@ def rich_incident(ev: dict, diagnosis: Diagnosis | None) -> list[tuple[Any, bool
     parts: list[Any] = [Text(_header(ev), style="dim")]
     if ev.get("explanation"):
         parts.append(Text(ev["explanation"].strip()))
+    if fallback_lines(ev):
+        parts.append(Text("\n".join(fallback_lines(ev)), style="yellow"))
     tb = (ev.get("traceback") or "").rstrip("\n")
     if tb.strip():
         body = Text(overflow="fold", no_wrap=False)
@@ -473,6 +476,22 @@ def _hanging(prefix: str, text: str, style: str = ""):
     grid.add_column(overflow="fold")
     grid.add_row(Text(prefix), Text(text, style=style))
     return Padding(grid, 0)
+
+
+def fallback_lines(ev: dict) -> list[str]:
+    """The honest fallback (diagnose/fallback.py): what is missing, the best guess, the next step."""
+    fb = ev.get("fallback")
+    if not fb:
+        return []
+    out = []
+    if fb.get("missing"):
+        out.append(f"missing: {fb['missing']}")
+    guess = fb.get("best_guess") or {}
+    if guess:
+        out.append(f"best guess: {guess.get('category')} (confidence {guess.get('confidence')}): {guess.get('why')}")
+    if fb.get("next_step"):
+        out.append(f"next step: {fb['next_step']}")
+    return out
 
 
 def remediation_text(rem: Remediation | None) -> str:

@@ -20,8 +20,10 @@ from typing import Any
 import regex
 import yaml
 
+from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.incidents.milestones import phase_after
+from sglang_doctor.incidents.tracebacks import inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
 REGEX_TIMEOUT = 0.05
@@ -32,10 +34,13 @@ REGEX_TIMEOUT = 0.05
 RULE_TIME_BUDGET = 1.0
 SLOW_MATCH = 0.005
 TRUNCATED_FRAMES_ONLY_FACTOR = 0.6
+ASSUMED_FACTOR = 0.85  # per condition the log did not say and that was assumed
+CLASS_PREFIX = "class."  # class rules (rules/classes.yaml): matched after every specific rule
+CLASS_MAX_CONFIDENCE = 0.7  # a class rule is always less sure than a specific one
 
 REMEDIES = (
     "plan_memory", "set_flag", "raise_flag", "lower_flag", "unset_flag", "set_env", "disable_feature",
-    "closest_flag", "change_port", "upgrade_sglang", "needs_human",
+    "closest_flag", "change_port", "upgrade_sglang", "needs_human", "flag_named",
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",
@@ -43,7 +48,7 @@ RULE_KEYS = {
 }
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
-              "truncated"}
+              "truncated", "deepest_frame_module", "message_any"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -78,6 +83,8 @@ class Rule:
     context: dict[str, Any] = field(default_factory=dict)
     after_ready: bool | None = None
     truncated: bool | None = None  # match only incidents whose end is (not) missing
+    deepest_frame: tuple[str, ...] = ()  # "path part" or "path part:function" of the deepest SGLang frame
+    message_any: tuple[str, ...] = ()  # lower-case keywords, one of which is in the exception/signal text
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     counter_examples: list[str] = field(default_factory=list)
@@ -88,12 +95,16 @@ class Rule:
     @property
     def conditions(self) -> int:
         return sum(bool(x) for x in (self.kind, self.exceptions, self.message, self.frames_any, self.frames_all,
-                                     self.frames_sequence, self.line_rx, self.context)) + (self.after_ready is not None) + (
-            self.truncated is not None)
+                                     self.frames_sequence, self.line_rx, self.context, self.deepest_frame,
+                                     self.message_any)) + (self.after_ready is not None) + (self.truncated is not None)
 
     @property
     def frames_only(self) -> bool:
-        return not (self.exceptions or self.message or self.line_rx)
+        return not (self.exceptions or self.message or self.line_rx or self.message_any)
+
+    @property
+    def layer(self) -> str:
+        return "class" if self.id.startswith(CLASS_PREFIX) else "specific"
 
 
 # -- loading ---------------------------------------------------------------------------
@@ -325,6 +336,10 @@ def _build_rule(item: Any, path: Path, repo_root: Path | None, problems: list[st
     else:
         rule.confidence = float(conf)
     _build_match(rule, item["match"], bad)
+    if rule.layer == "class" and rule.confidence > CLASS_MAX_CONFIDENCE:
+        bad(f"a class rule's confidence must be at most {CLASS_MAX_CONFIDENCE} (below the specific rules')")
+    if rule.layer != "class" and (rule.deepest_frame or rule.message_any) and path.name == "classes.yaml":
+        bad(f"rules in classes.yaml have ids starting with {CLASS_PREFIX!r}")
     remedy = item.get("remedy", [])
     if not isinstance(remedy, list):
         bad("remedy must be a list of {name: {params}}")
@@ -417,6 +432,8 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
         bad("match.context must be a mapping")
     else:
         rule.context = {k: v for k, v in context.items() if k != "__line__"}
+    rule.deepest_frame = _as_tuple(match.get("deepest_frame_module"), bad, "match.deepest_frame_module")
+    rule.message_any = tuple(k.lower() for k in _as_tuple(match.get("message_any"), bad, "match.message_any"))
     if "after_ready" in match:
         if isinstance(match["after_ready"], bool):
             rule.after_ready = match["after_ready"]
@@ -580,7 +597,8 @@ class RuleSet:
         return {lit for r in self.rules for lit in r.literals}
 
     def candidates(self, incident: Incident) -> list[Rule]:
-        names = {e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} if incident.chain else set()
+        names = ({e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} | {inner_type(e.type) for e in incident.chain[-1:]}
+                 if incident.chain else set())
         out = list(self._general)
         for name in names:
             out += self._by_exception.get(name, [])
@@ -597,18 +615,30 @@ class RuleSet:
 
     def match(self, rule: Rule, incident: Incident, launch: Launch | None) -> dict[str, str] | None:
         """The named captures when the rule matches, else None."""
+        return self._match(rule, incident, launch, [])
+
+    def _match(self, rule: Rule, incident: Incident, launch: Launch | None,
+               assumed: list[str]) -> dict[str, str] | None:
+        """As match(); conditions the log does not answer are appended to ``assumed``
+        instead of vetoing the rule (unknown is not false)."""
         captures: dict[str, str] = dict(incident.captures)
         if rule.kind and rule.kind != incident.kind:
             return None
-        if rule.after_ready is not None and rule.after_ready != incident.after_ready:
-            return None
+        if rule.after_ready is not None:
+            if getattr(incident, "after_ready_known", True):
+                if rule.after_ready != incident.after_ready:
+                    return None
+            else:
+                assumed.append("the server had been ready before it failed" if rule.after_ready
+                               else "the server had not been ready yet when it failed")
         if rule.truncated is not None and rule.truncated != bool(incident.truncated or incident.truncated_top):
             return None
         exc = incident.exception
         chain = incident.chain if rule.in_chain else ([exc] if exc else [])
         if rule.exceptions:
             wanted = {e.rsplit(".", 1)[-1] for e in rule.exceptions} | set(rule.exceptions)
-            chain = [e for e in chain if e.type in wanted or e.type.rsplit(".", 1)[-1] in wanted]
+            chain = [e for e in chain if e.type in wanted or e.type.rsplit(".", 1)[-1] in wanted
+                     or inner_type(e.type) in wanted]
             if not chain:
                 return None
         if rule.message is not None:
@@ -619,7 +649,13 @@ class RuleSet:
                     break
             else:
                 return None
+        if rule.message_any:  # the failure's words: its exceptions' and its signal lines'
+            text = "\n".join([f"{e.type}: {e.message}" for e in chain] + [line.text for line in incident.signals]).lower()
+            if not any(k in text for k in rule.message_any):
+                return None
         frames = incident.frames
+        if rule.deepest_frame and not _deepest_hit(rule.deepest_frame, frames):
+            return None
         if rule.frames_any and not any(_frame_hit(p, f) for p in rule.frames_any for f in frames):
             return None
         if rule.frames_all and not all(any(_frame_hit(p, f) for f in frames) for p in rule.frames_all):
@@ -643,18 +679,23 @@ class RuleSet:
         if rule.context:
             args = launch.server_args if launch else {}
             for key, cond in rule.context.items():
-                if not _compare(args.get(key), cond):
+                if _compare(args.get(key), cond):
+                    continue
+                if args:  # the dump is there and says otherwise
                     return None
+                assumed.append(f"{key} {cond} (the log has no server_args dump)")
         return captures
 
     def diagnose(self, incident: Incident, launch: Launch | None) -> Diagnosis:
-        best: tuple[Rule, dict[str, str]] | None = None
+        """Specific rules first, then class rules, then the honest fallback."""
+        best: dict[str, tuple] = {}
         for rule in self.candidates(incident):
             if rule.id in self.too_slow:
                 continue
             t0 = time.perf_counter()
+            assumed: list[str] = []
             try:
-                captures = self.match(rule, incident, launch)
+                captures = self._match(rule, incident, launch, assumed)
             except _Timeout:
                 # once is enough: a pattern that can backtrack catastrophically would cost
                 # REGEX_TIMEOUT on every later incident of a long log
@@ -674,25 +715,56 @@ class RuleSet:
                                      f"for the rest of this run")
             if captures is None:
                 continue
-            if best is None or (rule.priority, rule.conditions, _neg(rule.id)) > (
-                    best[0].priority, best[0].conditions, _neg(best[0].id)):
-                best = (rule, captures)
-        if best is None:
-            return unknown_diagnosis(incident, launch)
-        rule, captures = best
+            key = (rule.priority, rule.conditions - len(assumed), _neg(rule.id))
+            held = best.get(rule.layer)
+            if held is None or key > held[0]:
+                best[rule.layer] = (key, rule, captures, assumed)
+        chosen = best.get("specific") or best.get("class")
+        if chosen is None:
+            return fallback.attach(unknown_diagnosis(incident, launch))
+        _, rule, captures, assumed = chosen
         values = _Defaults({k: v for k, v in (launch.server_args if launch else {}).items()})
         values.update(captures)
+        if incident.exception is not None and incident.exception.type:
+            values.setdefault("exc_type", incident.exception.type)
         confidence = rule.confidence
         if incident.truncated and rule.frames_only:
             confidence *= TRUNCATED_FRAMES_ONLY_FACTOR
+        confidence *= ASSUMED_FACTOR ** len(assumed)
         phase = rule.phase
         if phase == "auto":
-            phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
-        return Diagnosis(
+            if not getattr(incident, "after_ready_known", True):
+                phase = "serving" if rule.after_ready else "unknown"
+            else:
+                phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
+        explanation = _fill(rule.explanation, values).strip()
+        if assumed:
+            explanation += " Assumed (the log does not say): " + "; ".join(assumed) + "."
+        diagnosis = Diagnosis(
             incident=incident, rule=rule.id, category=rule.category, phase=phase,
-            title=_fill(rule.title, values), explanation=_fill(rule.explanation, values).strip(),
+            title=_fill(rule.title, values), explanation=explanation,
             confidence=confidence, remedies=[dict(r) for r in rule.remedy], captures=captures, launch=launch,
+            layer=rule.layer, assumed=list(assumed),
         )
+        return fallback.attach(diagnosis)
+
+
+def _deepest_hit(patterns: tuple[str, ...], frames) -> bool:
+    """The deepest SGLang frame's path holds one pattern's path part (and, for
+    ``part:function``, has that function)."""
+    ours = sglang_frames(frames)
+    if not ours:
+        return False
+    f = ours[-1]
+    path = f.file.replace("\\", "/")
+    func = f.function.rsplit(".", 1)[-1]
+    for pattern in patterns:
+        part, sep, function = pattern.rpartition(":")
+        if not sep or "/" in function:
+            part, function = pattern, ""
+        if part in path and (not function or func == function):
+            return True
+    return False
 
 
 def _neg(rule_id: str) -> tuple[int, ...]:

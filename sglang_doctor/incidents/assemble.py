@@ -36,6 +36,11 @@ _SIGNAL_CONTINUATION = re.compile(
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
+# A request SGLang rejected or failed while the server went on (CONTRACT: not an incident).
+_REQUEST_LEVEL = re.compile(
+    r"is longer than the model's context length|exceeds the maximum allowed length|"
+    r"is longer than the context length|Input length \(\d+ tokens\) exceeds")
+REQUEST_ERROR_LITERAL = "Error in request"
 _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
 # Ranks that fail together log their tracebacks within a few lines of each other (a surviving
 # rank's records in between); an open incident that waited longer than this for another rank
@@ -51,7 +56,8 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
-        | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n"}
+        | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
+           tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL}
     )
 )
 
@@ -84,6 +90,7 @@ class _Group:
     signal_lines: list[Line] = field(default_factory=list)
     signal_names: list[str] = field(default_factory=list)
     captures: dict[str, str] = field(default_factory=dict)
+    request_level: bool = False  # a traceback SGLang logged for one failed request
 
     def add_ranks(self, ranks: tuple[str, ...]) -> None:
         label = records.rank_label(ranks)
@@ -108,6 +115,7 @@ class Assembler:
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
+        self._request_error: int | None = None  # line of the last "Error in request:" record
 
     # -- public ------------------------------------------------------------------------
 
@@ -122,7 +130,17 @@ class Assembler:
         )
 
     def feed(self, line: Line) -> list[Event]:
+        if " pid=" in line.text:
+            parts = records.split_joined(line.text)
+            if parts is not None:  # a paste that lost its newlines: each part as its own line
+                return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        return self._feed(line)
+
+    def _feed(self, line: Line) -> list[Event]:
         events: list[Event] = []
+        end = records.outer_prefix_end(line.text)
+        if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
+            line = Line(line.number, line.text[end:], line.raw, line.cut)
         text = line.text
         if records.is_record_start(text):
             self._start_record(line, events)
@@ -151,7 +169,7 @@ class Assembler:
             self._new_launch(line, dump, events)
             self._record = _Record(prefix.ranks, "normal")
             return
-        if tracebacks.HEADER in message:
+        if tracebacks.HEADER in message or tracebacks.is_cut_header(message):
             self._start_traceback(line, prefix.ranks, events, headless=False)
             return
         found = self._literals.found(message)
@@ -190,7 +208,7 @@ class Assembler:
         """An unprefixed line that no open record claims."""
         text = line.text
         ranks = self._record.ranks if self._record else ()
-        if tracebacks.HEADER in text:
+        if tracebacks.HEADER in text or tracebacks.is_cut_header(text):
             self._start_traceback(line, ranks, events, headless=False)
             return
         if 'File "' in text and tracebacks.is_frame(text):
@@ -201,8 +219,8 @@ class Assembler:
         if sig is not None:
             self._signal(line, ranks, sig, events)
             return
-        exc = tracebacks.strict_exception(text.strip()) if (":" in text and not text[:1].isspace()) else None
-        if exc is not None and exc.message and not exc.type.endswith("Warning"):
+        exc = tracebacks.bare_exception(text.strip()) if (":" in text and not text[:1].isspace()) else None
+        if exc is not None and not exc.type.endswith("Warning"):
             builder = tracebacks.TracebackBuilder(text, headless=True)
             builder.offer(text)
             self._open_group(events, line)
@@ -223,6 +241,8 @@ class Assembler:
 
     def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
                 literals: set[str] | None = None) -> None:
+        if REQUEST_ERROR_LITERAL in message:
+            self._request_error = line.number
         # ``literals``: the literals _classify found in the message; no milestone literal
         # among them means no milestone, without a loop over every milestone literal
         found = None
@@ -249,7 +269,12 @@ class Assembler:
 
     def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
+        request_level = self._request_error is not None and 0 < line.number - self._request_error <= 1
+        if request_level and self._group is not None and self._group.builders:
+            self._close_group(events)  # a request's traceback is never part of a failure
         self._open_group(events, line)
+        if request_level and not self._group.lines:
+            self._group.request_level = True
         self._group.builders.append(builder)
         self._group.add_ranks(ranks)
         self._group.lines.append(line)
@@ -347,6 +372,8 @@ class Assembler:
             exc = primary.chain[-1] if primary.chain else None
             if exc is None or exc.type.rsplit(".", 1)[-1] in _CANCEL_TYPES:
                 return None
+        if not group.signal_lines and (group.request_level or self._request_rejected(primary)):
+            return None  # one request failed; the server went on (CONTRACT: not an incident)
         lines = group.lines
         incident = Incident(
             kind="traceback" if builders else "signal",
@@ -357,6 +384,10 @@ class Assembler:
             signals=list(group.signal_lines),
             launch_index=launch.index,
             after_ready=launch.ready_line is not None and launch.ready_line < lines[0].number,
+            # a fragment with no ready line, no launch header and no start-up milestone
+            # before the failure does not say whether the server had been ready
+            after_ready_known=(launch.ready_line is not None or launch.line is not None
+                               or any(ms.line < lines[0].number for ms in launch.milestones)),
         )
         if primary is not None:
             incident.chain = primary.chain
@@ -367,6 +398,15 @@ class Assembler:
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
         return incident
+
+    @staticmethod
+    def _request_rejected(primary: tracebacks.TracebackBuilder | None) -> bool:
+        """A bare request rejection (input longer than the context): no server frame."""
+        if primary is None or not primary.chain:
+            return False
+        exc = primary.chain[-1]
+        return (exc.type.rsplit(".", 1)[-1] == "ValueError" and _REQUEST_LEVEL.search(exc.message) is not None
+                and not any("/managers/scheduler" in f.file for f in primary.frames))
 
     # -- launches ----------------------------------------------------------------------
 

@@ -30,6 +30,16 @@ _GROUP_SEPARATOR = re.compile(r"^\s*\+[-+]*(?:\s*(?:\d+|\.\.\.)\s*-*)?\s*$|^\s*\
 # An exception line: a (dotted) type name, optionally ": message".
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::(?: (?P<msg>.*))?)?$")
 _EXC_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Group", "Fault", "Iteration", "Abort")
+# A bare exception line as a paste keeps it when the traceback above was cut: a dotted type
+# whose last part is a CamelCase class (``triton.runtime.errors.OutOfResources: ...``), or a
+# wrapper that names the cause (``ray.exceptions.RayTaskError(OutOfMemoryError): ...``).
+_DOTTED_EXC = re.compile(
+    r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*(?:\((?P<inner>[A-Z]\w*)\))?): (?P<msg>\S.*)$")
+# An elided stretch: what a paste or an issue template put where lines were dropped.
+ELISION = re.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|\u2026|\[\s*\.\.\.\s*(?:\d+ )?(?:more )?lines?[^\]]*\]|<\s*truncated[^>]*>)\s*$")
+# SGLang's "<who> hit an exception: Traceback ..." cut before the header was complete
+_CUT_HEADER = re.compile(r"hit an exception: ?(?:T(?:r(?:a(?:c(?:e(?:b(?:a(?:c(?:k(?: \(.*)?)?)?)?)?)?)?)?)?)?$")
+CUT_HEADER_LITERAL = "hit an exception:"
 
 
 def strip_group_decor(text: str) -> str:
@@ -64,6 +74,36 @@ def strict_exception(text: str) -> ExceptionInfo | None:
     if not (last.endswith(_EXC_SUFFIXES) or last in ("KeyboardInterrupt", "StopIteration", "SystemExit")):
         return None
     return ExceptionInfo(etype, m.group("msg") or "")
+
+
+def bare_exception(text: str) -> ExceptionInfo | None:
+    """An exception line that can stand alone, with nothing above it: a strict one
+    (``ValueError: ...``) or a dotted class (``triton.runtime.errors.OutOfResources: ...``,
+    ``ray.exceptions.RayTaskError(OutOfMemoryError): ...``).  Needs a message."""
+    exc = strict_exception(text)
+    if exc is not None:
+        return exc if exc.message else None
+    m = _DOTTED_EXC.match(text)
+    if m is None:
+        return None
+    return ExceptionInfo(m.group("type"), m.group("msg"))
+
+
+def inner_type(etype: str) -> str:
+    """``RayTaskError(OutOfMemoryError)`` -> ``OutOfMemoryError``; else the type as is."""
+    if etype.endswith(")") and "(" in etype:
+        return etype[etype.rfind("(") + 1:-1]
+    return etype
+
+
+def is_elision(text: str) -> bool:
+    """A line that stands for dropped lines: ``...``, ``[...]``, ``......``, ``<truncated>``."""
+    return ("." in text or "\u2026" in text or "truncated" in text) and ELISION.match(text) is not None
+
+
+def is_cut_header(text: str) -> bool:
+    """SGLang's ``... hit an exception: Traceb`` whose line was cut before the header ended."""
+    return CUT_HEADER_LITERAL in text and HEADER not in text and _CUT_HEADER.search(text) is not None
 
 
 def loose_exception(text: str) -> ExceptionInfo:
@@ -102,6 +142,7 @@ class TracebackBuilder:
         self._prev_frame_indented: bool | None = None  # None: previous line was not a frame
         self._msg_lines: list[str] = []
         self._after_marker = False
+        self.elided = False  # a "..." / "[...]" stood for dropped lines inside it
         if headless:
             self._frame_line(first_text)
 
@@ -172,6 +213,10 @@ class TracebackBuilder:
             self._frame_line(text)
             return self._take()
         if _CARET.match(text) or _REPEATED.match(text):
+            return self._take()
+        if is_elision(text):
+            self.elided = True  # lines were dropped here: what follows still belongs
+            self._prev_frame_indented = None
             return self._take()
         indented = text[:1] in (" ", "\t")
         if self._held and not self.parts[-1].frames and not indented:

@@ -47,3 +47,72 @@ def is_record_start(text: str) -> bool:
 
 def rank_label(ranks: tuple[str, ...]) -> str:
     return " ".join(ranks)
+
+
+# -- prefixes that something else put in front of SGLang's lines -------------------------
+# Containers, log shippers and launchers add their own header before SGLang's: docker
+# compose (``sglang-1  | ``), kubectl --timestamps (RFC 3339), journald
+# (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
+# --tag-output (``[1,0]<stderr>:``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
+# and colour codes whose ESC byte a copy-paste lost (``[36m``).  They are taken off before
+# anything else looks at the line, so a dump, a milestone or a traceback behind them is seen
+# as if SGLang had written it straight to the terminal.
+
+_OUTER = re.compile(
+    r"(?:"
+    r"\[\d{1,3}(?:;\d{1,3})*m ?"                                            # ANSI remnant: [36m, [0m
+    r"|[A-Za-z0-9][\w.-]{0,62}\s+\| ?"                                       # docker compose: name  |
+    r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ \t]+"  # kubectl --timestamps
+    r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) "
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "                            # cloud logging export
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d "
+    r"[\w.-]+ [\w.@/-]+(?:\[\d+\])?: "                                       # journald / syslog
+    r"|\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=[\w.:]+)?\) ?"                  # ray: (pid=N), (Actor pid=N)
+    r"|\((?:raylet|gcs_server|autoscaler)(?:, ip=[\w.:]+)?\) ?"              # ray's own daemons
+    r"|\[(?:default)?rank\d+\]: ?(?=\S| {2}| {4})"                             # torchrun --tee: [rank0]:
+    r"|[A-Za-z0-9][\w.-]{0,100}(?: [\w.-]{1,100})? >> ?"                       # stern / kubetail: pod [container] >>
+    r"|(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+    r"\[\d+,\d+\]<std(?:out|err)>:"                                          # mpirun --tag-output
+    r")"
+)
+# first characters an outer prefix can start with (a cheap test before the regex)
+_OUTER_FIRST = frozenset("[(ADEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789BC")
+
+
+def outer_prefix_end(text: str) -> int:
+    """Where the line's own text starts once container/shipper/launcher prefixes (and
+    colour-code remnants) are taken off; 0 when there are none."""
+    if not text or text[0] not in _OUTER_FIRST:
+        return 0
+    if text[0] == "[" and _SGLANG.match(text) is not None:
+        return 0  # SGLang's own header: the common case, nothing to take off
+    pos = 0
+    for _ in range(4):  # ray inside compose, colour codes around a ray prefix, ...
+        m = _OUTER.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        pos = m.end()
+        if text.startswith("[", pos) and _SGLANG.match(text, pos) is not None:
+            break
+    return pos
+
+
+def strip_outer(text: str) -> str:
+    """The line without outer prefixes (see outer_prefix_end)."""
+    end = outer_prefix_end(text)
+    return text[end:] if end else text
+
+
+# A paste that lost its newlines keeps the launcher's per-line prefix: "... (Worker pid=7)
+# [2025-09-18 03:27:45 TP0] Scheduler hit an exception: Traceback ... (Worker pid=7) File ...".
+_JOINED_RAY = re.compile(r" (?=\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=[\w.:]+)?\) )")
+
+
+def split_joined(text: str) -> list[str] | None:
+    """The lines of a line that is several Ray-prefixed lines joined by spaces, or None."""
+    if text.count(" pid=") < 2:
+        return None
+    parts = _JOINED_RAY.split(text)
+    if len(parts) < 3:
+        return None
+    return [strip_outer(p) for p in parts]

@@ -13,6 +13,7 @@ launch's own settings and arithmetic on them, never from free log text.
 from __future__ import annotations
 
 import math
+import re
 import socket
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -334,6 +335,46 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
     # replacement guessed from the spelling is asked about first.
     guessed = [n for n in notes if "did you mean" in n]
     return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed)
+
+
+# "--foo-bar" or a "foo_bar" server_args field named in an argument check's message; a value
+# when the message says which ("use --attention-backend triton", "specify --disable-x")
+_NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
+_ADVISED = re.compile(r"(?:use|set|specify|pass|add|enable|try|with)\s+(--[a-z][a-z0-9-]+)(?:[ =](?!--)([\w.+-]+))?",
+                      re.IGNORECASE)
+
+
+@remedy("flag_named")
+def flag_named(ctx: Context, params: dict) -> Remediation | None:
+    """The flag an argument check's message names, checked against this version's flags.
+
+    Advice (asked about, never applied by ``run --yes``) unless the message also says which
+    value to give it and the value passes the flag's type and choices."""
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    text = text[:4000]
+    for m in _ADVISED.finditer(text):
+        flag = ctx.flag(m.group(1))
+        if flag is None:
+            continue
+        spec = ctx.catalog.spec(flag)
+        value: Any = True if spec is not None and not spec.takes_value else m.group(2)
+        if value is not None and value is not True and ctx.catalog.validate(flag, value) is not None:
+            value = None
+        if value is not None:
+            return Remediation(set={flag: value}, safe=False,
+                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})")
+    named: list[str] = []
+    for m in _NAMED_FLAG.finditer(text):
+        word = m.group(1) or "--" + m.group(2).replace("_", "-")
+        flag = ctx.flag(word)
+        if flag is not None and flag not in named:
+            named.append(flag)
+    if not named:
+        return None
+    return Remediation(needs_human=True, safe=False,
+                       note=f"change {', '.join(named[:3])} (named by the message; valid in SGLang {ctx.version}): "
+                            "the message says which values it accepts")
 
 
 def _versions_knowing(flag: str, version: str) -> list[str]:

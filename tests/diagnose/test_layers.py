@@ -1,0 +1,199 @@
+"""Layered diagnosis: specific rules, then class rules, then the honest fallback; unknown
+context is assumed (and said), never taken as false."""
+
+import json
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import ROOT, doctor_cmd
+from sglang_doctor.diagnose.rules_engine import RuleLoadError, RuleSet
+from sglang_doctor.pipeline import StreamPipeline
+
+P = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
+RULES = """\
+rules:
+  - id: t.after_ready
+    category: runtime.crash
+    phase: auto
+    title: t
+    confidence: 0.8
+    match:
+      after_ready: true
+      message_any: [illegal memory access]
+    explanation: e
+  - id: t.tp
+    category: nccl
+    phase: startup.distributed
+    title: t
+    confidence: 0.8
+    match:
+      exception: RuntimeError
+      message: 'P2P'
+      context: {tp_size: ">1"}
+    explanation: e
+  - id: class.t.where
+    category: cuda_graph
+    phase: startup.cuda_graph
+    title: t
+    confidence: 0.5
+    match:
+      deepest_frame_module: [cuda_graph_runner]
+    explanation: e
+  - id: class.t.words
+    category: memory.host_oom
+    phase: auto
+    title: t
+    confidence: 0.5
+    match:
+      message_any: [cannot allocate memory]
+    explanation: e
+"""
+
+
+@pytest.fixture(scope="module")
+def ruleset(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rules")
+    (d / "r.yaml").write_text(RULES)
+    return RuleSet.load([d], builtin=False, user=False)
+
+
+def diagnose(ruleset, text):
+    pipe = StreamPipeline(ruleset, remediate=False)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    return [e for e in events if e["event"] == "incident"]
+
+
+IMA = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def test_after_ready_rule_fires_on_a_fragment_and_says_what_it_assumed(ruleset):
+    (ev,) = diagnose(ruleset, IMA)
+    assert ev["rule"] == "t.after_ready" and ev["layer"] == "specific"
+    assert ev["assumed"] == ["the server had been ready before it failed"]
+    assert ev["confidence"] < 0.8
+    assert "Assumed (the log does not say)" in ev["explanation"]
+    assert ev["phase"] == "serving"
+
+
+def test_after_ready_rule_is_vetoed_when_the_log_says_it_was_not_ready(ruleset):
+    log = ("[2026-05-09 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=1)\n"
+           "[2026-05-09 10:00:01 TP0] Load weight begin. avail mem=40.00 GB\n" + IMA)
+    (ev,) = diagnose(ruleset, log)
+    assert ev["rule"] != "t.after_ready"
+
+
+def test_after_ready_rule_without_assumption_after_the_ready_line(ruleset):
+    (ev,) = diagnose(ruleset, "[2026-05-09 10:00:00] The server is fired up and ready to roll!\n" + IMA)
+    assert ev["rule"] == "t.after_ready" and ev["assumed"] == [] and ev["confidence"] == 0.8
+
+
+def test_context_condition_assumed_without_a_dump_and_vetoed_by_one(ruleset):
+    (ev,) = diagnose(ruleset, "RuntimeError: P2P is not supported\n")
+    assert ev["rule"] == "t.tp" and ev["assumed"] and "tp_size" in ev["assumed"][0]
+    dump = "[2026-05-09 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=1)\n"
+    (ev,) = diagnose(ruleset, dump + "RuntimeError: P2P is not supported\n")
+    assert ev["rule"] != "t.tp"
+
+
+def test_class_rule_by_the_deepest_sglang_frame(ruleset):
+    log = (f"Traceback (most recent call last):\n  File \"{P}/managers/scheduler.py\", line 1, in run\n    x()\n"
+           f"  File \"{P}/model_executor/runner/decode_cuda_graph_runner.py\", line 603, in __init__\n    y()\n"
+           "Exception: Capture cuda graph failed: something new\n")
+    (ev,) = diagnose(ruleset, log)
+    assert (ev["rule"], ev["layer"], ev["category"]) == ("class.t.where", "class", "cuda_graph")
+    assert "fallback" not in ev  # the cause line is there and a rule knew it
+
+
+def test_class_rule_not_by_an_outer_frame(ruleset):
+    log = (f"Traceback (most recent call last):\n  File \"{P}/model_executor/runner/decode_cuda_graph_runner.py\", line 1, in c\n"
+           f"    x()\n  File \"{P}/layers/linear.py\", line 9, in forward\n    y()\nValueError: shapes\n")
+    (ev,) = diagnose(ruleset, log)
+    assert ev["rule"] == "unknown" and ev["layer"] == "fallback"
+
+
+def test_class_rule_by_message_words_and_specific_first(ruleset):
+    (ev,) = diagnose(ruleset, "OSError: [Errno 12] Cannot allocate memory\n")
+    assert ev["rule"] == "class.t.words"
+
+
+def test_class_rule_confidence_must_stay_below_specific(tmp_path):
+    d = tmp_path / "rules"
+    d.mkdir()
+    (d / "c.yaml").write_text(RULES.replace("confidence: 0.5\n    match:\n      message_any", "confidence: 0.9\n    match:\n      message_any"))
+    with pytest.raises(RuleLoadError) as info:
+        RuleSet.load([d], builtin=False, user=False)
+    assert any("class rule's confidence" in p for p in info.value.problems)
+
+
+# -- the honest fallback, with the shipped pack --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pack():
+    return RuleSet.load(user=False)
+
+
+def test_cut_traceback_says_what_is_missing_and_how_to_get_it(pack):
+    log = (f"[2026-05-09 10:02:11 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+           f"  File \"{P}/managers/scheduler.py\", line 3155, in run_scheduler_process\n"
+           "    scheduler.event_loop_normal()\n")
+    (ev,) = diagnose(pack, log)
+    fb = ev["fallback"]
+    assert fb["missing"].startswith("the traceback was cut above its last line")
+    assert fb["best_guess"]["category"] == "runtime.crash"
+    assert "event_loop_normal" in fb["best_guess"]["why"]
+    assert 0 < fb["best_guess"]["confidence"] <= 0.5
+    assert fb["next_step"].startswith("grep -n -B2 -A80 'Traceback")
+
+
+def test_only_the_parents_sigquit(pack):
+    (ev,) = diagnose(pack, "[2026-05-09 10:02:11] Received sigquit from a child process. It usually means the child failed.\n")
+    assert "only the parent's sigquit is here" in ev["fallback"]["missing"]
+    assert "hit an exception" in ev["fallback"]["next_step"]
+
+
+def test_killed_without_python_error_guesses_host_oom(pack):
+    log = "[2026-05-09 10:00:01 TP0] Load weight begin. avail mem=40.00 GB\nKilled\n"
+    (ev,) = diagnose(pack, log)
+    assert ev["category"] == "memory.host_oom"
+    if ev["layer"] == "fallback":
+        assert ev["fallback"]["best_guess"]["category"] == "memory.host_oom"
+    assert "fallback" not in ev or "dmesg" in ev["fallback"]["next_step"]
+
+
+def test_unknown_exception_in_a_fragment_is_a_crash_while_serving_assumed(pack):
+    (ev,) = diagnose(pack, "ZeroDivisionError: division by zero\n")
+    assert (ev["rule"], ev["layer"]) == ("class.runtime.after_ready", "class")
+    assert ev["assumed"] == ["the server had been ready before it failed"]
+
+
+def test_unknown_exception_keeps_category_other_with_a_guess(pack):
+    log = ("[2026-05-09 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=1)\n"
+           f"Traceback (most recent call last):\n  File \"{P}/layers/quantization/fp8.py\", line 9, in apply\n"
+           "    y()\nZeroDivisionError: division by zero\n")
+    (ev,) = diagnose(pack, log)
+    assert ev["layer"] == "fallback" and ev["category"] == "other"
+    assert ev["fallback"]["missing"] is None
+    assert ev["fallback"]["best_guess"]["category"] == "kernel.unsupported_hw"
+
+
+def test_text_output_shows_the_fallback(tmp_path):
+    log = tmp_path / "cut.log"
+    log.write_text(f"Traceback (most recent call last):\n  File \"{P}/model_executor/cuda_graph_runner.py\", line 3, in capture\n")
+    out = subprocess.run(doctor_cmd("explain", "--format", "text", str(log)), capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    assert "missing: the traceback was cut above its last line" in out.stdout
+    assert "best guess: cuda_graph" in out.stdout and "next step: grep" in out.stdout
+
+
+def test_flag_named_by_an_argument_check_is_advice(tmp_path):
+    log = tmp_path / "args.log"
+    log.write_text("ValueError: --speculative-eagle-topk must be 1 when --speculative-num-steps is 1, got 4.\n")
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", "--sglang-version", "0.5.23", str(log)),
+                         capture_output=True, text=True)
+    (ev,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
+    assert ev["category"] == "args.invalid"
+    rem = ev["remediation"]
+    assert rem["safe"] is False and "--speculative-eagle-topk" in rem["note"]

@@ -1,0 +1,153 @@
+"""Incidents from logs as people paste them: behind container/shipper prefixes, cut at the
+top, elided in the middle, a single exception line, a request error that is not a failure."""
+
+import pytest
+
+from sglang_doctor.pipeline import StreamPipeline
+from sglang_doctor.read.records import strip_outer
+
+P = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
+
+
+def incidents_of(text: str):
+    pipe = StreamPipeline()
+    events = pipe.feed(text.encode()) + pipe.finish()
+    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"], pipe
+
+
+@pytest.mark.parametrize("line, rest", [
+    ("sglang-1  | [2025-11-01 16:50:36 TP0] Load weight begin. avail mem=7.00 GB",
+     "[2025-11-01 16:50:36 TP0] Load weight begin. avail mem=7.00 GB"),
+    ('sglang-kimi-k2  |   File "/x.py", line 3, in f', '  File "/x.py", line 3, in f'),
+    ("2026-02-27T16:30:43.486750970Z Traceback (most recent call last):", "Traceback (most recent call last):"),
+    ("[2025-02-27T16:30:43.48675097Z] [rank3]:[E227 16:30:43] x", "[E227 16:30:43] x"),
+    ('2025-10-09T04:13:06.6374161Z [rank0]:   File "/x.py", line 650, in run_once', '  File "/x.py", line 650, in run_once'),
+    ("[2025-12-18T16:24:02+08:00] pod-3da56-cfcd2 >> (SGLangEngine pid=3111) [2025-12-18 08:24:01 TP7] x",
+     "[2025-12-18 08:24:01 TP7] x"),
+    ("May 09 10:00:01 gpu1 python3[1234]: [2026-05-09 10:00:01 TP0] Load weight begin",
+     "[2026-05-09 10:00:01 TP0] Load weight begin"),
+    ("(SchedulerActor pid=123) torch.OutOfMemoryError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory."),
+    ("[36m(pid=12)[0m   File \"/x.py\", line 3, in f", '  File "/x.py", line 3, in f'),
+    ("Thu Jan 23 11:55:50 2025[1,1]<stderr>:    scheduler.event_loop_overlap()", "    scheduler.event_loop_overlap()"),
+    ("ERROR 2025-04-04T06:24:51.493646621Z param = params_dict[name]", "param = params_dict[name]"),
+])
+def test_outer_prefixes_come_off(line, rest):
+    assert strip_outer(line) == rest
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-05-09 09:16:24 TP0] Load weight begin", "  | ValueError: x", "ValueError: a | b", "Killed",
+    "I0227 11:31:26.136366 1021616 transfer_engine_impl.cpp:172] listening", "(most recent call first):",
+])
+def test_lines_without_outer_prefix_stay(line):
+    assert strip_outer(line) == line
+
+
+def test_dump_and_traceback_behind_compose_prefix():
+    log = "".join(f"sglang-1  | {line}\n" for line in [
+        "[2026-05-09 09:16:24] server_args=ServerArgs(model_path='/m', tp_size=2, mem_fraction_static=0.88)",
+        "[2026-05-09 09:17:36 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{P}/managers/scheduler.py", line 2, in run_scheduler_process',
+        "    raise RuntimeError('x')",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88",
+        "[2026-05-09 09:17:36] Received sigquit from a child process. It usually means the child failed.",
+    ])
+    (inc,), pipe = incidents_of(log)
+    assert pipe.launches[0].server_args["tp_size"] == 2
+    assert inc.exception.type == "RuntimeError" and inc.ranks == ["TP0"]
+    assert [f.function for f in inc.frames] == ["run_scheduler_process"]
+    assert "sigquit_launch" in inc.signal_names
+
+
+def test_bare_dotted_exception_line_is_an_incident():
+    log = ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 147456, "
+           "Hardware limit: 101376. Reducing block sizes or `num_stages` may help.\n"
+           "[2026-05-09 09:17:36] Received sigquit from a child process. It usually means the child failed.\n")
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "triton.runtime.errors.OutOfResources"
+    assert inc.exception.message.startswith("out of resource: shared memory, Required: 147456")
+    assert inc.truncated_top and not inc.truncated
+    assert inc.signal_names == ["sigquit_launch"]
+
+
+def test_wrapper_exception_type_keeps_the_inner_name():
+    (inc,), _ = incidents_of("ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=1, ip=10.0.0.1)\n")
+    assert inc.exception.type == "ray.exceptions.RayTaskError(OutOfMemoryError)"
+
+
+@pytest.mark.parametrize("gap", ["......", "...", "[...]", "  ...  "])
+def test_elided_stretch_inside_a_traceback_never_becomes_the_title(gap):
+    log = (f"Traceback (most recent call last):\n{gap}\n"
+           "ValueError: Model architectures ['GlmForCausalLM'] are not supported for now.\n")
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "ValueError"
+    assert "not supported for now" in inc.exception.message
+
+
+def test_frames_after_an_elision_belong_to_the_same_traceback():
+    log = (f'[2026-05-09 09:17:36 TP0] Scheduler hit an exception: Traceback (most recent call last):\n'
+           f'  File "{P}/managers/scheduler.py", line 2, in run_scheduler_process\n    x()\n[...]\n'
+           f'  File "{P}/model_executor/cuda_graph_runner.py", line 9, in capture\n    y()\n'
+           "RuntimeError: boom\n")
+    (inc,), _ = incidents_of(log)
+    assert [f.function for f in inc.frames] == ["run_scheduler_process", "capture"]
+    assert inc.exception.message == "boom"
+
+
+def test_header_cut_mid_line_is_a_truncated_incident():
+    (inc,), _ = incidents_of("[2025-03-29 18:56:25 TP0] Scheduler hit an exception: Traceb")
+    assert inc.kind == "traceback" and inc.truncated and inc.exception is None
+
+
+def test_one_line_paste_without_newline():
+    (inc,), _ = incidents_of("AssertionError: cutlass_fp8 MoE requires CUDA 12.0+ with SM90 or CUDA 12.4+ with SM89")
+    assert inc.exception.type == "AssertionError"
+
+
+def test_request_error_traceback_is_not_an_incident():
+    log = ('[2025-07-15 23:47:06] INFO:     1.2.3.4:0 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+           "[2025-07-15 23:47:06] Error in request: \n"
+           "[2025-07-15 23:47:06] Traceback (most recent call last):\n"
+           f'  File "{P}/entrypoints/openai/serving_chat.py", line 9, in handle\n    x()\n'
+           "ValueError: bad tool call\n")
+    incs, _ = incidents_of(log)
+    assert incs == []
+
+
+def test_input_longer_than_context_is_not_an_incident():
+    incs, _ = incidents_of("ValueError: The input (85050 tokens) is longer than the model's context length (32768 tokens).\n")
+    assert incs == []
+
+
+@pytest.mark.parametrize("line, name", [
+    (" Caught signal 11 (Segmentation fault: address not mapped to object at address 0x3)", "segfault"),
+    ("[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception (either an "
+     "error or timeout) detected by watchdog at work: 32, last enqueued NCCL work: 32", "nccl_watchdog"),
+])
+def test_native_failure_signals(line, name):
+    (inc,), _ = incidents_of(line + "\n")
+    assert inc.kind == "signal" and inc.signal_names == [name]
+
+
+def test_blank_line_inside_an_exception_message_stays_one_incident():
+    log = (f'[2026-05-09 10:02:11] Traceback (most recent call last):\n'
+           f'  File "{P}/utils/hf_transformers_utils.py", line 320, in get_config\n    raise e\n'
+           "ValueError: The checkpoint you are trying to load has model type `new_moe` but Transformers does not "
+           "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+           "version of Transformers is out of date.\n\n"
+           "You can update Transformers with the command `pip install --upgrade transformers`. If this does not "
+           "work, and the checkpoint is very new, then there may not be a release version that supports this model "
+           "yet. In this case, you can get the most up-to-date code by installing Transformers from source with the "
+           "command `pip install git+https://github.com/huggingface/transformers.git`\n")
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "ValueError" and "model type `new_moe`" in inc.exception.message
+
+
+def test_one_line_paste_that_lost_its_newlines_behind_ray_prefixes():
+    log = ("Capturing batches (bs=64 avail_mem=11.08 GB): 0%| | 0/11 [00:00<?, ?it/s] (Worker pid=7) "
+           "[2025-09-18 03:27:45 TP0] Scheduler hit an exception: Traceback (most recent call last): (Worker pid=7) "
+           f'File "{P}/model_executor/cuda_graph_runner.py", line 292, in capture (Worker pid=7) x() (Worker pid=7) '
+           "RuntimeError: ptxas fatal : Value 'sm_120a' is not defined for option 'gpu-name'\n")
+    (inc,), _ = incidents_of(log)
+    assert [f.function for f in inc.frames] == ["capture"]
+    assert inc.exception.type == "RuntimeError" and "ptxas" in inc.exception.message
