@@ -58,9 +58,17 @@ LOG_METHODS = {"error", "critical", "exception"}
 LOGGER_NAMES = {"logger", "logging", "log", "_logger", "LOGGER"}
 TEMPLATE_MAX = 160  # longer messages are cut (the key keeps the same cut)
 
-# The class ids of issue #12 and the category each names (rules/classes.yaml, when present,
-# is the authority: tests/diagnose/test_inventory.py checks the ids against it).
+# The class ids of issue #12 (and the few more rules/classes.yaml added) with the category
+# each names; rules/classes.yaml, when present, is the authority (class_categories()).
 CLASS_CATEGORIES = {
+    "class.kernel.undefined_symbol": "kernel.build",
+    "class.kernel.jit_frames": "kernel.build",
+    "class.network.bind": "network.port",
+    "class.model.weight_key": "model.load",
+    "class.model.load_message": "model.load",
+    "class.args.value_check": "args.invalid",
+    "class.memory.pool_message": "memory.kv_pool",
+    "class.runtime.device_assert": "runtime.crash",
     "class.args.server_args": "args.invalid",
     "class.args.flag_named": "args.invalid",
     "class.hw.capability": "kernel.unsupported_hw",
@@ -70,12 +78,23 @@ CLASS_CATEGORIES = {
     "class.memory.pool": "memory.kv_pool",
     "class.memory.torch_oom": "memory.cuda_oom",
     "class.memory.host_enomem": "memory.host_oom",
-    "class.kernel.triton_resources": "kernel.build",
+    "class.kernel.triton_resources": "kernel.unsupported_hw",
     "class.kernel.jit_build": "kernel.build",
     "class.kernel.import_error": "other",
     "class.cuda_graph.runner": "cuda_graph",
     "class.runtime.after_ready": "runtime.crash",
 }
+
+
+def class_categories(rules_dir: Path = ROOT / "rules") -> dict[str, str]:
+    """Class id -> category: rules/classes.yaml when it is there, else the list above."""
+    path = rules_dir / "classes.yaml"
+    if path.is_file():
+        data = _load_yaml(path) or {}
+        found = {r["id"]: r["category"] for r in data.get("rules", []) if isinstance(r, dict) and "id" in r}
+        if found:
+            return found
+    return dict(CLASS_CATEGORIES)
 
 
 # -- reading a wheel ------------------------------------------------------------------------
@@ -517,15 +536,21 @@ def expected_category(disposition: str, categories: dict[str, str]) -> str | Non
     return None
 
 
-def measure(inv: dict) -> dict:
-    """Run the engine (every layer present in rules/) on each site's synthetic log."""
+def measure(inv: dict, verbose: bool = False) -> dict:
+    """Run the engine (every layer present in rules/) on each site's synthetic log.
+
+    A site counts as right when the engine's incident has the category of the rule or class
+    its disposition names: the category of where and how it failed.  Waived sites have no
+    expected category; what the engine says about them is counted per waiver.
+    """
     from sglang_doctor.diagnose.rules_engine import RuleSet
     from sglang_doctor.pipeline import StreamPipeline
 
     ruleset = RuleSet.load(builtin=True, user=False)
-    categories = dict(CLASS_CATEGORIES)
+    categories = class_categories()
     categories.update({r.id: r.category for r in ruleset.rules})
     out: Counter = Counter()
+    wrong: Counter = Counter()
     for site in iter_sites(inv):
         want = expected_category(site["disposition"], categories)
         pipe = StreamPipeline(ruleset, remediate=False)
@@ -535,6 +560,13 @@ def measure(inv: dict) -> dict:
         out[f"{kind}.sites"] += 1
         if want is not None and want in got:
             out[f"{kind}.right"] += 1
+        elif want is not None:
+            wrong[f"{site['disposition']} -> {','.join(got) or 'none'}"] += 1
+        else:
+            out[f"{kind}.engine:{got[0] if got else 'none'}"] += 1
+    if verbose:
+        for key, n in wrong.most_common(40):
+            print(f"    {n:5d} {key}")
     return dict(sorted(out.items()))
 
 
@@ -575,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {site['file']}:{site['line']} {site['function']} [{site['exception'] or site['kind']}] "
                           f"{site['template'][:140]} -> {site['disposition']}")
         if args.measure:
-            print(f"  engine on synthetic logs: {measure(inv)}")
+            print(f"  engine on synthetic logs: {measure(inv, verbose=True)}")
     return status
 
 
