@@ -114,6 +114,18 @@ def test_the_rules_still_name_the_sites_credited_to_them():
     assert not wrong, f"regenerate data/inventory (scripts/inventory_failures.py): {wrong}"
 
 
+def test_no_rule_names_a_site_the_inventory_gives_to_something_else():
+    """A new or widened rule makes the shipped inventory stale until it is regenerated."""
+    matcher = inv.RuleMatcher()
+    stale = {}
+    for s in inv.iter_sites(_load(NEWEST)):
+        if not s["disposition"].startswith("rule:"):
+            got = matcher.match(s)
+            if got is not None:
+                stale[inv.site_key(s)] = (s["disposition"], got)
+    assert not stale, f"regenerate data/inventory (scripts/inventory_failures.py): {stale}"
+
+
 def test_templates_and_fillings_follow_the_source_forms():
     import ast
 
