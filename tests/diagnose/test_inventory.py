@@ -1,0 +1,162 @@
+"""The shipped inventory of SGLang's failure sites (data/inventory/) and the rule pack agree.
+
+scripts/inventory_failures.py reads each release's wheel and gives every failure site under
+sglang/srt a disposition: the specific rule that names it, the class rule that covers it, or
+a waiver.  The everyday tests check the shipped files' structure and that every rule, class
+and waiver they name exists; the slow test regenerates them from the wheels (downloaded into
+a cache directory) and compares them byte for byte.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from sglang_doctor.diagnose.rules_engine import RuleSet
+
+INVENTORY = ROOT / "data" / "inventory"
+SHIPPED = sorted(INVENTORY.glob("sglang-*.json"))
+NEWEST = INVENTORY / "sglang-0.5.23.json"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("inventory_failures", ROOT / "scripts" / "inventory_failures.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("inventory_failures", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+inv = _script()
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _class_ids() -> set[str]:
+    """The class ids of rules/classes.yaml when it is there, else issue #12's list."""
+    path = ROOT / "rules" / "classes.yaml"
+    if path.is_file():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return {r["id"] for r in data.get("rules", []) if isinstance(r, dict) and "id" in r}
+    return set(inv.CLASS_CATEGORIES)
+
+
+def test_the_supported_versions_are_shipped():
+    names = {p.name for p in SHIPPED}
+    assert {"sglang-0.5.9.json", "sglang-0.5.23.json"} <= names
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_site_is_accounted_for_and_counted(path):
+    data = _load(path)
+    sites = list(inv.iter_sites(data))
+    assert len(sites) == data["sites"] > 0
+    counts = Counter(s["disposition"].split(":", 1)[0] for s in sites)
+    assert dict(sorted(counts.items())) == data["counts"]
+    assert set(counts) <= {"rule", "class", "waiver", "unaccounted"}
+    for s in sites:
+        assert s["file"].startswith("srt/") and s["line"] > 0 and s["template"], s
+    if path == NEWEST:
+        unaccounted = [s for s in sites if s["disposition"] == "unaccounted"]
+        assert not unaccounted, unaccounted[:5]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_named_rule_class_and_waiver_exists(path):
+    rule_ids = {r.id for r in RuleSet.load(builtin=True, user=False).rules}
+    class_ids = _class_ids()
+    waivers = set(inv.Dispositions.load().waivers)
+    missing = Counter()
+    for s in inv.iter_sites(_load(path)):
+        kind, _, name = s["disposition"].partition(":")
+        known = {"rule": rule_ids, "class": class_ids, "waiver": waivers}.get(kind)
+        if known is not None and name not in known:
+            missing[s["disposition"]] += 1
+    assert not missing, f"{path.name} names what does not exist: {dict(missing)}"
+
+
+def test_every_waiver_has_a_reason_and_every_class_a_category():
+    disp = inv.Dispositions.load()
+    assert disp.waivers and all(len(reason.split()) >= 8 for reason in disp.waivers.values())
+    for pat in disp.patterns:
+        kind, _, name = pat["disposition"].partition(":")
+        assert kind in ("class", "waiver"), pat
+        if kind == "class":
+            assert name in _class_ids(), pat
+        else:
+            assert name in disp.waivers, pat
+
+
+def test_explicit_site_entries_still_name_a_site():
+    keys = {inv.site_key(s) for path in SHIPPED for s in inv.iter_sites(_load(path))}
+    stale = [k for k in inv.Dispositions.load().sites if k not in keys]
+    assert not stale, f"dispositions.yaml names sites no shipped release has: {stale}"
+
+
+def test_the_rules_still_name_the_sites_credited_to_them():
+    """A rule's regex edited so that it no longer matches its site makes the inventory stale."""
+    matcher = inv.RuleMatcher()
+    wrong = {}
+    for s in inv.iter_sites(_load(NEWEST)):
+        if s["disposition"].startswith("rule:") and not s["template"].endswith("\u2026"):  # not cut
+            got = matcher.match(s)
+            if f"rule:{got}" != s["disposition"]:
+                wrong[inv.site_key(s)] = (s["disposition"], got)
+    assert not wrong, f"regenerate data/inventory (scripts/inventory_failures.py): {wrong}"
+
+
+def test_no_rule_names_a_site_the_inventory_gives_to_something_else():
+    """A new or widened rule makes the shipped inventory stale until it is regenerated."""
+    matcher = inv.RuleMatcher()
+    stale = {}
+    for s in inv.iter_sites(_load(NEWEST)):
+        if not s["disposition"].startswith("rule:"):
+            got = matcher.match(s)
+            if got is not None:
+                stale[inv.site_key(s)] = (s["disposition"], got)
+    assert not stale, f"regenerate data/inventory (scripts/inventory_failures.py): {stale}"
+
+
+def test_templates_and_fillings_follow_the_source_forms():
+    import ast
+
+    code = (
+        "def f(self, n, msg=None):\n"
+        "    msg = 'Not enough memory.'\n"
+        "    msg += f' Current value: mem_fraction_static={self.mem_fraction_static}'\n"
+        "    raise RuntimeError(msg)\n"
+        "def g(x):\n"
+        "    assert x > 0, 'x=%d must be positive' % x\n"
+        "    logger.error('bad {} here'.format(x))\n"
+        "    raise ValueError\n"
+        "def h(i, proc):\n"
+        "    return RuntimeError(f'Rank {i} died (exit code: {proc.exitcode}).')\n"
+    )
+    ast.parse(code)
+    sites = inv.find_sites("srt/x.py", code)
+    assert [(s["kind"], s["function"], s["template"]) for s in sites] == [
+        ("raise", "f", "Not enough memory. Current value: mem_fraction_static={self.mem_fraction_static}"),
+        ("assert", "g", "x={x} must be positive"),
+        ("log.error", "g", "bad {x} here"),
+        ("raise", "h", "Rank {i} died (exit code: {proc.exitcode})."),
+    ]
+    assert "mem_fraction_static=0.88" in " ".join(inv.fillings(sites[0]["template"]))
+
+
+@pytest.mark.slow
+def test_the_shipped_inventory_is_what_the_script_makes(tmp_path):
+    """Regenerate from the wheels (pip download into the user's cache) and compare bytes."""
+    versions = [p.stem.split("-", 1)[1] for p in SHIPPED]
+    rc = inv.main(["--versions", *versions, "--out", str(tmp_path)])
+    assert rc == 0
+    for path in SHIPPED:
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), f"{path.name} is stale: rerun the script"
