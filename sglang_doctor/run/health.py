@@ -81,9 +81,9 @@ def url_for(host: str | None, port: int | None) -> str:
     return f"http://{host}:{port}/health"
 
 
-def check_once(url: str, via: list[str] | None = None, timeout: float = 25.0) -> HealthResult:
+def check_once(url: str, via: list[str] | None = None, timeout: float = 25.0, quoting: str = "auto") -> HealthResult:
     if via:
-        return _check_via(url, via, timeout)
+        return _check_via(url, via, timeout, quoting)
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout) as resp:
             return HealthResult(resp.status == 200, resp.status, f"HTTP {resp.status}")
@@ -94,10 +94,15 @@ def check_once(url: str, via: list[str] | None = None, timeout: float = 25.0) ->
         return HealthResult(False, None, f"no answer ({reason})")
 
 
-def _check_via(url: str, via: list[str], timeout: float) -> HealthResult:
-    argv = [*via, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", str(int(timeout)), url]
+def _check_via(url: str, via: list[str], timeout: float, quoting: str = "auto") -> HealthResult:
+    """curl (else python3) on the far side, the URL passed as an argument, quoted for a remote shell."""
+    from sglang_doctor.run import wrapper
+
+    if check_url(url) is not None:
+        return HealthResult(False, None, f"refused health URL {url!r}: {check_url(url)}")
+    argv = wrapper.health_argv(url, timeout, via, quoting)
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 10)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 10, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return HealthResult(False, None, f"health check through {via[0]} failed ({exc})")
     code = out.stdout.strip()
@@ -106,12 +111,12 @@ def _check_via(url: str, via: list[str], timeout: float) -> HealthResult:
 
 
 def wait_healthy(url: str, *, deadline_s: float, via: list[str] | None = None, interval: float = 1.0,
-                 alive=lambda: True) -> HealthResult:
+                 alive=lambda: True, quoting: str = "auto") -> HealthResult:
     """Poll until 200, the deadline, or ``alive()`` turns false (the server died meanwhile)."""
     end = time.monotonic() + deadline_s
     last = HealthResult(False, None, "not checked")
     while time.monotonic() < end and alive():
-        last = check_once(url, via, timeout=min(25.0, max(1.0, end - time.monotonic())))
+        last = check_once(url, via, timeout=min(25.0, max(1.0, end - time.monotonic())), quoting=quoting)
         if last.ok:
             return last
         time.sleep(interval)

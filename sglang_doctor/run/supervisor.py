@@ -45,6 +45,7 @@ class RunOptions:
     settle: float = 20.0
     stop_grace: float = 30.0
     pid_file: Path | None = None
+    via_quote: str = "auto"  # "auto" (quote for ssh), "shell" (always), "none" (the prefix passes argv on)
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Supervisor:
         self.child: child_mod.Child | None = None
         self.started = time.monotonic()
         self.changes: list[str] = []
+        self._hurry = False
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -123,15 +125,37 @@ class Supervisor:
                              "command": new_command, "env": new_env, "note": choice.note})
                 command, env = new_command, new_env
         except KeyboardInterrupt as exc:
+            # another Ctrl-C or SIGTERM while stopping: no more grace, SIGKILL the group now
+            signal.signal(signal.SIGINT, self._hurry_up)
+            signal.signal(signal.SIGTERM, self._hurry_up)
             self._stop_child()
             if self.attempts and self.attempts[-1]["outcome"] in ("running", "serving"):
                 self.attempts[-1]["outcome"] = "interrupted"
             code = 143 if getattr(exc, "sigterm", False) else 130
             return self._finish(Outcome("interrupted", "interrupted: the server was stopped", code))
+        except child_mod.LaunchError as exc:  # the command cannot start at all (not found on the far side)
+            self._stop_child()
+            if self.attempts:
+                self.attempts[-1]["outcome"] = "error"
+                self.attempts[-1]["reason"] = str(exc)
+            self._finish(Outcome("error", str(exc), 2))
+            raise
+        except OSError as exc:  # the log or the history cannot be written: stop, say so, exit 2
+            self._stop_child()
+            if self.attempts and self.attempts[-1]["outcome"] in ("running", "serving"):
+                self.attempts[-1]["outcome"] = "error"
+            try:
+                self._finish(Outcome("error", f"I/O error: {exc.filename or ''}: {exc.strerror or exc}", 2))
+            except OSError:
+                pass  # the history itself is what cannot be written
+            raise
         finally:
             self._stop_child()
             signal.signal(signal.SIGTERM, previous_signal)
             signal.signal(signal.SIGINT, previous_int)
+
+    def _hurry_up(self, signum, frame) -> None:
+        self._hurry = True
 
     def _finish(self, outcome: Outcome) -> Outcome:
         self._save(outcome)
@@ -156,8 +180,11 @@ class Supervisor:
         pipe = self.make_pipeline(command)
         t0 = time.monotonic()
         with open(log, "wb") as out, open(log, "rb") as reader:
-            self.child = child_mod.Child([*self.opts.via, *command], out, env, tied=self.opts.mode != "detach")
-            record["pid"] = self.child.pid
+            self.child = child_mod.Child(command, out, env, tied=True, via=self.opts.via, quoting=self.opts.via_quote,
+                                         grace=self.opts.stop_grace)
+            record["pid"] = self.child.server_pid()
+            if self.opts.via:
+                record["via"] = list(self.opts.via)
             self._save()
             result = self._follow(pipe, reader, t0, record)
         record["seconds"] = round(time.monotonic() - t0, 2)
@@ -185,6 +212,10 @@ class Supervisor:
             if code is not None:
                 seen.drain(pipe, reader)
                 child.reap_group()
+                missing = _not_found(self.opts.log) if code == 127 else None
+                if missing:
+                    raise child_mod.LaunchError(f"{missing}: command not found"
+                                                + (f" (through --via {shlex.join(self.opts.via)})" if self.opts.via else ""))
                 if seen.first is not None:
                     return _AttemptResult("failed", seen.first, code, "")
                 if seen.ready:
@@ -203,6 +234,7 @@ class Supervisor:
             if seen.ready and seen.first is None:
                 url = self.opts.health_url or health.url_for(seen.host, seen.port)
                 result = health.wait_healthy(url, deadline_s=self.opts.health_timeout, via=self.opts.via or None,
+                                             quoting=self.opts.via_quote,
                                              alive=lambda: child.exit_code() is None)
                 seen.consume(pipe.feed(reader.read()))
                 if result.ok:
@@ -231,8 +263,10 @@ class Supervisor:
             return _AttemptResult("ready", None, self.child.exit_code(), f"ready after {seconds} s, then stopped")
         if self.opts.mode == "detach":
             if self.opts.pid_file:
-                history.atomic_write(self.opts.pid_file, f"{self.child.pid}\n".encode())
-            pid, self.child = self.child.pid, None  # left running on purpose
+                history.atomic_write(self.opts.pid_file, f"{self.child.server_pid()}\n".encode())
+            pid = self.child.server_pid()
+            self.child.detach()
+            self.child = None  # left running on purpose
             return _AttemptResult("ready", None, None, f"ready after {seconds} s; server pid {pid} left running")
         # foreground: supervise the serving server; a crash now is a runtime incident.
         record["outcome"] = "serving"
@@ -240,7 +274,7 @@ class Supervisor:
         return self._serve(pipe, reader, url, seen)
 
     def _still_healthy(self, url: str) -> bool:
-        return health.check_once(url, self.opts.via or None, timeout=10.0).ok
+        return health.check_once(url, self.opts.via or None, timeout=10.0, quoting=self.opts.via_quote).ok
 
     def _serve(self, pipe: Any, reader, url: str, seen: "_Seen") -> "_AttemptResult":
         """Supervise a serving server; ``seen`` carries what was read while /health was polled."""
@@ -327,7 +361,7 @@ class Supervisor:
 
     def _stop_child(self) -> None:
         if self.child is not None:
-            self.child.stop(self.opts.stop_grace)
+            self.child.stop(self.opts.stop_grace, hurry=lambda: self._hurry)
 
     def _save(self, outcome: Outcome | None = None) -> None:
         meta: dict[str, Any] = {"command": self.opts.command, "log": str(self.opts.log)}
@@ -433,22 +467,37 @@ def _stopped_on_purpose(log: Path) -> bool:
     return False
 
 
+def _not_found(log: Path) -> str | None:
+    """The program the wrapper could not find (its own one line at the start of the log)."""
+    try:
+        with open(log, "rb") as fh:
+            head = fh.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for text in head.splitlines():
+        if text.startswith("[sglang-doctor] command not found: "):
+            return text.split(": ", 1)[1]
+    return None
+
+
 def crash_diagnosis(code: int | None, pipe: Any) -> Diagnosis:
     """The server exited while serving and its log names no cause (e.g. SIGKILL)."""
     from sglang_doctor.model import Incident, Line
 
     lines_seen = getattr(pipe, "lines_seen", 0) or 0
-    if code is not None and code < 0:
+    # negative: killed by that signal (a direct child); 128+N: the wrapper's shell reports it so
+    signum = -code if code is not None and code < 0 else code - 128 if code is not None and 128 < code < 160 else None
+    if signum is not None:
         try:
-            how = f"was killed by {signal.Signals(-code).name}"
+            how = f"was killed by {signal.Signals(signum).name}"
         except ValueError:
-            how = f"was killed by signal {-code}"
+            how = f"was killed by signal {signum}"
     else:
         how = f"exited with code {code}"
     text = f"[sglang-doctor] the server {how} while serving; its log says nothing about why"
     incident = Incident(kind="signal", first_line=lines_seen + 1, last_line=lines_seen + 1,
                         lines=[Line(lines_seen + 1, text)], after_ready=True)
-    killed = code in (-signal.SIGKILL, 137)
+    killed = signum == signal.SIGKILL
     return Diagnosis(
         incident=incident, rule="unknown", category="memory.host_oom" if killed else "runtime.crash",
         phase="serving", title=f"The server {how} while serving",

@@ -116,7 +116,7 @@ def test_a_server_sigkilled_while_serving_is_an_incident_and_is_restarted(tmp_pa
     code, hist = bg.finish(signal.SIGINT)
     assert code == 130
     first = hist["attempts"][0]
-    assert first["outcome"] == "failed" and first["exit_code"] == -9
+    assert first["outcome"] == "failed" and first["exit_code"] == 128 + signal.SIGKILL
     assert first["incident"]["category"] == "memory.host_oom"
     assert hist["attempts"][1]["command"] == first["command"]
     assert hist["outcome"] == "interrupted"

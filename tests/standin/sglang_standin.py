@@ -18,6 +18,7 @@ chosen by real flags where SGLang would react to them, and by STANDIN_* variable
 - ``STANDIN_HEALTH_STATUS=code``: what /health answers once ready (default 200).
 - ``STANDIN_AFTER_READY=file``: once ready, write that file's lines (e.g. logged requests) and
   keep serving.
+- ``STANDIN_DUMP_HOST=text``: the ``host`` field of the dump (what a hostile log could say).
 - ``STANDIN_SIGTERM_EXIT=n``: the exit status after a SIGTERM (default 0; SGLang often exits
   with another, e.g. -15 or 1, when stopped).
 """
@@ -112,7 +113,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     mfs = args.mem_fraction_static if args.mem_fraction_static is not None else 0.716
     dump = {"model_path": args.model_path, "tokenizer_path": args.model_path, "load_format": args.load_format,
-            "host": args.host, "port": args.port, "mem_fraction_static": mfs, "tp_size": args.tp_size,
+            "host": os.environ.get("STANDIN_DUMP_HOST", args.host), "port": args.port, "mem_fraction_static": mfs, "tp_size": args.tp_size,
             "context_length": args.context_length, "device": args.device or "cuda"}
     log(f"server_args={dump!r}")
     scheduler = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--standin-role=scheduler",
