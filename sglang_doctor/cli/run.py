@@ -59,7 +59,7 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         via_prefix = shlex.split(via)
     except ValueError as exc:
         raise InputError(f"--via: {exc}") from None
-    _validate(log_path, pid_file, detach, health_url, command, via_prefix,
+    _validate(log_path, pid_file, detach, health_url, None if dry_run else command, via_prefix,
               {"--ready-timeout": ready_timeout, "--health-timeout": health_timeout},
               {"--settle": settle, "--stop-grace": stop_grace})
     mode = "detach" if detach else "until_ready" if until_ready else "foreground"
@@ -70,8 +70,12 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
     )
     reporter = Reporter(fmt, progress=True)
     if dry_run:
-        reporter.event({"event": "dry_run", "command": [*via_prefix, *command], "log": log_path})
-        reporter.message(f"would run: {shlex.join([*via_prefix, *command])}\nlog: {log_path}")
+        from sglang_doctor.run import wrapper
+
+        # behind --via: what the prefix receives (for ssh, the command as one quoted word)
+        shown = wrapper.through(via_prefix, command, via_quote)
+        reporter.event({"event": "dry_run", "command": shown, "log": log_path})
+        reporter.message(f"would run: {shlex.join(shown)}\nlog: {log_path}")
         sys.exit(ExitCode.OK)
     catalog = _catalog(sglang_version)
     ruleset = cli.load_ruleset(rule_dirs)
@@ -105,7 +109,7 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
     sys.exit(outcome.exit_code if outcome.status != "stopped" else ExitCode.OK)
 
 
-def _validate(log_path: str, pid_file: str | None, detach: bool, health_url: str | None, command: list[str],
+def _validate(log_path: str, pid_file: str | None, detach: bool, health_url: str | None, command: list[str] | None,
               via: list[str], positive: dict[str, float], non_negative: dict[str, float]) -> None:
     """Every option checked before anything is launched (one line and exit 2 otherwise)."""
     import math
@@ -127,6 +131,8 @@ def _validate(log_path: str, pid_file: str | None, detach: bool, health_url: str
         if not detach:
             raise InputError("--pid-file goes with --detach (it names the server left running)")
         _writable_place("--pid-file", pid_file)
+    if command is None:  # --dry-run: nothing is run, so nothing needs to exist
+        return
     if via:
         if shutil.which(via[0]) is None:
             raise InputError(f"--via: {via[0]}: command not found")
@@ -135,26 +141,34 @@ def _validate(log_path: str, pid_file: str | None, detach: bool, health_url: str
 
 
 def _writable_place(option: str, path: str) -> None:
+    """``path`` can be created or replaced: its directory exists and takes a new file."""
     import os
+    import stat
 
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise InputError(f"{option} {path}: is a directory")
-    if not parent.is_dir():
-        raise InputError(f"{option} {path}: the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path}: cannot write in {parent} (permission denied or read-only)")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise InputError(f"{option} {path}: not writable")
-    # root passes access(); a read-only mount does not: ask the file system itself
+    try:
+        if stat.S_ISDIR(os.stat(p).st_mode):
+            raise InputError(f"{option} {path}: is a directory")
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise InputError(f"{option} {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISDIR(os.stat(parent).st_mode):
+            raise InputError(f"{option} {path}: {parent} is not a directory")
+    except FileNotFoundError:
+        raise InputError(f"{option} {path}: the directory {parent} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"{option} {path}: {parent}: {exc.strerror or exc}") from None
+    # ask the file system itself: root passes access(), a read-only mount or a full disk does not
     probe = parent / f".sglang-doctor-probe-{os.getpid()}"
     try:
         with open(probe, "wb"):
             pass
         probe.unlink()
     except OSError as exc:
-        raise InputError(f"{option} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
+        raise InputError(f"{option} {path}: cannot write in {parent}: {exc.strerror or exc}") from None
 
 
 def _io_error(exc: OSError, log_path: str) -> str:

@@ -29,7 +29,6 @@ import pytest
 
 from conftest import ROOT, doctor_cmd, processes_mentioning
 
-pytestmark = pytest.mark.slow
 
 STANDIN = str(ROOT / "tests" / "standin" / "sglang_standin.py")
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
@@ -122,6 +121,7 @@ def doctor(tmp_path: Path, via: list[str], command: list[str], *opts: str, env: 
     return proc, events, hist
 
 
+@pytest.mark.slow
 def test_until_ready_over_ssh_values_arrive_whole_and_nothing_is_left(ssh_prefix, tmp_path):
     marker = f"via-ready-{os.getpid()}"
     command, canary = hostile_command(tmp_path, marker, free_port())
@@ -136,6 +136,7 @@ def test_until_ready_over_ssh_values_arrive_whole_and_nothing_is_left(ssh_prefix
     assert not canary.exists()
 
 
+@pytest.mark.slow
 def test_health_check_over_ssh_never_uses_a_hostile_dump_host(ssh_prefix, tmp_path):
     marker = f"via-host-{os.getpid()}"
     canary = tmp_path / "canary"
@@ -153,6 +154,7 @@ def test_health_check_over_ssh_never_uses_a_hostile_dump_host(ssh_prefix, tmp_pa
     assert left(marker) == []
 
 
+@pytest.mark.slow
 def test_relaunch_over_ssh_leaves_one_server_at_a_time_and_none_after(ssh_prefix, tmp_path):
     marker = f"via-relaunch-{os.getpid()}"
     command = ["env", "STANDIN_MIN_MFS=0.8", sys.executable, STANDIN, "--model-path", f"/models/{marker}",
@@ -165,6 +167,7 @@ def test_relaunch_over_ssh_leaves_one_server_at_a_time_and_none_after(ssh_prefix
     assert left(marker) == []
 
 
+@pytest.mark.slow
 def test_give_up_over_ssh_exits_1_and_leaves_nothing(ssh_prefix, tmp_path):
     marker = f"via-giveup-{os.getpid()}"
     command = ["env", "STANDIN_MIN_MFS=0.99", sys.executable, STANDIN, "--model-path", f"/models/{marker}",
@@ -189,6 +192,7 @@ def _background(tmp_path: Path, via: list[str], command: list[str]) -> tuple[sub
     raise AssertionError("the remote stand-in did not start")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how,code", [("ctrl-c", 130), ("sigterm", 143), ("sigkill", -9)])
 @pytest.mark.parametrize("shape", ["direct", "bash"])
 def test_every_way_the_doctor_ends_stops_the_remote_server(ssh_prefix, tmp_path, how, code, shape):
@@ -209,6 +213,7 @@ def test_every_way_the_doctor_ends_stops_the_remote_server(ssh_prefix, tmp_path,
         assert hist["outcome"] == "interrupted"
 
 
+@pytest.mark.slow
 def test_a_program_missing_on_the_far_side_is_one_line_and_exit_2(ssh_prefix, tmp_path):
     log = tmp_path / "server.log"
     proc = subprocess.run([*doctor_cmd(), "run", "--log", str(log), "--via", shlex.join(ssh_prefix), "--",
@@ -218,3 +223,24 @@ def test_a_program_missing_on_the_far_side_is_one_line_and_exit_2(ssh_prefix, tm
     assert len(proc.stderr.strip().splitlines()) == 1 and "command not found" in proc.stderr
     hist = json.loads(Path(f"{log}.attempts.json").read_text())
     assert hist["outcome"] == "error" and hist["attempts"][0]["outcome"] == "error"
+
+
+@pytest.mark.parametrize("via,quote,shell", [("ssh -p 2222 root@gpu-box", "auto", True),
+                                             ("/usr/bin/ssh gpu-box pct exec 129 --", "auto", True),
+                                             ("pct exec 129 --", "auto", False),
+                                             ("docker exec -i sglang", "none", False),
+                                             ("my-remote-shell gpu-box", "shell", True)])
+def test_dry_run_shows_what_the_prefix_receives(tmp_path, via, quote, shell):
+    """Not slow, no sshd: the quoting rule on its own (README: which prefixes get quoting)."""
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/models/my model", "--served-model-name",
+               "$(touch x);`id`"]
+    proc = subprocess.run([*doctor_cmd(), "run", "--format", "json", "--dry-run", "--via", via, "--via-quote", quote,
+                           "--log", str(tmp_path / "s.log"), "--", *command], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    (event,) = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    prefix = shlex.split(via)
+    assert event["command"][:len(prefix)] == prefix
+    rest = event["command"][len(prefix):]
+    assert rest == ([shlex.join(command)] if shell else command)
+    if shell:
+        assert shlex.split(rest[0]) == command  # the remote shell gets every element back whole
