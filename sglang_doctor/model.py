@@ -148,6 +148,11 @@ class Remediation:
     plan: dict[str, Any] | None = None
     remedy: str | None = None  # the name of the remedy that produced it
     target: dict[str, Any] | None = None  # the SGLang version the flags were checked against
+    # Where each change came from (docs/DESIGN.md "Trust"): key = a flag of ``set`` or
+    # ``unset``, or "env:NAME"; value = {"source": "command" | "catalogue" | "rule" |
+    # "planner" | "log", "line": N (log only, when known), "value_from": "command" | "log"}.
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    untrusted: list[str] = field(default_factory=list)  # why ``run --yes`` must not apply it
 
     def is_empty(self) -> bool:
         return not (self.set or self.unset or self.env)
@@ -171,6 +176,10 @@ class Remediation:
             out["remedy"] = self.remedy
         if self.target is not None:
             out["target"] = self.target
+        if self.provenance:
+            out["provenance"] = {k: dict(v) for k, v in self.provenance.items()}
+        if self.untrusted:
+            out["untrusted"] = list(self.untrusted)
         return out
 
 

@@ -25,6 +25,9 @@ DEFAULT_LOG = "sglang-doctor-run.log"
 @click.option("--until-ready", is_flag=True, help="Exit 0 once ready, after stopping the server cleanly.")
 @click.option("--pid-file", type=click.Path(dir_okay=False), help="With --detach: where to write the server's pid.")
 @click.option("--via", default="", help='A command prefix that runs the launch elsewhere, e.g. "ssh root@host pct exec 129 --".')
+@click.option("--via-quote", type=click.Choice(("auto", "shell", "none")), default="auto", show_default=True,
+              help="How the command crosses --via: shell = quoted for a remote shell (ssh), none = passed on as "
+                   "argv (pct exec, docker exec -i); auto = shell when the prefix starts with ssh.")
 @click.option("--health-url", default=None, help="Health check URL (default: http://HOST:PORT/health of the command).")
 @click.option("--ready-timeout", type=float, default=3600.0, show_default=True, help="Seconds to wait for ready.")
 @click.option("--health-timeout", type=float, default=180.0, show_default=True,
@@ -40,7 +43,7 @@ DEFAULT_LOG = "sglang-doctor-run.log"
 @click.option("--model-config", type=click.Path(dir_okay=False))
 @click.option("--sglang-version", default=None)
 @metrics_options
-def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via, health_url, ready_timeout,
+def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via, via_quote, health_url, ready_timeout,
         health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version,
         metrics_port, metrics_host, node):
     """Launch an SGLang server, diagnose a failed launch, fix its flags and relaunch."""
@@ -59,16 +62,23 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         via_prefix = shlex.split(via)
     except ValueError as exc:
         raise InputError(f"--via: {exc}") from None
+    _validate(log_path, pid_file, detach, health_url, None if dry_run else command, via_prefix,
+              {"--ready-timeout": ready_timeout, "--health-timeout": health_timeout},
+              {"--settle": settle, "--stop-grace": stop_grace})
     mode = "detach" if detach else "until_ready" if until_ready else "foreground"
     opts = supervisor.RunOptions(
         command=command, log=Path(log_path), via=via_prefix, max_attempts=max_attempts, yes=yes, mode=mode,
         health_url=health_url, ready_timeout=ready_timeout, health_timeout=health_timeout, settle=settle,
-        stop_grace=stop_grace, pid_file=Path(pid_file) if pid_file else None,
+        stop_grace=stop_grace, pid_file=Path(pid_file) if pid_file else None, via_quote=via_quote,
     )
     reporter = Reporter(fmt, progress=True)
     if dry_run:
-        reporter.event({"event": "dry_run", "command": [*via_prefix, *command], "log": log_path})
-        reporter.message(f"would run: {shlex.join([*via_prefix, *command])}\nlog: {log_path}")
+        from sglang_doctor.run import wrapper
+
+        # behind --via: what the prefix receives (for ssh, the command as one quoted word)
+        shown = wrapper.through(via_prefix, command, via_quote)
+        reporter.event({"event": "dry_run", "command": shown, "log": log_path})
+        reporter.message(f"would run: {shlex.join(shown)}\nlog: {log_path}")
         sys.exit(ExitCode.OK)
     reporter.otel.log_path = str(Path(log_path).resolve())
     start_metrics(reporter, metrics_port, metrics_host, node)
@@ -94,15 +104,82 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         def confirm(text):
             return click.confirm(text + "\nrelaunch?", default=False, err=True)
 
-    if not Path(log_path).parent.exists():
-        raise InputError(f"--log {log_path}: the directory does not exist")
     reporter.message(f"logging the server's output to {log_path}")
     sup = supervisor.Supervisor(opts, make_pipeline, report, confirm, catalog)
     try:
         outcome = sup.run()
     except supervisor.child_mod.LaunchError as exc:
         raise InputError(str(exc)) from None
+    except OSError as exc:  # the log or the history cannot be written (EACCES, EROFS, ENOSPC, ...)
+        raise InputError(_io_error(exc, log_path)) from None
     sys.exit(outcome.exit_code if outcome.status != "stopped" else ExitCode.OK)
+
+
+def _validate(log_path: str, pid_file: str | None, detach: bool, health_url: str | None, command: list[str] | None,
+              via: list[str], positive: dict[str, float], non_negative: dict[str, float]) -> None:
+    """Every option checked before anything is launched (one line and exit 2 otherwise)."""
+    import math
+    import os
+    import shutil
+
+    from sglang_doctor.run import health
+
+    for name, value in positive.items():
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"{name} {value}: must be a number of seconds > 0")
+    for name, value in non_negative.items():
+        if not math.isfinite(value) or value < 0:
+            raise InputError(f"{name} {value}: must be a number of seconds >= 0")
+    if health_url is not None and health.check_url(health_url) is not None:
+        raise InputError(f"--health-url {health_url}: {health.check_url(health_url)}")
+    _writable_place("--log", log_path)
+    if pid_file is not None:
+        if not detach:
+            raise InputError("--pid-file goes with --detach (it names the server left running)")
+        _writable_place("--pid-file", pid_file)
+    if command is None:  # --dry-run: nothing is run, so nothing needs to exist
+        return
+    if via:
+        if shutil.which(via[0]) is None:
+            raise InputError(f"--via: {via[0]}: command not found")
+    elif shutil.which(command[0]) is None:
+        raise InputError(f"{command[0]}: command not found" + ("" if "/" in command[0] else " (not on PATH)"))
+
+
+def _writable_place(option: str, path: str) -> None:
+    """``path`` can be created or replaced: its directory exists and takes a new file."""
+    import os
+    import stat
+
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        if stat.S_ISDIR(os.stat(p).st_mode):
+            raise InputError(f"{option} {path}: is a directory")
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise InputError(f"{option} {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISDIR(os.stat(parent).st_mode):
+            raise InputError(f"{option} {path}: {parent} is not a directory")
+    except FileNotFoundError:
+        raise InputError(f"{option} {path}: the directory {parent} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"{option} {path}: {parent}: {exc.strerror or exc}") from None
+    # ask the file system itself: root passes access(), a read-only mount or a full disk does not
+    probe = parent / f".sglang-doctor-probe-{os.getpid()}"
+    try:
+        with open(probe, "wb"):
+            pass
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot write in {parent}: {exc.strerror or exc}") from None
+
+
+def _io_error(exc: OSError, log_path: str) -> str:
+    where = exc.filename or log_path
+    return f"run: cannot write {where}: {exc.strerror or exc}; the server was stopped"
 
 
 def _catalog(version):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sglang_doctor.remedy import launch_command
+from sglang_doctor.remedy import trust
 from sglang_doctor.model import Diagnosis, Remediation
 
 
@@ -287,12 +288,22 @@ def disable_feature(ctx: Context, params: dict) -> Remediation | None:
 
 @remedy("closest_flag")
 def closest_flag(ctx: Context, params: dict) -> Remediation | None:
-    """Replace each unknown flag the parser named with the closest real one of this version."""
-    text = ctx.diagnosis.captures.get(params.get("capture", "arguments"), "")
+    """Replace each unknown flag the parser named with the closest real one of this version.
+
+    The parser's line is log text (docs/DESIGN.md "Trust").  When the launch command is
+    known (``run``), only flags the command really holds are acted on and their values are
+    taken from the command itself, never from the line; a name the command does not hold
+    means the line was not SGLang's complaint about this launch, and it changes nothing.
+    """
+    captures = ctx.diagnosis.captures
+    text = captures.get(params.get("capture") or ("arguments" if "arguments" in captures else "option"), "")
+    line = _line_holding(ctx.diagnosis, text)
+    own = _own_flags(ctx) if ctx.command_known else None
     words = text.split()
     sets: dict[str, Any] = {}
     unsets: list[str] = []
     notes: list[str] = []
+    provenance: dict[str, dict[str, Any]] = {}
     i = 0
     while i < len(words):
         word = words[i]
@@ -305,6 +316,12 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             value = words[i + 1]
             i += 1
         i += 1
+        value_from = "log"
+        if own is not None:
+            if name not in own:
+                notes.append(f"{name} is not in the launch command; the line naming it is ignored")
+                continue
+            value, value_from = own[name], "command"
         target = ctx.flag(name)  # the same setting under this version's spelling first
         elsewhere = _versions_knowing(name, ctx.version)
         if target is None and elsewhere:
@@ -328,13 +345,44 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             continue
         unsets.append(name)
         sets[target] = new_value
+        provenance[target] = _log_source(line, value_from)
         notes.append(f"{name} -> {target}")
     if not sets and not unsets:
         return None
+    for name in unsets:
+        provenance[name] = _log_source(line, None)
     # Removing a flag this SGLang rejects is safe (the launch cannot start with it); a
     # replacement guessed from the spelling is asked about first.
     guessed = [n for n in notes if "did you mean" in n]
-    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed)
+    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed, provenance=provenance)
+
+
+def _log_source(line: int | None, value_from: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"source": "log"}
+    if line is not None:
+        entry["line"] = line
+    if value_from is not None:
+        entry["value_from"] = value_from
+    return entry
+
+
+def _line_holding(diagnosis: Diagnosis, text: str) -> int | None:
+    """The number of the incident line a capture was taken from."""
+    if not text:
+        return None
+    for line in diagnosis.incident.lines:
+        if text in line.text:
+            return line.number
+    return None
+
+
+def _own_flags(ctx: Context) -> dict[str, Any]:
+    """The flags of the user's command as written (unknown ones included) -> their value."""
+    out: dict[str, Any] = {}
+    for tok in launch_command.tokens(ctx.command or [], ctx.catalog):
+        value: Any = None if not tok.values else tok.values[0] if len(tok.values) == 1 else list(tok.values)
+        out.setdefault(tok.written, value)
+    return out
 
 
 # "--foo-bar" or a "foo_bar" server_args field named in an argument check's message; a value
@@ -392,25 +440,48 @@ def _similar(typed: str, real: str) -> bool:
 
 @remedy("change_port")
 def change_port(ctx: Context, params: dict) -> Remediation | None:
+    """The next free port, tested by binding on this machine.
+
+    The address tried is the user's own ``--host`` when it is an IP literal, else 127.0.0.1:
+    never a name, and never anything the log says (no name resolution of log text).
+    """
     flag = ctx.flag("--port")
-    current = _number(ctx.diagnosis.captures.get("port")) or _number(ctx.current(flag)) or 30000
-    host = ctx.diagnosis.captures.get("host") or ctx.server_args.get("host") or "127.0.0.1"
+    own = launch_command.value_of(ctx.command, flag, ctx.catalog) if ctx.command_known else None
+    current = _number(own) or _number(ctx.diagnosis.captures.get("port")) or _number(ctx.current(flag)) or 30000
+    host = launch_command.value_of(ctx.command, "--host", ctx.catalog) if ctx.command_known else None
+    family = _ip_family(host)
+    if family is None:
+        host, family = "127.0.0.1", socket.AF_INET
     # SGLang also binds internal ports above --port (nccl port, zmq): step by a few.
-    for candidate in range(int(current) + 10, int(current) + 2000, 10):
-        if _port_free(str(host), candidate):
-            return Remediation(
+    for candidate in range(int(current) + 10, min(int(current) + 2000, 65536), 10):
+        if _port_free(host, candidate, family):
+            rem = Remediation(
                 set={flag: candidate},
                 note=f"port {int(current)} is taken (an earlier server may still be running: "
                      f"`ss -ltnp 'sport = :{int(current)}'`); use {candidate}",
                 tradeoff="clients must use the new port",
             )
+            return trust.declare(rem, "planner")
     return None
 
 
-def _port_free(host: str, port: int) -> bool:
+def _ip_family(host: Any) -> int | None:
+    """AF_INET / AF_INET6 for an IP literal, None for anything else (names are not resolved)."""
+    if not isinstance(host, str) or not host:
+        return None
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+            return family
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _port_free(host: str, port: int, family: int = socket.AF_INET) -> bool:
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((host if host not in ("0.0.0.0", "") else "127.0.0.1", port))
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.bind((host, port))
         return True
     except OSError:
         return False
@@ -540,6 +611,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         result = op(ctx, dict(params or {}))
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
+            _declare_sources(rem, name, params)
             if not any(_same_change(rem, other) for other in found):
                 found.append(rem)
     found = weigh(ctx, found, evidence or [])
@@ -547,9 +619,31 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         return None
     for rem in found:
         rem.command = _fixed_command(command, rem, catalog, ctx.warnings)
+        rem.untrusted = trust.check(rem, diagnosis, catalog)
+        if rem.untrusted:
+            rem.safe = False  # advice: shown, never applied by ``run --yes``
     best, *rest = found
     best.alternatives = rest
     return best
+
+
+# Where the values of each remedy come from when its parameters are plain (not templates).
+# A remedy missing here declares its own sources or is never applied unattended.
+_SOURCES = {"raise_flag": "planner", "lower_flag": "planner", "plan_memory": "planner", "set_flag": "rule",
+            "unset_flag": "rule", "set_env": "rule", "disable_feature": "rule"}
+
+
+_VALUE_PARAMS = ("flag", "value", "to", "by", "factor", "max", "min", "name", "feature", "goal")
+
+
+def _declare_sources(rem: Remediation, name: str, params: Any) -> None:
+    """Provenance of a remedy's changes: a template parameter (``"{minimum}"``) is filled
+    from the log's captures or dump, so its values are log text (docs/DESIGN.md "Trust")."""
+    templated = any(isinstance(v, str) and "{" in v for k, v in dict(params or {}).items() if k in _VALUE_PARAMS)
+    if templated:
+        trust.declare(rem, "log", value_from="log")
+    elif name in _SOURCES:
+        trust.declare(rem, _SOURCES[name])
 
 
 def _same_change(a: Remediation, b: Remediation) -> bool:

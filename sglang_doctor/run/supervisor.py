@@ -24,6 +24,7 @@ from sglang_doctor.run import child as child_mod
 from sglang_doctor.run import health
 from sglang_doctor.run import history
 from sglang_doctor.remedy import launch_command
+from sglang_doctor.remedy import trust
 from sglang_doctor.model import Diagnosis, Remediation
 
 IDLE_FLUSH_S = 1.0
@@ -44,6 +45,7 @@ class RunOptions:
     settle: float = 20.0
     stop_grace: float = 30.0
     pid_file: Path | None = None
+    via_quote: str = "auto"  # "auto" (quote for ssh), "shell" (always), "none" (the prefix passes argv on)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Supervisor:
         self.child: child_mod.Child | None = None
         self.started = time.monotonic()
         self.changes: list[str] = []
+        self._hurry = False
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -82,7 +85,8 @@ class Supervisor:
                 self.tried.add(_key(command, env))
                 result = self._attempt(number, command, env)
                 if result.status in ("ready", "stopped"):
-                    return self._finish(result)
+                    # CONTRACT: 0 once ready and healthy, whatever status the server stops with
+                    return self._finish(Outcome(result.status, result.reason, 0))
                 diagnosis = result.diagnosis
                 if diagnosis is None:
                     return self._finish(Outcome("gave_up", result.reason, 1))
@@ -90,6 +94,13 @@ class Supervisor:
                     return self._finish(Outcome("gave_up", f"no attempt left (--max-attempts {self.opts.max_attempts}); "
                                                            f"last failure: {diagnosis.rule}", 1))
                 choice, why_not = self._next_change(diagnosis, command, env)
+                if choice is None and self._restartable(diagnosis):
+                    # this configuration served before it died of something no flag fixes: start it again
+                    self.attempts[-1]["change"] = ["restart (same command)"]
+                    self._save()
+                    self.report({"event": "relaunch", "attempt": number + 1, "changes": [], "command": command,
+                                 "env": env, "note": f"restart after: {diagnosis.title}"})
+                    continue
                 if choice is None:
                     return self._finish(Outcome("gave_up", why_not, 1))
                 new_command = choice.command if choice.command is not None else command
@@ -97,24 +108,54 @@ class Supervisor:
                 lines = launch_command.diff(command, new_command, self.catalog) if self.catalog else []
                 lines += [f"+ env {k}={v}" for k, v in choice.env.items() if env.get(k) != v]
                 self.attempts[-1]["change"] = lines
+                untrusted = trust.check(choice, diagnosis, self.catalog)  # the one place it is enforced
+                if untrusted:
+                    self.attempts[-1]["untrusted"] = untrusted
                 self._save()
-                if not self._approved(choice, lines, new_command, new_env):
-                    return self._finish(Outcome("gave_up", "relaunch not approved" if self.confirm
-                                                else "a relaunch needs approval: rerun with --yes to relaunch unattended", 1))
+                if not self._approved(choice, lines, new_command, new_env, untrusted):
+                    if self.confirm is not None:
+                        why = "relaunch not approved"
+                    elif untrusted:
+                        why = ("the change is advice only, not applied by --yes: " + "; ".join(untrusted))
+                    else:
+                        why = "a relaunch needs approval: rerun with --yes to relaunch unattended"
+                    return self._finish(Outcome("gave_up", why, 1))
                 self.changes.extend(lines)
                 self.report({"event": "relaunch", "attempt": number + 1, "changes": lines,
                              "command": new_command, "env": new_env, "note": choice.note})
                 command, env = new_command, new_env
         except KeyboardInterrupt as exc:
+            # another Ctrl-C or SIGTERM while stopping: no more grace, SIGKILL the group now
+            signal.signal(signal.SIGINT, self._hurry_up)
+            signal.signal(signal.SIGTERM, self._hurry_up)
             self._stop_child()
             if self.attempts and self.attempts[-1]["outcome"] in ("running", "serving"):
                 self.attempts[-1]["outcome"] = "interrupted"
             code = 143 if getattr(exc, "sigterm", False) else 130
             return self._finish(Outcome("interrupted", "interrupted: the server was stopped", code))
+        except child_mod.LaunchError as exc:  # the command cannot start at all (not found on the far side)
+            self._stop_child()
+            if self.attempts:
+                self.attempts[-1]["outcome"] = "error"
+                self.attempts[-1]["reason"] = str(exc)
+            self._finish(Outcome("error", str(exc), 2))
+            raise
+        except OSError as exc:  # the log or the history cannot be written: stop, say so, exit 2
+            self._stop_child()
+            if self.attempts and self.attempts[-1]["outcome"] in ("running", "serving"):
+                self.attempts[-1]["outcome"] = "error"
+            try:
+                self._finish(Outcome("error", f"I/O error: {exc.filename or ''}: {exc.strerror or exc}", 2))
+            except OSError:
+                pass  # the history itself is what cannot be written
+            raise
         finally:
             self._stop_child()
             signal.signal(signal.SIGTERM, previous_signal)
             signal.signal(signal.SIGINT, previous_int)
+
+    def _hurry_up(self, signum, frame) -> None:
+        self._hurry = True
 
     def _finish(self, outcome: Outcome) -> Outcome:
         self._save(outcome)
@@ -139,8 +180,12 @@ class Supervisor:
         pipe = self.make_pipeline(command)
         t0 = time.monotonic()
         with open(log, "wb") as out, open(log, "rb") as reader:
-            self.child = child_mod.Child([*self.opts.via, *command], out, env, tied=self.opts.mode != "detach")
-            record["pid"] = self.child.pid
+            self.child = child_mod.Child(command, out, env, tied=True, via=self.opts.via, quoting=self.opts.via_quote,
+                                         grace=self.opts.stop_grace)
+            record["pid"] = self.child.server_pid()
+            if self.opts.via:
+                record["via"] = list(self.opts.via)
+            self._save()
             result = self._follow(pipe, reader, t0, record)
         record["seconds"] = round(time.monotonic() - t0, 2)
         record["outcome"] = result.status
@@ -167,6 +212,10 @@ class Supervisor:
             if code is not None:
                 seen.drain(pipe, reader)
                 child.reap_group()
+                missing = _not_found(self.opts.log) if code == 127 else None
+                if missing:
+                    raise child_mod.LaunchError(f"{missing}: command not found"
+                                                + (f" (through --via {shlex.join(self.opts.via)})" if self.opts.via else ""))
                 if seen.first is not None:
                     return _AttemptResult("failed", seen.first, code, "")
                 if seen.ready:
@@ -185,10 +234,11 @@ class Supervisor:
             if seen.ready and seen.first is None:
                 url = self.opts.health_url or health.url_for(seen.host, seen.port)
                 result = health.wait_healthy(url, deadline_s=self.opts.health_timeout, via=self.opts.via or None,
+                                             quoting=self.opts.via_quote,
                                              alive=lambda: child.exit_code() is None)
                 seen.consume(pipe.feed(reader.read()))
                 if result.ok:
-                    return self._on_ready(pipe, reader, t0, record, url)
+                    return self._on_ready(pipe, reader, t0, record, url, seen)
                 if child.exit_code() is None and seen.first is None:
                     self._stop_child()
                     seen.drain(pipe, reader)
@@ -204,7 +254,7 @@ class Supervisor:
                                       f"not ready after {self.opts.ready_timeout:.0f} s (--ready-timeout)")
             time.sleep(POLL_S)
 
-    def _on_ready(self, pipe: Any, reader, t0: float, record: dict, url: str) -> "_AttemptResult":
+    def _on_ready(self, pipe: Any, reader, t0: float, record: dict, url: str, seen: "_Seen") -> "_AttemptResult":
         seconds = round(time.monotonic() - t0, 1)
         record["ready_seconds"] = seconds
         self.report({"event": "healthy", "url": url, "seconds": seconds, "attempt": record["attempt"]})
@@ -213,18 +263,22 @@ class Supervisor:
             return _AttemptResult("ready", None, self.child.exit_code(), f"ready after {seconds} s, then stopped")
         if self.opts.mode == "detach":
             if self.opts.pid_file:
-                history.atomic_write(self.opts.pid_file, f"{self.child.pid}\n".encode())
-            pid, self.child = self.child.pid, None  # left running on purpose
+                history.atomic_write(self.opts.pid_file, f"{self.child.server_pid()}\n".encode())
+            pid = self.child.server_pid()
+            self.child.detach()
+            self.child = None  # left running on purpose
             return _AttemptResult("ready", None, None, f"ready after {seconds} s; server pid {pid} left running")
         # foreground: supervise the serving server; a crash now is a runtime incident.
         record["outcome"] = "serving"
         self._save()
-        result = self._serve(pipe, reader)
-        return result
+        return self._serve(pipe, reader, url, seen)
 
-    def _serve(self, pipe: Any, reader) -> "_AttemptResult":
+    def _still_healthy(self, url: str) -> bool:
+        return health.check_once(url, self.opts.via or None, timeout=10.0, quoting=self.opts.via_quote).ok
+
+    def _serve(self, pipe: Any, reader, url: str, seen: "_Seen") -> "_AttemptResult":
+        """Supervise a serving server; ``seen`` carries what was read while /health was polled."""
         child = self.child
-        seen = _Seen(self.report)
         dirty, last = False, time.monotonic()
         while True:
             data = reader.read(1 << 20)
@@ -235,15 +289,25 @@ class Supervisor:
                 seen.consume(pipe.flush_idle())
                 dirty = False
             code = child.exit_code()
+            if code is None and seen.settled(self.opts.settle) and self._still_healthy(url):
+                # an incident while serving, yet the server runs and answers: not a crash
+                # (e.g. a logged request whose text looks like an error); keep serving.
+                self.report({"event": "warning", "message": f"incident {seen.first.rule} while serving, but the "
+                                                            f"server still answers {url}: not stopped"})
+                seen.first, seen.incident_at = None, None
+                continue
             if code is not None or seen.settled(self.opts.settle):
                 if code is None:
                     self._stop_child()
                 seen.drain(pipe, reader)
                 child.reap_group()
-                if seen.first is None:
-                    return _AttemptResult("stopped", None, child.exit_code(),
-                                          f"the server exited (code {child.exit_code()}) with no incident")
-                return _AttemptResult("failed", seen.first, child.exit_code(), "")
+                code = child.exit_code()
+                if seen.first is None and _stopped_on_purpose(self.opts.log):
+                    return _AttemptResult("stopped", None, code, f"the server was stopped (exit code {code})")
+                if seen.first is None:  # died without a word: never a silent success
+                    seen.first = crash_diagnosis(code, pipe)
+                    self.report(seen.first.to_json())
+                return _AttemptResult("failed", seen.first, code, "")
             if not data:
                 time.sleep(POLL_S)
 
@@ -258,28 +322,46 @@ class Supervisor:
             return None, f"{what}: no remedy applies to this launch"
         if rem.needs_human:
             return None, f"{what} needs a human: {rem.note}"
+        untried = []
         for option in [rem, *rem.alternatives]:
             if option.needs_human or (option.command is None and not option.env):
                 continue
             new_command = option.command if option.command is not None else command
             if _key(new_command, {**env, **option.env}) in self.tried:
                 continue
-            return option, ""
-        return None, f"{what}: every remedy was tried already"
+            untried.append(option)
+        if not untried:
+            return None, f"{what}: every remedy was tried already"
+        if self.opts.yes:  # unattended: the best option --yes may apply, else the best one (to show)
+            for option in untried:
+                if option.safe and not trust.check(option, diagnosis, self.catalog):
+                    return option, ""
+        return untried[0], ""
 
-    def _approved(self, choice: Remediation, lines: list[str], command: list[str], env: dict) -> bool:
-        if self.opts.yes and choice.safe:
+    def _restartable(self, diagnosis: Diagnosis) -> bool:
+        """The restart policy: a crash while serving that no remedy addresses (a SIGKILL, an
+        unknown runtime failure) restarts the same command while attempts are left."""
+        rem = diagnosis.remediation
+        return (self.opts.mode == "foreground" and self.attempts[-1].get("ready_seconds") is not None
+                and diagnosis.incident.after_ready and (rem is None or not rem.needs_human)
+                and (diagnosis.rule == "unknown" or rem is None))
+
+    def _approved(self, choice: Remediation, lines: list[str], command: list[str], env: dict,
+                  untrusted: list[str]) -> bool:
+        if self.opts.yes and choice.safe and not untrusted:
             return True
         if self.confirm is None:
             return False
         text = "relaunch with:\n  " + "\n  ".join(lines or ["(environment only)"]) + "\n  " + shlex.join(command)
+        if untrusted:
+            text += "\n  advice only, from the log (check it yourself):\n    " + "\n    ".join(untrusted)
         return self.confirm(text)
 
     # -- bookkeeping ----------------------------------------------------------------------------
 
     def _stop_child(self) -> None:
         if self.child is not None:
-            self.child.stop(self.opts.stop_grace)
+            self.child.stop(self.opts.stop_grace, hurry=lambda: self._hurry)
 
     def _save(self, outcome: Outcome | None = None) -> None:
         meta: dict[str, Any] = {"command": self.opts.command, "log": str(self.opts.log)}
@@ -322,7 +404,7 @@ def _host_port(command: list[str], catalog: Any) -> tuple[str | None, int | None
     """--host and --port of the command, however spelled (aliases, abbreviations, --x=y)."""
     host = launch_command.value_of(command, "--host", catalog)
     port = launch_command.value_of(command, "--port", catalog)
-    return (host if isinstance(host, str) else None), (int(port) if isinstance(port, str) and port.isdigit() else None)
+    return (host if health.valid_host(host) else None), (int(port) if health.valid_port(port) else None)
 
 
 class _Seen:
@@ -346,10 +428,13 @@ class _Seen:
                 self.incident_at = self.incident_at or time.monotonic()
             elif ev["event"] == "ready":
                 self.ready = True
-            elif ev["event"] == "launch":  # the dump says what SGLang really used
+
+            elif ev["event"] == "launch":  # the dump fills in only what the command left out
                 args = ev.get("server_args") or {}
-                self.host = args.get("host") or self.host
-                self.port = args.get("port") or self.port
+                if self.host is None and health.valid_host(args.get("host")):
+                    self.host = args["host"]
+                if self.port is None and health.valid_port(args.get("port")):
+                    self.port = int(args["port"])
 
     def drain(self, pipe: Any, reader) -> None:
         """Everything left in the log, then whatever the pipeline still holds open."""
@@ -359,6 +444,69 @@ class _Seen:
     def settled(self, settle_s: float) -> bool:
         """An incident was reported ``settle_s`` ago and the server is still running."""
         return self.first is not None and self.incident_at is not None and time.monotonic() - self.incident_at >= settle_s
+
+
+_STOP_MESSAGES = ("SIGTERM received", "Received SIGTERM", "Received sigterm")
+
+
+def _stopped_on_purpose(log: Path) -> bool:
+    """The end of the log holds SGLang's own record of a SIGTERM from its operator (a line of
+    its logger that starts with it, not text inside another line such as a logged request)."""
+    from sglang_doctor.read import records
+
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 65536))
+            tail = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return False
+    for text in tail:
+        prefix = records.parse_prefix(text)
+        if prefix.kind == "sglang" and prefix.message.startswith(_STOP_MESSAGES):
+            return True
+    return False
+
+
+def _not_found(log: Path) -> str | None:
+    """The program the wrapper could not find (its own one line at the start of the log)."""
+    try:
+        with open(log, "rb") as fh:
+            head = fh.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for text in head.splitlines():
+        if text.startswith("[sglang-doctor] command not found: "):
+            return text.split(": ", 1)[1]
+    return None
+
+
+def crash_diagnosis(code: int | None, pipe: Any) -> Diagnosis:
+    """The server exited while serving and its log names no cause (e.g. SIGKILL)."""
+    from sglang_doctor.model import Incident, Line
+
+    lines_seen = getattr(pipe, "lines_seen", 0) or 0
+    # negative: killed by that signal (a direct child); 128+N: the wrapper's shell reports it so
+    signum = -code if code is not None and code < 0 else code - 128 if code is not None and 128 < code < 160 else None
+    if signum is not None:
+        try:
+            how = f"was killed by {signal.Signals(signum).name}"
+        except ValueError:
+            how = f"was killed by signal {signum}"
+    else:
+        how = f"exited with code {code}"
+    text = f"[sglang-doctor] the server {how} while serving; its log says nothing about why"
+    incident = Incident(kind="signal", first_line=lines_seen + 1, last_line=lines_seen + 1,
+                        lines=[Line(lines_seen + 1, text)], after_ready=True)
+    killed = signum == signal.SIGKILL
+    return Diagnosis(
+        incident=incident, rule="unknown", category="memory.host_oom" if killed else "runtime.crash",
+        phase="serving", title=f"The server {how} while serving",
+        explanation=(f"The server {how} after it was ready, and its log names no cause. "
+                     + ("A SIGKILL nobody asked for is most often the kernel's OOM killer: "
+                        "`dmesg | grep -i -e oom -e 'killed process'` says." if killed else
+                        "Look at the end of its log and at the system journal.")),
+        confidence=0.5 if killed else 0.4,
+    )
 
 
 def _sigterm_as_interrupt(signum, frame):

@@ -16,6 +16,11 @@ chosen by real flags where SGLang would react to them, and by STANDIN_* variable
 - ``STANDIN_START_DELAY=s``: seconds of "loading" before the memory pools.
 - ``STANDIN_CRASH_AFTER_READY=s``: a CUDA illegal-memory-access crash that long after ready.
 - ``STANDIN_HEALTH_STATUS=code``: what /health answers once ready (default 200).
+- ``STANDIN_AFTER_READY=file``: once ready, write that file's lines (e.g. logged requests) and
+  keep serving.
+- ``STANDIN_DUMP_HOST=text``: the ``host`` field of the dump (what a hostile log could say).
+- ``STANDIN_SIGTERM_EXIT=n``: the exit status after a SIGTERM (default 0; SGLang often exits
+  with another, e.g. -15 or 1, when stopped).
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     mfs = args.mem_fraction_static if args.mem_fraction_static is not None else 0.716
     dump = {"model_path": args.model_path, "tokenizer_path": args.model_path, "load_format": args.load_format,
-            "host": args.host, "port": args.port, "mem_fraction_static": mfs, "tp_size": args.tp_size,
+            "host": os.environ.get("STANDIN_DUMP_HOST", args.host), "port": args.port, "mem_fraction_static": mfs, "tp_size": args.tp_size,
             "context_length": args.context_length, "device": args.device or "cuda"}
     log(f"server_args={dump!r}")
     scheduler = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--standin-role=scheduler",
@@ -165,6 +170,11 @@ def main(argv: list[str]) -> int:
     log(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
     Health.status = int(os.environ.get("STANDIN_HEALTH_STATUS", "200"))
     log("The server is fired up and ready to roll!")
+    after_ready = os.environ.get("STANDIN_AFTER_READY")
+    if after_ready:
+        with open(after_ready, encoding="utf-8", errors="replace") as fh:
+            sys.stdout.write(fh.read())
+        sys.stdout.flush()
     crash_after = os.environ.get("STANDIN_CRASH_AFTER_READY")
     if crash_after and not stopping.wait(float(crash_after)):
         log("Scheduler hit an exception: Traceback (most recent call last):")
@@ -186,7 +196,7 @@ def main(argv: list[str]) -> int:
         scheduler.terminate()
         scheduler.wait()
     log(f"INFO:     Finished server process [{os.getpid()}]")
-    return 0
+    return int(os.environ.get("STANDIN_SIGTERM_EXIT", "0"))
 
 
 if __name__ == "__main__":
