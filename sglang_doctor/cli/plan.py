@@ -112,15 +112,24 @@ def _text_report(p, hw, version: str) -> str:
 
 
 @click.command("plan", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--model-config", required=True, type=click.Path(dir_okay=False), help="The model's config.json.")
+@click.option("--model-config", required=False, type=click.Path(dir_okay=False), help="The model's config.json.")
+@click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False),
+              help="A start-up log: where its memory went and what capped its capacity (cli/plan_log.py).")
 @click.option("--gpus", default="a6000x2", show_default=True, help="Hardware profile (e.g. h100-80x8) or 'auto'.")
 @click.option("--sglang-version", default=None, help=f"SGLang version whose sizing to follow (default {NEWEST_KNOWN}).")
 @click.option("--format", "fmt", type=click.Choice(("rich", "text", "json")), default=None,
               help="Output format (default: rich on a terminal, text otherwise).")
 @click.option("--search/--no-search", "do_search", default=True, help="Also list launches that fit.")
 @click.argument("flags", nargs=-1, type=click.UNPROCESSED)
-def plan(model_config, gpus, sglang_version, fmt, do_search, flags):
+def plan(model_config, gpus, sglang_version, fmt, do_search, flags, log_path=None):
     """Print the per-GPU memory budget for MODEL_CONFIG and the SGLang FLAGS after '--'."""
+    if log_path is not None:
+        from sglang_doctor.cli import plan_log
+
+        sys.exit(plan_log.run(log_path, model_config, gpus, sglang_version, fmt, list(flags)))
+    if model_config is None:
+        click.echo("sglang-doctor plan: --model-config is required (or --log LOG)", err=True)
+        sys.exit(ExitCode.INPUT_ERROR)
     from sglang_doctor.remedy import hardware
     from sglang_doctor.remedy import planner
 
