@@ -398,7 +398,11 @@ def _running_cap(f: dict, args: dict, st, version: str | None) -> Cap:
     candidates: list[tuple[str, int]] = []
     if K and ratio:
         candidates.append(("mamba_pool", K // ratio))
-    if flag:
+    if flag and spec and int(flag) == 48:
+        # the dump shows the resolved value: 48 is also what speculative decoding sets when the flag is
+        # absent (0.5.9 server_args.py:2365; 0.5.23 arg_groups/speculative_hook.py:1093)
+        candidates.append(("speculative_default", 48 // dp))
+    elif flag:
         candidates.append(("flag", int(flag) // dp))
     elif spec:
         candidates.append(("speculative_default", 48 // dp))
@@ -429,9 +433,8 @@ def _running_cap(f: dict, args: dict, st, version: str | None) -> Cap:
         elif f.get("mamba_state_gb") and K:
             slot = f["mamba_state_gb"] * GIB / K
             per_req = f"each extra running request costs {ratio} x {slot / MIB:.2f} MiB of state"
-        why = (f"the mamba state pool: {K} slots / {ratio} per request"
-               + (" (the radix cache keeps extra state copies per request)" if ratio > 1 else "")
-               + f" = {logged} requests")
+        why = (f"the mamba state pool: {K} slots / {ratio} per request = {logged} requests"
+               + (" (the radix cache keeps extra state copies per request)" if ratio > 1 else ""))
         return Cap("max_running_requests", logged, "mamba_pool", why,
                    _flag_names(version, ["--max-mamba-cache-size", "--mamba-full-memory-ratio"]),
                    per_req + (" taken from the KV pool" if per_req else ""))
@@ -441,7 +444,9 @@ def _running_cap(f: dict, args: dict, st, version: str | None) -> Cap:
                    "more concurrent requests share the same KV pool")
     if binding == "speculative_default":
         return Cap("max_running_requests", logged, "speculative_default",
-                   f"speculative decoding ({spec}) sets max_running_requests to 48 when the flag is not given",
+                   f"speculative decoding ({spec}): SGLang sets max_running_requests to 48 when "
+                   "--max-running-requests is not given" + (" (the dump cannot tell that from the flag set to 48)"
+                                                            if flag else ""),
                    _flag_names(version, ["--max-running-requests"]),
                    "more requests need more draft-token state and KV per step")
     if binding in ("token_default", "half_the_tokens"):
