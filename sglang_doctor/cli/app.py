@@ -128,7 +128,7 @@ def explain(logfiles, fmt, rule_dirs, gpus, model_config, sglang_version):
         if path.endswith(".attempts.json"):
             _explain_history(path, reporter)
             continue
-        pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version)
+        pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version, capacity=True)
         reporter.otel.log_path = os.path.abspath(path)
         if len(logfiles) > 1:
             reporter.message(f"# {path}", style="bold")

@@ -380,7 +380,7 @@ def _tokens_cap(f: dict, args: dict, st, version: str | None) -> Cap:
     explanation = "the KV budget: " + "; ".join(parts) if parts else "the KV budget left after weights and reserve"
     ctx = f.get("context_len")
     if logged and ctx:
-        explanation += f". {_full_requests(logged, ctx)} fit in the pool at once"
+        explanation += f"; {_full_requests(logged, ctx)}"
     return Cap("max_total_num_tokens", logged, "kv_budget", explanation, raise_with, cost)
 
 
@@ -452,7 +452,7 @@ def _running_cap(f: dict, args: dict, st, version: str | None) -> Cap:
     if binding in ("token_default", "half_the_tokens"):
         why = (f"SGLang's default from the KV pool: {tokens} tokens / context {ctx} x 512, clamped to 2048..4096"
                if binding == "token_default" else f"half the KV pool's tokens ({tokens} // 2)")
-        room = f"; {_full_requests(tokens, ctx)} fit in the KV pool at once" if tokens and ctx else ""
+        room = f"; {_full_requests(tokens, ctx)}" if tokens and ctx else ""
         return Cap("max_running_requests", logged, binding, why + room,
                    _flag_names(version, ["--max-running-requests"]), "")
     expected = ", ".join(f"{k}={v}" for k, v in values.items())
@@ -461,10 +461,11 @@ def _running_cap(f: dict, args: dict, st, version: str | None) -> Cap:
 
 
 def _full_requests(tokens: int, ctx: int) -> str:
+    """How many requests of the full context the KV pool holds at once, as a phrase."""
     n = tokens // ctx
     if n == 0:
-        return f"not even one request of the full {ctx}-token context"
-    return f"{n} request{'s' if n != 1 else ''} of the full {ctx}-token context"
+        return f"the KV pool holds less than one full-context ({ctx}-token) request"
+    return f"the KV pool holds {n} full-context ({ctx}-token) request{'s' if n != 1 else ''} at once"
 
 
 def _headline(f: dict) -> str:
@@ -476,7 +477,7 @@ def _headline(f: dict) -> str:
         bits.append(f"at most {mrr} requests run at once")
     if tokens is not None:
         bits.append(f"{tokens} KV tokens" + (f" ({_full_requests(tokens, ctx)})" if ctx else ""))
-    return "this server: " + ", ".join(bits)
+    return "this server: " + "; ".join(bits)
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,7 +493,8 @@ def render_text(c: Capacity, indent: str = "  ") -> str:
         lines.append(f"{indent}  per GPU, of {pre:.2f} GiB free after distributed init{how}:")
     for r in c.rows:
         mark = "" if r.source == "log" else "  (derived)"
-        lines.append(f"{indent}    {r.name:<52} {r.gb:8.2f} GiB{mark}")
+        gb = 0.0 if abs(r.gb) < 0.005 else r.gb  # no "-0.00"
+        lines.append(f"{indent}    {r.name:<52} {gb:8.2f} GiB{mark}")
     for cap in c.caps:
         pred = []
         if cap.predicted is not None:

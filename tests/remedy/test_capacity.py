@@ -58,7 +58,7 @@ def test_flag_caps_are_named_as_flags():
     assert c.cap("max_total_num_tokens").capped_by == "flag"
     assert "--max-total-tokens 20480" in c.cap("max_total_num_tokens").explanation
     assert c.cap("max_running_requests").capped_by == "flag" and c.cap("max_running_requests").logged == 128
-    assert "not even one request of the full 32768-token context" in c.headline
+    assert "the KV pool holds less than one full-context (32768-token) request" in c.headline
 
 
 def test_0_4_x_default_concurrency_is_the_token_rule_plus_one():
@@ -68,7 +68,7 @@ def test_0_4_x_default_concurrency_is_the_token_rule_plus_one():
     tokens = c.cap("max_total_num_tokens")
     assert tokens.capped_by == "kv_budget" and tokens.logged == 444500
     assert "78.81 x (1 - 0.880) = 9.46 GiB" in tokens.explanation
-    assert "3 requests of the full 131072-token context" in tokens.explanation
+    assert "the KV pool holds 3 full-context (131072-token) requests at once" in tokens.explanation
 
 
 def test_the_rows_account_for_all_the_memory_free_after_init():
@@ -138,3 +138,30 @@ def test_plan_log_bad_input_is_one_line_and_exit_2(args, needle):
     out = _plan(*args)
     assert out.returncode == 2, out.stdout
     assert needle in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+# -- explain on a healthy log -------------------------------------------------------------------
+
+def _explain(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sglang_doctor", "explain", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_explain_on_a_healthy_log_adds_the_capacity_section_after_the_launch():
+    out = _explain("--format", "text", "--sglang-version", "0.4.3.post4", "--model-config", str(MODELS / "qwq_32b.json"),
+                   str(STARTUP / "llms_in_clouds_0_4_3_qwq32b_l4x4.log"))
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert text.index("ready (line") < text.index("capacity of launch 1") < text.index("summary:")
+    assert "max_running_requests=2049 (predicted: planner 2049" in text
+    assert "capped by SGLang's default from the KV pool" in text
+
+
+def test_explain_json_has_one_capacity_event_per_sized_launch_and_none_for_a_failed_one():
+    out = _explain("--format", "json", str(STARTUP / "cpu0523_qwen35_hybrid_max_mamba_bf16.log"))
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    caps = [e for e in events if e["event"] == "capacity"]
+    assert len(caps) == 1 and caps[0]["max_running_requests"] == 666
+    assert caps[0]["caps"]["max_running_requests"]["capped_by"] == "mamba_pool"
+    seed = _explain("--format", "json", str(ROOT / "fixtures" / "seed" / "seed_full.log"))
+    assert seed.returncode == 1 and '"event": "capacity"' not in seed.stdout
