@@ -42,8 +42,16 @@ _TABLE: list[tuple[str, str, str]] = [
      r"(?: intermediate_conv_window_cache size: (?P<intermediate_conv_gb>[\d.]+) ?GB)?"),
     # 0.4.1.post6-0.4.3.post2: `K size: N GB, V size: N GB.` without #tokens; 0.5.13+ add `dtype:`;
     # MLA pools print one `KV size:` (memory_pool.py, MLATokenToKVPool)
+    # 0.5.16+ post-capture sizing first reserves address space only ("KV Cache VA upper bound.")
+    ("kv_cache_upper_bound", "KV Cache VA upper bound",
+     r"KV Cache VA upper bound\.(?: dtype: (?P<dtype>[\w.]+),)?(?: #tokens: (?P<tokens>\d+),)?"
+     r"(?: K size: (?P<k_gb>[\d.]+) GB, V size: (?P<v_gb>[\d.]+) GB| KV size: (?P<kv_gb>[\d.]+) GB)"),
+    # 0.5.3.post3-0.5.17 SWAKVPool (sliding-window models): both pools in one figure
+    ("swa_kv_cache", "SWAKVPool mem usage",
+     r"SWAKVPool mem usage: (?P<kv_gb>[\d.]+) GB, swa size: (?P<swa_tokens>\d+), full size: (?P<tokens>\d+)"),
+    # 0.5.16+ may prefix a pool label ("{label} KV Cache is allocated", memory_pool.py _finalize_allocation_log)
     ("kv_cache", "KV Cache is allocated",
-     r"KV Cache is allocated\.(?: dtype: (?P<dtype>[\w.]+),)?(?: #tokens: (?P<tokens>\d+),)?"
+     r"(?:(?P<pool>[\w .-]+?) )?KV Cache is allocated\.(?: dtype: (?P<dtype>[\w.]+),)?(?: #tokens: (?P<tokens>\d+),)?"
      r"(?: K size: (?P<k_gb>[\d.]+) GB, V size: (?P<v_gb>[\d.]+) GB| KV size: (?P<kv_gb>[\d.]+) GB)"),
     ("memory_pool_end", "Memory pool end", r"Memory pool end\. avail mem=(?P<avail_mem_gb>-?[\d.]+) GB"),
     # 0.4.0-0.4.3.post2: no avail mem; 0.5.9-0.5.13 `Capture {cuda|cpu|npu} graph begin`
@@ -102,6 +110,8 @@ DESCRIPTIONS = {
     "weights_committed": "real weights committed after graph capture",
     "mamba_cache": "mamba state cache allocated",
     "kv_cache": "KV cache allocated",
+    "kv_cache_upper_bound": "KV cache address space reserved (sized after graph capture)",
+    "swa_kv_cache": "sliding-window KV pools allocated",
     "memory_pool_end": "memory pools ready",
     "cuda_graph_begin": "capturing CUDA graphs",
     "cuda_graph_end": "CUDA graphs captured",
@@ -161,6 +171,8 @@ def phase_after(name: str | None) -> str:
         "swa_pool": "startup.memory_pool",
         "mamba_running_cap": "startup.memory_pool",
         "kv_cache": "startup.memory_pool",
+        "kv_cache_upper_bound": "startup.memory_pool",
+        "swa_kv_cache": "startup.memory_pool",
         "memory_pool_end": "startup.cuda_graph",
         "cuda_graph_begin": "startup.cuda_graph",
         "cuda_graph_end": "startup.warmup",

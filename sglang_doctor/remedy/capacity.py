@@ -165,6 +165,12 @@ def log_figures(launch: Launch) -> dict[str, Any]:
         if len(kvs) > 1:
             f["draft_kv_gb"] = round(sum(m.figures.get("kv_gb", (m.figures.get("k_gb") or 0) + (m.figures.get("v_gb") or 0))
                                          for m in kvs[1:]), 2)
+    swa = next((m for m in ms if m.name == "swa_kv_cache"), None)
+    if swa is not None:  # 0.5.3.post3-0.5.17 sliding-window models: one figure for both pools
+        f["kv_gb"] = swa.figures.get("kv_gb", f.get("kv_gb"))
+        f["kv_tokens"] = swa.figures.get("tokens", f.get("kv_tokens"))
+        f["swa_tokens"] = swa.figures.get("swa_tokens")
+        f.pop("draft_kv_gb", None)
     mamba = next((m for m in ms if m.name == "mamba_cache"), None)
     if mamba is not None:
         fig = mamba.figures
@@ -324,7 +330,7 @@ def _rows(f: dict) -> list[Row]:
         tokens = f.get("kv_tokens") or f.get("max_total_num_tokens")
         rows.append(Row("KV cache pool" + (f" ({tokens} tokens)" if tokens else ""), f["kv_gb"], "log"))
     if "draft_kv_gb" in f:
-        rows.append(Row("draft KV cache pool", f["draft_kv_gb"], "log"))
+        rows.append(Row("other KV pools (draft model, labelled pools)", f["draft_kv_gb"], "log"))
     after_w, after_p = f.get("after_weights_gb"), f.get("after_pools_gb")
     if after_w is not None and after_p is not None:
         pools = sum(f.get(k, 0.0) for k in ("mamba_state_gb", "mamba_intermediate_gb", "kv_gb"))

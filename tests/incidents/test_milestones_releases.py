@@ -59,6 +59,14 @@ CASES = [
      "kv_cache", {"dtype": "torch.bfloat16", "tokens": 330323, "k_gb": 10.08}),
     ("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1912896, KV size: 14.37 GB", "kv_cache",
      {"tokens": 1912896, "kv_gb": 14.37}),
+    # 0.5.16+ labelled pools and the post-capture address-space reservation
+    ("MiniMax MSA-v1 main NVFP4 KV Cache is allocated. dtype: torch.uint8, #tokens: 100000, KV size: 3.00 GB",
+     "kv_cache", {"pool": "MiniMax MSA-v1 main NVFP4", "tokens": 100000, "kv_gb": 3.0}),
+    ("KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 900000, K size: 20.00 GB, V size: 20.00 GB",
+     "kv_cache_upper_bound", {"tokens": 900000, "k_gb": 20.0}),
+    # 0.5.3.post3-0.5.17 SWAKVPool (a user's Gemma log: "SWAKVPool mem usage: 79.94 GB, ...")
+    ("SWAKVPool mem usage: 79.94 GB, swa size: 798276, full size: 997846", "swa_kv_cache",
+     {"kv_gb": 79.94, "swa_tokens": 798276, "tokens": 997846}),
     # -- mamba ----------------------------------------------------------------------------
     # 0.5.2-0.5.3.post1: no max_mamba_cache_size
     ("Mamba Cache is allocated. conv_state size: 0.07GB, ssm_state size: 3.38GB ", "mamba_cache",
