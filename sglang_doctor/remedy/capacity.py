@@ -416,6 +416,8 @@ def _running_cap(f: dict, args: dict, st, version: str | None) -> Cap:
         est = min(max(int(tokens / ctx * 512), 2048), 4096)
         old = version is not None and planner._vtuple(version) < (0, 4, 7)
         candidates.append(("token_default", est + 1 if old else est))
+        if not old and logged == est + 1:  # 0.4.0-0.4.6 size the request pool one larger: a sign of the release
+            candidates.append(("token_default_plus_one", est + 1))
         candidates.append(("half_the_tokens", tokens // 2))
     binding = next((name for name, value in candidates if logged is not None and value == logged), None)
     values = dict(candidates)
@@ -455,9 +457,13 @@ def _running_cap(f: dict, args: dict, st, version: str | None) -> Cap:
                                                             if flag else ""),
                    _flag_names(version, ["--max-running-requests"]),
                    "more requests need more draft-token state and KV per step")
-    if binding in ("token_default", "half_the_tokens"):
+    if binding in ("token_default", "half_the_tokens", "token_default_plus_one"):
         why = (f"SGLang's default from the KV pool: {tokens} tokens / context {ctx} x 512, clamped to 2048..4096"
-               if binding == "token_default" else f"half the KV pool's tokens ({tokens} // 2)")
+               if binding != "half_the_tokens" else f"half the KV pool's tokens ({tokens} // 2)")
+        if binding == "token_default_plus_one":
+            why += (", plus one: the request pool of 0.4.0-0.4.6 (this log is likely from those releases, "
+                    f"not {version})")
+            binding = "token_default"
         room = f"; {_full_requests(tokens, ctx)}" if tokens and ctx else ""
         return Cap("max_running_requests", logged, binding, why + room,
                    _flag_names(version, ["--max-running-requests"]), "")

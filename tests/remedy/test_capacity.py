@@ -165,3 +165,10 @@ def test_explain_json_has_one_capacity_event_per_sized_launch_and_none_for_a_fai
     assert caps[0]["caps"]["max_running_requests"]["capped_by"] == "mamba_pool"
     seed = _explain("--format", "json", str(ROOT / "fixtures" / "seed" / "seed_full.log"))
     assert seed.returncode == 1 and '"event": "capacity"' not in seed.stdout
+
+
+def test_a_0_4_log_read_with_a_newer_release_still_names_the_token_rule():
+    """Without --sglang-version a 0.4.x dataclass dump reads as 0.5.9-style: 2049 is then est + 1."""
+    c = _capacity("sglang_docs_0_4_1_llama3_1_8b_h100.log", None, "0.5.9")
+    cap = c.cap("max_running_requests")
+    assert cap.capped_by == "token_default" and "0.4.0-0.4.6" in cap.explanation
