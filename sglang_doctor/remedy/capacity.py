@@ -344,7 +344,11 @@ def _rows(f: dict) -> list[Row]:
         accounted = sum(r.gb for r in rows if not r.name.startswith("distributed init"))
         rest = pre - accounted - free
         if abs(rest) > 0.005:
-            rows.append(Row("other (attention backend, draft pools, rounding)", rest, "derived"))
+            parts = [] if after_p is not None else ["request pool"]
+            if "cuda_graph_gb" not in f:
+                parts.append("CUDA graphs")
+            parts += ["backend buffers", "rounding"]
+            rows.append(Row(f"other ({', '.join(parts)})", rest, "derived"))
     if free is not None:
         rows.append(Row("free while serving (activations, prefill)", free, "log"))
     return rows
