@@ -46,6 +46,7 @@ class StreamPipeline:
         fast: bool = True,
         remediate: bool = True,
         whole_log: bool = False,
+        capacity: bool = False,
     ):
         self.ruleset = ruleset
         self.command = command
@@ -59,6 +60,8 @@ class StreamPipeline:
         self.whole_log = whole_log
         self._outcomes: dict[int, list[str]] = {}  # launch index -> rule ids of its incidents
         self._pending: list[dict] = []  # incident events still to be remedied (whole_log)
+        self.capacity = capacity  # explain: a "capacity" event after each launch that sized its pools
+        self._capacity_done: set[int] = set()
         extra: tuple[signals.Signal, ...] = ()
         literals = set(incidents_mod.TRIGGER_LITERALS)
         if ruleset is not None and hasattr(ruleset, "line_literals"):
@@ -110,6 +113,8 @@ class StreamPipeline:
         self.scanner.finish()
         self._convert(self.assembler.flush())
         self._remedy_pending()
+        for launch in self.launches:  # launches whose log ends before the ready line
+            self._add_capacity(launch)
         return self._take()
 
     def reset(self, reason: str) -> list[dict]:
@@ -204,6 +209,7 @@ class StreamPipeline:
                 self._events.append({"event": "ready", "line": ev.line, "launch": ev.launch.index,
                                      "seconds": round(time.monotonic() - self.started, 3),
                                      "_timestamp": self._timestamp_of(ev.line)})
+                self._add_capacity(ev.launch)
             elif ev.kind == "incident":
                 diagnosis = self.diagnose(ev.incident, ev.launch)
                 self.incident_count += 1
@@ -251,6 +257,30 @@ class StreamPipeline:
                                                 "flags_from": catalog.source}
         except Exception as exc:  # a remedy must never take the diagnosis down with it
             self.warnings.append(f"remediation failed for {diagnosis.rule}: {type(exc).__name__}: {exc}")
+
+    def _add_capacity(self, launch: Launch) -> None:
+        """Where a launch's memory went and what capped it (remedy/capacity.py), once per launch."""
+        if not self.capacity or launch.index in self._capacity_done:
+            return
+        self._capacity_done.add(launch.index)
+        try:
+            from sglang_doctor.remedy import capacity
+
+            version = self.version or launch.sglang_version
+            try:
+                from sglang_doctor.remedy import flags
+
+                version = flags.resolve_version(launch.sglang_version, self.version, launch.version_hint)[0]
+            except Exception:  # noqa: BLE001 - without catalogues: the log's or the option's version
+                pass
+            cap = capacity.from_launch(launch, self._model_config_for(launch), version, self.hardware)
+        except Exception as exc:  # the explanation must never take the report down with it
+            self.warnings.append(f"capacity of launch {launch.index + 1} failed: {type(exc).__name__}: {exc}")
+            return
+        if cap is not None:
+            out = cap.to_json()
+            out["_capacity"] = cap
+            self._events.append(out)
 
     def _model_config_for(self, launch: Launch | None) -> dict | None:
         """--model-config, else the config.json at the dump's model_path when readable."""

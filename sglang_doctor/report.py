@@ -108,6 +108,10 @@ class Reporter:
         elif kind == "ready":
             self._stop_status()
             self._line(f"ready (line {ev['line']}): the server is fired up", style="bold green")
+        elif kind == "capacity" and ev.get("_capacity") is not None:
+            from sglang_doctor.remedy.capacity import render_text
+
+            self._line(render_text(ev["_capacity"]))
         elif kind == "summary":
             self._line(summary_text(ev), style="bold")
         elif kind == "status":

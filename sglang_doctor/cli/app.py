@@ -247,7 +247,8 @@ def explain(logfiles, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version
         if path.endswith(".attempts.json"):
             _explain_history(path, reporter)
             continue
-        pipe = StreamPipeline(ruleset, version=sglang_version, hardware=hw, model_config=config, whole_log=True)
+        pipe = StreamPipeline(ruleset, version=sglang_version, hardware=hw, model_config=config, whole_log=True,
+                              capacity=True)
         reporter.otel.log_path = os.path.abspath(path)
         if len(logfiles) > 1:
             reporter.message(f"# {path}", style="bold")

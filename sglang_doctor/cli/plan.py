@@ -196,6 +196,7 @@ Examples:
   sglang-doctor plan --model-config fixtures/models/qwen3_6_27b_like.json --sglang-version 0.5.9 -- \\
       --tp-size 2 --mem-fraction-static 0.85 --speculative-algo NEXTN --speculative-num-steps 3
   sglang-doctor plan --model-config config.json --gpus 23034MiBx4 --gpu-sm 8.6 --format json -- --tp-size 4
+  sglang-doctor plan --log /root/sglang-serve.log --model-config config.json
 
 \b
 The flags after -- are checked against that SGLang release (a typo names the closest flag)
@@ -207,8 +208,11 @@ error (one line on stderr).
 
 @click.command("plan", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
                epilog=PLAN_EPILOG)
-@click.option("--model-config", required=True, type=click.Path(dir_okay=False),
-              help="The model's config.json (from its Hugging Face repository or model directory).")
+@click.option("--model-config", required=False, type=click.Path(dir_okay=False),
+              help="The model's config.json (from its Hugging Face repository or model directory); "
+                   "required unless --log is given.")
+@click.option("--log", "log_path", default=None, type=click.Path(dir_okay=False),
+              help="A start-up log: where its memory went and what capped its capacity (cli/plan_log.py).")
 @click.option("--gpus", default="a6000x2", show_default=True, help=GPUS_HELP)
 @click.option("--gpu-sm", default=None, metavar="X.Y", help=GPU_SM_HELP)
 @click.option("--sglang-version", default=None, metavar="X.Y.Z",
@@ -219,8 +223,15 @@ error (one line on stderr).
 @click.option("--search/--no-search", "do_search", default=True,
               help="When the launch does not fit, also list launches that do (default: on).")
 @click.argument("flags", nargs=-1, type=click.UNPROCESSED, metavar="[-- FLAGS...]")
-def plan(model_config, gpus, gpu_sm, sglang_version, fmt, do_search, flags):
+def plan(model_config, log_path, gpus, gpu_sm, sglang_version, fmt, do_search, flags):
     """Print the per-GPU memory budget of a launch: the model's config.json and the SGLang FLAGS after --."""
+    if log_path is not None:
+        from sglang_doctor.cli import plan_log
+
+        sys.exit(plan_log.run(log_path, model_config, gpus, sglang_version, fmt, list(flags)))
+    if model_config is None:
+        click.echo("sglang-doctor plan: --model-config is required (or --log LOG)", err=True)
+        sys.exit(ExitCode.INPUT_ERROR)
     from sglang_doctor.cli import app
     from sglang_doctor.remedy import launch_check
     from sglang_doctor.remedy import planner

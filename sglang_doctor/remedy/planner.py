@@ -749,6 +749,11 @@ def _max_running(st: Settings, tokens: int, K: int | None, new: bool) -> int:
         n = min(max(1, st.max_running // st.attn_dp), tokens // 2) if st.max_running else min(est, tokens // 2)
     else:
         n = st.max_running if st.max_running else est
+    if _vtuple(st.version) < (0, 4, 7):
+        # 0.4.0-0.4.6.post5: ReqToTokenPool(size=max_num_reqs + 1) (0.4.1.post7 model_runner.py:618,
+        # 0.4.6.post2 :824) and the worker caps at that size: min(tokens // 2 or the flag, size)
+        # (0.4.1.post7 tp_worker.py:101-109) -> the logged 2049 of a default launch
+        n = min(st.max_running if st.max_running else tokens // 2, est + 1)
     if K is not None:
         n = min(n, K // st.mamba_ratio)
     return n
