@@ -28,9 +28,18 @@ def _fail(message: str) -> int:
     return ExitCode.INPUT_ERROR
 
 
-def _model_config(path: str | None, launch) -> dict | None:
-    from sglang_doctor.cli.plan import _load_config
+def _load_config(path: str) -> dict:
+    """A config.json the planner can read (ValueError with a one-line reason if not)."""
+    from sglang_doctor.cli.app import load_model_config
+    from sglang_doctor.pipeline import InputError
 
+    try:
+        return load_model_config(path)
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _model_config(path: str | None, launch) -> dict | None:
     if path:
         return _load_config(path)
     model_path = (launch.server_args or {}).get("model_path")

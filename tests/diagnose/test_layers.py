@@ -123,7 +123,7 @@ def test_class_rule_confidence_must_stay_below_specific(tmp_path):
     d.mkdir()
     (d / "c.yaml").write_text(RULES.replace("confidence: 0.5\n    match:\n      message_any", "confidence: 0.9\n    match:\n      message_any"))
     with pytest.raises(RuleLoadError) as info:
-        RuleSet.load([d], builtin=False, user=False)
+        RuleSet.load([d], builtin=False, user=False, strict=True)
     assert any("class rule's confidence" in p for p in info.value.problems)
 
 

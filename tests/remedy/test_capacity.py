@@ -131,7 +131,7 @@ def test_plan_log_json_keeps_numbers_as_numbers_and_takes_flags_after_the_separa
 @pytest.mark.parametrize("args,needle", [
     (["--log", "/nonexistent/sglang.log"], "no such file"),
     (["--log", str(ROOT / "fixtures" / "seed" / "seed_full.log")], "sized its memory pools"),
-    (["--log", str(STARTUP / "cpu0523_llama_b_mrr64.log"), "--model-config", "/nonexistent/config.json"], "cannot read"),
+    (["--log", str(STARTUP / "cpu0523_llama_b_mrr64.log"), "--model-config", "/nonexistent/config.json"], "--model-config /nonexistent/config.json: no such file"),
     ([], "--model-config is required"),
 ])
 def test_plan_log_bad_input_is_one_line_and_exit_2(args, needle):
