@@ -59,7 +59,10 @@ __all__ = ["Follower", "FollowEvent", "FollowError"]
 CHUNK_SIZE = 1 << 20          # one os.pread
 MAX_READ_BYTES = 4 << 20      # data returned by one read() call at most
 FINGERPRINT_SIZE = 256        # bytes compared to notice a rewrite past our position
-MIN_NUL_RUN = 64              # a NUL run at least this long where reading resumes is skipped
+# a NUL run at least this long where a read starts is skipped; right after a skipped run or
+# a truncation any run is (past a sparse hole, SEEK_DATA lands on the first data page,
+# which begins with zeros up to the writer's offset)
+MIN_NUL_RUN = 64
 
 
 class FollowError(Exception):
@@ -86,6 +89,7 @@ class _OpenFile:
     pos: int = 0
     head: bytes = b""  # first bytes of this file as we read them
     tail: bytes = b""  # the file's bytes just before ``pos`` as we read them
+    hole: bool = False  # at a truncation or just past skipped NULs: any NUL run is skipped
 
     def same_file(self, st: os.stat_result) -> bool:
         return st.st_dev == self.dev and st.st_ino == self.ino
@@ -288,6 +292,7 @@ class Follower:
                 break
             if chunk[0] == 0:
                 run = self._nul_run(f, chunk)
+                f.hole = bool(run)
                 if run:
                     if not skipped:
                         gap_at = f.pos
@@ -295,6 +300,7 @@ class Follower:
                     f.tail = (f.tail + b"\0" * min(run, FINGERPRINT_SIZE))[-FINGERPRINT_SIZE:]
                     f.pos += run
                     continue
+            f.hole = False
             if len(f.head) < FINGERPRINT_SIZE and f.pos == len(f.head):
                 f.head = (f.head + chunk)[:FINGERPRINT_SIZE]
             f.tail = (f.tail + chunk[-FINGERPRINT_SIZE:])[-FINGERPRINT_SIZE:]
@@ -316,7 +322,7 @@ class Follower:
         """Bytes of NUL to skip at ``f.pos`` (chunk is what is there), 0 to read them."""
         run = len(chunk) - len(chunk.lstrip(b"\0"))
         if run < len(chunk):
-            return run if run >= MIN_NUL_RUN else 0
+            return run if run >= MIN_NUL_RUN or f.hole else 0
         # all NULs: a sparse hole can be jumped over without reading it (SEEK_DATA)
         try:
             data_at = os.lseek(f.fd, f.pos, getattr(os, "SEEK_DATA", 3))
@@ -343,6 +349,7 @@ class Follower:
         f.pos = 0
         f.head = b""
         f.tail = b""
+        f.hole = True  # a writer not in append mode leaves NULs before its next line
         events.append(FollowEvent("truncated", detail=reason))
 
     def _read_from_copy(self, f: _OpenFile, events: list[FollowEvent]) -> int:

@@ -35,7 +35,6 @@ and literal), so the match list never grows with the bytes.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from typing import Callable, Iterable
 
@@ -422,7 +421,6 @@ class Scanner:
         ESC or NUL (judged by their cleaned text), or no record-start header."""
         out: list[int] = []
         find, rfind, startswith, hides = buf.find, buf.rfind, buf.startswith, self._hides
-        header = _HEADER_B.match
         n = len(hits)
         j = 0
         while j < n:
@@ -446,7 +444,7 @@ class Scanner:
                 k += 1
             if not keep:
                 start = rfind(b"\n", pos, p) + 1 or pos
-                keep = ((out and out[-1] >= start) or header(buf, start) is None or find(b"\r", start, nl) >= 0
+                keep = ((out and out[-1] >= start) or not _header_at(buf, start) or find(b"\r", start, nl) >= 0
                         or find(b"\x1b", start, nl) >= 0 or find(b"\x00", start, nl) >= 0)
             if keep:
                 out.extend(hits[j:k])
@@ -494,10 +492,9 @@ class Scanner:
             self._record = (number + buf.count(b"\n", lo, s), buf[s:e])
 
 
-# records' header patterns over bytes: an ASCII-only match there is a match of the text too
-# (the str patterns' \\d also takes other digits: then the line is simply not skipped)
-_HEADER_B = re.compile(b"(?:%s)|(?:%s)" % (records._SGLANG.pattern.encode("ascii"),
-                                          records._TIME_ONLY.pattern.encode("ascii")))
+def _header_at(buf: bytes, at: int) -> bool:
+    """Whether the line at buf[at:] starts a record (records.is_record_start on its start)."""
+    return buf.startswith(b"[", at) and records.is_record_start(buf[at:at + 256].decode("utf-8", "replace"))
 
 
 def _text_starts_record(raw: bytes) -> bool:

@@ -269,7 +269,9 @@ def run_soak(tmp_path: Path, mode: str, *, rotate, watch_args=(), follow_kw=None
     watched.start()
     windows = []
     try:
-        time.sleep(1.0)  # the watcher is up before the first line
+        # the watcher is up (it said what it follows) before the first line: on a loaded
+        # machine its start-up can take longer than a whole rotation period
+        wait_for(lambda: any(e.get("event") == "status" for e in list(watched.events)), 60, "watch to start")
         reader.start()
         writer.start()
         period = total / rate / (rotations + 1)
