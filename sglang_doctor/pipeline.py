@@ -20,6 +20,7 @@ from sglang_doctor.incidents import assemble as incidents_mod
 from sglang_doctor.incidents import signals
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.model import Diagnosis, Incident, Launch, Line
+from sglang_doctor.read import records
 from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
@@ -73,6 +74,7 @@ class StreamPipeline:
         self.started = time.monotonic()
         self.warnings: list[str] = _UniqueList()
         self._partial = False  # the bytes so far end mid-line
+        self._line: Line | None = None
         self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
 
     # -- feeding -----------------------------------------------------------------------
@@ -129,7 +131,16 @@ class StreamPipeline:
     # -- internals ---------------------------------------------------------------------
 
     def _on_line(self, line: Line) -> None:
+        self._line = line  # the line whose events are being converted (the ready line's time)
         self._convert(self.assembler.feed(line))
+        self._line = None
+
+    def _timestamp_of(self, number: int | None) -> str | None:
+        """The log's time on line ``number`` when it is the line being converted."""
+        line = self._line
+        if line is None or line.number != number:
+            return None
+        return records.parse_prefix(line.text).timestamp
 
     def _take(self) -> list[dict]:
         if self._pending and len(self._events) > HOLD_LIMIT:
@@ -147,9 +158,7 @@ class StreamPipeline:
         for ev in pending:
             diagnosis = ev["_diagnosis"]
             self._add_remediation(diagnosis)
-            ev.clear()
-            ev.update(diagnosis.to_json())
-            ev["_diagnosis"] = diagnosis
+            ev["remediation"] = diagnosis.remediation.to_json() if diagnosis.remediation else None
 
     def evidence(self, current: Launch | None) -> list:
         """The other launches of this log that failed, with how: what a remedy must not repeat."""
@@ -167,7 +176,9 @@ class StreamPipeline:
     def _convert(self, events: list[incidents_mod.Event]) -> None:
         for ev in events:
             if ev.kind == "launch":
-                self._events.append(incidents_mod.launch_json(ev.launch))
+                out = incidents_mod.launch_json(ev.launch)
+                out["_timestamp"] = self._timestamp_of(ev.launch.line)  # the log's own time (export uses it)
+                self._events.append(out)
             elif ev.kind == "milestone":
                 ms = ev.milestone
                 out = {"event": "milestone", "line": ms.line, "name": ms.name, "launch": ev.launch.index}
@@ -177,7 +188,8 @@ class StreamPipeline:
                 self._events.append(out)
             elif ev.kind == "ready":
                 self._events.append({"event": "ready", "line": ev.line, "launch": ev.launch.index,
-                                     "seconds": round(time.monotonic() - self.started, 3)})
+                                     "seconds": round(time.monotonic() - self.started, 3),
+                                     "_timestamp": self._timestamp_of(ev.line)})
             elif ev.kind == "incident":
                 diagnosis = self.diagnose(ev.incident, ev.launch)
                 self.incident_count += 1
