@@ -175,9 +175,7 @@ class StreamPipeline:
         for ev in pending:
             diagnosis = ev["_diagnosis"]
             self._add_remediation(diagnosis)
-            ev.clear()
-            ev.update(diagnosis.to_json())
-            ev["_diagnosis"] = diagnosis
+            ev["remediation"] = diagnosis.remediation.to_json() if diagnosis.remediation else None
 
     def evidence(self, current: Launch | None) -> list:
         """The other launches of this log that failed, with how: what a remedy must not repeat."""
