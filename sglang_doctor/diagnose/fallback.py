@@ -208,6 +208,10 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
             category, conf, why = _SIGNAL_GUESS[name]
             return {"category": category, "confidence": conf, "why": why}
     found = guess_from_frames(inc.frames)
+    if found is None and inc.captures.get("thread_func"):
+        func = inc.captures["thread_func"]
+        found = next(((cat, 0.3, f"{why} (the traceback came from thread function {func})")
+                      for part, functions, cat, why in _WHERE if not part and _fits("", func, part, functions)), None)
     if found is not None:
         category, conf, why = found
         if inc.after_ready and category not in ("runtime.crash",):
