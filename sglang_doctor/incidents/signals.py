@@ -99,6 +99,12 @@ def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
     return None
 
 
+# A line SGLang itself calls a warning ("... To silence this warning, specify
+# --disable-custom-all-reduce explicitly.") reports something it worked around: it does not
+# start an incident through a rule's literal (it still counts inside an incident).
+_WARNING_LINE = r"(?!.*(?:To silence this warning|\bWarning: |\bWARNING\b))"
+
+
 def extra_signal(name: str, literals: tuple[str, ...], regex: str) -> Signal:
     """A signal contributed by a rule's ``line``/``literal`` match (see rules_engine)."""
-    return Signal(name, literals, re.compile(regex), "evidence")
+    return Signal(name, literals, re.compile(f"^{_WARNING_LINE}.*?(?:{regex})"), "evidence")

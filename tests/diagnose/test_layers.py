@@ -224,3 +224,13 @@ def test_a_whole_healthy_launch_has_no_fallback():
                          capture_output=True, text=True)
     summary = json.loads(out.stdout.splitlines()[-1])
     assert summary["incidents"] == 0 and "fallback" not in summary
+
+
+def test_a_warning_sglang_worked_around_is_not_an_incident(tmp_path):
+    log = tmp_path / "warn.log"
+    log.write_text("[2026-05-09 10:00:00 TP0] Setup Custom allreduce failed with CUDART error: peer access is not "
+                   "supported between these two devices. To silence this warning, specify --disable-custom-all-reduce "
+                   "explicitly.\n[2026-05-09 10:00:01 TP0] Load weight begin. avail mem=47.00 GB\n")
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(log)), capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+    assert not [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
