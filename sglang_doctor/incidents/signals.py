@@ -62,6 +62,7 @@ SIGNALS: tuple[Signal, ...] = (
        "evidence"),
     _s("c10d_peer_gone", ("sendBytes failed", "recvValue failed", "recvBytes failed"),
        r"\[c10d\] (?:sendBytes|recvValue|recvBytes) failed.*(?:Broken pipe|Connection reset|closed)", "evidence"),
+    _s("bus_error", ("Bus error",), r"^(?:\S+: line \d+: +\d+ )?Bus error\b|\bBus error \(core dumped\)", "evidence"),
     _s("device_assert", ("Assertion `",), r"Assertion `(?P<assertion>.+)` failed", "evidence"),
     _s("pool_profiled_negative", ("is larger than the profiled value -",),
        r"max_total_tokens=(?P<max_total_tokens>\d+) is larger than the profiled value (?P<profiled>-\d+)", "evidence"),
