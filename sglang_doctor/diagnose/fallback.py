@@ -113,10 +113,17 @@ def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
 def missing_part(incident: Incident) -> str | None:
     """What the text lacks to name the cause, or None when the cause line is there."""
     if incident.kind == "traceback":
+        ours = sglang_frames(incident.frames)
+        if ours and ours[-1].function.endswith("sigquit_handler") and incident.exception is None:
+            return ("only the parent's sigquit handler is here: the child's error is above these lines "
+                    "or in another log (the scheduler's own output)")
         if incident.exception is None or not (incident.exception.type or incident.exception.message):
             if not incident.frames:
                 return "the traceback was cut right after its first line: no frame and no exception line"
             return "the traceback was cut above its last line: the exception that names the cause is missing"
+        if incident.exception.message.strip().lower() in ("", "error", "error:", "failed", "none"):
+            return (f"the exception line ({incident.exception.type}: {incident.exception.message.strip()}) says "
+                    "nothing beyond its type: the cause is in the lines printed before it")
         return None
     names = set(incident.signal_names)
     if names and names <= set(_TERMINAL) | {"exit_code", "subprocess_crashed", "scheduler_dead", "scheduler_died"}:
@@ -142,7 +149,7 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
     if "c10d_peer_gone" in names or "nccl_watchdog" in names:
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
-    if names & set(_TERMINAL) and incident.kind == "signal":
+    if (names & set(_TERMINAL) and incident.kind == "signal") or (missing or "").startswith("only the parent's sigquit"):
         return "grep -n -B2 -A80 'hit an exception' LOG   # the child's traceback, above the sigquit line"
     if incident.kind == "traceback" and missing:
         return "grep -n -B2 -A80 'Traceback (most recent call last)' LOG   # the whole traceback, on the server"
@@ -208,6 +215,10 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
             category, conf, why = _SIGNAL_GUESS[name]
             return {"category": category, "confidence": conf, "why": why}
     found = guess_from_frames(inc.frames)
+    if found is None and inc.captures.get("thread_func"):
+        func = inc.captures["thread_func"]
+        found = next(((cat, 0.3, f"{why} (the traceback came from thread function {func})")
+                      for part, functions, cat, why in _WHERE if not part and _fits("", func, part, functions)), None)
     if found is not None:
         category, conf, why = found
         if inc.after_ready and category not in ("runtime.crash",):

@@ -618,7 +618,7 @@ class RuleSet:
         return self._match(rule, incident, launch, [])
 
     def _match(self, rule: Rule, incident: Incident, launch: Launch | None,
-               assumed: list[str]) -> dict[str, str] | None:
+               assumed: list[str], memo: dict | None = None) -> dict[str, str] | None:
         """As match(); conditions the log does not answer are appended to ``assumed``
         instead of vetoing the rule (unknown is not false)."""
         captures: dict[str, str] = dict(incident.captures)
@@ -650,7 +650,12 @@ class RuleSet:
             else:
                 return None
         if rule.message_any:  # the failure's words: its exceptions' and its signal lines'
-            text = "\n".join([f"{e.type}: {e.message}" for e in chain] + [line.text for line in incident.signals]).lower()
+            key = ("words", tuple(id(e) for e in chain))
+            text = memo.get(key) if memo is not None else None
+            if text is None:
+                text = "\n".join([f"{e.type}: {e.message}" for e in chain] + [line.text for line in incident.signals]).lower()
+                if memo is not None:
+                    memo[key] = text
             if not any(k in text for k in rule.message_any):
                 return None
         frames = incident.frames
@@ -689,13 +694,14 @@ class RuleSet:
     def diagnose(self, incident: Incident, launch: Launch | None) -> Diagnosis:
         """Specific rules first, then class rules, then the honest fallback."""
         best: dict[str, tuple] = {}
+        memo: dict = {}  # what several rules read of this incident, computed once
         for rule in self.candidates(incident):
             if rule.id in self.too_slow:
                 continue
             t0 = time.perf_counter()
             assumed: list[str] = []
             try:
-                captures = self._match(rule, incident, launch, assumed)
+                captures = self._match(rule, incident, launch, assumed, memo)
             except _Timeout:
                 # once is enough: a pattern that can backtrack catastrophically would cost
                 # REGEX_TIMEOUT on every later incident of a long log

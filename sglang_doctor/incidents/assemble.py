@@ -41,6 +41,9 @@ _REQUEST_LEVEL = re.compile(
     r"is longer than the model's context length|exceeds the maximum allowed length|"
     r"is longer than the context length|Input length \(\d+ tokens\) exceeds")
 REQUEST_ERROR_LITERAL = "Error in request"
+# Python's threading excepthook: "Exception in thread Thread-3 (forward_thread_func):"
+_THREAD_HEADER = re.compile(r"^Exception in thread [^(]*?(?:\((?P<thread_func>\w+)\))?:\s*$")
+THREAD_HEADER_LITERAL = "Exception in thread"
 _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
 # Ranks that fail together log their tracebacks within a few lines of each other (a surviving
 # rank's records in between); an open incident that waited longer than this for another rank
@@ -57,7 +60,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
-           tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL}
+           tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL}
     )
 )
 
@@ -116,6 +119,7 @@ class Assembler:
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
         self._request_error: int | None = None  # line of the last "Error in request:" record
+        self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
 
     # -- public ------------------------------------------------------------------------
 
@@ -208,6 +212,10 @@ class Assembler:
         """An unprefixed line that no open record claims."""
         text = line.text
         ranks = self._record.ranks if self._record else ()
+        if text.startswith(THREAD_HEADER_LITERAL):
+            m = _THREAD_HEADER.match(text)
+            if m is not None and m.group("thread_func"):
+                self._thread = (line.number, m.group("thread_func"))
         if tracebacks.HEADER in text or tracebacks.is_cut_header(text):
             self._start_traceback(line, ranks, events, headless=False)
             return
@@ -275,6 +283,9 @@ class Assembler:
         self._open_group(events, line)
         if request_level and not self._group.lines:
             self._group.request_level = True
+        if self._thread is not None and line.number - self._thread[0] == 1:
+            # the thread the traceback came from names where it failed (forward_thread_func)
+            self._group.captures.setdefault("thread_func", self._thread[1])
         self._group.builders.append(builder)
         self._group.add_ranks(ranks)
         self._group.lines.append(line)
@@ -308,7 +319,8 @@ class Assembler:
         if self._stopping and sig.role == "terminal":
             self._record = _Record(ranks, "normal")
             return
-        if self._stopping and sig.name == "subprocess_crashed":
+        if self._stopping and sig.name in ("subprocess_crashed", "c10d_peer_gone", "nccl_watchdog"):
+            # ranks tearing down after an operator's stop lose their peers: not a failure
             self._record = _Record(ranks, "normal")
             return
         if self._went_down and self._group is None and sig.name in _AFTERMATH:

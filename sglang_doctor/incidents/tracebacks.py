@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from sglang_doctor.model import ExceptionInfo, Frame
 
 HEADER = "Traceback (most recent call last):"
+_LOGGING_DUMP = ("Message: ", "Arguments: ", "Call stack:")
 CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -237,6 +238,10 @@ class TracebackBuilder:
             if exc is None:
                 return 0
             return self._exception(exc)
+        if text.startswith(_LOGGING_DUMP):
+            # logging's "--- Logging error ---" dump: "Message: '...'" / "Arguments: ()" close
+            # the stack of a log call that failed, not an exception
+            return self._take()
         return self._exception(loose_exception(text.strip()))
 
     def _in_message(self, text: str) -> int:

@@ -197,3 +197,40 @@ def test_flag_named_by_an_argument_check_is_advice(tmp_path):
     assert ev["category"] == "args.invalid"
     rem = ev["remediation"]
     assert rem["safe"] is False and "--speculative-eagle-topk" in rem["note"]
+
+
+def test_thread_that_raised_names_where_a_cut_traceback_was(pack):
+    log = ("Exception in thread Thread-3 (forward_thread_func):\nTraceback (most recent call last):\n"
+           '  File "/usr/lib/python3.10/threading.py", line 1016, in _bootstrap_inner\n')
+    (ev,) = diagnose(pack, log)
+    assert ev["fallback"]["best_guess"]["category"] == "runtime.crash"
+    assert "forward_thread_func" in ev["fallback"]["best_guess"]["why"]
+
+
+def test_no_failure_in_a_fragment_is_said_in_the_summary(tmp_path):
+    log = tmp_path / "frag.log"
+    log.write_text("[2026-05-09 10:00:01 TP0] Decode batch, #running-req: 6, #token: 1920, token usage: 0.94, "
+                   "cuda graph: True, gen throughput (token/s): 446.45, #queue-req: 5\n[2026-05-09 10:00:02 TP0] Deco")
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(log)), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.splitlines()[-1])
+    assert summary["event"] == "summary" and summary["incidents"] == 0
+    assert summary["fallback"]["missing"].startswith("no failure is in these 2 lines")
+    assert summary["fallback"]["best_guess"]["category"] == "runtime.crash"
+
+
+def test_a_whole_healthy_launch_has_no_fallback():
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(ROOT / "fixtures/healthy/ready_then_sigterm_0523.log")),
+                         capture_output=True, text=True)
+    summary = json.loads(out.stdout.splitlines()[-1])
+    assert summary["incidents"] == 0 and "fallback" not in summary
+
+
+def test_a_warning_sglang_worked_around_is_not_an_incident(tmp_path):
+    log = tmp_path / "warn.log"
+    log.write_text("[2026-05-09 10:00:00 TP0] Setup Custom allreduce failed with CUDART error: peer access is not "
+                   "supported between these two devices. To silence this warning, specify --disable-custom-all-reduce "
+                   "explicitly.\n[2026-05-09 10:00:01 TP0] Load weight begin. avail mem=47.00 GB\n")
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(log)), capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+    assert not [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
