@@ -174,6 +174,8 @@ def _remediation_lines(rem: dict | None) -> list[str]:
         out.append("fix: " + "  ".join(changes) + ("" if rem.get("safe", True) else "   (changes behaviour: asks first)"))
     if rem.get("note"):
         out.append("     " + rem["note"].replace("\n", "\n     "))
+    if rem.get("untrusted"):  # docs/DESIGN.md "Trust"
+        out.append("     advice only, not applied by run --yes: " + "; ".join(rem["untrusted"]))
     if rem.get("command"):
         from shlex import quote
 
