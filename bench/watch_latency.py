@@ -72,6 +72,15 @@ class Watch:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def context_switches(self) -> int:
+        """Voluntary + involuntary context switches of all the process's threads."""
+        total = 0
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            for line in Path(f"/proc/{self.proc.pid}/task/{tid}/status").read_text().splitlines():
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    total += int(line.split()[1])
+        return total
+
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         try:
@@ -85,10 +94,10 @@ def stamp() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def latency(trials: int, workdir: Path) -> list[float]:
+def latency(trials: int, workdir: Path, extra: list[str] = ()) -> list[float]:
     log = workdir / "server.log"
     log.write_text("")
-    watch = Watch(log)
+    watch = Watch(log, extra)
     out: list[float] = []
     try:
         with open(log, "a", encoding="utf-8") as fh:
@@ -110,18 +119,21 @@ def latency(trials: int, workdir: Path) -> list[float]:
     return out
 
 
-def idle_cpu(seconds: float, workdir: Path) -> float:
+def idle_cpu(seconds: float, workdir: Path, extra: list[str] = (), wakeups: list | None = None) -> float:
+    """CPU share of an idle watch; ``wakeups`` (when given) gets its context switches."""
     log = workdir / "idle.log"
     log.write_text(DECODE.format(ts=stamp()) + TRACEBACK.format(ts=stamp()) + SIGQUIT.format(ts=stamp()))
-    watch = Watch(log)
+    watch = Watch(log, extra)
     try:
         watch.wait_for("incident", 60.0)  # start-up is over once the file's incident is out
         time.sleep(2.0)
-        c0, t0 = watch.cpu_seconds(), time.perf_counter()
+        c0, t0, s0 = watch.cpu_seconds(), time.perf_counter(), watch.context_switches()
         time.sleep(seconds)
-        c1, t1 = watch.cpu_seconds(), time.perf_counter()
+        c1, t1, s1 = watch.cpu_seconds(), time.perf_counter(), watch.context_switches()
     finally:
         watch.stop()
+    if wakeups is not None:
+        wakeups.append(s1 - s0)
     return (c1 - c0) / (t1 - t0)
 
 

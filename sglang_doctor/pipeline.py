@@ -20,6 +20,7 @@ from sglang_doctor.incidents import assemble as incidents_mod
 from sglang_doctor.incidents import signals
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.model import Diagnosis, Incident, Launch, Line
+from sglang_doctor.read import records
 from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
@@ -66,6 +67,7 @@ class StreamPipeline:
         self.started = time.monotonic()
         self.warnings: list[str] = []
         self._partial = False  # the bytes so far end mid-line
+        self._line: Line | None = None
         self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
 
     # -- feeding -----------------------------------------------------------------------
@@ -121,7 +123,16 @@ class StreamPipeline:
     # -- internals ---------------------------------------------------------------------
 
     def _on_line(self, line: Line) -> None:
+        self._line = line  # the line whose events are being converted (the ready line's time)
         self._convert(self.assembler.feed(line))
+        self._line = None
+
+    def _timestamp_of(self, number: int | None) -> str | None:
+        """The log's time on line ``number`` when it is the line being converted."""
+        line = self._line
+        if line is None or line.number != number:
+            return None
+        return records.parse_prefix(line.text).timestamp
 
     def _take(self) -> list[dict]:
         out, self._events = self._events, []
@@ -130,7 +141,9 @@ class StreamPipeline:
     def _convert(self, events: list[incidents_mod.Event]) -> None:
         for ev in events:
             if ev.kind == "launch":
-                self._events.append(incidents_mod.launch_json(ev.launch))
+                out = incidents_mod.launch_json(ev.launch)
+                out["_timestamp"] = self._timestamp_of(ev.launch.line)  # the log's own time (export uses it)
+                self._events.append(out)
             elif ev.kind == "milestone":
                 ms = ev.milestone
                 out = {"event": "milestone", "line": ms.line, "name": ms.name, "launch": ev.launch.index}
@@ -140,7 +153,8 @@ class StreamPipeline:
                 self._events.append(out)
             elif ev.kind == "ready":
                 self._events.append({"event": "ready", "line": ev.line, "launch": ev.launch.index,
-                                     "seconds": round(time.monotonic() - self.started, 3)})
+                                     "seconds": round(time.monotonic() - self.started, 3),
+                                     "_timestamp": self._timestamp_of(ev.line)})
             elif ev.kind == "incident":
                 diagnosis = self.diagnose(ev.incident, ev.launch)
                 self.incident_count += 1

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import IO, Any
 
+from sglang_doctor.export import otel
 from sglang_doctor.incidents.milestones import DESCRIPTIONS
 from sglang_doctor.model import Diagnosis, Remediation
 
@@ -50,6 +51,8 @@ class Reporter:
         self._console = None
         self._status = None  # the live "where is the launch now" line (rich, progress mode)
         self._launch_t0: float | None = None
+        self.otel = otel.Resource()  # the OTel resource of JSON events; log_path set by the caller
+        self.listeners: list = []
         if self.format == "rich":
             from rich.console import Console
 
@@ -58,7 +61,10 @@ class Reporter:
 
     def event(self, ev: dict) -> None:
         kind = ev.get("event")
+        self.notify(ev)
         if self.format == "json":
+            if self.otel is not None:
+                ev = otel.add_fields(ev, self.otel)
             self.stream.write(to_json_line(ev) + "\n")
             self.stream.flush()
             return
@@ -84,6 +90,11 @@ class Reporter:
         elif kind == "status":
             self._line(ev.get("text", ""), style="yellow")
         self.stream.flush()
+
+    def notify(self, ev: dict) -> None:
+        """Hand an event to the listeners (e.g. the Prometheus exporter), printed or not."""
+        for listener in self.listeners:
+            listener(ev)
 
     def _show_status(self, text: str) -> None:
         """A spinner line under the output on a terminal while a launch starts (watch, run)."""

@@ -14,6 +14,7 @@ import click
 from sglang_doctor import __version__
 from sglang_doctor.exit_codes import ExitCode
 from sglang_doctor.pipeline import InputError, StreamPipeline, open_log
+from sglang_doctor.cli.metrics_options import metrics_options, start_metrics
 from sglang_doctor.report import FORMATS, Reporter
 
 
@@ -128,6 +129,7 @@ def explain(logfiles, fmt, rule_dirs, gpus, model_config, sglang_version):
             _explain_history(path, reporter)
             continue
         pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version)
+        reporter.otel.log_path = os.path.abspath(path)
         if len(logfiles) > 1:
             reporter.message(f"# {path}", style="bold")
         for block in open_log(path):
@@ -206,13 +208,16 @@ def pipe_mode(flush_after, fmt, rule_dirs, gpus, model_config, sglang_version):
 @click.option("--poll-interval", type=float, default=1.0, show_default=True)
 @click.option("--from-end", is_flag=True, help="Start at the end of an existing file instead of its beginning.")
 @click.option("--exit-on-incident", is_flag=True, help="Stop after the first incident (exit 1).")
+@metrics_options
 @common_options
-def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident, fmt, rule_dirs, gpus,
-          model_config, sglang_version):
+def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident, metrics_port, metrics_host, node,
+          fmt, rule_dirs, gpus, model_config, sglang_version):
     """Follow a log (before it exists, across truncation, rotation and relaunches)."""
     from sglang_doctor.read import follow
 
     reporter = Reporter(fmt, progress=True)
+    reporter.otel.log_path = os.path.abspath(logfile)
+    start_metrics(reporter, metrics_port, metrics_host, node)
     pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version)
     _install_sigterm_as_interrupt()
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from sglang_doctor.cli.metrics_options import metrics_options, start_metrics
 from sglang_doctor.exit_codes import ExitCode
 from sglang_doctor.pipeline import InputError
 
@@ -41,8 +42,10 @@ DEFAULT_LOG = "sglang-doctor-run.log"
 @click.option("--gpus", default="a6000x2", show_default=True)
 @click.option("--model-config", type=click.Path(dir_okay=False))
 @click.option("--sglang-version", default=None)
+@metrics_options
 def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via, via_quote, health_url, ready_timeout,
-        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version):
+        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version,
+        metrics_port, metrics_host, node):
     """Launch an SGLang server, diagnose a failed launch, fix its flags and relaunch."""
     from sglang_doctor.cli import app as cli
     from sglang_doctor.run import supervisor
@@ -77,6 +80,8 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         reporter.event({"event": "dry_run", "command": shown, "log": log_path})
         reporter.message(f"would run: {shlex.join(shown)}\nlog: {log_path}")
         sys.exit(ExitCode.OK)
+    reporter.otel.log_path = str(Path(log_path).resolve())
+    start_metrics(reporter, metrics_port, metrics_host, node)
     catalog = _catalog(sglang_version)
     ruleset = cli.load_ruleset(rule_dirs)
     hw = cli.load_hardware(gpus)
@@ -89,6 +94,7 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
 
     def report(ev):
         if ev["event"] in ("attempt", "relaunch", "healthy", "run_summary", "dry_run") and reporter.format != "json":
+            reporter.notify(ev)
             reporter.message(_text(ev), style="bold")
         else:
             reporter.event(ev)
