@@ -330,6 +330,8 @@ def _remediation_lines(rem: dict | None) -> list[str]:
         out.append(fix)
     if rem.get("note"):
         out.append("     " + rem["note"].replace("\n", "\n     "))
+    if rem.get("untrusted"):  # docs/DESIGN.md "Trust"
+        out.append("     advice only, not applied by run --yes: " + "; ".join(rem["untrusted"]))
     command = _command_text(rem)
     if command:
         out.append("command: " + command)

@@ -63,7 +63,8 @@ def start(tmp_path: Path, command: list[str], *opts: str, env: dict | None = Non
 
 
 @pytest.mark.parametrize("shape", ["direct", "bash"])
-@pytest.mark.parametrize("how", ["sigkill", "sigterm", "ctrl-c", "ctrl-c x3"])
+@pytest.mark.parametrize("how", ["sigkill", *(pytest.param(h, marks=pytest.mark.slow)
+                                              for h in ("sigterm", "ctrl-c", "ctrl-c x3"))])
 def test_every_way_the_doctor_ends_leaves_no_server(tmp_path, shape, how):
     marker = f"lifetime-{os.getpid()}-{shape}-{how.replace(' ', '')}"
     proc, log = start(tmp_path, commands(marker)[shape], env={"STANDIN_START_DELAY": "120"})
@@ -106,3 +107,21 @@ def test_a_command_that_does_not_exist_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert "/nonexistent/python3" in proc.stderr
+
+
+def test_detach_leaves_the_server_running_and_its_pid_in_the_pid_file(tmp_path):
+    """--detach: the one exit path that keeps the server; the pid file names its main process."""
+    marker = f"lifetime-{os.getpid()}-detach"
+    pid_file = tmp_path / "server.pid"
+    proc = subprocess.run([*doctor_cmd(), "run", "--format", "json", "--log", str(tmp_path / "s.log"), "--detach",
+                           "--pid-file", str(pid_file), "--", *commands(marker)["direct"]],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        pid = int(pid_file.read_text())
+        assert b"sglang_standin" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        time.sleep(1)  # the doctor is gone; the server must not follow it
+        assert pid in processes_mentioning(marker)
+        os.kill(pid, signal.SIGTERM)
+    finally:
+        assert wait_gone(marker) == []
