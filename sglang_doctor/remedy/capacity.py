@@ -35,9 +35,13 @@ class Row:
     name: str
     gb: float
     source: str  # "log" | "derived" (arithmetic on the log's figures)
+    predicted_gb: float | None = None  # the planner's figure for the same item, when it has one
 
     def to_json(self) -> dict:
-        return {"name": self.name, "gb": round(self.gb, 3), "source": self.source}
+        out = {"name": self.name, "gb": round(self.gb, 3), "source": self.source}
+        if self.predicted_gb is not None:
+            out["predicted_gb"] = round(self.predicted_gb, 3)
+        return out
 
 
 @dataclass
@@ -307,6 +311,8 @@ def from_launch(launch: Launch, model_config: dict | None = None, version: str |
             c.predicted_from_flags = (flags_plan.max_total_num_tokens if c.name == "max_total_num_tokens"
                                       else flags_plan.max_running_requests)
     caps = [c for c in caps if c.logged is not None or c.explanation]
+    if plan is not None:
+        _add_predictions(rows, plan, f)
     cap = Capacity(launch.index, f.get("rank"), version, rows, caps, f, notes, plan=plan, flags_plan=flags_plan)
     cap.headline = _headline(f)
     return cap
@@ -352,6 +358,19 @@ def _rows(f: dict) -> list[Row]:
     if free is not None:
         rows.append(Row("free while serving (activations, prefill)", free, "log"))
     return rows
+
+
+def _add_predictions(rows: list[Row], plan, f: dict) -> None:
+    """The planner's figure beside each logged row: weights from the config, pools from the log's budget."""
+    planned = {name.split(" (")[0]: gb for name, gb in plan.rows}
+    for row in rows:
+        key = row.name.split(" (")[0]
+        if key == "weights" and "weights_estimate_gb" in f:
+            row.predicted_gb = f["weights_estimate_gb"]
+        elif key in ("mamba state pool", "KV cache pool") and key in planned:
+            row.predicted_gb = planned[key]
+        elif key == "CUDA graphs" and "cuda graphs" in planned:
+            row.predicted_gb = planned["cuda graphs"]
 
 
 def _tokens_cap(f: dict, args: dict, st, version: str | None) -> Cap:
@@ -510,7 +529,8 @@ def render_text(c: Capacity, indent: str = "  ") -> str:
     for r in c.rows:
         mark = "" if r.source == "log" else "  (derived)"
         gb = 0.0 if abs(r.gb) < 0.005 else r.gb  # no "-0.00"
-        lines.append(f"{indent}    {r.name:<52} {gb:8.2f} GiB{mark}")
+        pred = f"  (planner {r.predicted_gb:.2f})" if r.predicted_gb is not None else ""
+        lines.append(f"{indent}    {r.name:<52} {gb:8.2f} GiB{mark}{pred}")
     for cap in c.caps:
         pred = []
         if cap.predicted is not None:

@@ -125,7 +125,11 @@ def test_plan_log_json_keeps_numbers_as_numbers_and_takes_flags_after_the_separa
     doc = json.loads(out.stdout)["capacity"][0]
     assert doc["max_total_num_tokens"] == 330323 and doc["caps"]["max_running_requests"]["capped_by"] == "mamba_pool"
     assert isinstance(doc["predicted"]["max_total_num_tokens"], int)
-    assert doc["per_gpu_gb"][0] == {"name": "weights (fp8)", "gb": 28.47, "source": "log"}
+    weights = doc["per_gpu_gb"][0]
+    assert (weights["name"], weights["gb"], weights["source"]) == ("weights (fp8)", 28.47, "log")
+    assert abs(weights["predicted_gb"] - 28.47) <= 0.02 * 28.47  # the config estimate beside the log's figure
+    kv = next(r for r in doc["per_gpu_gb"] if r["name"].startswith("KV cache pool"))
+    assert abs(kv["predicted_gb"] - kv["gb"]) <= 0.01 * kv["gb"]
 
 
 @pytest.mark.parametrize("args,needle", [
