@@ -20,7 +20,7 @@ from sglang_doctor.report import FORMATS, Reporter
 
 TERMINATED = 143  # 128 + SIGTERM, as `run` and shells report it
 
-EXIT_CODES_HELP = ("Exit codes: 0 no incident; 1 at least one incident; 2 usage or input error "
+EXIT_CODES_HELP = ("Exit codes: 0 no incident; 1 at least one incident; 2 usage or input error\n"
                    "(one line on stderr); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM.")
 
 
