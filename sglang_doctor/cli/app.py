@@ -20,7 +20,7 @@ from sglang_doctor.report import FORMATS, Reporter
 
 TERMINATED = 143  # 128 + SIGTERM, as `run` and shells report it
 
-EXIT_CODES_HELP = ("Exit codes: 0 no incident; 1 at least one incident; 2 usage or input error "
+EXIT_CODES_HELP = ("Exit codes: 0 no incident; 1 at least one incident; 2 usage or input error\n"
                    "(one line on stderr); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM.")
 
 
@@ -551,6 +551,36 @@ def _describe_run(command: click.Command) -> None:
             param.metavar = "-- CMD [ARGS]..."
     if not command.epilog:
         command.epilog = RUN_EPILOG
+    _check_dry_run_flags(command)
+
+
+def _check_dry_run_flags(command: click.Command) -> None:
+    """`run --dry-run` refuses an SGLang launch whose flags cannot work (a typo, a value out of
+    range), one line and exit 2, instead of showing it as what would run."""
+    callback = command.callback
+
+    def checked(*args, **kwargs):
+        argv = list(kwargs.get("command") or ())
+        if argv and argv[0] == "--":
+            argv = argv[1:]
+        if kwargs.get("dry_run") and argv:
+            _refuse_bad_launch_flags(argv, kwargs.get("sglang_version"))
+        return callback(*args, **kwargs)
+
+    command.callback = checked
+
+
+def _refuse_bad_launch_flags(argv: list[str], version: str | None) -> None:
+    from sglang_doctor.remedy import flags, launch_check
+
+    if not launch_check.is_sglang_launch(argv):
+        return
+    check_version(version)
+    resolved, _source = flags.resolve_version(None, version)
+    problems = launch_check.check_argv(argv, flags.load_catalog(resolved, prefer_shipped=True))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(f"the launch command: {problems[0]}{more}")
 
 
 _register_commands()

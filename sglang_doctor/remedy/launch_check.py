@@ -93,6 +93,18 @@ def check_argv(argv: list[str], catalog: Any) -> list[str]:
     return problems
 
 
+def is_sglang_launch(argv: list[str]) -> bool:
+    """``python -m sglang.launch_server ...`` or ``sglang serve ...`` (what the catalogue describes)."""
+    for i, tok in enumerate(argv):
+        if tok.startswith("--"):
+            return False
+        if tok == "sglang.launch_server" or tok.endswith("/sglang.launch_server"):
+            return True
+        if tok.rsplit("/", 1)[-1] == "sglang" and i + 1 < len(argv) and argv[i + 1] == "serve":
+            return True
+    return False
+
+
 def ranks_needed(args: dict[str, Any]) -> int:
     """GPUs per node a launch uses: tp x pp, times dp when DP attention does not share them."""
     tp, pp = _int(args.get("tp_size"), 1), _int(args.get("pp_size"), 1)

@@ -279,3 +279,22 @@ def test_a_bad_config_at_the_model_path_is_one_clear_warning(tmp_path):
     assert r.returncode == 1
     assert "KeyError" not in r.stderr and "remediation failed" not in r.stderr
     assert r.stderr.count(f"{model}/config.json is not a model config.json") == 1
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--tp-sise", "2", "--mem-fraction-static", "7"], "--tp-sise is not a flag of SGLang"),
+    (["--mem-fraction-static", "7"], "--mem-fraction-static 7: must be > 0 and < 1"),
+    (["--mem-fraction-static", "abc"], "--mem-fraction-static: invalid float value 'abc'"),
+])
+def test_run_dry_run_refuses_launch_flags_that_cannot_work(flags, needle):
+    r = run("run", "--dry-run", "--", "python", "-m", "sglang.launch_server", "--model-path", "/m", *flags)
+    one_line_exit_2(r, needle)
+    assert "would run" not in r.stdout
+
+
+def test_run_dry_run_still_shows_a_good_launch_and_other_programs():
+    r = run("run", "--dry-run", "--format", "text", "--", "python", "-m", "sglang.launch_server",
+            "--model-path", "/m", "--tp-size", "2")
+    assert r.returncode == 0 and "would run: python -m sglang.launch_server" in r.stdout
+    r = run("run", "--dry-run", "--format", "text", "--", "bash", "start.sh", "--anything")
+    assert r.returncode == 0 and "would run: bash start.sh --anything" in r.stdout
