@@ -152,6 +152,8 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
     if (names & set(_TERMINAL) and incident.kind == "signal") or (missing or "").startswith("only the parent's sigquit"):
         return "grep -n -B2 -A80 'hit an exception' LOG   # the child's traceback, above the sigquit line"
     if incident.kind == "traceback" and missing:
+        if fragment:  # a tail or a paste: the file it came from has the rest
+            return "sglang-doctor explain LOG   # the whole log file, not a tail (or: grep -n -B2 -A80 'Traceback' LOG)"
         return "grep -n -B2 -A80 'Traceback (most recent call last)' LOG   # the whole traceback, on the server"
     if fragment:
         return "sglang-doctor explain LOG   # on the whole log file, not a tail of it"

@@ -44,6 +44,9 @@ REQUEST_ERROR_LITERAL = "Error in request"
 # Python's threading excepthook: "Exception in thread Thread-3 (forward_thread_func):"
 _THREAD_HEADER = re.compile(r"^Exception in thread [^(]*?(?:\((?P<thread_func>\w+)\))?:\s*$")
 THREAD_HEADER_LITERAL = "Exception in thread"
+# Python's "Exception ignored in: <function X.__del__ ...>": an error it printed and ignored
+# (often at interpreter exit, after a clean stop); the traceback under it is not a failure
+IGNORED_LITERAL = "Exception ignored in"
 _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
 # Ranks that fail together log their tracebacks within a few lines of each other (a surviving
 # rank's records in between); an open incident that waited longer than this for another rank
@@ -60,7 +63,8 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
-           tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL}
+           tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
+           IGNORED_LITERAL}
     )
 )
 
@@ -212,6 +216,8 @@ class Assembler:
         """An unprefixed line that no open record claims."""
         text = line.text
         ranks = self._record.ranks if self._record else ()
+        if text.startswith(IGNORED_LITERAL):
+            self._request_error = line.number  # the traceback that follows was ignored by Python
         if text.startswith(THREAD_HEADER_LITERAL):
             m = _THREAD_HEADER.match(text)
             if m is not None and m.group("thread_func"):

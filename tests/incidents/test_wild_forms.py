@@ -151,3 +151,11 @@ def test_one_line_paste_that_lost_its_newlines_behind_ray_prefixes():
     (inc,), _ = incidents_of(log)
     assert [f.function for f in inc.frames] == ["capture"]
     assert inc.exception.type == "RuntimeError" and "ptxas" in inc.exception.message
+
+
+def test_an_exception_python_ignored_is_not_an_incident():
+    log = ("Exception ignored in: <function Engine.__del__ at 0x7f00>\nTraceback (most recent call last):\n"
+           f'  File "{P}/entrypoints/engine.py", line 300, in __del__\n    self.shutdown()\n'
+           "TypeError: 'NoneType' object is not callable\n")
+    incs, _ = incidents_of(log)
+    assert incs == []
