@@ -382,10 +382,12 @@ class Catalog:
 
     # -- values ----------------------------------------------------------------------
 
-    def validate(self, flag: str, value: Any) -> str | None:
+    def validate(self, flag: str, value: Any, *, ours: bool = True) -> str | None:
         """None when ``flag value`` would be accepted by this version's parser and is safe to
         put into argv; else a one-line reason.  Switches take ``True`` only; a list is for
-        nargs flags; each value is rendered as ``str(value)``."""
+        nargs flags; each value is rendered as ``str(value)``.  ``ours=False`` checks a value
+        of the user's own command: parser type and choices only (a path with a space is the
+        user's to give; the shell-metacharacter refusal is for values the doctor emits)."""
         found, candidates = self._matches(flag)
         where = f"SGLang {self.version}"
         if found is None:
@@ -405,7 +407,7 @@ class Catalog:
         if isinstance(items, str):
             return items
         for item in items:
-            reason = self._check_item(found, item)
+            reason = self._check_item(found, item, ours)
             if reason:
                 return reason
         return None
@@ -426,7 +428,7 @@ class Catalog:
             return f"{spec.name} takes exactly {spec.nargs} values, got {len(items)}"
         return items
 
-    def _check_item(self, spec: FlagSpec, item: Any) -> str | None:
+    def _check_item(self, spec: FlagSpec, item: Any, ours: bool = True) -> str | None:
         if isinstance(item, bool):
             return f"{spec.name} takes a {spec.type} value, not a boolean"
         if isinstance(item, float) and not math.isfinite(item):
@@ -434,7 +436,7 @@ class Catalog:
         if not isinstance(item, (str, int, float)):
             return f"{spec.name}: a {type(item).__name__} cannot go into a command line"
         text = str(item)
-        reason = unsafe_reason(text)
+        reason = unsafe_reason(text) if ours else None
         if reason:
             return f"{spec.name}: refused value {text!r}: {reason}"
         try:

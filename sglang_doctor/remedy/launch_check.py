@@ -85,7 +85,7 @@ def check_argv(argv: list[str], catalog: Any) -> list[str]:
             problems.append(f"{tok.written} needs a value")
             continue
         value: Any = tok.values if spec.nargs in ("+", "*") or isinstance(spec.nargs, int) else tok.values[0]
-        reason = catalog.validate(spec.name, value)
+        reason = catalog.validate(spec.name, value, ours=False)  # the user's own values
         if reason is None and not isinstance(value, list):
             reason = check_value(tok.written, spec.dest, value)
         if reason:
