@@ -112,17 +112,28 @@ def _text_report(p, hw, version: str) -> str:
 
 
 @click.command("plan", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--model-config", required=True, type=click.Path(dir_okay=False), help="The model's config.json.")
+@click.option("--model-config", required=False, type=click.Path(dir_okay=False),
+              help="The model's config.json (required without --log).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
+              help="A logged start-up: explain its capacity from SGLang's own figures (issue 14).")
 @click.option("--gpus", default="a6000x2", show_default=True, help="Hardware profile (e.g. h100-80x8) or 'auto'.")
 @click.option("--sglang-version", default=None, help=f"SGLang version whose sizing to follow (default {NEWEST_KNOWN}).")
 @click.option("--format", "fmt", type=click.Choice(("rich", "text", "json")), default=None,
               help="Output format (default: rich on a terminal, text otherwise).")
 @click.option("--search/--no-search", "do_search", default=True, help="Also list launches that fit.")
 @click.argument("flags", nargs=-1, type=click.UNPROCESSED)
-def plan(model_config, gpus, sglang_version, fmt, do_search, flags):
+def plan(model_config, log_path, gpus, sglang_version, fmt, do_search, flags):
     """Print the per-GPU memory budget for MODEL_CONFIG and the SGLang FLAGS after '--'."""
     from sglang_doctor.remedy import hardware
     from sglang_doctor.remedy import planner
+
+    if log_path:  # capacity explained for a logged start-up: sglang_doctor/cli/capacity.py
+        from sglang_doctor.cli.capacity import plan_log
+
+        sys.exit(plan_log(log_path, model_config, gpus, sglang_version, fmt))
+    if not model_config:
+        click.echo("sglang-doctor plan: --model-config is required (or --log LOG)", err=True)
+        sys.exit(ExitCode.INPUT_ERROR)
 
     version = sglang_version or NEWEST_KNOWN
     try:
