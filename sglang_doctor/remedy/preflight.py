@@ -172,6 +172,11 @@ def _unknown_flag(name: str, catalog: flags_mod.Catalog) -> Finding:
     if elsewhere:
         return Finding("error", "flags", f"{name} is not a flag of {where}: only SGLang "
                        f"{_span(elsewhere)} have it", fix=f"drop {name}")
+    later = [v for v in flags_mod.KNOWN_VERSIONS if flags_mod.shipped_catalog(v).spec(name) is not None]
+    if later:
+        meant = flags_mod.shipped_catalog(later[-1]).spec(name).name
+        return Finding("error", "flags", f"{name} is not a flag of {where}: it means {meant} in "
+                       f"SGLang {_span(later)}, which {where} does not have", fix=f"drop {name}")
     closest = catalog.closest(name, 1)
     return Finding("error", "flags", f"{name} is not a flag of {where}"
                    + (f"; did you mean {closest[0]}?" if closest else ""),

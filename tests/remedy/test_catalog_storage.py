@@ -167,3 +167,8 @@ def test_regenerating_from_the_wheel_gives_the_shipped_bytes(version, tmp_path):
                           env={k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SGL_"))})
     assert done.returncode == 0, done.stderr[-3000:]
     assert out.read_text() == flags.catalogue_json(flags.read_shipped(f"sglang-{version}.json"))
+    # and `sglang-doctor flags` prints exactly the regenerated parser's option strings
+    fresh = json.loads(out.read_text())
+    shown = subprocess.run([sys.executable, "-m", "sglang_doctor", "flags", "--sglang-version", version],
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert shown.stdout.splitlines() == sorted(o for a in fresh["actions"] for o in a["option_strings"])
