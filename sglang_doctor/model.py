@@ -80,6 +80,8 @@ class Launch:
     server_args_form: str | None = None  # "dataclass" (0.5.9 style) | "dict" (newer) | None
     sglang_version: str | None = None
     version_hint: str | None = None  # "0.5.9-style" / "0.5.23-style" when only the log style says
+    server_args_complete: bool = False  # the dump reached its closing bracket
+    sglang_version_range: Any = None  # remedy.release_range.ReleaseRange, attached by the pipeline
     milestones: list[Milestone] = field(default_factory=list)
     ready_line: int | None = None
     first_timestamp: str | None = None

@@ -195,6 +195,9 @@ class StreamPipeline:
             if ev.kind == "launch":
                 out = incidents_mod.launch_json(ev.launch)
                 out["_timestamp"] = self._timestamp_of(ev.launch.line)  # the log's own time (export uses it)
+                found = _release_range(ev.launch)  # issue 14: the releases its dump fits
+                if found is not None:
+                    out["sglang_version_range"] = found.spec
                 self._events.append(out)
             elif ev.kind == "milestone":
                 ms = ev.milestone
@@ -242,8 +245,10 @@ class StreamPipeline:
         try:
             launch = diagnosis.launch
             log_version = launch.sglang_version if launch else None
-            version, source = flags.resolve_version(log_version, self.version,
-                                                    launch.version_hint if launch is not None else None)
+            hint = launch.version_hint if launch is not None else None
+            if launch is not None and launch.sglang_version_range is not None:
+                hint = f"{launch.sglang_version_range.newest}-fields"  # newest release the dump fits
+            version, source = flags.resolve_version(log_version, self.version, hint)
             catalog = flags.load_catalog(version, prefer_shipped=True)
             diagnosis.remediation = remedies.remediate(
                 diagnosis, command=self.command, version=catalog.version, catalog=catalog,
@@ -317,6 +322,23 @@ class _UniqueList(list):
         for item in items:
             self.append(item)
         return self
+
+
+def _release_range(launch: Launch):
+    """The shipped releases whose ServerArgs fields match the launch's dump (remedy stage:
+    it needs the catalogues); also kept on the launch.  None when unknown."""
+    if not launch.server_args:
+        return None
+    try:
+        from sglang_doctor.remedy import release_range
+    except ImportError:
+        return None
+    try:
+        found = release_range.release_range(launch.server_args, launch.server_args_complete)
+    except Exception:  # noqa: BLE001 - a version guess must never take the reading down
+        return None
+    launch.sglang_version_range = found
+    return found
 
 
 def _escape(literal: str) -> str:

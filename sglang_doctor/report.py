@@ -206,6 +206,8 @@ def launch_text(ev: dict) -> str:
     bits = [f"launch {ev.get('index', 0) + 1} at line {ev.get('line')}"]
     if ev.get("log_style"):
         bits.append(ev["log_style"])
+    if ev.get("sglang_version_range"):  # issue 14: the releases the dump's fields fit
+        bits.append(f"SGLang {ev['sglang_version_range']}")
     for key in ("model_path", "tp_size", "mem_fraction_static", "context_length", "speculative_algorithm"):
         if args.get(key) not in (None, "", False):
             bits.append(f"{key}={args[key]}")

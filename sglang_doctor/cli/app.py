@@ -510,6 +510,10 @@ def _register_commands() -> None:
     _describe_run(run)
     for command in (rules, plan, run):
         main.add_command(command)
+    from sglang_doctor.cli.check import check  # issue 14
+    from sglang_doctor.cli.flags import flags_command  # issue 14
+    main.add_command(flags_command)
+    main.add_command(check)
 
 
 RUN_EPILOG = """\b

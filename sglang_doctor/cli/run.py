@@ -42,9 +42,10 @@ DEFAULT_LOG = "sglang-doctor-run.log"
 @click.option("--gpus", default="a6000x2", show_default=True)
 @click.option("--model-config", type=click.Path(dir_okay=False))
 @click.option("--sglang-version", default=None)
+@click.option("--no-check", is_flag=True, help="Skip the pre-flight check (sglang-doctor check) before the first launch.")
 @metrics_options
 def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via, via_quote, health_url, ready_timeout,
-        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version,
+        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version, no_check,
         metrics_port, metrics_host, node):
     """Launch an SGLang server, diagnose a failed launch, fix its flags and relaunch."""
     from sglang_doctor.cli import app as cli
@@ -80,6 +81,18 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         reporter.event({"event": "dry_run", "command": shown, "log": log_path})
         reporter.message(f"would run: {shlex.join(shown)}\nlog: {log_path}")
         sys.exit(ExitCode.OK)
+    if not no_check:  # issue 14: stop a launch that would fail before the model loads
+        from sglang_doctor.cli.check import preflight_for_run, text_report
+
+        try:
+            blocked = preflight_for_run(command, gpus, model_config, sglang_version)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        if blocked:
+            report_, hw_ = blocked
+            reporter.event({"event": "preflight", **report_.to_json()})
+            reporter.message(text_report(report_, hw_) + "\n(not launched; --no-check launches anyway)")
+            sys.exit(ExitCode.INCIDENTS)
     reporter.otel.log_path = str(Path(log_path).resolve())
     start_metrics(reporter, metrics_port, metrics_host, node)
     catalog = _catalog(sglang_version)

@@ -442,6 +442,7 @@ class Assembler:
             self.launches.append(launch)
         launch.server_args = fields
         launch.server_args_form = form
+        launch.server_args_complete = form is not None and server_args.dump_is_complete(dump)
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
         self._stopping = False
         self._went_down = False

@@ -139,6 +139,12 @@ def match(message: str) -> tuple[str, dict[str, Any]] | None:
 
 def _figures(groups: dict[str, str | None]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    details = groups.pop("quant_details", None)
+    if details and groups.get("quant"):  # " fmt=e4m3, bits=4," after quant=
+        for item in details.strip().rstrip(",").split(","):
+            key, _, value = item.strip().partition("=")
+            if key and value and key.isidentifier():
+                groups[f"quant_{key}"] = value
     for key, value in groups.items():
         if value is None:
             continue

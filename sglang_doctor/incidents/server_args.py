@@ -55,6 +55,22 @@ def parse_dump(text: str) -> tuple[dict[str, Any], str]:
     raise DumpError("not a server_args dump")
 
 
+def dump_is_complete(text: str) -> bool:
+    """True when the dump text reaches its closing bracket (every field is there); False
+    for a dump cut off by ``tail``, a terminal or a crash."""
+    text = text.strip()
+    if text.startswith("ServerArgs("):
+        body = text[len("ServerArgs("):]
+    elif text.startswith("{"):
+        body = text[1:]
+    else:
+        return False
+    closed = []
+    for _ in _split_top_level(body, closed):
+        pass
+    return bool(closed)
+
+
 def _parse_fields(body: str, *, dict_form: bool) -> dict[str, Any]:
     """Split ``k=v, k=v`` (or ``'k': v, ...``) at top-level commas, tolerating a cut end."""
     fields: dict[str, Any] = {}
@@ -114,11 +130,12 @@ def is_raw(value: Any) -> bool:
     return isinstance(value, _RawValue)
 
 
-def _split_top_level(body: str):
+def _split_top_level(body: str, closed: list | None = None):
     """Yield the items of a comma-separated list, respecting brackets and quotes.
 
-    The closing bracket of the whole dump ends the list; a cut-off last item (no closing
-    bracket, unterminated quote) is dropped, since its value is unknown.
+    The closing bracket of the whole dump ends the list (and appends True to ``closed``); a
+    cut-off last item (no closing bracket, unterminated quote) is dropped, since its value
+    is unknown.
     """
     depth = 0
     quote: str | None = None
@@ -141,6 +158,8 @@ def _split_top_level(body: str):
             depth += 1
         elif ch in ")]}":
             if depth == 0:
+                if closed is not None:
+                    closed.append(True)
                 yield body[start:i]
                 return
             depth -= 1

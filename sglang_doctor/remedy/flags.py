@@ -13,6 +13,7 @@ Nothing here imports SGLang or torch at module import time.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import enum
@@ -27,27 +28,11 @@ from typing import Any, Callable, Iterable
 
 CATALOGUE_FORMAT = 1
 _CATALOGUE_PACKAGE = "sglang_doctor.remedy.catalogs"
-_CATALOGUE_NAME = re.compile(r"^sglang-(?P<version>\d+(?:\.\d+)*)\.json$")
-
-# Settings that changed spelling between shipped versions, with no alias or shared dest to
-# find them by.  Each pair was checked in both wheels' source; ``translate`` uses a pair in
-# either direction, and only when the target spelling exists in the target catalogue.
-RENAMES: tuple[tuple[str, str], ...] = (
-    # 0.5.9 server_args.py:4477-4482 `--cuda-graph-max-bs` "Set the maximum batch size for
-    # cuda graph" (0.5.9 graphs capture decode; prefill has its own piecewise graph) ->
-    # 0.5.23 arg_groups/fields/exec_.py:629 `cuda_graph_max_bs_decode` "Maximum batch size
-    # captured for the decode cuda graph."
-    ("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"),
-    # 0.5.9 server_args.py:4483-4488 `--cuda-graph-bs` int nargs=+ "Set the list of batch
-    # sizes for cuda graph." -> 0.5.23 arg_groups/fields/exec_.py:640 `cuda_graph_bs_decode`
-    # "Explicit list of batch sizes to capture for the decode cuda graph."
-    ("--cuda-graph-bs", "--cuda-graph-bs-decode"),
-    # 0.5.9 server_args.py:4231-4237 `--mamba-scheduler-strategy` {auto, no_buffer,
-    # extra_buffer} "The strategy to use for mamba radix cache." -> 0.5.23
-    # arg_groups/fields/exec_.py:512 `mamba_radix_cache_strategy`, same help, choices add
-    # extra_buffer_lazy.
-    ("--mamba-scheduler-strategy", "--mamba-radix-cache-strategy"),
-)
+# A release's catalogue is stored either whole (``sglang-V.json``, the oldest release: the
+# base) or as the differences from the release before it (``sglang-V.delta.json``); see
+# "Storage" below.  Either way its logical name is ``sglang-V.json``.
+_CATALOGUE_NAME = re.compile(
+    r"^sglang-(?P<version>\d+(?:\.\d+)*(?:\.?(?:post|dev|rc)\d+)?)(?P<delta>\.delta)?\.json$")
 
 # A value goes into an argv list (never a shell), but text from a log may be hostile, so a
 # value that would mean anything to a shell is refused outright: bash's metacharacters
@@ -76,9 +61,11 @@ _TYPE_NAMES = {"loads": "json"}  # json.loads / orjson.loads
 
 
 def version_key(version: str) -> tuple:
-    """Sort key for SGLang version strings ("0.5.9" < "0.5.10rc1" < "0.5.10" <= "0.5.10.post1").
+    """Sort key for SGLang version strings: "0.0.0.dev7" < "0.5.9" < "0.5.10rc1" < "0.5.10"
+    < "0.5.10.post1" < "0.5.10.post2" < "0.5.11".
 
-    Only the release numbers and a pre-release mark matter here: catalogues are per release.
+    The release numbers, then the phase: a pre-release or dev build (rc, a, b, dev) sorts
+    before its release, a post release after it, each by its number.
     """
     text = version.strip().lstrip("vV")
     match = re.match(r"^(\d+(?:\.\d+)*)(.*)$", text)
@@ -87,18 +74,29 @@ def version_key(version: str) -> tuple:
     release = tuple(int(part) for part in match.group(1).split("."))
     release = release + (0,) * (4 - len(release)) if len(release) < 4 else release
     rest = match.group(2).lower().lstrip(".-_")
-    pre = 0 if re.match(r"^(a|b|c|rc|alpha|beta|pre|preview|dev)", rest) else 1
-    return release + (pre,)
+    number = re.search(r"\d+", rest)
+    serial = int(number.group()) if number else 0
+    if re.match(r"^(a|b|c|rc|alpha|beta|pre|preview|dev)", rest):
+        return release + (0, serial)
+    if rest.startswith("post"):
+        return release + (2, serial)
+    return release + (1, 0)
 
 
-def _shipped_files() -> dict[str, str]:
-    """version -> file name of every catalogue in the package."""
+@functools.lru_cache(maxsize=None)
+def _stored_files() -> dict[str, str]:
+    """version -> the file that stores it (whole or as a delta) in the package."""
     found = {}
     for entry in importlib.resources.files(_CATALOGUE_PACKAGE).iterdir():
         match = _CATALOGUE_NAME.match(entry.name)
         if match:
             found[match.group("version")] = entry.name
     return found
+
+
+def _shipped_files() -> dict[str, str]:
+    """version -> logical file name (``sglang-V.json``) of every catalogue in the package."""
+    return {version: f"sglang-{version}.json" for version in _stored_files()}
 
 
 KNOWN_VERSIONS: tuple[str, ...] = tuple(sorted(_shipped_files(), key=version_key))
@@ -118,12 +116,14 @@ def resolve_version(log_version: str | None, cli_version: str | None,
 
     In order: the version the log states; ``--sglang-version``; the log's style (0.5.9's
     dataclass dump vs the newer dict dump: evidence about the server that wrote the log,
-    which may run elsewhere); the installed SGLang (metadata only, never imported); the
+    which may run elsewhere; "V-fields": the newest release whose ServerArgs fields match the
+    dump, source "dump fields"); the installed SGLang (metadata only, never imported); the
     newest shipped catalogue.  source is "log", "option", "log style", "installed" or
     "newest catalogue".
     """
-    style_version = log_style.split("-")[0] if log_style else None
-    for value, source in ((log_version, "log"), (cli_version, "option"), (style_version, "log style"),
+    style_version = log_style.rsplit("-", 1)[0] if log_style else None
+    style_source = "dump fields" if log_style and log_style.endswith("-fields") else "log style"
+    for value, source in ((log_version, "log"), (cli_version, "option"), (style_version, style_source),
                           (installed_version(), "installed")):
         if value and value.strip():
             version = value.strip().lstrip("vV")
@@ -588,10 +588,101 @@ _TYPE_CHECKS: dict[str, Callable[[str], Any]] = {
 # --------------------------------------------------------------------------------------
 
 
-def read_shipped(file_name: str) -> dict[str, Any]:
-    """A shipped catalogue document, as stored."""
+# -- storage: a base and per-release differences ------------------------------------------
+#
+# Ninety-odd releases of whole catalogues would be ~15 MB; consecutive releases differ in a
+# few actions and defaults.  So the oldest shipped release is stored whole and every later
+# one as its differences from the release before it: actions are keyed by (option strings,
+# dest) -- removed keys, added or changed records --, fields by name -- removed names,
+# added or changed defaults --; ``fields_without_default`` and ``generated_by`` are stored
+# whole (they are short).  Rebuilding a release applies the chain from the base;
+# :func:`catalogue_json` of the rebuilt document is byte for byte what the generator dumped.
+
+
+def _action_key(record: dict[str, Any]) -> str:
+    return json.dumps([record["option_strings"], record["dest"]])
+
+
+def _sorted_actions(actions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(actions, key=lambda r: (r["option_strings"], r["dest"]))
+
+
+def make_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The stored form of catalogue ``after`` as differences from catalogue ``before``."""
+    old = {_action_key(r): r for r in before["actions"]}
+    new = {_action_key(r): r for r in after["actions"]}
+    old_fields, new_fields = before["fields"], after["fields"]
+    return {
+        "catalogue_format": after["catalogue_format"],
+        "sglang_version": after["sglang_version"],
+        "delta_from": before["sglang_version"],
+        "generated_by": after["generated_by"],
+        "actions_removed": sorted(json.loads(k) for k in old.keys() - new.keys()),
+        "actions_set": _sorted_actions(r for k, r in new.items() if old.get(k) != r),
+        "fields_removed": sorted(old_fields.keys() - new_fields.keys()),
+        "fields_set": {k: v for k, v in new_fields.items()
+                       if k not in old_fields or old_fields[k] != v},
+        "fields_without_default": after["fields_without_default"],
+    }
+
+
+def apply_delta(before: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """Catalogue ``delta`` describes, rebuilt on ``before`` (neither is modified)."""
+    if delta["delta_from"] != before["sglang_version"]:
+        raise ValueError(f"delta for {delta['sglang_version']} is from "
+                         f"{delta['delta_from']}, not {before['sglang_version']}")
+    removed = {json.dumps(key) for key in delta["actions_removed"]}
+    actions = {_action_key(r): r for r in before["actions"] if _action_key(r) not in removed}
+    actions.update((_action_key(r), r) for r in delta["actions_set"])
+    fields = {k: v for k, v in before["fields"].items() if k not in delta["fields_removed"]}
+    fields.update(delta["fields_set"])
+    return {
+        "catalogue_format": delta["catalogue_format"],
+        "sglang_version": delta["sglang_version"],
+        "generated_by": delta["generated_by"],
+        "actions": _sorted_actions(actions.values()),
+        "fields": dict(sorted(fields.items())),
+        "fields_without_default": delta["fields_without_default"],
+    }
+
+
+def pack_catalogues(documents: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """file name -> text of the stored form of these whole catalogues: the oldest whole,
+    each later one as a delta from the one before it."""
+    ordered = sorted(documents, key=lambda d: version_key(d["sglang_version"]))
+    files: dict[str, str] = {}
+    previous = None
+    for document in ordered:
+        version = document["sglang_version"]
+        if previous is None:
+            files[f"sglang-{version}.json"] = catalogue_json(document)
+        else:
+            files[f"sglang-{version}.delta.json"] = catalogue_json(make_delta(previous, document))
+        previous = document
+    return files
+
+
+def _read_stored(file_name: str) -> dict[str, Any]:
     path = importlib.resources.files(_CATALOGUE_PACKAGE) / file_name
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _document(version: str) -> dict[str, Any]:
+    """Shipped release ``version``'s whole catalogue (shared: callers must not modify it).
+    Each release is rebuilt once, on its predecessor's cached document."""
+    stored = _read_stored(_stored_files()[version])
+    if "delta_from" not in stored:
+        return stored
+    return apply_delta(_document(stored["delta_from"]), stored)
+
+
+def read_shipped(file_name: str) -> dict[str, Any]:
+    """A shipped catalogue document, whole (``sglang-V.json``, however it is stored)."""
+    match = _CATALOGUE_NAME.match(file_name)
+    if not match or match.group("version") not in _stored_files():
+        raise FileNotFoundError(f"no shipped catalogue {file_name}")
+    return copy.deepcopy(_document(match.group("version")))
 
 
 @functools.lru_cache(maxsize=None)
@@ -636,22 +727,167 @@ def shipped_catalog(version: str) -> Catalog:
     return Catalog(version, f"catalogue {file_name}", read_shipped(file_name))
 
 
+@dataclasses.dataclass(frozen=True)
+class Rename:
+    """A setting whose option string changed between two adjacent shipped releases."""
+
+    old: str            # canonical option in ``before``
+    new: str            # canonical option in ``after``
+    before: str         # the release that last has ``old``
+    after: str          # the next shipped release, the first with ``new``
+    evidence: str       # "dest" (same ServerArgs field), "help" (same help text) or
+                        # "deprecated alias" (the old option became an alias of the new one)
+
+
+def _renames_between(a: Catalog, b: Catalog) -> list[Rename]:
+    gone = [s for s in a.specs if s.action not in ("help", "version")
+            and not any(o in b._by_option for o in (s.name, *s.aliases))]
+    came = [s for s in b.specs if s.action not in ("help", "version")
+            and not any(o in a._by_option for o in (s.name, *s.aliases))]
+    out = []
+    for old in gone:
+        for new in came:
+            if old.takes_value != new.takes_value or _negative(old) != _negative(new):
+                continue
+            if old.dest == new.dest:
+                evidence = "dest"
+            elif old.help and old.help == new.help:
+                evidence = "help"
+            else:
+                continue
+            out.append(Rename(old.name, new.name, a.version, b.version, evidence))
+    # An option that stays but becomes a Deprecated* alias of a new option: same dest as
+    # the new option's in ``b`` (0.5.14: `--mamba-scheduler-strategy` ->
+    # `--mamba-radix-cache-strategy`).
+    for record in b.body["actions"]:
+        if not record["action"].startswith("Deprecated"):
+            continue
+        kept = [o for o in record["option_strings"] if o.startswith("--")
+                and a._by_option.get(o) is not None and not a._by_option[o].deprecated]
+        targets = [t for t in b.body["actions"] if t is not record and t["dest"] == record["dest"]
+                   and not t["action"].startswith("Deprecated")
+                   and not any(o in a._by_option for o in t["option_strings"])]
+        for option in kept:
+            for target in targets:
+                new = b.spec(next((o for o in target["option_strings"] if o.startswith("--")), ""))
+                if new is not None and new.takes_value == a._by_option[option].takes_value:
+                    out.append(Rename(a._by_option[option].name, new.name, a.version, b.version,
+                                      "deprecated alias"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def derived_renames() -> tuple[Rename, ...]:
+    """Every rename between adjacent shipped releases, found in the catalogues' data: an
+    option that disappears while another appears with the same ServerArgs field, or with
+    the same (non-empty) help text, and the same kind (switch or value); or an option that
+    turns into a deprecated alias of a newly added one."""
+    catalogs = _shipped_catalogs()
+    out: list[Rename] = []
+    for a, b in zip(catalogs, catalogs[1:]):
+        out.extend(_renames_between(a, b))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _option_meanings() -> dict[str, tuple[tuple[str, bool, bool], ...]]:
+    """option string -> the (dest, takes_value, negative) it had in any shipped release,
+    newest release first."""
+    found: dict[str, dict[tuple[str, bool, bool], None]] = {}
+    for catalog in reversed(_shipped_catalogs()):
+        for spec in catalog.specs:
+            if spec.action in ("help", "version"):
+                continue
+            for option in (spec.name, *spec.aliases):
+                found.setdefault(option, {})[(spec.dest, spec.takes_value, _negative(spec))] = None
+    return {option: tuple(meanings) for option, meanings in found.items()}
+
+
 def translate(flag: str, to: Catalog) -> str | None:
     """The spelling of the same setting in ``to``'s version, or None.  The flag may be any
-    version's exact spelling: it keeps its name if ``to`` has it exactly, else it follows
-    its ServerArgs field (dest) into ``to``, else the documented RENAMES."""
+    shipped release's exact spelling: it keeps its name if ``to`` has it exactly, else it
+    follows its ServerArgs field (dest) into ``to``, else the renames derived from the
+    catalogues (:func:`derived_renames`), followed in either direction and transitively."""
     text = flag.split("=", 1)[0].strip()
     if text in to._by_option:
         return to._by_option[text].name
-    for other in _shipped_catalogs():
-        spec = other._by_option.get(text)
-        if spec is not None and spec.action not in ("help", "version"):
-            same = [t for t in to.specs if t.dest == spec.dest
-                    and t.takes_value == spec.takes_value and _negative(t) == _negative(spec)]
+
+    def same_setting(option: str) -> str | None:
+        for dest, takes_value, negative in _option_meanings().get(option, ()):
+            same = [t for t in to.specs if t.dest == dest
+                    and t.takes_value == takes_value and _negative(t) == negative]
             if same:
                 return same[0].name
-    for old, new in RENAMES:
-        for source, target in ((old, new), (new, old)):
-            if text == source and target in to._by_option:
-                return to._by_option[target].name
+        return None
+
+    found = same_setting(text)
+    if found:
+        return found
+    seen, frontier = {text}, [text]
+    while frontier:
+        following = []
+        for option in frontier:
+            for rename in derived_renames():
+                for source, target in ((rename.old, rename.new), (rename.new, rename.old)):
+                    if source == option and target not in seen:
+                        seen.add(target)
+                        following.append(target)
+        for option in following:
+            if option in to._by_option:
+                return to._by_option[option].name
+            found = same_setting(option)
+            if found:
+                return found
+        frontier = following
     return None
+
+
+# --------------------------------------------------------------------------------------
+# What changed between two releases
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagChange:
+    """One difference between two releases' parsers."""
+
+    kind: str            # "added" | "removed" | "renamed" | "changed"
+    option: str          # the option string (for "renamed": the old one)
+    new_option: str = ""  # "renamed": the new spelling
+    detail: str = ""     # "changed": what changed, e.g. "default 0.88 -> None"
+
+
+def option_strings(catalog: Catalog) -> list[str]:
+    """Every option string of the release's parser (aliases included), sorted."""
+    return sorted(o for record in catalog.body["actions"] for o in record["option_strings"])
+
+
+def diff_catalogs(a: Catalog, b: Catalog) -> list[FlagChange]:
+    """What changed from release ``a`` to release ``b``: option strings added and removed,
+    renames (a removed option whose setting ``b`` spells differently: same ServerArgs field,
+    or a rename derived between adjacent releases), and for options in both a changed
+    type, nargs, choices or parser default."""
+    old, new = set(option_strings(a)), set(option_strings(b))
+    changes: list[FlagChange] = []
+    renamed_to: set[str] = set()
+    for option in sorted(old - new):
+        target = translate(option, b) if a.spec(option) is not None else None
+        if target and target not in old:
+            changes.append(FlagChange("renamed", option, new_option=target))
+            renamed_to.add(target)
+        else:
+            changes.append(FlagChange("removed", option))
+    changes.extend(FlagChange("added", o) for o in sorted(new - old - renamed_to))
+    for option in sorted(old & new):
+        x, y = a._by_option.get(option), b._by_option.get(option)
+        if x is None or y is None or option != x.name:
+            continue
+        details = [f"{what} {before!r} -> {after!r}"
+                   for what, before, after in (("type", x.type, y.type), ("nargs", x.nargs, y.nargs),
+                                               ("choices", x.choices, y.choices),
+                                               ("default", x.default, y.default))
+                   if before != after]
+        if details:
+            changes.append(FlagChange("changed", option, detail="; ".join(details)))
+    order = {"renamed": 0, "removed": 1, "added": 2, "changed": 3}
+    return sorted(changes, key=lambda c: (order[c.kind], c.option))

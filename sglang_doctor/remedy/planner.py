@@ -53,7 +53,88 @@ def _vtuple(version: str) -> tuple[int, ...]:
 
 def is_new_sizing(version: str) -> bool:
     """True when the version sizes pools like 0.5.23 (kv_cache_configurator), False like 0.5.9."""
-    return _vtuple(version) >= (0, 5, 10)
+    return _vtuple(rules_version(version)) >= (0, 5, 10)
+
+
+def rules_version(version: str) -> str:
+    """The release whose sizing rules ``version`` follows.  A source build reports
+    ``0.0.0.devN`` (no tag to derive a version from); its dump and figures match 0.5.9's
+    rules, so it is sized as 0.5.9 (issue 14)."""
+    return "0.5.9" if str(version).startswith("0.0.0") else str(version)
+
+
+def _vkey(version: str) -> tuple:
+    from sglang_doctor.remedy.flags import version_key
+
+    try:
+        return version_key(rules_version(version))
+    except ValueError:
+        return version_key("0.5.9")
+
+
+# The default-fraction rules of ServerArgs.__post_init__ by release range (each read in the
+# wheels; line numbers are of `if self.mem_fraction_static is None:`):
+#   "tp_table"      0.4.0 server_args.py:158 .. 0.4.5.post2 :232   fixed by tp_size
+#   "tp_table_13g"  0.4.5.post3 :224 .. 0.4.6.post1 :224           same table up to 80 GiB
+#                                                                   GPUs, else (mem-13 GiB)/mem
+#   "ps_table_96g"  0.4.6.post2 :226 .. 0.4.6.post5 :247           table by tp*pp; >96 GiB GPUs
+#                                                                   min(f + 48 GiB(1-f)/mem,
+#                                                                   (mem-18 GiB)/mem)
+#   "ps_table_spec" 0.4.7 :253                                      + >180 GB -> 0.79; spec x0.95
+#   "reserved_table" 0.4.7.post1 :261 .. 0.5.2 :452                 reserve (2.8+ps/10) GiB under
+#                                                                   35 GiB, (9.5+ps/2) under 90,
+#                                                                   (12+ps/2) under 160, else 32;
+#                                                                   +2 GiB spec, +4 GiB DP attn
+#   "reserved_formula" 0.5.3 :637 on                                512 MiB + 1.5 x chunk + ...
+_ERAS = (("0.4.5.post3", "tp_table"), ("0.4.6.post2", "tp_table_13g"), ("0.4.7", "ps_table_96g"),
+         ("0.4.7.post1", "ps_table_spec"), ("0.5.3", "reserved_table"))
+
+
+def mfs_era(version: str) -> str:
+    key = _vkey(version)
+    for below, era in _ERAS:
+        if key < _vkey(below):
+            return era
+    return "reserved_formula"
+
+
+def _tp_table(n: int) -> float:
+    return 0.79 if n >= 16 else 0.81 if n >= 8 else 0.85 if n >= 4 else 0.87 if n >= 2 else 0.88
+
+
+def legacy_mem_fraction(era: str, gpu_mib: float, tp: int, pp: int, spec: str | None,
+                        dp_attn: bool, version: str = "0.5.2") -> tuple[float, float | None]:
+    """(default mem_fraction_static, reserve MiB or None) of the releases before 0.5.3."""
+    ps = tp * pp
+    if era == "tp_table":
+        return _tp_table(tp), None
+    if era == "tp_table_13g":
+        return (_tp_table(tp), None) if gpu_mib <= 81920 else ((gpu_mib - 13 * 1024) / gpu_mib, 13 * 1024.0)
+    if era in ("ps_table_96g", "ps_table_spec"):
+        mfs = _tp_table(ps) if gpu_mib <= 81920 else 0.88
+        if era == "ps_table_spec" and gpu_mib > 180 * 1000:
+            return 0.79, None
+        if gpu_mib > 96 * 1024:
+            reserve = 18 * 1024 if (era == "ps_table_96g" or not spec) else 20 * 1024
+            return min(mfs + 48 * 1024 * (1 - mfs) / gpu_mib, (gpu_mib - reserve) / gpu_mib), None
+        if era == "ps_table_spec" and spec:
+            mfs *= 0.95
+        return mfs, None
+    # reserved_table
+    if gpu_mib < 35 * 1024:
+        reserved = (2.8 + ps / 10) * 1024
+    elif gpu_mib < 90 * 1024:
+        reserved = (9.5 + ps / 2) * 1024
+    elif gpu_mib < 160 * 1024:
+        reserved = (12 + ps / 2) * 1024
+    else:
+        reserved = 32 * 1024
+    if spec:  # draft model and larger graphs; 0.5.2 (:452+) gives a STANDALONE draft 6 GiB
+        standalone = spec == "STANDALONE" and _vkey(version) >= _vkey("0.5.2")
+        reserved += 6 * 1024 if standalone else 2 * 1024
+    if dp_attn:
+        reserved += 4 * 1024
+    return round((gpu_mib - reserved) / gpu_mib, 3), reserved
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,12 +432,28 @@ def _decode_graph_bs(args: dict) -> int | None:
     return args.get("cuda_graph_max_bs_decode") or args.get("cuda_graph_max_bs")
 
 
-def _capacity_defaults(gpu_mib: int, tp: int, new: bool) -> tuple[int, int]:
+def _capacity_defaults(gpu_mib: int, tp: int, new: bool, version: str = "0.5.9") -> tuple[int, int]:
     """(chunked_prefill_size, decode graph max bs) by GPU memory.
 
-    0.5.9 server_args.py:936-1000; 0.5.23 arg_groups/memory_hook.py:88-180 (the 20-35 GiB tier
-    moved from 2048/24 to 4096/48).
+    0.4.0-0.4.6.post5 server_args.py (`if self.chunked_prefill_size is None`): 2048 under
+    25000 MiB else 8192; graph bs 8 (80 from tp 4; 0.4.0: 8) under 25000 MiB else 160.
+    0.4.7: 16384 above 180000 MiB.  0.4.7.post1-0.5.2: 2048 under 35 GiB, 8192 under 160 GiB,
+    else 16384; graph bs 8 / 80 under 35 GiB, else SGLang's capture list up to 160.
+    0.5.3+: 0.5.9 server_args.py:936-1000; 0.5.23 arg_groups/memory_hook.py:88-180 (the
+    20-35 GiB tier moved from 2048/24 to 4096/48).
     """
+    era = mfs_era(version)
+    if era != "reserved_formula":
+        small = 25_000 if era in ("tp_table", "tp_table_13g", "ps_table_96g", "ps_table_spec") else 35 * 1024
+        if era == "reserved_table":
+            chunk = 2048 if gpu_mib < small else (8192 if gpu_mib < 160 * 1024 else 16384)
+        else:
+            chunk = 16384 if (era == "ps_table_spec" and gpu_mib > 180_000) else (2048 if gpu_mib < small else 8192)
+        if gpu_mib < small:
+            graph = 8 if (tp < 4 or _vkey(version) < _vkey("0.4.0.post1")) else 80
+        else:
+            graph = 160
+        return chunk, graph
     if gpu_mib < 20 * 1024:
         return 2048, 8
     if gpu_mib < 35 * 1024:
@@ -427,7 +524,7 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
     spec = args.get("speculative_algorithm")
     spec = str(spec).upper() if spec else None
     gpu_mib = hw.total_mib
-    chunk_d, bs_d = _capacity_defaults(gpu_mib, tp, new)
+    chunk_d, bs_d = _capacity_defaults(gpu_mib, tp, new, version)
     chunk = int(_get(args, "chunked_prefill_size", chunk_d))
     disable_graph = bool(args.get("disable_cuda_graph"))
     graph_bs = int(_decode_graph_bs(args) or bs_d)
@@ -448,9 +545,14 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
     mfs = args.get("mem_fraction_static")
     reserved = None
     if mfs is None:
-        mfs, reserved = default_mem_fraction(s, gpu_mib, tp, pp, chunk, graph_bs, spec, new,
-                                             prefill_graph, dp_attn, dp, args)
-        notes.append(f"mem_fraction_static {mfs:.3f} is SGLang's default for {gpu_mib} MiB GPUs")
+        era = mfs_era(version)
+        if era == "reserved_formula":
+            mfs, reserved = default_mem_fraction(s, gpu_mib, tp, pp, chunk, graph_bs, spec, new,
+                                                 prefill_graph, dp_attn, dp, args, version)
+        else:
+            mfs, reserved = legacy_mem_fraction(era, gpu_mib, tp, pp, spec, dp_attn, version)
+        notes.append(f"mem_fraction_static {mfs:.3f} is SGLang {version}'s default for {gpu_mib} MiB "
+                     f"GPUs ({era.replace('_', ' ')} rule)")
     disable_radix = bool(args.get("disable_radix_cache"))
     ratio = 1
     if s.hybrid:
@@ -493,15 +595,35 @@ def _prefill_backend(args: dict) -> str:
 
 def default_mem_fraction(s: ModelShape, gpu_mib: int, tp: int, pp: int, chunk: int, graph_bs: int,
                          spec: str | None, new: bool, prefill_graph: bool, dp_attn: bool, dp: int,
-                         args: dict) -> tuple[float, float]:
+                         args: dict, version: str = "0.5.9") -> tuple[float, float]:
     """SGLang's default mem_fraction_static and the reserve (MiB) behind it.
 
     0.5.9 ServerArgs._handle_gpu_memory_settings (server_args.py:1020-1068);
     0.5.23 handle_gpu_memory_settings + reserve_for_graph_mb (arg_groups/memory_hook.py:281-405).
     """
     tokens = max(chunk, 2048) if chunk > 0 else max(int(_get(args, "max_prefill_tokens", 16384)), 2048)
+    key = _vkey(version)
+    if _vkey("0.5.10") <= key < _vkey("0.5.14"):
+        # 0.5.10-0.5.13.post1 server_args.py (0.5.10.post1:1281-1325): the graph and piecewise
+        # reserves stay under --disable-cuda-graph (only --disable-piecewise-cuda-graph drops
+        # the latter), and an EAGLE-like draft reserves 4 GiB
+        reserved = 512 + tokens * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+        if dp_attn:
+            reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
+        if not args.get("disable_piecewise_cuda_graph"):
+            reserved += 1536 if s.mla else _prefill_graph_buckets(chunk) * 8
+        if gpu_mib > 60 * 1024:
+            reserved = max(reserved, 10 * 1024)
+        if spec:
+            reserved += 6 * 1024 if spec == "STANDALONE" else (0 if spec == "NGRAM" else 4 * 1024)
+        mfs = round((gpu_mib - reserved) / gpu_mib, 3)
+        if s.is_multimodal and not args.get("language_only"):
+            mfs *= vlm_factor(s)
+        return mfs, reserved
     reserved = 512 + tokens * 1.5 + tp * pp / 8 * 1024
-    if not args.get("disable_cuda_graph"):
+    # 0.5.3-0.5.13 add `cuda_graph_max_bs * 2` unconditionally, --disable-cuda-graph or not
+    # (0.5.9 server_args.py:1029, 0.5.10.post1 :1290, 0.5.11 :1443); the later rules skip it.
+    if not args.get("disable_cuda_graph") or _vkey(version) < _vkey("0.5.14"):
         reserved += graph_bs * 2
     if dp_attn:
         reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)

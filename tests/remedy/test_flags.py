@@ -63,27 +63,30 @@ def fake_install(where: Path, version: str, init: str | None = None) -> Path:
 
 
 def test_known_versions_are_the_shipped_files_oldest_first():
-    files = sorted(p.name for p in CATALOGUES.glob("sglang-*.json"))
-    assert files == [f"sglang-{NEW}.json", f"sglang-{OLD}.json"]
-    assert flags.KNOWN_VERSIONS == (OLD, NEW)
+    stored = {p.name.replace(".delta", "") for p in CATALOGUES.glob("sglang-*.json")}
+    assert stored == {f"sglang-{v}.json" for v in flags.KNOWN_VERSIONS}
+    assert OLD in flags.KNOWN_VERSIONS and NEW in flags.KNOWN_VERSIONS
+    keys = [flags.version_key(v) for v in flags.KNOWN_VERSIONS]
+    assert keys == sorted(keys)
 
 
 @pytest.mark.parametrize("version", [OLD, NEW])
 def test_catalogue_is_a_parser_dump_in_canonical_bytes(version):
-    path = CATALOGUES / f"sglang-{version}.json"
-    document = json.loads(path.read_text())
+    document = flags.read_shipped(f"sglang-{version}.json")
     assert document["sglang_version"] == version
     assert document["generated_by"]["script"] == "scripts/gen_flag_catalog.py"
-    # sorted keys, fixed indentation: regenerating gives the same bytes
-    assert flags.catalogue_json(document) == path.read_text()
+    # sorted keys, fixed indentation: regenerating gives the same bytes, stored or rebuilt
+    for path in CATALOGUES.glob(f"sglang-{version}*.json"):
+        assert flags.catalogue_json(json.loads(path.read_text())) == path.read_text()
+    assert flags.catalogue_json(json.loads(flags.catalogue_json(document))) == flags.catalogue_json(document)
     options = [o for a in document["actions"] for o in a["option_strings"]]
     assert len(options) == len(set(options)), "an option string appears twice"
     assert "--model-path" in options and "--help" in options
 
 
 def test_the_old_catalogue_says_what_was_stubbed(old):
-    generated = json.loads((CATALOGUES / f"sglang-{OLD}.json").read_text())["generated_by"]
-    assert set(generated["stubbed_modules"]) <= {"torchvision"}
+    generated = flags.read_shipped(f"sglang-{OLD}.json")["generated_by"]
+    assert set(generated["stubbed_modules"]) <= {"torchvision", "decord"}
     assert f"sglang=={OLD} --no-deps" in generated["requirements"]
 
 
@@ -286,7 +289,8 @@ def test_closest_follows_a_rename(new, old):
                 "--cuda-graph-bs-decode": "--cuda-graph-bs",
                 "--mamba-radix-cache-strategy": "--mamba-scheduler-strategy",
                 "--tp-size": "--tp-size",
-                "--cuda-graph-max-bs-prefill": None,
+                # 0.5.14 made --piecewise-cuda-graph-max-tokens its deprecated alias
+                "--cuda-graph-max-bs-prefill": "--piecewise-cuda-graph-max-tokens",
                 "--no-enable-tf32-matmul": None}),
 ])
 def test_translate(source, target, expected):
@@ -295,12 +299,14 @@ def test_translate(source, target, expected):
         assert flags.translate(flag, to) == spelled, flag
 
 
-def test_every_rename_is_real_in_both_catalogues(old, new):
-    for before, after in flags.RENAMES:
-        assert before in old._by_option and after not in old._by_option
-        assert after in new._by_option and before not in new._by_option
-        a, b = old.spec(before), new.spec(after)
-        assert (a.takes_value, a.nargs, a.type) == (b.takes_value, b.nargs, b.type)
+def test_every_derived_rename_is_real_in_both_releases():
+    for rename in flags.derived_renames():
+        before, after = flags.shipped_catalog(rename.before), flags.shipped_catalog(rename.after)
+        assert rename.old in before._by_option and rename.new not in before._by_option
+        assert rename.new in after._by_option
+        assert rename.old not in after._by_option or after.spec(rename.old).deprecated
+        a, b = before.spec(rename.old), after.spec(rename.new)
+        assert a.takes_value == b.takes_value
 
 
 # --- versions ------------------------------------------------------------------------------
@@ -308,7 +314,9 @@ def test_every_rename_is_real_in_both_catalogues(old, new):
 
 def test_version_order():
     key = flags.version_key
-    assert key("0.5.9") < key("0.5.10rc1") < key("0.5.10") <= key("0.5.10.post1") < key("0.6")
+    assert key("0.5.9") < key("0.5.10rc1") < key("0.5.10") < key("0.5.10.post1") < key("0.6")
+    assert key("0.4.1.post2") < key("0.4.1.post7") < key("0.4.2") < key("0.4.10")
+    assert key("0.0.0.dev5") < key("0.4.0") and key("0.5.10rc1") < key("0.5.10rc2")
     assert key("v0.5.9") == key("0.5.9")
     with pytest.raises(ValueError):
         key("latest")
@@ -316,18 +324,20 @@ def test_version_order():
 
 def test_nearest_catalogue_at_or_below():
     assert flags.shipped_catalogue_for("0.5.9") == "sglang-0.5.9.json"
-    assert flags.shipped_catalogue_for("0.5.15") == "sglang-0.5.9.json"
-    assert flags.shipped_catalogue_for("0.5.23rc0") == "sglang-0.5.9.json"
+    assert flags.shipped_catalogue_for("0.5.10rc0") == "sglang-0.5.9.json"
     assert flags.shipped_catalogue_for("0.5.23") == "sglang-0.5.23.json"
     assert flags.shipped_catalogue_for("0.7.0") == "sglang-0.5.23.json"
-    assert flags.shipped_catalogue_for("0.4.0") == "sglang-0.5.9.json"
+    oldest = flags.KNOWN_VERSIONS[0]
+    assert flags.shipped_catalogue_for("0.3.6") == f"sglang-{oldest}.json"
+    for version in flags.KNOWN_VERSIONS:
+        assert flags.shipped_catalogue_for(version) == f"sglang-{version}.json"
 
 
 def test_load_catalog_says_which_catalogue_it_used():
-    catalog = flags.load_catalog("0.5.15")
-    assert catalog.version == "0.5.15"
-    assert catalog.source == "catalogue sglang-0.5.9.json (nearest shipped to 0.5.15)"
-    assert flags.load_catalog("0.5.15") is catalog  # cached
+    catalog = flags.load_catalog("0.5.10rc0")
+    assert catalog.version == "0.5.10rc0"
+    assert catalog.source == "catalogue sglang-0.5.9.json (nearest shipped to 0.5.10rc0)"
+    assert flags.load_catalog("0.5.10rc0") is catalog  # cached
     with pytest.raises(ValueError):
         flags.load_catalog("main")
 
@@ -405,8 +415,10 @@ def test_a_built_wheel_ships_the_catalogues(tmp_path):
     assert done.returncode == 0, done.stderr
     (wheel,) = tmp_path.glob("sglang_doctor-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for version in (OLD, NEW):
-        assert f"sglang_doctor/remedy/catalogs/sglang-{version}.json" in names
+    stored = [p.name for p in CATALOGUES.glob("sglang-*.json")]
+    assert len(stored) == len(flags.KNOWN_VERSIONS)
+    for name in stored + ["quant-min-capability.json"]:
+        assert f"sglang_doctor/remedy/catalogs/{name}" in names
 
 
 # --- drift against the real parser -----------------------------------------------------------
@@ -451,7 +463,7 @@ def test_shipped_catalogue_matches_the_live_parser():
     # a failure of this test, not an error of a fixture
     version = _live_version_or_skip()
     fresh = _dump(version)
-    shipped = flags.read_shipped(f"sglang-{version}.json")
+    shipped = flags.read_shipped(f"sglang-{version}.json")  # rebuilt from base + deltas
     for key in ("actions", "fields", "fields_without_default"):
         if fresh[key] != shipped[key]:
             if key == "actions":

@@ -1,0 +1,103 @@
+"""``sglang-doctor check``: would this launch work?  A pre-flight, nothing is launched.
+
+    sglang-doctor check [--gpus a6000x2] [--model-config config.json] [--sglang-version 0.5.9]
+                        [--format text|json] -- python -m sglang.launch_server FLAGS...
+
+Flags valid for the target release (a typo names the closest real flag), values in range,
+hardware compatibility (quantization and attention backends against the GPU's SM, custom
+all-reduce on PCIe) and, with --model-config, the memory plan (fits / which pool does not /
+the smallest change that fits).  Exit 0: the launch should work; 1: it would fail (and why);
+2: usage.  The logic is in ``sglang_doctor.remedy.preflight``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from sglang_doctor.exit_codes import ExitCode
+
+_MARK = {"error": "FAIL", "warning": "warn", "note": "note"}
+
+
+def load_model_config(path: str) -> dict:
+    """A config.json as a dict; ValueError (one line) when it cannot be."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            cfg = json.load(fh)
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(cfg, dict) or "num_hidden_layers" not in (cfg.get("text_config") or cfg):
+        raise ValueError(f"{path} does not look like a model config.json (no num_hidden_layers)")
+    return cfg
+
+
+def run_check(command: list[str], gpus: str, model_config: str | None,
+              sglang_version: str | None):
+    """The pre-flight report; ValueError for bad input."""
+    from sglang_doctor.remedy import flags, hardware, preflight
+
+    version, source = flags.resolve_version(None, sglang_version)
+    hw = hardware.get_profile(gpus)
+    cfg = load_model_config(model_config) if model_config else None
+    return preflight.check(list(command), version, source, hw, cfg), hw
+
+
+def text_report(report, hw) -> str:
+    lines = [f"Pre-flight for SGLang {report.version} ({report.version_source}; flags from "
+             f"{report.flags_from}) on {hw.count} x {hw.gpu_name}"]
+    for finding in report.findings:
+        lines.append(f"  {_MARK[finding.level]} [{finding.topic}] {finding.message}")
+        if finding.fix:
+            lines.append(f"       fix: {finding.fix}")
+    for candidate in report.candidates[1:3]:
+        changes = " ".join(f"{k}={v}" for k, v in candidate.changes.items())
+        lines.append(f"       or: {changes} ({candidate.tradeoff})")
+    verdict = ("the launch should work" if report.ok
+               else "the launch would fail: " + "; ".join(
+                   f.topic for f in report.findings if f.level == "error"))
+    lines.append(f"  => {verdict}")
+    return "\n".join(lines)
+
+
+@click.command("check", context_settings={"ignore_unknown_options": True,
+                                          "allow_interspersed_args": False})
+@click.option("--gpus", default="a6000x2", show_default=True,
+              help="Hardware profile (e.g. h100-80x8) or 'auto'.")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
+              help="The model's config.json (enables the memory plan).")
+@click.option("--sglang-version", default=None,
+              help="Target SGLang release (default: the installed one, else the newest catalogue).")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
+              show_default=True)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def check(gpus, model_config, sglang_version, fmt, command):
+    """Would this SGLang launch work?  Checks flags, values, hardware and memory; launches nothing."""
+    try:
+        report, hw = run_check(list(command), gpus, model_config, sglang_version)
+    except (ValueError, KeyError, TypeError) as exc:
+        click.echo(f"sglang-doctor check: {exc}", err=True)
+        sys.exit(ExitCode.INPUT_ERROR)
+    if fmt == "json":
+        click.echo(json.dumps({"gpus": hw.to_json(), **report.to_json()}, default=str))
+    else:
+        click.echo(text_report(report, hw))
+    sys.exit(ExitCode.OK if report.ok else ExitCode.INCIDENTS)
+
+
+def preflight_for_run(command: list[str], gpus: str, model_config: str | None,
+                      sglang_version: str | None):
+    """``run``'s pre-flight before its first launch: the report when the launch would fail,
+    else None.  A command that is not an SGLang launch (a wrapper script) is not checked."""
+    from sglang_doctor.remedy import preflight
+
+    try:
+        preflight.launch_argv(list(command))
+    except ValueError:
+        return None
+    report, hw = run_check(list(command), gpus, model_config, sglang_version)
+    return None if report.ok else (report, hw)

@@ -1,0 +1,74 @@
+"""Which SGLang releases could have written a log: the version range its dump allows.
+
+A log rarely prints SGLang's version, but every launch dumps ServerArgs, and the set of
+ServerArgs fields changes from release to release.  The shipped catalogues record every
+release's fields (scripts/gen_flag_catalog.py dumps them from the real classes), so a dump
+with field X is from a release that has X, and a *complete* dump (closed bracket) without
+field Y is from a release that lacks Y.  A cut dump (``tail``, a terminal) only gives the
+first kind of evidence.
+
+``release_range(fields, complete)`` gives the releases consistent with a dump and the range
+they span; the catalogue to use is the newest of them (:attr:`ReleaseRange.newest`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Iterable
+
+from sglang_doctor.remedy import flags
+
+
+@dataclass(frozen=True)
+class ReleaseRange:
+    """The shipped releases whose ServerArgs fields match a dump."""
+
+    releases: tuple[str, ...]     # oldest first
+    complete: bool                # whether absent fields counted as evidence
+
+    @property
+    def oldest(self) -> str:
+        return self.releases[0]
+
+    @property
+    def newest(self) -> str:
+        return self.releases[-1]
+
+    @property
+    def spec(self) -> str:
+        """PEP 440 style: "==0.5.9" or ">=0.5.3,<=0.5.7"."""
+        if len(self.releases) == 1:
+            return f"=={self.oldest}"
+        return f">={self.oldest},<={self.newest}"
+
+    def to_json(self) -> dict:
+        return {"spec": self.spec, "oldest": self.oldest, "newest": self.newest,
+                "releases": list(self.releases), "dump_complete": self.complete}
+
+
+@functools.lru_cache(maxsize=None)
+def _fields_of(version: str) -> frozenset[str]:
+    body = flags.shipped_catalog(version).body
+    return frozenset(body.get("fields", {})) | frozenset(body.get("fields_without_default", []))
+
+
+def release_range(fields: Iterable[str], complete: bool) -> ReleaseRange | None:
+    """The releases a dump with these field names fits, or None when no shipped release
+    fits (a release newer than the catalogues, or not a ServerArgs dump).
+
+    Every dumped field must exist in the release; when the dump is complete, every field of
+    the release must be in the dump too.  If no release passes the second test (a field
+    kept out of the repr, say), the first alone decides and ``complete`` is reported False.
+    """
+    present = frozenset(str(name) for name in fields)
+    if not present:
+        return None
+    having = [v for v in flags.KNOWN_VERSIONS if present <= _fields_of(v)]
+    if complete:
+        exact = [v for v in having if _fields_of(v) <= present]
+        if exact:
+            return ReleaseRange(tuple(exact), True)
+    if not having:
+        return None
+    return ReleaseRange(tuple(having), False)
