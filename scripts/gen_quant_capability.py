@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                       key=lambda p: version_key(p.name))
     runs: dict[str, list[dict]] = {}
     previous: dict[str, int] = {}
+    previous_release: str | None = None
     for release in releases:
         table = release_table(release)
         for method, (value, where) in table.items():
