@@ -73,7 +73,7 @@ def text_report(report, hw) -> str:
 @click.option("--sglang-version", default=None,
               help="Target SGLang release (default: the installed one, else the newest catalogue).")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
-              show_default=True)
+              show_default=True, help="text: the verdict and its reasons; json: one JSON document.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def check(gpus, model_config, sglang_version, fmt, command):
     """Would this SGLang launch work?  Checks flags, values, hardware and memory; launches nothing."""

@@ -41,7 +41,7 @@ def _catalog(ctx: click.Context, version: str):
 @click.option("--diff", "diff", is_flag=True,
               help="What changed between two releases: --diff V1 V2, or --sglang-version V1 --diff V2.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+              show_default=True, help="text: one option string per line; json: one JSON document.")
 @click.pass_context
 def flags_command(ctx, versions, sglang_version, diff, fmt):
     """A release's flags, one option string per line; with --diff, what changed."""
