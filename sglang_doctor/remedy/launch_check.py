@@ -41,12 +41,12 @@ RANGES: dict[str, tuple[float | None, float | None, bool, bool, str]] = {
 def check_value(flag: str, dest: str, value: Any) -> str | None:
     """A one-line reason when ``value`` is out of SGLang's working range for ``dest``."""
     if dest == "chunked_prefill_size":  # -1 turns chunking off; 0 and other negatives never work
-        number = _number(value)
+        number = finite_number(value)
         if number is not None and number != -1 and number < 1:
             return f"{flag} {_show(value)}: must be -1 (no chunking) or >= 1"
         return None
     bounds = RANGES.get(dest)
-    number = _number(value)
+    number = finite_number(value)
     if bounds is None or number is None:
         return None
     low, high, low_open, high_open, what = bounds
@@ -135,11 +135,12 @@ def _base(name: str) -> str:
 
 
 def _int(value: Any, default: int) -> int:
-    number = _number(value)
+    number = finite_number(value)
     return int(number) if number is not None else default
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """A finite float from a flag value (number or text), else None; booleans are not numbers."""
     if isinstance(value, bool) or value is None:
         return None
     try:
@@ -150,7 +151,7 @@ def _number(value: Any) -> float | None:
 
 
 def _show(value: Any) -> str:
-    number = _number(value)
+    number = finite_number(value)
     if number is not None and number == int(number) and not (isinstance(value, str) and "." in value):
         return str(int(number))
     return str(value)

@@ -12,13 +12,12 @@ launch's own settings and arithmetic on them, never from free log text.
 
 from __future__ import annotations
 
-import math
 import re
 import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sglang_doctor.remedy import launch_command
+from sglang_doctor.remedy import launch_check, launch_command
 from sglang_doctor.remedy import trust
 from sglang_doctor.model import Diagnosis, Remediation
 
@@ -92,14 +91,7 @@ def remedy(name: str) -> Callable[[Op], Op]:
 # -- numeric flags -----------------------------------------------------------------------
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+_number = launch_check.finite_number
 
 
 def _as_type(spec: Any, number: float) -> Any:
