@@ -39,3 +39,23 @@ def processes_mentioning(text: str) -> list[int]:
         if text.encode() in cmdline and state not in (b"Z", b"X"):
             found.append(int(entry))
     return found
+
+
+STANDIN = str(ROOT / "tests" / "standin" / "sglang_standin.py")
+
+
+@pytest.fixture
+def no_standin_left():
+    """After the test: no stand-in server may be left running (killed, and the test fails)."""
+    import os
+    import signal
+    import time
+
+    yield
+    deadline = time.monotonic() + 5
+    while processes_mentioning(STANDIN) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = processes_mentioning(STANDIN)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left

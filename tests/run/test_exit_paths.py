@@ -17,21 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, doctor_cmd, processes_mentioning
+from conftest import ROOT, doctor_cmd
 
 STANDIN = str(ROOT / "tests" / "standin" / "sglang_standin.py")
 
 
-@pytest.fixture(autouse=True)
-def no_standin_left():
-    yield
-    deadline = time.monotonic() + 5
-    while processes_mentioning(STANDIN) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = processes_mentioning(STANDIN)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert not left
+pytestmark = pytest.mark.usefixtures("no_standin_left")
 
 
 def free_port() -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, doctor_cmd, processes_mentioning
+from conftest import FIXTURES, ROOT, doctor_cmd
 from sglang_doctor.model import Diagnosis, Incident, Launch, Line, Remediation
 from sglang_doctor.pipeline import StreamPipeline
 from sglang_doctor.remedy import flags, remedies, trust
@@ -181,16 +181,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(autouse=True)
-def no_standin_left():
-    yield
-    deadline = time.monotonic() + 5
-    while processes_mentioning(STANDIN) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = processes_mentioning(STANDIN)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert not left
+pytestmark = pytest.mark.usefixtures("no_standin_left")
 
 
 def test_run_yes_keeps_a_healthy_server_when_a_request_looks_like_an_error(tmp_path):
