@@ -96,5 +96,7 @@ def run(log_path: str, model_config: str | None, gpus: str, sglang_version: str 
     if fmt == "json":
         click.echo(json.dumps({"log": log_path, "capacity": [c.to_json() for c in found]}, indent=2, default=str))
     else:
-        click.echo("\n\n".join(capacity.render_text(c, indent="") for c in found))
+        from sglang_doctor.report import terminal_safe  # figures and names come from the log
+
+        click.echo(terminal_safe("\n\n".join(capacity.render_text(c, indent="") for c in found)))
     return ExitCode.OK
