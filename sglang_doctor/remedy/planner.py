@@ -18,9 +18,10 @@ states; what is left becomes KV tokens at ``cell_size`` bytes each.  The two ver
   3229-3410) and ``DefaultPoolConfigurator`` (srt/model_executor/pool_configurator.py:219-332):
   draft weights are loaded before sizing and the draft's KV is part of ``cell_size``.
 
-Versions below 0.5.10 follow the 0.5.9 code, later ones the 0.5.23 code (only those two
-releases were read).  When the log's own figures are given (``observed``) they replace the
-estimates, so the prediction is SGLang's arithmetic on SGLang's measurements.
+Every release from 0.5.9 to 0.5.23 was read: where a rule changed between them, the planner
+asks ``sizing_rules(version)`` (sizing_rules.py, each rule with its release range and
+file:line).  When the log's own figures are given (``observed``) they replace the estimates,
+so the prediction is SGLang's arithmetic on SGLang's measurements.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglang_doctor.remedy.hardware import GPUProfile
+from sglang_doctor.remedy.sizing_rules import BREAKABLE_MULTIMODAL, at_least, sizing_rules
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -432,7 +434,7 @@ def _decode_graph_bs(args: dict) -> int | None:
     return args.get("cuda_graph_max_bs_decode") or args.get("cuda_graph_max_bs")
 
 
-def _capacity_defaults(gpu_mib: int, tp: int, new: bool, version: str = "0.5.9") -> tuple[int, int]:
+def _capacity_defaults(gpu_mib: int, tp: int, version: str = "0.5.9") -> tuple[int, int]:
     """(chunked_prefill_size, decode graph max bs) by GPU memory.
 
     0.4.0-0.4.6.post5 server_args.py (`if self.chunked_prefill_size is None`): 2048 under
@@ -440,7 +442,7 @@ def _capacity_defaults(gpu_mib: int, tp: int, new: bool, version: str = "0.5.9")
     0.4.7: 16384 above 180000 MiB.  0.4.7.post1-0.5.2: 2048 under 35 GiB, 8192 under 160 GiB,
     else 16384; graph bs 8 / 80 under 35 GiB, else SGLang's capture list up to 160.
     0.5.3+: 0.5.9 server_args.py:936-1000; 0.5.23 arg_groups/memory_hook.py:88-180 (the
-    20-35 GiB tier moved from 2048/24 to 4096/48).
+    20-35 GiB tier moved from 2048/24 to 4096/48 in 0.5.20, sizing_rules ``mid_tier``).
     """
     era = mfs_era(version)
     if era != "reserved_formula":
@@ -457,7 +459,8 @@ def _capacity_defaults(gpu_mib: int, tp: int, new: bool, version: str = "0.5.9")
     if gpu_mib < 20 * 1024:
         return 2048, 8
     if gpu_mib < 35 * 1024:
-        return (4096, 48 if tp < 4 else 160) if new else (2048, 24 if tp < 4 else 80)
+        chunk, small_tp, large_tp = sizing_rules(version).mid_tier
+        return chunk, small_tp if tp < 4 else large_tp
     if gpu_mib < 60 * 1024:
         return 4096, 32 if tp < 4 else 160
     if gpu_mib < 160 * 1024:
@@ -511,12 +514,14 @@ class Settings:
     page_size: int
     reserved_mb: float | None  # SGLang's own reserve when it chose mfs
     notes: list[str] = field(default_factory=list)
+    arg_error: str | None = None  # SGLang refuses these arguments (ServerArgs raises)
 
 
 def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings:
     """Fill the launch's unset fields the way SGLang's argument resolution does."""
-    new = is_new_sizing(version)
+    rules = sizing_rules(version)
     notes: list[str] = []
+    arg_error = None
     tp, pp = int(_get(args, "tp_size", 1)), int(_get(args, "pp_size", 1))
     dp = int(_get(args, "dp_size", 1))
     dp_attn = bool(args.get("enable_dp_attention")) and dp > 1
@@ -524,13 +529,13 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
     spec = args.get("speculative_algorithm")
     spec = str(spec).upper() if spec else None
     gpu_mib = hw.total_mib
-    chunk_d, bs_d = _capacity_defaults(gpu_mib, tp, new, version)
+    chunk_d, bs_d = _capacity_defaults(gpu_mib, tp, version)
     chunk = int(_get(args, "chunked_prefill_size", chunk_d))
     disable_graph = bool(args.get("disable_cuda_graph"))
     graph_bs = int(_decode_graph_bs(args) or bs_d)
-    if new and args.get("max_running_requests") and _decode_graph_bs(args) is None:
-        graph_bs = min(graph_bs, int(args["max_running_requests"]))  # memory_hook.py:182-189
-    prefill_graph = new and not disable_graph and _prefill_backend(args) != "disabled" and hw.compute_capability != (0, 0)
+    if rules.graph_bs_capped_by_running and args.get("max_running_requests") and _decode_graph_bs(args) is None:
+        graph_bs = min(graph_bs, int(args["max_running_requests"]))  # 0.5.23 memory_hook.py:182-189
+    prefill_graph = _prefill_graph_on(s, hw, args, version, spec, dp_attn, pp)
     # speculative defaults: auto_choose_speculative_params (0.5.9 server_args.py:5741-5775)
     steps_d, topk_d, d_d = (5, 4, 8) if s.arch == "LlamaForCausalLM" and spec != "STANDALONE" else (3, 1, 4)
     steps = int(_get(args, "speculative_num_steps", steps_d))
@@ -547,7 +552,7 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
     if mfs is None:
         era = mfs_era(version)
         if era == "reserved_formula":
-            mfs, reserved = default_mem_fraction(s, gpu_mib, tp, pp, chunk, graph_bs, spec, new,
+            mfs, reserved = default_mem_fraction(s, gpu_mib, tp, pp, chunk, graph_bs, spec,
                                                  prefill_graph, dp_attn, dp, args, version)
         else:
             mfs, reserved = legacy_mem_fraction(era, gpu_mib, tp, pp, spec, dp_attn, version)
@@ -558,19 +563,24 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
     if s.hybrid:
         strategy = str(args.get("mamba_radix_cache_strategy") or args.get("mamba_scheduler_strategy") or "auto")
         overlap = not bool(args.get("disable_overlap_schedule"))
-        if not new:
-            if strategy == "auto":
-                strategy = "no_buffer"  # server_args.py:874-877
-            if strategy == "no_buffer" and spec and not disable_radix:
-                disable_radix = True  # server_args.py:1762
-                notes.append("0.5.9 disables the radix cache for hybrid models with speculative decoding")
-            extra = (1 if spec else 2) if strategy == "extra_buffer" else 0  # kv_cache_mixin.py:37-39, 356-366
+        if strategy == "auto":  # sizing_rules mamba_auto
+            paging = int(_get(args, "page_size", 1)) > 1
+            if rules.mamba_auto == "extra_buffer" and (overlap or paging) and s.arch in _GDN_ARCHS:
+                strategy = "extra_buffer"
+            else:
+                strategy = "no_buffer"
+                overlap = overlap and rules.mamba_auto == "no_buffer"
+        if strategy == "no_buffer" and spec and not disable_radix:  # sizing_rules hybrid_spec_radix
+            if rules.hybrid_spec_radix == "disable":
+                disable_radix = True
+                notes.append(f"SGLang {version} disables the radix cache for hybrid models with speculative decoding")
+            elif rules.hybrid_spec_radix == "error":
+                arg_error = (f"Speculative decoding for {s.arch} is not compatible with radix cache when using "
+                             "--mamba-scheduler-strategy no_buffer (SGLang's ValueError before anything loads)")
+        if strategy == "extra_buffer":  # sizing_rules extra_slots
+            extra = (1 if spec else 2) if rules.extra_slots == "spec" else (2 if overlap else 1)
         else:
-            if strategy == "auto":  # arg_groups/overrides.py:454-486
-                strategy = "extra_buffer" if s.arch in _GDN_ARCHS else "no_buffer"
-                if strategy == "no_buffer":
-                    overlap = False
-            extra = (2 if overlap else 1) if strategy == "extra_buffer" else 0  # allocation_sizing.py:11-19
+            extra = 0
         ratio = 1 if disable_radix else 3 + extra
     return Settings(
         version=version, tp=tp, pp=pp, attn_tp=attn_tp, attn_dp=dp if dp_attn else 1,
@@ -581,7 +591,31 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
         mamba_ratio_r=float(_get(args, "mamba_full_memory_ratio", 0.9)),
         max_mamba_cache_size=args.get("max_mamba_cache_size"), disable_radix=disable_radix, mamba_ratio=ratio,
         max_total_tokens=args.get("max_total_tokens"), page_size=int(_get(args, "page_size", 1)),
-        reserved_mb=reserved, notes=notes)
+        reserved_mb=reserved, notes=notes, arg_error=arg_error)
+
+
+def _prefill_graph_on(s: ModelShape, hw: GPUProfile, args: dict, version: str, spec: str | None,
+                      dp_attn: bool, pp: int) -> bool:
+    """Whether SGLang captures prefill (piecewise/breakable) CUDA graphs: sizing_rules ``prefill_graph``."""
+    rule = sizing_rules(version).prefill_graph
+    if rule == "opt_in":
+        return bool(args.get("enable_piecewise_cuda_graph"))
+    if hw.compute_capability == (0, 0):  # not CUDA
+        return False
+    lora = bool(args.get("lora_paths") or args.get("enable_lora"))
+    if rule == "piecewise":  # 0.5.10 server_args.py:1078-1139
+        return not (args.get("disable_piecewise_cuda_graph") or spec or dp_attn or pp > 1 or lora
+                    or s.is_multimodal or args.get("enable_torch_compile"))
+    if args.get("disable_cuda_graph") or _prefill_backend(args) == "disabled":
+        return False
+    if rule == "tc_piecewise":  # 0.5.14 server_args.py:2997-3058
+        return not (dp_attn or pp > 1 or lora or s.is_multimodal or args.get("enable_torch_compile"))
+    # breakable: 0.5.15-0.5.17 not for MLA; from 0.5.16 not for multimodal models outside the list
+    if s.mla and not at_least(version, "0.5.18"):
+        return False
+    if s.is_multimodal and s.arch not in BREAKABLE_MULTIMODAL and at_least(version, "0.5.16"):
+        return False
+    return True
 
 
 def _prefill_backend(args: dict) -> str:
@@ -594,47 +628,40 @@ def _prefill_backend(args: dict) -> str:
 
 
 def default_mem_fraction(s: ModelShape, gpu_mib: int, tp: int, pp: int, chunk: int, graph_bs: int,
-                         spec: str | None, new: bool, prefill_graph: bool, dp_attn: bool, dp: int,
+                         spec: str | None, prefill_graph: bool, dp_attn: bool, dp: int,
                          args: dict, version: str = "0.5.9") -> tuple[float, float]:
-    """SGLang's default mem_fraction_static and the reserve (MiB) behind it.
+    """SGLang's default mem_fraction_static and the reserve (MiB) behind it, 0.5.3 on.
 
-    0.5.9 ServerArgs._handle_gpu_memory_settings (server_args.py:1020-1068);
-    0.5.23 handle_gpu_memory_settings + reserve_for_graph_mb (arg_groups/memory_hook.py:281-405).
+    512 MiB + 1.5 MiB per prefill token + tp*pp/8 GiB, the decode graph (2 MiB per batch size),
+    DP-attention padding, the prefill graph, a 10 GiB floor above 60 GiB, then the speculative
+    reserve; which of these apply is per release (sizing_rules ``graph_reserve``,
+    ``prefill_graph``, ``spec_reserve_mib``): 0.5.9 server_args.py:1020-1068, 0.5.10.post1
+    :1281-1325, 0.5.13 :1592-1640, 0.5.14 :3276-3320, 0.5.15 :3623-3690, 0.5.16 :4054-4085 +
+    reserve_for_graph_mb :4164-4196, 0.5.23 arg_groups/memory_hook.py:281-405.
     """
+    rules = sizing_rules(version)
     tokens = max(chunk, 2048) if chunk > 0 else max(int(_get(args, "max_prefill_tokens", 16384)), 2048)
-    key = _vkey(version)
-    if _vkey("0.5.10") <= key < _vkey("0.5.14"):
-        # 0.5.10-0.5.13.post1 server_args.py (0.5.10.post1:1281-1325): the graph and piecewise
-        # reserves stay under --disable-cuda-graph (only --disable-piecewise-cuda-graph drops
-        # the latter), and an EAGLE-like draft reserves 4 GiB
-        reserved = 512 + tokens * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
-        if dp_attn:
-            reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
-        if not args.get("disable_piecewise_cuda_graph"):
-            reserved += 1536 if s.mla else _prefill_graph_buckets(chunk) * 8
-        if gpu_mib > 60 * 1024:
-            reserved = max(reserved, 10 * 1024)
-        if spec:
-            reserved += 6 * 1024 if spec == "STANDALONE" else (0 if spec == "NGRAM" else 4 * 1024)
-        mfs = round((gpu_mib - reserved) / gpu_mib, 3)
-        if s.is_multimodal and not args.get("language_only"):
-            mfs *= vlm_factor(s)
-        return mfs, reserved
     reserved = 512 + tokens * 1.5 + tp * pp / 8 * 1024
-    # 0.5.3-0.5.13 add `cuda_graph_max_bs * 2` unconditionally, --disable-cuda-graph or not
-    # (0.5.9 server_args.py:1029, 0.5.10.post1 :1290, 0.5.11 :1443); the later rules skip it.
-    if not args.get("disable_cuda_graph") or _vkey(version) < _vkey("0.5.14"):
+    if rules.graph_reserve == "always" or not args.get("disable_cuda_graph"):
         reserved += graph_bs * 2
     if dp_attn:
         reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
-    if new and prefill_graph:
-        reserved += 1536 if s.mla else _prefill_graph_buckets(chunk) * 8
-    if not new and args.get("enable_piecewise_cuda_graph"):
-        reserved += _prefill_graph_buckets(chunk) * 8
+    if prefill_graph:
+        if s.mla and rules.prefill_graph != "opt_in":
+            reserved += 1536  # "the memory overhead is much higher than expected with fa3"
+        else:
+            max_tokens = chunk
+            if rules.prefill_graph == "piecewise":  # 0.5.10 server_args.py:1256-1279
+                if args.get("max_total_tokens"):
+                    max_tokens = min(max_tokens, int(args["max_total_tokens"]))
+                if "llama-2" in str(args.get("model_path") or "").lower():
+                    max_tokens = min(max_tokens, 4096)
+            reserved += _prefill_graph_buckets(max_tokens) * 8
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    if not new and spec:
-        reserved += 6 * 1024 if spec == "STANDALONE" else (0 if spec == "NGRAM" else 2 * 1024)
+    eagle, standalone = rules.spec_reserve_mib
+    if spec:
+        reserved += standalone if spec == "STANDALONE" else (0 if spec == "NGRAM" else eagle)
     mfs = round((gpu_mib - reserved) / gpu_mib, 3)
     if s.is_multimodal and not args.get("language_only"):
         mfs *= vlm_factor(s)
@@ -714,7 +741,8 @@ def plan(model_config: dict, hw: GPUProfile, server_args: dict, version: str,
 
 
 def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) -> Plan:
-    new = is_new_sizing(st.version)
+    rules = sizing_rules(st.version)
+    draft_first = rules.draft_before_sizing
     notes = list(st.notes)
     sources: dict[str, str] = {}
     tp_pp = st.tp * st.pp
@@ -733,10 +761,11 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     if avail is None:
         avail = pre - weights
     draft_w = draft_weights_gb(s, st.tp, st.spec)
-    if new:
-        avail -= draft_w  # 0.5.23 loads the draft before sizing (kv_cache_configurator.py:2990-3048)
+    if draft_first:
+        avail -= draft_w  # 0.5.14+ load the draft before sizing (sizing_rules draft_before_sizing)
     slack = pre * (1 - st.mfs)
-    mm = (100 / 1024) if (new and s.is_multimodal) else 0.0  # mm_runtime_reservation_gb, SGLANG_VLM_CACHE_SIZE_MB=100
+    # mm_runtime_reservation_gb, SGLANG_VLM_CACHE_SIZE_MB=100 (sizing_rules mm_reserve_mib, 0.5.18+)
+    mm = rules.mm_reserve_mib / 1024 if s.is_multimodal else 0.0
     rest = avail - slack - mm
     failing, error = None, None
     if rest <= 0:
@@ -751,8 +780,8 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     inter_gb = state_gb = 0.0
     K = None
     if s.hybrid and failing is None:
-        K, inter_gb, rest = _mamba_split(st, rest, per, new)
-        state_gb = (K + (1 if new else 0)) * per / GIB
+        K, inter_gb, rest = _mamba_split(st, rest, per, rules.mamba_split)
+        state_gb = (K + (1 if rules.mamba_split == "joint_padded" else 0)) * per / GIB
         if K <= 0 or rest <= 0:
             failing = "mamba_pool"
             error = (f"recurrent state for {s.linear.layers} linear-attention layers "  # type: ignore[union-attr]
@@ -762,8 +791,8 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     draft_cell = 0
     if st.spec in _EAGLE_LIKE or st.spec == "STANDALONE":
         draft_cell = int(cell * max(s.mtp_layers, 1) / max(s.full_attention_layers // st.pp, 1))
-        if new:
-            cell += draft_cell  # pool_configurator.py:259-300
+        if draft_first:
+            cell += draft_cell  # 0.5.14 pool_configurator.py:128-145, 0.5.23 :259-300
     tokens = int(rest * GIB) // cell if failing is None else 0
     if st.max_total_tokens:
         tokens = min(tokens, int(st.max_total_tokens))
@@ -771,7 +800,7 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     if failing is None and tokens <= 0:
         failing, error = "kv_pool", "Not enough memory for even one page of KV cache"
     kv_gb = tokens * cell / GIB
-    running = _max_running(st, tokens, K, new)
+    running = _max_running(st, tokens, K, rules.running_cap)
     if failing is None and s.hybrid and running <= 0:
         failing, error = "mamba_pool", "mamba state cache too small to serve any request"
     # Runtime buffers that live in the (1-mfs) headroom.  These are estimates (SGLang itself only
@@ -788,8 +817,8 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     act = (2 * st.chunked_prefill * (4 * s.hidden + 3 * s.intermediate // st.tp) * 2 + 512 * MIB) / GIB
     vision_ws = pre * (1 - vlm_factor(s)) if s.is_multimodal else 0.0
     draft_after = 0.0
-    if not new and st.spec in _EAGLE_LIKE:
-        draft_after = draft_w + tokens * draft_cell / GIB  # 0.5.9: draft worker after the target pool
+    if not draft_first and st.spec in _EAGLE_LIKE:
+        draft_after = draft_w + tokens * draft_cell / GIB  # up to 0.5.13: draft worker after the target pool
     leftover = rest - tokens * cell / GIB if failing is None else 0.0
     headroom = slack + mm + leftover - r2t - graphs - act - vision_ws - draft_after
     rows: list[tuple[str, float]] = [("weights", weights)]
@@ -808,6 +837,8 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     if vision_ws:
         rows.append(("vision encoder workspace", vision_ws))
     rows.append(("free headroom", headroom))
+    if st.arg_error:
+        failing, error = "server_args", st.arg_error
     fits = failing is None and headroom >= 0
     if failing is None and headroom < 0:
         failing = "headroom"
@@ -823,15 +854,16 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
                 settings=st, sources=sources)
 
 
-def _mamba_split(st: Settings, rest: float, per: int, new: bool) -> tuple[int, float, float]:
-    """(K slots, spec intermediate GiB, rest after both) — the mamba pool's share of the budget."""
+def _mamba_split(st: Settings, rest: float, per: int, rule: str) -> tuple[int, float, float]:
+    """(K slots, spec intermediate GiB, rest after both): the mamba pool's share of the budget,
+    by sizing_rules ``mamba_split``."""
     D = st.draft_tokens
     dp = st.attn_dp
     mrr = st.max_running
     r = st.mamba_ratio_r
     ratio = st.mamba_ratio
     inter = 0.0
-    if not new:  # handle_max_mamba_cache (0.5.9 kv_cache_mixin.py:151-210)
+    if rule == "reserve_first":  # handle_max_mamba_cache (0.5.9 kv_cache_mixin.py:151-210, 0.5.12 :78-137)
         if st.spec:
             inter = per * (mrr or 48) // dp * D / GIB
             rest -= inter
@@ -842,35 +874,40 @@ def _mamba_split(st: Settings, rest: float, per: int, new: bool) -> tuple[int, f
         else:
             K = int(rest * r / (1 + r) * GIB) // per
         return K, inter, rest - K * per / GIB
-    # _handle_max_mamba_cache (0.5.23 kv_cache_configurator.py:3229-3410); +1 padding slot per pool
+    pad = 1 if rule == "joint_padded" else 0  # +1 padding slot per pool from 0.5.17
     reqs = max(1, (mrr or 0) // dp) if mrr else 1
     if st.max_mamba_cache_size is not None:
         K = int(st.max_mamba_cache_size) // dp
         if st.spec:
-            inter = per * (min(reqs, K // ratio) + 1) * D / GIB
+            inter = per * (min(reqs, K // ratio) + pad) * D / GIB
     elif st.disable_radix and mrr is not None:
         K = max(1, mrr // dp)
         if st.spec:
-            inter = per * (K + 1) * D / GIB
+            inter = per * (K + pad) * D / GIB
     else:
         budget = rest * r / (1 + r) * GIB
-        if st.spec:
-            K = int((budget - per * (1 + D)) // (per * (1 + D / ratio)))
-            inter = per * (min(reqs, max(K, 0) // ratio) + 1) * D / GIB
+        if st.spec:  # joint solve (0.5.13 kv_cache_mixin.py:128-160; 0.5.23 kv_cache_configurator.py:3340-3380)
+            K = int((budget - pad * per * (1 + D)) // (per * (1 + D / ratio)))
+            inter = per * (min(reqs, max(K, 0) // ratio) + pad) * D / GIB
         else:
-            K = int((budget - per) // per)
+            K = int((budget - pad * per) // per)
     rest -= inter
-    return K, inter, rest - (K + 1) * per / GIB
+    return K, inter, rest - (K + pad) * per / GIB
 
 
-def _max_running(st: Settings, tokens: int, K: int | None, new: bool) -> int:
-    """max_running_requests as the scheduler will use it (kv_cache_mixin.py:344-370; configurator :3119-3172)."""
+def _max_running(st: Settings, tokens: int, K: int | None, rule: str) -> int:
+    """max_running_requests as the scheduler will use it, by sizing_rules ``running_cap``
+    (0.5.9 kv_cache_mixin.py:344-370; 0.5.10 :840-859; 0.5.14 :981-1018; 0.5.23
+    kv_cache_configurator.py:3119-3172)."""
     est = min(max(int(tokens / st.context_len * 512), 2048), 4096)
-    if new:
-        est = max(min(int(tokens / st.context_len * 512), 4096), 2048)
-        n = min(max(1, st.max_running // st.attn_dp), tokens // 2) if st.max_running else min(est, tokens // 2)
-    else:
+    if rule == "flag":
         n = st.max_running if st.max_running else est
+    elif not st.max_running:
+        n = min(est, tokens // 2)
+    elif rule == "flag_vs_estimate":
+        n = min(st.max_running // st.attn_dp, est)
+    else:
+        n = min(max(1, st.max_running // st.attn_dp), tokens // 2)
     if _vtuple(st.version) < (0, 4, 7):
         # 0.4.0-0.4.6.post5: ReqToTokenPool(size=max_num_reqs + 1) (0.4.1.post7 model_runner.py:618,
         # 0.4.6.post2 :824) and the worker caps at that size: min(tokens // 2 or the flag, size)
@@ -910,6 +947,7 @@ _TRADEOFF = {
     "context_length": "shorter maximum request length",
     "speculative_algorithm": "no speculative decoding: lower single-stream decode speed",
     "disable_cuda_graph": "no CUDA graphs: decode ~20-40% slower",
+    "disable_radix_cache": "no prefix caching: repeated prompt prefixes are recomputed",
 }
 
 
@@ -926,8 +964,7 @@ def search(model_config: dict, hw: GPUProfile, server_args: dict, version: str,
     args = dict(server_args or {})
     obs = dict(observed or {})
     base = resolve(s, hw, args, version)
-    new = is_new_sizing(version)
-    graph_key = "cuda_graph_max_bs_decode" if new else "cuda_graph_max_bs"
+    graph_key = sizing_rules(version).graph_key
     want_running = base.max_running or 48
     mfs_values = sorted({round(x / 100, 2) for x in range(70, 95)} | {round(base.mfs, 3)})
     running_values = sorted({v for v in (base.max_running, 64, 32, 16, 8, 4, 2, 1) if v}, reverse=True)
@@ -941,6 +978,9 @@ def search(model_config: dict, hw: GPUProfile, server_args: dict, version: str,
     if base.spec:
         tiers.append(({"speculative_algorithm": None}, [f"speculative decoding ({base.spec})"]))
     tiers.append(({"disable_cuda_graph": True}, ["CUDA graphs"]))
+    if base.arg_error and s.hybrid:  # 0.5.10-0.5.13 refuse spec + radix cache under no_buffer
+        tiers = [({**forced, "disable_radix_cache": True}, gave_up + ["radix (prefix) cache"])
+                 for forced, gave_up in tiers]
     found: list[tuple[tuple, Candidate]] = []
     for tier, (forced, gave_up) in enumerate(tiers):
         for mfs in mfs_values:

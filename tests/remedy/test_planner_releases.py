@@ -97,12 +97,12 @@ def test_newer_releases_split_mamba_and_kv_memory_themselves():
 
 def test_capacity_defaults_per_release():
     # 0.4.x: chunked prefill 2048 under 25000 MiB else 8192; graphs 8 (80 from tp 4) / 160
-    assert planner._capacity_defaults(24564, 1, False, "0.4.6") == (2048, 8)
-    assert planner._capacity_defaults(24564, 4, False, "0.4.6") == (2048, 80)
-    assert planner._capacity_defaults(49140, 1, False, "0.4.6") == (8192, 160)
+    assert planner._capacity_defaults(24564, 1, "0.4.6") == (2048, 8)
+    assert planner._capacity_defaults(24564, 4, "0.4.6") == (2048, 80)
+    assert planner._capacity_defaults(49140, 1, "0.4.6") == (8192, 160)
     # 0.4.7.post1-0.5.2: the small tier goes up to 35 GiB
-    assert planner._capacity_defaults(30000, 1, False, "0.5.2") == (2048, 8)
-    assert planner._capacity_defaults(49140, 1, False, "0.5.2") == (8192, 160)
+    assert planner._capacity_defaults(30000, 1, "0.5.2") == (2048, 8)
+    assert planner._capacity_defaults(49140, 1, "0.5.2") == (8192, 160)
 
 
 # -- accuracy against real start-up logs ---------------------------------------------------------
