@@ -886,7 +886,7 @@ def _mamba_split(st: Settings, rest: float, per: int, rule: str) -> tuple[int, f
             inter = per * (K + pad) * D / GIB
     else:
         budget = rest * r / (1 + r) * GIB
-        if st.spec:  # joint solve (0.5.13 kv_cache_mixin.py:128-160; 0.5.23 kv_cache_configurator.py:3340-3380)
+        if st.spec:  # ratio split (0.5.13 kv_cache_mixin.py:127-161; 0.5.23 kv_cache_configurator.py:3345-3386)
             K = int((budget - pad * per * (1 + D)) // (per * (1 + D / ratio)))
             inter = per * (min(reqs, max(K, 0) // ratio) + pad) * D / GIB
         else:
