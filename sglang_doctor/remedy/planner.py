@@ -38,8 +38,21 @@ MIB = 1 << 20
 _DTYPE_BYTES = {"float32": 4, "float": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2,
                 "half": 2, "fp16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "fp4_e2m1": 0.5}
 # Free memory taken by torch distributed init + NCCL + custom all-reduce buffers: the seed log
-# (2x A6000, tp=2, 0.5.9) shows "Init torch distributed ends. ... mem usage=0.63 GB".
-_INIT_GB_MULTI, _INIT_GB_SINGLE = 0.63, 0.1
+# (2x A6000, tp=2, 0.5.9, custom all-reduce on) shows "Init torch distributed ends. ... mem
+# usage=0.63 GB".  SGLang turns custom all-reduce off on more than two GPUs without full NVLink
+# ("not supported on more than two PCIe-only GPUs": 0.4.3.post4 custom_all_reduce.py:232-240,
+# 0.5.9 :146-152, 0.5.23 custom_all_reduce_utils.py:489-497) and NCCL then has no peer-to-peer
+# buffers on the GPUs: 0.13 GB in a 4x L4 log (llms-in-clouds, 0.4.3.post4).
+_INIT_GB_MULTI, _INIT_GB_MULTI_PCIE, _INIT_GB_SINGLE = 0.63, 0.13, 0.1
+
+
+def _init_gb(hw: GPUProfile, tp: int, pp: int, args: dict) -> float:
+    """Free memory distributed init takes per GPU (see _INIT_GB_*)."""
+    if tp * pp <= 1:
+        return _INIT_GB_SINGLE
+    if args.get("disable_custom_all_reduce") or (tp > 2 and not hw.nvlink):
+        return _INIT_GB_MULTI_PCIE
+    return _INIT_GB_MULTI
 _GDN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
               "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 _EAGLE_LIKE = ("EAGLE", "EAGLE3", "NEXTN", "MTP")
@@ -353,7 +366,73 @@ def weights_gb(s: ModelShape, tp: int = 1, dtype_bytes: float | None = None, att
     embed = s.vocab * s.hidden / atp * (1 if s.tie_embeddings else 2)
     norms = (2 * s.layers + 1) * s.hidden
     vision = _vision_params(s.vision) / tp
-    return (linear * wb + (embed + norms + vision) * 2) / GIB
+    return (linear * wb + (embed + norms + vision) * 2 + _allocator_rounding(s, tp, atp, wb) + _rope_cache_bytes(s)) / GIB
+
+
+def _rope_cache_bytes(s: ModelShape) -> float:
+    """RotaryEmbedding's cos_sin_cache buffer, one per model, kept in float32 on CUDA
+    ("cache needs to be in FP32 for numerical stability": 0.4.7 layers/rotary_embedding.py:82-93,
+    0.5.9 :120-147): max_position_embeddings x rotary_dim x 4 bytes (Llama-3.1: 64 MiB)."""
+    t = s.text
+    rotary = int(s.mla[1]) if s.mla else int(s.head_dim * float(t.get("partial_rotary_factor") or 1.0))
+    return int(t.get("max_position_embeddings") or s.context_len) * rotary * 4
+
+
+_MIB2 = 2 * MIB
+
+
+def _rounded_up(nbytes: float) -> float:
+    """What torch's CUDA caching allocator keeps beyond a tensor of ``nbytes``: an allocation
+    over kMinLargeAlloc (10 MiB) gets its own segment rounded up to kRoundLarge (2 MiB), and
+    the rest of that segment is split off only when it exceeds kSmallSize (1 MiB), to be
+    reused by another allocation of 1-2 MiB, which loading never makes (PyTorch
+    c10/cuda/CUDACachingAllocator.cpp, get_allocation_size / should_split).  Smaller
+    tensors are packed into shared 2 MiB / 20 MiB segments."""
+    if nbytes <= 10 * MIB:
+        return 0.0
+    return math.ceil(nbytes / _MIB2) * _MIB2 - nbytes
+
+
+def _allocator_rounding(s: ModelShape, tp: int, atp: int, wb: float) -> float:
+    """Bytes the large weight tensors of one rank occupy beyond their size.
+
+    SGLang's ``Load weight end ... mem usage=`` is free memory before minus after loading
+    (torch.cuda.mem_get_info after empty_cache, 0.4.7 model_runner.py:512-593), so it counts
+    whole allocator segments: ~1 MiB per large tensor whose per-rank size is not a multiple of
+    2 MiB, which is what TP splits make (Qwen3-14B at tp 4: 160 tensors, +0.18 GiB).  The
+    fused tensors of SGLang's layers are counted (qkv_proj, o_proj, gate_up_proj, down_proj,
+    the MoE w13/w2 and shared expert, embedding and head); MLA and linear-attention
+    projections are left out.
+    """
+    t = s.text
+    per_layer_attn = 0.0
+    if not s.mla:
+        q_out = s.heads * s.head_dim * (2 if t.get("attn_output_gate") else 1)
+        kv_rank = max(1, s.kv_heads // atp) * s.head_dim
+        per_layer_attn = (_rounded_up(s.hidden * (q_out / atp + 2 * kv_rank) * wb)
+                          + _rounded_up(s.heads * s.head_dim / atp * s.hidden * wb))
+    experts = _num_experts(t)
+    moe_inter = int(t.get("moe_intermediate_size") or s.intermediate)
+    shared = int(t.get("shared_expert_intermediate_size") or t.get("moe_shared_expert_intermediate_size") or 0)
+    if not shared and t.get("n_shared_experts"):
+        shared = int(t["n_shared_experts"]) * moe_inter
+    dense = _rounded_up(2 * s.hidden * s.intermediate / tp * wb) + _rounded_up(s.hidden * s.intermediate / tp * wb)
+    moe = (_rounded_up(experts * 2 * moe_inter / tp * s.hidden * wb) + _rounded_up(experts * moe_inter / tp * s.hidden * wb)
+           + (_rounded_up(2 * shared / tp * s.hidden * wb) + _rounded_up(shared / tp * s.hidden * wb) if shared else 0.0))
+    pattern = t.get("hybrid_override_pattern")
+    dense_layers = int(t.get("first_k_dense_replace") or 0)
+    step = int(t.get("decoder_sparse_step") or 1)
+    mlp_only = set(t.get("mlp_only_layers") or [])
+    total = 0.0
+    for i in range(s.layers):
+        if pattern:
+            continue  # Nemotron-H: projections of several kinds, not modelled
+        if s.linear is None or _is_full_layer(s, i):
+            total += per_layer_attn
+        is_moe = experts > 0 and i >= dense_layers and i not in mlp_only and (i + 1) % step == 0
+        total += moe if is_moe else dense
+    total += _rounded_up(s.vocab * s.hidden / atp * 2) * (1 if s.tie_embeddings else 2)
+    return total
 
 
 def _is_full_layer(s: ModelShape, i: int) -> bool:
@@ -749,7 +828,7 @@ def _plan(s: ModelShape, hw: GPUProfile, st: Settings, obs: dict, args: dict) ->
     pre = obs.get("avail_mem_before_weights_gb")
     sources["pre"] = "log" if pre is not None else "profile"
     if pre is None:
-        pre = hw.usable_gb - (_INIT_GB_MULTI if tp_pp > 1 else _INIT_GB_SINGLE)
+        pre = hw.usable_gb - _init_gb(hw, st.tp, st.pp, args)
     w_est = weights_gb(s, st.tp, attn_tp=st.attn_tp) / st.pp
     weights = obs.get("weights_gb")
     avail = obs.get("avail_mem_after_weights_gb")

@@ -112,16 +112,20 @@ def test_kv_tokens_from_flags_alone_median_within_three_percent():
                                                if "tokens_alone" in r]
 
 
-# mem usage is free memory before minus after the load: besides the weights it holds what the
-# process allocated meanwhile.  At tp 4 on 24 GB cards that is ~0.2 GiB a rank (QwQ-32B on L4:
-# +0.28 GiB, -1.8 %; Qwen3-14B: +0.20 GiB, -2.9 %), which the config estimate does not model.
-_WEIGHT_MISSES = {"kuiperinfer_0_4_7_qwen3_14b_tp4_24gb.log": "+0.20 GiB per rank of load-time allocations at tp 4"}
+# mem usage is free memory before minus after the load (0.4.7 model_runner.py:512-593): the
+# weights as torch's caching allocator holds them (planner._allocator_rounding: a large tensor
+# takes whole 2 MiB units, ~1 MiB more per TP-split tensor; Qwen3-14B at tp 4 +0.18 GiB),
+# RoPE's float32 cos/sin cache (planner._rope_cache_bytes) and whatever else the process
+# allocated meanwhile.  Qwen3-0.6B on a 4 GB WSL laptop GPU still shows 0.07 GiB more than
+# that; SGLang's source allocates nothing else between the two measurements, so it is the
+# CUDA context growing as kernels first load (not in any source the planner can read).
+_WEIGHT_MISSES = {"notes_0_4_6_qwen3_0_6b_wsl_4gb.log":
+                  "+0.07 GiB of CUDA context growth while loading, not modelled (1.2 GiB model: -5.8 %)"}
 
 
 @pytest.mark.parametrize("row", [
     pytest.param(r, marks=pytest.mark.xfail(reason=_WEIGHT_MISSES[r["log"]], strict=True))
-    if r["log"] in _WEIGHT_MISSES else r for r in ROWS if "weights" in r and r["weights_gb"] >= 5],
-    ids=lambda r: r["log"])
+    if r["log"] in _WEIGHT_MISSES else r for r in ROWS if "weights" in r], ids=lambda r: r["log"])
 def test_weights_within_two_percent(row):
     assert abs(row["weights"]) <= 0.02, f"{row['log']}: config estimate off by {row['weights']:.2%}"
 
@@ -129,15 +133,19 @@ def test_weights_within_two_percent(row):
 @pytest.mark.parametrize("row", [r for r in ROWS if "weights" in r and r["weights_gb"] < 5],
                          ids=lambda r: r["log"])
 def test_small_models_weights_within_the_fixed_load_overhead(row):
-    """Below 5 GiB the CUDA context's growth while loading (~0.06 GiB) dominates the error."""
-    assert abs(row["weights"] * row["weights_gb"]) <= 0.1
+    """Below 5 GiB the CUDA context's growth while loading (~0.07 GiB) dominates the error."""
+    assert abs(row["weights"] * row["weights_gb"]) <= 0.08
 
 
 # The 0.5.18 excerpt has no "Load weight begin": free memory before the weights is taken as
-# after + mem usage (78.48 GiB), but SGLang sizes against pre_model_load_memory, measured at the
-# end of distributed init (0.5.18 distributed/bootstrap.py, init_torch_distributed), evidently
-# ~0.5 GiB higher on that host: 125 mamba slots / 5 = 25 instead of the 124 / 5 = 24 logged.
-_KNOWN_MISSES = {"gsma_0_5_18_qwen3x_27b_fp8_h100.log": "excerpt without Load weight begin: pre is a lower bound"}
+# after + mem usage (78.48 GiB).  SGLang sizes against pre_model_load_memory, measured at the
+# end of distributed init (0.5.18 distributed/bootstrap.py:132-137), and "Load weight begin"
+# is printed after ModelRunner's setup between the two (model_runner.py:401-436, 620-630:
+# forward stream, DeepGEMM config for this FP8 model, memory saver, token oracle, sampler);
+# what those allocate counts in SGLang's pre but is invisible in the excerpt.  The logged
+# 330323 tokens and 124 slots need pre ~78.85 GiB (0.37 GiB more): 124 / 5 = 24, not 125 / 5.
+_KNOWN_MISSES = {"gsma_0_5_18_qwen3x_27b_fp8_h100.log":
+                 "excerpt without Init torch distributed / Load weight begin: SGLang's pre is ~0.37 GiB higher"}
 
 
 @pytest.mark.parametrize("row", [
@@ -148,7 +156,8 @@ def test_max_running_requests_exact_anchored(row):
 
 
 _KNOWN_MISSES_ALONE = {"gsma_0_5_18_qwen3x_27b_fp8_h100.log":
-                       "from flags alone the weights estimate (28.28 vs 28.47 GiB) and an idle H100 give 127 slots"}
+                       "an idle H100 less 0.1 GiB of init gives 125 slots; the host's setup before the "
+                       "weights (see _KNOWN_MISSES) is not in the flags"}
 
 
 @pytest.mark.parametrize("row", [
