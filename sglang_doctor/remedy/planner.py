@@ -635,8 +635,16 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
                                                  prefill_graph, dp_attn, dp, args, version)
         else:
             mfs, reserved = legacy_mem_fraction(era, gpu_mib, tp, pp, spec, dp_attn, version)
+            if s.is_multimodal and at_least(version, "0.4.9.post3"):
+                # adjust_mem_fraction_for_vlm on the default (0.4.9.post3 server_args.py:345-349, 1872)
+                mfs *= vlm_factor(s)
         notes.append(f"mem_fraction_static {mfs:.3f} is SGLang {version}'s default for {gpu_mib} MiB "
                      f"GPUs ({era.replace('_', ' ')} rule)")
+    if s.is_multimodal and not at_least(version, "0.4.4.post4"):
+        # 0.4.0-0.4.4.post3: ModelRunner takes 5 % off any fraction, the flag's or the default,
+        # after the dump is logged (0.4.0 model_runner.py:113-118, 0.4.4.post3 :253-254)
+        mfs = float(mfs) * 0.95
+        notes.append(f"SGLang {version} lowers mem_fraction_static to {mfs:.3f} for a multimodal model")
     disable_radix = bool(args.get("disable_radix_cache"))
     ratio = 1
     if s.hybrid:

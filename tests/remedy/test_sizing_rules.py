@@ -219,3 +219,29 @@ def test_prefill_graph_is_off_for_mla_under_breakable_0515_to_0517_only():
     got = {v: planner.plan(mla, hardware.get_profile("h100-80"), {}, v).settings.prefill_graph
            for v in ("0.5.13", "0.5.14", "0.5.15", "0.5.17", "0.5.18", "0.5.23")}
     assert got == {"0.5.13": True, "0.5.14": True, "0.5.15": False, "0.5.17": False, "0.5.18": True, "0.5.23": True}
+
+
+GEMMA3 = json.loads((MODELS / "gemma_3_4b_it.json").read_text())
+
+
+@pytest.mark.parametrize("version, factor", [("0.4.0", 0.95), ("0.4.4.post2", 0.95), ("0.4.4.post3", 0.95),
+                                             ("0.4.4.post4", 1.0), ("0.4.7", 1.0)])
+def test_0440_and_before_take_five_percent_off_a_multimodal_models_fraction(version, factor):
+    """0.4.0-0.4.4.post3 ModelRunner: ``self.mem_fraction_static *= 0.95`` for multimodal models,
+    the flag's value too (0.4.0 model_runner.py:113-118, 0.4.4.post3 :253-254); gone in 0.4.4.post4."""
+    p = planner.plan(GEMMA3, hardware.get_profile("h100-80"), {"mem_fraction_static": 0.88}, version)
+    assert p.mem_fraction_static == pytest.approx(0.88 * factor)
+    text_only = planner.plan(LLAMA, hardware.get_profile("h100-80"), {"mem_fraction_static": 0.88}, version)
+    assert text_only.mem_fraction_static == 0.88
+
+
+def test_the_vlm_adjustment_of_the_default_fraction_starts_in_0493():
+    """adjust_mem_fraction_for_vlm (0.4.9.post3 server_args.py:345-349): SigLIP 27 x 1152 ->
+    complexity 27 x 1152^2 / (24 x 1024^2) = 1.4238, factor 0.95 x (1 - 0.1 x 0.4238) = 0.90974."""
+    h100 = hardware.get_profile("h100-80")
+    factor = 0.95 * (1 - 0.1 * (27 * 1152 ** 2 / (24 * 1024 ** 2) - 1))
+    for version in ("0.4.9.post2", "0.4.9.post3", "0.5.2"):
+        vlm = planner.plan(GEMMA3, h100, {}, version).mem_fraction_static
+        text = planner.plan(LLAMA, h100, {}, version).mem_fraction_static
+        expected = text * factor if version != "0.4.9.post2" else text
+        assert vlm == pytest.approx(expected), version
