@@ -650,6 +650,10 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
     if s.hybrid:
         strategy = str(args.get("mamba_radix_cache_strategy") or args.get("mamba_scheduler_strategy") or "auto")
         overlap = not bool(args.get("disable_overlap_schedule"))
+        forced = rules.radix_forced_off  # sizing_rules radix_forced_off
+        if not disable_radix and (forced == "all" or (forced == "mamba2" and s.linear.kind == "mamba2")):  # type: ignore[union-attr]
+            disable_radix = True
+            notes.append(f"SGLang {version} runs this hybrid model without the radix cache")
         if strategy == "auto":  # sizing_rules mamba_auto
             paging = int(_get(args, "page_size", 1)) > 1
             if rules.mamba_auto == "extra_buffer" and (overlap or paging) and s.arch in _GDN_ARCHS:
@@ -658,16 +662,20 @@ def resolve(s: ModelShape, hw: GPUProfile, args: dict, version: str) -> Settings
                 strategy = "no_buffer"
                 overlap = overlap and rules.mamba_auto == "no_buffer"
         if strategy == "no_buffer" and spec and not disable_radix:  # sizing_rules hybrid_spec_radix
-            if rules.hybrid_spec_radix == "disable":
+            if rules.hybrid_spec_radix == "disable" or (rules.hybrid_spec_radix == "disable_mamba2"
+                                                         and s.linear.kind == "mamba2"):  # type: ignore[union-attr]
                 disable_radix = True
                 notes.append(f"SGLang {version} disables the radix cache for hybrid models with speculative decoding")
             elif rules.hybrid_spec_radix == "error":
                 arg_error = (f"Speculative decoding for {s.arch} is not compatible with radix cache when using "
                              "--mamba-scheduler-strategy no_buffer (SGLang's ValueError before anything loads)")
-        if strategy == "extra_buffer":  # sizing_rules extra_slots
-            extra = (1 if spec else 2) if rules.extra_slots == "spec" else (2 if overlap else 1)
-        else:
-            extra = 0
+        extra = 0  # sizing_rules extra_slots
+        if rules.extra_slots == "unless_spec_extra":
+            extra = 1 if (strategy == "extra_buffer" and spec) else 2
+        elif strategy == "extra_buffer" and rules.extra_slots == "spec":
+            extra = 1 if spec else 2
+        elif strategy == "extra_buffer" and rules.extra_slots == "overlap":
+            extra = 2 if overlap else 1
         ratio = 1 if disable_radix else 3 + extra
     return Settings(
         version=version, tp=tp, pp=pp, attn_tp=attn_tp, attn_dp=dp if dp_attn else 1,
@@ -950,6 +958,26 @@ def _mamba_split(st: Settings, rest: float, per: int, rule: str) -> tuple[int, f
     r = st.mamba_ratio_r
     ratio = st.mamba_ratio
     inter = 0.0
+    if rule in ("fixed", "draft_ratio", "reserve_in_ratio", "reserve_first_512"):  # 0.5.3-0.5.8, sizing_rules
+        if rule == "draft_ratio":  # every slot holds 1 + D states; with the radix cache the ratio
+            # split sets K even over --max-mamba-cache-size (0.5.4 model_runner.py:1443-1480)
+            if st.disable_radix:
+                K = int(st.max_mamba_cache_size or mrr or 512) // dp
+            else:
+                K = int(rest * r / (1 + r) * GIB) // per // (1 + D) // dp
+            inter = K * per * D / GIB
+            return K, inter, rest - K * per * (1 + D) / GIB
+        if rule == "reserve_first_512" and st.spec:
+            inter = per * (mrr or 48) // dp * D / GIB
+            rest -= inter
+        if rule == "fixed" or st.disable_radix or st.max_mamba_cache_size is not None:
+            K = int(st.max_mamba_cache_size or mrr or 512) // dp
+            return K, inter, rest - K * per / GIB
+        if rule == "reserve_in_ratio" and st.spec:
+            inter = per * (mrr or 48) * D / GIB
+            rest -= inter
+        K = int(rest * r / (1 + r) * GIB) // per
+        return K, inter, rest - K * per / GIB
     if rule == "reserve_first":  # handle_max_mamba_cache (0.5.9 kv_cache_mixin.py:151-210, 0.5.12 :78-137)
         if st.spec:
             inter = per * (mrr or 48) // dp * D / GIB

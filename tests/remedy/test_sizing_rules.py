@@ -245,3 +245,30 @@ def test_the_vlm_adjustment_of_the_default_fraction_starts_in_0493():
         text = planner.plan(LLAMA, h100, {}, version).mem_fraction_static
         expected = text * factor if version != "0.4.9.post2" else text
         assert vlm == pytest.approx(expected), version
+
+
+@pytest.mark.parametrize("version, bs", [("0.5.3", 16), ("0.5.4", 16), ("0.5.4.post1", 24), ("0.5.19", 24),
+                                         ("0.5.20", 48)])
+def test_graph_max_bs_of_the_20_to_35_gib_tier(version, bs):
+    # 0.5.4 server_args.py:685-692 (16), 0.5.4.post1 :669-677 (24), 0.5.20 memory_hook.py:100-116 (48)
+    assert planner.plan(LLAMA, hardware.get_profile("rtx4090"), {}, version).settings.graph_bs == bs
+
+
+def test_mamba_slots_of_0_5_3_to_0_5_8():
+    """0.5.3: radix cache off for GDN models, max_running_requests (else 512) slots, 1 per
+    request; 0.5.4-0.5.6: radix on, K = budget x r/(1+r) // per // (1 + D), 3 slots per request;
+    0.5.7: 3 + 2 slots per request even under no_buffer; 0.5.8: 3."""
+    h = hardware.get_profile("h100-80x4")
+    obs = {"avail_mem_before_weights_gb": 78.0, "avail_mem_after_weights_gb": 40.0}
+    base = {"tp_size": 4, "mem_fraction_static": 0.85, "context_length": 65536}
+    p53 = planner.plan(NEXT, h, base, "0.5.3", obs)
+    assert p53.settings.disable_radix and p53.mamba_cache_size == 512 and p53.settings.mamba_ratio == 1
+    per = p53.mamba_slot_bytes
+    budget = (40.0 - 78.0 * 0.15) * 0.9 / 1.9 * 2**30
+    p54 = planner.plan(NEXT, h, base, "0.5.4", obs)
+    assert not p54.settings.disable_radix and p54.mamba_cache_size == int(budget) // per
+    assert p54.settings.mamba_ratio == 3
+    spec = {**base, "speculative_algorithm": "NEXTN"}
+    assert planner.plan(NEXT, h, spec, "0.5.6", obs).mamba_cache_size == int(budget) // per // (1 + 4)
+    assert planner.plan(NEXT, h, base, "0.5.7", obs).settings.mamba_ratio == 5
+    assert planner.plan(NEXT, h, base, "0.5.8", obs).settings.mamba_ratio == 3
