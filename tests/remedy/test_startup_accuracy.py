@@ -112,6 +112,13 @@ def test_kv_tokens_from_flags_alone_median_within_three_percent():
                                                if "tokens_alone" in r]
 
 
+def test_kv_tokens_from_flags_alone_worst_within_three_percent():
+    """Every log, not only the median: the 4x L4 launch missed by -5 % while distributed init was
+    taken as 0.63 GiB on GPUs where SGLang turns custom all-reduce off (planner._init_gb)."""
+    worst = max(ROWS, key=lambda r: abs(r.get("tokens_alone", 0.0)))
+    assert abs(worst["tokens_alone"]) <= 0.03, (worst["log"], worst["tokens_alone"])
+
+
 # mem usage is free memory before minus after the load (0.4.7 model_runner.py:512-593): the
 # weights as torch's caching allocator holds them (planner._allocator_rounding: a large tensor
 # takes whole 2 MiB units, ~1 MiB more per TP-split tensor; Qwen3-14B at tp 4 +0.18 GiB),
