@@ -741,7 +741,7 @@ def default_mem_fraction(s: ModelShape, gpu_mib: int, tp: int, pp: int, chunk: i
         reserved += graph_bs * 2
     if dp_attn:
         reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
-    if prefill_graph:
+    if prefill_graph and (rules.prefill_graph != "opt_in" or at_least(version, "0.5.8")):
         if s.mla and rules.prefill_graph != "opt_in":
             reserved += 1536  # "the memory overhead is much higher than expected with fa3"
         else:
@@ -757,6 +757,14 @@ def default_mem_fraction(s: ModelShape, gpu_mib: int, tp: int, pp: int, chunk: i
     eagle, standalone = rules.spec_reserve_mib
     if spec:
         reserved += standalone if spec == "STANDALONE" else (0 if spec == "NGRAM" else eagle)
+    if prefill_graph and rules.prefill_graph == "opt_in" and not at_least(version, "0.5.8"):
+        # --enable-piecewise-cuda-graph before 0.5.8: max tokens / 4 (0.5.6 server_args.py:856-857,
+        # max tokens 4096 by default) or / 8 (0.5.7 :944-945, max tokens = chunk) after the floor;
+        # nothing in 0.5.4-0.5.5
+        if at_least(version, "0.5.7"):
+            reserved += int(_get(args, "piecewise_cuda_graph_max_tokens", chunk)) // 8
+        elif at_least(version, "0.5.6"):
+            reserved += int(_get(args, "piecewise_cuda_graph_max_tokens", 4096)) // 4
     mfs = round((gpu_mib - reserved) / gpu_mib, 3)
     if s.is_multimodal and not args.get("language_only"):
         mfs *= vlm_factor(s)

@@ -272,3 +272,11 @@ def test_mamba_slots_of_0_5_3_to_0_5_8():
     assert planner.plan(NEXT, h, spec, "0.5.6", obs).mamba_cache_size == int(budget) // per // (1 + 4)
     assert planner.plan(NEXT, h, base, "0.5.7", obs).settings.mamba_ratio == 5
     assert planner.plan(NEXT, h, base, "0.5.8", obs).settings.mamba_ratio == 3
+
+
+@pytest.mark.parametrize("version, extra", [("0.5.5", 0), ("0.5.6", 4096 // 4), ("0.5.7", 4096 // 8),
+                                            ("0.5.8", 50 * 8), ("0.5.9", 50 * 8)])
+def test_opt_in_piecewise_graph_reserve_before_0510(version, extra):
+    """--enable-piecewise-cuda-graph: nothing (0.5.5), max tokens / 4 (0.5.6 :856-857), / 8 with
+    max tokens = chunk (0.5.7 :944-945), 8 MiB per captured size (0.5.8 on); A6000: chunk 4096."""
+    assert _mfs(version, "a6000", enable_piecewise_cuda_graph=True) == _r(BASE_A6000 + 64 + extra, A6000)
