@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Check the real-log corpus labels (corpus/dev and corpus/heldout).
+"""Check the real-log corpus labels (corpus/dev, corpus/heldout and corpus/fresh).
 
 For each part that exists: every *.log file has exactly one label, every label names an
 existing file, the keys are those of CORPUS.md, categories and phases are valid, the
 key_line is found in its file, thread numbers obey the split (dev: N % 3 != 0,
-heldout: N % 3 == 0), and no source URL appears in both parts.
+heldout and fresh: N % 3 == 0), and no source URL appears in two parts.
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
 import os
@@ -28,7 +28,7 @@ KEYS = [
 ]
 SOURCE_KEYS = {"url", "repo", "number", "kind", "comment_by"}
 KINDS = {"issue", "pull", "doc", "note"}
-PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0}
+PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": lambda n: n % 3 == 0}
 
 
 def check_part(root, part, errors):
@@ -121,9 +121,11 @@ def main():
         if os.path.isdir(os.path.join(root, part)):
             urls[part], n = check_part(root, part, errors)
             print(f"{part}: {n} labels")
-    if len(urls) == 2:
-        for u in sorted(urls["dev"] & urls["heldout"]):
-            errors.append(f"URL in both parts: {u}")
+    names = sorted(urls)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for u in sorted(urls[a] & urls[b]):
+                errors.append(f"URL in both {a} and {b}: {u}")
     for e in errors:
         print("ERROR", e)
     print("ok" if not errors else f"{len(errors)} problem(s)")
