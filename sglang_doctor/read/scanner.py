@@ -531,9 +531,10 @@ class Scanner:
         the skipped run around it (whose last record start is replayed when needed).  Kept:
         a line with any strong hit, or a weak match that may hide a strong literal starting
         inside it (leftmost search), a ``\\r`` rewrite (the assembler sees its last segment),
-        ESC or NUL (judged by their cleaned text), `` pid=`` (a paste of joined lines the
-        assembler splits), no record-start header, or a weak literal whose head condition
-        the record's message meets (``weak_heads``)."""
+        `` pid=`` (a paste of joined lines the assembler splits), no record-start header, or
+        a weak literal whose head condition the record's message meets (``weak_heads``).  A
+        line holding ESC or NUL is a hit anyway (_dirty_starts), judged by its cleaned text
+        with every literal, the weak ones included."""
         out: list[int] = []
         append = out.append
         find, rfind, startswith = buf.find, buf.rfind, buf.startswith
@@ -571,9 +572,9 @@ class Scanner:
                 if out and out[-1] >= start:
                     keep = True
                 else:
+                    # (a line with ESC or NUL is a hit of its own, judged by its cleaned text)
                     m = header(buf, start)
-                    if (m is None or find(b"\r", start, nl) >= 0 or find(b"\x1b", start, nl) >= 0
-                            or find(b"\x00", start, nl) >= 0 or find(b" pid=", start, nl) >= 0):
+                    if m is None or find(b"\r", start, nl) >= 0 or find(b" pid=", start, nl) >= 0:
                         keep = True
                     elif conditions:
                         msg = m.end()
