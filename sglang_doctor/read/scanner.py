@@ -31,6 +31,13 @@ an automaton costs more than it saves.  All give the same lines; docs/PERFORMANC
 numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
 ``MATCH_CAP`` matches in a sub-block the engine hands it to ``bytes.find`` (one hit per line
 and literal), so the match list never grows with the bytes.
+
+Weak literals (``weak``) matter only on lines that do not start a record; ``weak_heads``
+ones also on a record-start line whose message starts as their regex says.  A
+record-start line whose only hits are weak (and whose message meets no head condition) is
+left in the skipped run.  ``read_ahead`` lets a worker thread read and search the next
+block of a finished file while the caller works on the one before (explain); everything
+else is searched in the caller's thread, as it is fed.
 """
 
 from __future__ import annotations
