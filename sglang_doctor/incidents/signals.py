@@ -107,7 +107,8 @@ _WARNING_LINE = r"(?!.*(?:To silence this warning|\bWarning: |\bWARNING\b))"
 # The same test for the block scanner, over a message's raw bytes: a message it calls a
 # warning is one _WARNING_LINE calls a warning too (its word boundaries are ASCII
 # punctuation, spaces or the ends, which are word boundaries in the decoded text as well).
-WARNING_LINE_BYTES = (r"(?!.*(?:To silence this warning|(?<![\w\x80-\xff])Warning: |"
+# Lazy ``.*?``: a warning says so near its start, and the test stops there.
+WARNING_LINE_BYTES = (r"(?!.*?(?:To silence this warning|(?<![\w\x80-\xff])Warning: |"
                       r"(?<![\w\x80-\xff])WARNING(?![\w\x80-\xff])))")
 
 
