@@ -173,6 +173,15 @@ def literal_scaling(path: Path, limit: int = 256 << 20) -> list[dict]:
     return out
 
 
+def block_search_engine():
+    """The finder explain's scanner builds for its big blocks (the shipped rule pack's
+    literals too: how many covers there are decides between the engines)."""
+    from sglang_doctor.cli.app import load_ruleset
+    from sglang_doctor.pipeline import StreamPipeline
+
+    return StreamPipeline(load_ruleset(())).scanner._worker_finder()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="sglang-doctor explain vs grep and Drain3 on generated logs")
     ap.add_argument("--sizes", default="100M,1G")
@@ -189,8 +198,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [s for s in args.sizes.split(",") if s] + (["4G"] if args.with_4g else [])
     doctor = doctor_command()
-    from sglang_doctor.read import scanner
-    finder = scanner.make_finder(scanner.line_literals(["x"]))
+    finder = block_search_engine()
     print(f"doctor: {' '.join(doctor)}  (block search: {finder.name}; generator {args.variety})")
     print(f"machine: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
     results = {"sizes": [], "engine": finder.name, "variety": args.variety}

@@ -14,7 +14,7 @@ import os
 import time
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from sglang_doctor.incidents import assemble as incidents_mod
 from sglang_doctor.incidents import signals
@@ -63,6 +63,7 @@ class StreamPipeline:
         self.capacity = capacity  # explain: a "capacity" event after each launch that sized its pools
         self._capacity_done: set[int] = set()
         extra: tuple[signals.Signal, ...] = ()
+        rule_literals: tuple[str, ...] = ()
         literals = set(incidents_mod.TRIGGER_LITERALS)
         if ruleset is not None and hasattr(ruleset, "line_literals"):
             rule_literals = tuple(sorted(ruleset.line_literals()))
@@ -73,8 +74,9 @@ class StreamPipeline:
                 )
         self.assembler = incidents_mod.Assembler(extra_signals=extra)
         self._events: list[dict] = []
+        weak, weak_heads = incidents_mod.weak_literals(rule_literals)
         self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast,
-                               weak=incidents_mod.BARE_ONLY_LITERALS)
+                               weak=weak, weak_heads=weak_heads)
         self.incident_count = 0
         self.started = time.monotonic()
         self.warnings: list[str] = _UniqueList()
@@ -92,6 +94,11 @@ class StreamPipeline:
             self.idle_deferred = 0
         self.scanner.feed(data)
         return self._take()
+
+    def read_ahead(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+        """``blocks`` (a finished file's), read and searched by a worker thread ahead of
+        ``feed``; feed each block yielded, in order (read/scanner.py, Scanner.read_ahead)."""
+        return self.scanner.read_ahead(blocks)
 
     def flush_idle(self) -> list[dict]:
         """Complete what is open after an idle gap (the partial last line stays pending).

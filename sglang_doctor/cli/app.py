@@ -253,7 +253,7 @@ def explain(logfiles, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version
         if len(logfiles) > 1:
             reporter.message(f"# {path}", style="bold")
         sniff = _Sniffer()
-        for block in open_log(path):
+        for block in pipe.read_ahead(open_log(path)):  # read and searched ahead in a thread
             sniff.see(block)
             for ev in pipe.feed(block):
                 _explain_event(reporter, ev)

@@ -57,6 +57,31 @@ MAX_GROUP_GAP = 500
 # exception line, see _bare): on a record-start line they change nothing, so the scanner
 # may skip a record-start line whose only literals are these (read/scanner.py, "weak").
 BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Error\n")
+# Literals that matter on a record-start line only when the record's message starts as the
+# regex says (and on any line that does not start a record): every built-in signal they
+# trigger is anchored at the message's start (signals.py: argparse's ``PROG: error: ...``,
+# a compiler's ``file.py:1:2: error: ...``), so a warning that merely holds ``: error: ``
+# after other words is a no-op the scanner may skip.  Each regex matches every message its
+# signals' regexes match (tests/incidents/test_incidents.py holds it to that).
+HEAD_ONLY_LITERALS: dict[str, str] = {": error: ": r"loc\(|\S+(?: serve)?: error: "}
+
+
+def weak_literals(rule_literals=()) -> tuple[list[str], dict[str, str]]:
+    """What the block scanner may treat as weak: (literals that never matter on a
+    record-start line, {literal: regex its message must match there to matter}).
+
+    A rule's literal is a signal on any line that is not a warning (signals.extra_signal):
+    a weak literal that is also a rule's matters on every record-start line but warnings."""
+    rules = set(rule_literals)
+    bare = [lit for lit in BARE_ONLY_LITERALS if lit not in rules]
+    heads = {lit: rx for lit, rx in HEAD_ONLY_LITERALS.items()}
+    for lit in BARE_ONLY_LITERALS:
+        if lit in rules:
+            heads[lit] = signals.WARNING_LINE_BYTES
+    for lit in HEAD_ONLY_LITERALS:
+        if lit in rules:
+            heads[lit] = f"{heads[lit]}|{signals.WARNING_LINE_BYTES}"
+    return bare, heads
 
 TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(

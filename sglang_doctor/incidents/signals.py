@@ -104,6 +104,12 @@ def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
 # --disable-custom-all-reduce explicitly.") reports something it worked around: it does not
 # start an incident through a rule's literal (it still counts inside an incident).
 _WARNING_LINE = r"(?!.*(?:To silence this warning|\bWarning: |\bWARNING\b))"
+# The same test for the block scanner, over a message's raw bytes: a message it calls a
+# warning is one _WARNING_LINE calls a warning too (its word boundaries are ASCII
+# punctuation, spaces or the ends, which are word boundaries in the decoded text as well).
+# Lazy ``.*?``: a warning says so near its start, and the test stops there.
+WARNING_LINE_BYTES = (r"(?!.*?(?:To silence this warning|(?<![\w\x80-\xff])Warning: |"
+                      r"(?<![\w\x80-\xff])WARNING(?![\w\x80-\xff])))")
 
 
 def extra_signal(name: str, literals: tuple[str, ...], regex: str) -> Signal:

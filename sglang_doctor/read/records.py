@@ -45,6 +45,20 @@ def is_record_start(text: str) -> bool:
     return text.startswith("[") and (_SGLANG.match(text) is not None or _TIME_ONLY.match(text) is not None)
 
 
+# The same two headers over raw bytes (``\d`` is ASCII there): a match at a line's start
+# means the decoded line starts a record too, and ends where its message starts.  The block
+# scanner uses it to judge a line without decoding it.
+# ``HEADER_BYTES.match(buf, at)`` ends where the message starts.
+HEADER_BYTES = re.compile(f"(?:{_SGLANG.pattern})|(?:{_TIME_ONLY.pattern})".encode())
+
+
+def message_start(buf: bytes, at: int) -> int:
+    """Where the message of the record whose header starts at ``buf[at]`` begins, or -1
+    when no header starts there (bytes; see is_record_start)."""
+    m = HEADER_BYTES.match(buf, at)
+    return m.end() if m is not None else -1
+
+
 def rank_label(ranks: tuple[str, ...]) -> str:
     return " ".join(ranks)
 

@@ -31,12 +31,22 @@ an automaton costs more than it saves.  All give the same lines; docs/PERFORMANC
 numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
 ``MATCH_CAP`` matches in a sub-block the engine hands it to ``bytes.find`` (one hit per line
 and literal), so the match list never grows with the bytes.
+
+Weak literals (``weak``) matter only on lines that do not start a record; ``weak_heads``
+ones also on a record-start line whose message starts as their regex says.  A
+record-start line whose only hits are weak (and whose message meets no head condition) is
+left in the skipped run.  ``read_ahead`` lets a worker thread read and search the next
+block of a finished file while the caller works on the one before (explain); everything
+else is searched in the caller's thread, as it is fed.
 """
 
 from __future__ import annotations
 
+import queue
+import re
+import threading
 from bisect import bisect_left
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Mapping
 
 from sglang_doctor.read import records
 from sglang_doctor.model import Line
@@ -45,8 +55,9 @@ from sglang_doctor.read.reader import MAX_LINE_BYTES, LineSplitter, clean_text, 
 DIRTY = (b"\x1b", b"\x00")  # bytes that can hide a literal from a byte search
 SUB_BLOCK = 1 << 20  # an engine searches at most this much per call
 MATCH_CAP = 16384  # more matches than this in one sub-block: dense, hand it to bytes.find
-GROUP = 24  # literals per Aho-Corasick automaton: its SIMD prefilter degrades with more (bench: 24 best of 8-32)
-AHO_MAX_GROUPS = 3  # past this many automatons, Hyperscan (when installed) is preferred
+GROUP = 16  # literals per Aho-Corasick automaton: its SIMD prefilter degrades with more (bench: 16 best of 8-24)
+MIN_FIRST_BYTES = 4  # fewer distinct first bytes in a group: a memchr prefilter on them instead of SIMD (slow)
+AHO_MAX_COVERS = 72  # past this many covers, Hyperscan (when installed) is preferred
 MIN_SHARED_PREFIX = 8  # literals sharing a prefix this long are searched as that prefix
 
 
@@ -138,11 +149,12 @@ class AhoFinder(_Finder):
         import ahocorasick_rs
 
         super().__init__(literals, weak)
-        self._groups = [
-            ahocorasick_rs.BytesAhoCorasick(list(literals[i:i + GROUP]),
-                                            matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
-            for i in range(0, len(literals), GROUP)
-        ]
+        self._bases = []  # index of each automaton's first literal
+        self._groups = []
+        for base, group in aho_groups(literals):
+            self._bases.append(base)
+            self._groups.append(ahocorasick_rs.BytesAhoCorasick(
+                list(group), matchkind=ahocorasick_rs.MatchKind.LeftmostLongest))
         self._overlap = max(map(len, literals), default=1) - 1
         self._find = FindFinder(literals, weak)
 
@@ -157,12 +169,11 @@ class AhoFinder(_Finder):
             hi = min(lo + SUB_BLOCK, end)
             ext = min(hi + self._overlap, end)  # a literal straddling hi is found here
             part: list[tuple[int, int]] | None = []
-            for g, ac in enumerate(self._groups):
+            for base, ac in zip(self._bases, self._groups):
                 found = ac.find_matches_as_indexes(view[lo:ext])
                 if len(found) > MATCH_CAP:
                     part = None
                     break
-                base = g * GROUP
                 part += [(lo + s, base + i) for i, s, _ in found if lo + s < hi]
             if part is None:  # dense: one hit per line and literal
                 got, got_weak = self._find.hits(buf, lo, ext)
@@ -173,6 +184,22 @@ class AhoFinder(_Finder):
             out += got
             weak.update(got_weak)
         return out, weak
+
+
+def aho_groups(literals: tuple[bytes, ...]) -> list[tuple[int, tuple[bytes, ...]]]:
+    """(index of the first, literals) of each automaton: runs of GROUP sorted literals, a run
+    with fewer than MIN_FIRST_BYTES distinct first bytes or under half a group joining the
+    one before (the automaton would use a plain first-byte prefilter, which is slow when
+    those bytes are common letters: bench, 2 ns/B for 8 literals starting with t, u, w)."""
+    out: list[tuple[int, tuple[bytes, ...]]] = []
+    for i in range(0, len(literals), GROUP):
+        group = literals[i:i + GROUP]
+        if out and (len({lit[:1] for lit in group}) < MIN_FIRST_BYTES or len(group) < GROUP // 2):
+            base, prev = out[-1]
+            out[-1] = (base, prev + group)
+        else:
+            out.append((i, group))
+    return out
 
 
 class HyperscanFinder(_Finder):
@@ -243,7 +270,7 @@ def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: It
         return ENGINES[engine](lits, weak_set)
     # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
     # ns/B, docs/PERFORMANCE.md); with many more covers (user rules) Hyperscan wins
-    order = (AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_GROUPS * GROUP else (HyperscanFinder, AhoFinder)
+    order = (AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_COVERS else (HyperscanFinder, AhoFinder)
     for cls in order:
         try:
             return cls(lits, weak_set)
@@ -274,20 +301,30 @@ class Scanner:
         fast: bool = True,
         engine: str | None = None,
         weak: Iterable[str] = (),
+        weak_heads: Mapping[str, str] | None = None,
     ):
         self._sink = sink
         self._is_active = is_active
         self._lits = line_literals(literals)
-        self._weak_lits = line_literals(weak)
+        # weak_heads: weak literals that do matter on a record-start line whose message
+        # starts as the regex says (literal -> regex matched at the message's start)
+        heads = {line_literals([lit])[0]: re.compile(rx.encode()) for lit, rx in (weak_heads or {}).items()
+                 if line_literals([lit])}
+        self._weak_lits = tuple(sorted(set(line_literals(weak)) | set(heads)))
         self._engine = engine
         search, weak_set = search_set(self._lits, self._weak_lits)
         self._small = FindFinder(search, weak_set)
-        # what a weak match may hide from a leftmost search: a strong literal starting
-        # inside it, whose first bytes are the weak literal's last ones (W -> [(k, S)])
-        strong = [c for c in search if c not in weak_set]
-        self._hides = {w: [(k, c) for k in range(len(w)) for c in strong if c.startswith(w[k:])
-                           or w[k:].startswith(c)] for w in weak_set}
+        # what a weak match may hide from a leftmost search: a strong literal (or a weak one
+        # with a head condition) starting inside it, whose first bytes are the weak
+        # literal's last ones (W -> [(k, S)])
+        guarded = [c for c in search if c not in weak_set or any(c in lit for lit in heads)]
+        self._hides = {w: [(k, c) for k in range(len(w)) for c in guarded if c != w and (c.startswith(w[k:])
+                           or w[k:].startswith(c))] for w in weak_set}
+        # the head conditions a weak cover's match must be checked against (every
+        # head-conditioned literal it may stand for)
+        self._heads = {w: tuple(rx for lit, rx in heads.items() if w in lit) for w in weak_set}
         self._big = None  # built on the first big block
+        self._ahead: tuple[bytes, tuple] | None = None  # (block, its search) from read_ahead
         self.keep_raw = keep_raw
         self.fast = fast
         self.number = 1  # number of the next line
@@ -305,6 +342,12 @@ class Scanner:
     def feed(self, data: bytes) -> None:
         if not data:
             return
+        ahead = None
+        if self._ahead is not None:
+            if self._ahead[0] is data:
+                ahead = self._ahead[1]
+            self._ahead = None
+        pos = 0
         if self._long is not None:
             nl = data.find(b"\n")
             if nl < 0:
@@ -313,11 +356,10 @@ class Scanner:
             for line in self._long.feed(data[: nl + 1]):
                 self._emit_line(line)
             self._long = None
-            data = data[nl + 1:]
-            if not data:
+            pos = nl + 1
+            if pos == len(data):
                 return
-        pos = 0
-        if self._carry:
+        elif self._carry:
             # finish the held partial line without copying the whole block behind it
             nl = data.find(b"\n")
             if nl < 0:
@@ -329,10 +371,88 @@ class Scanner:
             pos = nl + 1
         last = data.rfind(b"\n", pos)
         if last >= 0:
-            self._scan(data, pos, last + 1)
+            if ahead is not None and ahead[1] == last + 1 and pos <= ahead[0]:
+                lo = ahead[0]
+                if pos < lo:  # the block's first line (the search ahead starts after it)
+                    self._scan(data, pos, lo)
+                self._scan(data, lo, last + 1, ahead[2:])
+            else:
+                self._scan(data, pos, last + 1)
             pos = last + 1
+        if self._pending is not None and self._pending[0] is data and len(data) >= SMALL_BLOCK:
+            self._resolve()  # the skipped run's record start, so the block itself can be freed
         if pos < len(data):
             self._hold(data[pos:])
+
+    def read_ahead(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+        """``blocks``, read and searched ahead by a worker thread while the caller feeds
+        the one before.
+
+        Reading and the literal search release the GIL, so they run alongside the Python
+        work on the block before (newline counting, the lines at hits).  Each block is
+        yielded unchanged; ``feed`` given that very block uses the search done for it, any
+        other data is searched as usual.  The worker reads the next block only once the
+        caller has taken the last one: two blocks at most are held.  An exception raised
+        while reading is raised here, in the caller's thread; closing the iterator stops
+        the worker."""
+        if not self.fast:
+            yield from blocks
+            return
+        finder = self._worker_finder()
+        handoff: queue.Queue = queue.Queue(maxsize=1)
+        taken = threading.Semaphore(0)
+        stop = threading.Event()
+
+        def put(item) -> bool:
+            """Hand ``item`` over and wait until the caller has taken it."""
+            handoff.put(item)
+            while not stop.is_set():
+                if taken.acquire(timeout=0.05):
+                    return True
+            return False
+
+        def work() -> None:
+            try:
+                for block in blocks:
+                    if not put((block, self._search_ahead(finder, block), None)):
+                        return
+                put((None, None, None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                put((None, None, exc))
+
+        worker = threading.Thread(target=work, name="sglang-doctor-read-ahead", daemon=True)
+        worker.start()
+        try:
+            while True:
+                block, found, exc = handoff.get()
+                taken.release()
+                if exc is not None:
+                    raise exc
+                if block is None:
+                    return
+                self._ahead = (block, found) if found is not None else None
+                yield block
+                block = found = None
+        finally:
+            stop.set()
+            self._ahead = None
+            worker.join(timeout=1.0)
+
+    def _worker_finder(self):
+        """The worker's own finder (Hyperscan's scratch space is per thread)."""
+        if self._engine == "find":
+            return self._small
+        return make_finder(self._lits, self._engine, self._weak_lits)
+
+    def _search_ahead(self, finder, block: bytes) -> tuple | None:
+        """(lo, hi, hits, weak) for block[lo:hi], from its first to its last whole line;
+        None when that part is small (the caller searches it then)."""
+        lo = block.find(b"\n") + 1
+        hi = block.rfind(b"\n") + 1
+        if hi - lo < SMALL_BLOCK:
+            return None
+        hits, weak = finder.hits(block, lo, hi)
+        return (lo, hi, hits, weak)
 
     def finish(self) -> None:
         if self._long is not None:
@@ -362,14 +482,14 @@ class Scanner:
         self.number += 1
         self._sink(line)
 
-    def _scan(self, buf: bytes, pos: int, end: int) -> None:
+    def _scan(self, buf: bytes, pos: int, end: int, found: tuple | None = None) -> None:
         if not self.fast:
             while pos < end:
                 nl = buf.find(b"\n", pos, end)
                 self._emit(buf[pos:nl])
                 pos = nl + 1
             return
-        hits, weak = self._finder(end - pos).hits(buf, pos, end)
+        hits, weak = found if found is not None else self._finder(end - pos).hits(buf, pos, end)
         if weak:
             hits = self._drop_weak_record_starts(buf, pos, end, hits, weak)
         dirty = _dirty_starts(buf, pos, end)
@@ -418,34 +538,54 @@ class Scanner:
         the skipped run around it (whose last record start is replayed when needed).  Kept:
         a line with any strong hit, or a weak match that may hide a strong literal starting
         inside it (leftmost search), a ``\\r`` rewrite (the assembler sees its last segment),
-        ESC or NUL (judged by their cleaned text), or no record-start header."""
+        `` pid=`` (a paste of joined lines the assembler splits), no record-start header, or
+        a weak literal whose head condition the record's message meets (``weak_heads``).  A
+        line holding ESC or NUL is a hit anyway (_dirty_starts), judged by its cleaned text
+        with every literal, the weak ones included."""
         out: list[int] = []
-        find, rfind, startswith, hides = buf.find, buf.rfind, buf.startswith, self._hides
+        append = out.append
+        find, rfind, startswith = buf.find, buf.rfind, buf.startswith
+        hides, heads, get = self._hides, self._heads, weak.get
+        header = records.HEADER_BYTES.match
         n = len(hits)
         j = 0
         while j < n:
             p = hits[j]
-            if p not in weak:
-                out.append(p)
+            w = get(p)
+            if w is None:
+                append(p)
                 j += 1
                 continue
             nl = find(b"\n", p, end)
-            k = j
+            k = j + 1
             keep = False
-            while k < n and hits[k] < nl:
-                q = hits[k]
-                w = weak.get(q)
-                if w is None:
-                    keep = True
-                else:
-                    for off, c in hides[w]:
-                        if startswith(c, q + off):
-                            keep = True
-                k += 1
+            if k < n and hits[k] < nl:  # several hits on the line
+                k = bisect_left(hits, nl, k)
+                conditions: tuple = ()
+                for q in hits[j:k]:
+                    w = get(q)
+                    if w is None or any(startswith(c, q + off) for off, c in hides[w]):
+                        keep = True
+                        break
+                    conditions += heads[w]
+            else:
+                for off, c in hides[w]:
+                    if startswith(c, p + off):
+                        keep = True
+                        break
+                conditions = heads[w]
             if not keep:
                 start = rfind(b"\n", pos, p) + 1 or pos
-                keep = ((out and out[-1] >= start) or not _header_at(buf, start) or find(b"\r", start, nl) >= 0
-                        or find(b"\x1b", start, nl) >= 0 or find(b"\x00", start, nl) >= 0)
+                if out and out[-1] >= start:
+                    keep = True
+                else:
+                    # (a line with ESC or NUL is a hit of its own, judged by its cleaned text)
+                    m = header(buf, start)
+                    if m is None or find(b"\r", start, nl) >= 0 or find(b" pid=", start, nl) >= 0:
+                        keep = True
+                    elif conditions:
+                        msg = m.end()
+                        keep = any(rx.match(buf, msg, nl) is not None for rx in conditions)
             if keep:
                 out.extend(hits[j:k])
             j = k
@@ -490,11 +630,6 @@ class Scanner:
         if found is not None:
             s, e = found
             self._record = (number + buf.count(b"\n", lo, s), buf[s:e])
-
-
-def _header_at(buf: bytes, at: int) -> bool:
-    """Whether the line at buf[at:] starts a record (records.is_record_start on its start)."""
-    return buf.startswith(b"[", at) and records.is_record_start(buf[at:at + 256].decode("utf-8", "replace"))
 
 
 def _text_starts_record(raw: bytes) -> bool:

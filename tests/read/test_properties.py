@@ -162,6 +162,11 @@ WEAK = [
     "[2026-12-02 15:56:05] tokenizer: error: Error: both",
     "ValueError: an unprefixed exception line",
     '  File "/x/y.py", line 3, in f',
+    "[2026-12-02 15:56:05] launch_server.py: error: unrecognized arguments: --tp-sise 2",
+    "[2026-12-02 15:56:05] WARNING io_struct.py:644: tokenizer: error: special token listed twice",
+    "[2026-12-02 15:56:05] x y: error: not a warning",
+    "[2026-12-02 15:56:05] WARNING x: Error: error: both hide each other",
+    "[2026-12-02 15:56:05 TP0] (Worker pid=7) WARNING a, Error: x (Worker pid=7)   File \"/x.py\", line 1, in f",
 ]
 
 
@@ -226,3 +231,84 @@ def test_literal_index_ids_equal_a_loop_over_every_literal(parts):
     text = "".join(parts)
     index = LiteralIndex(signals.LITERALS)
     assert index.found(text) == {lit for lit in signals.LITERALS if lit in text}
+
+
+def _blocks(data: bytes, chunks: list[int]) -> list[bytes]:
+    out, pos = [], 0
+    for size in chunks:
+        out.append(data[pos:pos + size])
+        pos += size
+    return out + [data[pos:]]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(log=dirty_logs(), chunks=st.lists(st.integers(1, 300), max_size=20))
+def test_blocks_searched_ahead_in_a_thread_equal_the_reference(log, chunks, monkeypatch):
+    """explain's path: each block read and searched by the worker, however small."""
+    from sglang_doctor.read import scanner as scanner_mod
+
+    monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
+    lines, _tracebacks, noise = log
+    data = ("\n".join(lines) + "\n").encode() + noise
+    pipe = StreamPipeline()
+    events = []
+    for block in pipe.read_ahead(iter(_blocks(data, chunks))):
+        events += pipe.feed(block)
+    events += pipe.finish()
+    got = [("incident", e["_diagnosis"].incident.first_line, e["_diagnosis"].incident.last_line,
+            e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
+           for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
+    assert got == reference(data)[0]
+    assert pipe.lines_seen == reference(data)[1]
+
+
+@pytest.fixture(scope="module")
+def rule_pack():
+    from sglang_doctor.cli.app import load_ruleset
+
+    return load_ruleset(())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(log=dirty_logs(), chunks=st.lists(st.integers(1, 300), max_size=20))
+def test_with_the_rule_pack_the_scanner_equals_every_line_read(log, chunks, rule_pack):
+    """The rules' literals are signals too (a rule's ': error: ' on any line that is not a
+    warning): the scanner with them equals the same pipeline reading every line."""
+    lines, _tracebacks, noise = log
+    data = ("\n".join(lines) + "\n").encode() + noise
+
+    def run(fast: bool):
+        pipe = StreamPipeline(rule_pack, remediate=False, fast=fast)
+        events = []
+        for block in _blocks(data, chunks):
+            events += pipe.feed(block)
+        events += pipe.finish()
+        return [(e["event"], e.get("rule"), e.get("line"), e.get("lines")) for e in events], pipe.lines_seen
+
+    assert run(True) == run(False)
+
+
+def test_an_error_while_reading_ahead_is_raised_in_the_callers_thread_and_closing_stops_the_worker():
+    import threading
+
+    def failing():
+        yield b"[2026-12-02 15:56:05] one\n" * 10
+        raise OSError("disk gone")
+
+    pipe = StreamPipeline()
+    with pytest.raises(OSError, match="disk gone"):
+        for block in pipe.read_ahead(failing()):
+            pipe.feed(block)
+    assert pipe.lines_seen == 10
+
+    def endless():
+        while True:
+            yield b"[2026-12-02 15:56:05] line\n" * 100
+
+    ahead = pipe.read_ahead(endless())
+    for _ in range(3):
+        pipe.feed(next(ahead))
+    ahead.close()
+    assert not any(t.name == "sglang-doctor-read-ahead" and t.is_alive() for t in threading.enumerate())
