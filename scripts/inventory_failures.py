@@ -573,7 +573,7 @@ def _traceback(site: dict, message: str, header: str) -> str:
             f"{exc}: {message}\n\n")
 
 
-def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None) -> str:
+def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, message: str | None = None) -> str:
     """The log a failure at this site leaves, as SGLang prints it: the lines it prints before
     the site's phase (``_CONTEXT``), then
 
@@ -585,7 +585,7 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None) 
       ValueError (entrypoints/http_server.py generate_request), ``Error in request: <message>``
       and its traceback (logger.exception, entrypoints/openai/serving_base.py) for the rest.
     """
-    message = fillings(site["template"])[0]
+    message = fillings(site["template"])[0] if message is None else message
     stamp = STAMP.format(30)
     if right == "none" and not site["kind"].startswith("log"):
         head = _context("serving")
@@ -655,8 +655,14 @@ def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False
         if want == "excluded":
             excluded += 1
             continue
+        message = None
+        if kind == "rule":  # the sample values that make the message the rule credited (a rank number, ...)
+            rule = ruleset.get(name)
+            rx = None if rule is None else (rule.line_rx if site["kind"].startswith("log") or rule.message is None
+                                            else rule.message)
+            message = next((t for t in fillings(site["template"]) if rx is not None and rx.search(t)), None)
         pipe = StreamPipeline(ruleset, remediate=False)
-        events = pipe.feed(synthetic_log(site, phase, want).encode()) + pipe.finish()
+        events = pipe.feed(synthetic_log(site, phase, want, message).encode()) + pipe.finish()
         got = [ev["category"] for ev in events if ev["event"] == "incident"]
         ok = (not got) if want == "none" else (want in got)
         counts = groups.setdefault(group, [0, 0])
