@@ -390,41 +390,59 @@ class Dispositions:
 
     def __init__(self, data: dict):
         self.waivers: dict[str, str] = dict(data.get("waivers") or {})
+        self.right: dict[str, str] = dict(data.get("right") or {})
+        self.phases: list[tuple[dict, str]] = [
+            (self._compile({k: v for k, v in entry.items() if k != "phase"}), entry["phase"])
+            for entry in data.get("phases") or []]
         self.sites: dict[str, str] = {}
         for entry in data.get("sites") or []:
             self.sites[entry["key"]] = entry["disposition"]
-        self.patterns: list[dict] = []
-        for entry in data.get("patterns") or []:
-            pat = dict(entry)
-            if "message" in pat:
-                pat["_message"] = re.compile(pat["message"], re.I)
-            if "function" in pat:
-                pat["_function"] = re.compile(pat["function"])
-            for key in ("path", "exception", "kind"):
-                if isinstance(pat.get(key), str):
-                    pat[key] = [pat[key]]
-            self.patterns.append(pat)
+        self.patterns: list[dict] = [self._compile(entry) for entry in data.get("patterns") or []]
+
+    @staticmethod
+    def _compile(entry: dict) -> dict:
+        pat = dict(entry)
+        if "message" in pat:
+            pat["_message"] = re.compile(pat["message"], re.I)
+        if "function" in pat:
+            pat["_function"] = re.compile(pat["function"])
+        for key in ("path", "exception", "kind"):
+            if isinstance(pat.get(key), str):
+                pat[key] = [pat[key]]
+        return pat
+
+    @staticmethod
+    def _fits(pat: dict, site: dict, phase: str | None = None) -> bool:
+        if "path" in pat and not any(fnmatch.fnmatchcase(site["file"], g) for g in pat["path"]):
+            return False
+        if "kind" in pat and site["kind"].split(".")[0] not in pat["kind"]:
+            return False
+        if "exception" in pat and site["exception"].rsplit(".", 1)[-1] not in pat["exception"]:
+            return False
+        if "_function" in pat and not pat["_function"].search(site["function"]):
+            return False
+        if "phase" in pat and pat["phase"] != phase:
+            return False
+        if "_message" in pat and not pat["_message"].search(template_literal(site["template"])):
+            return False
+        return True
+
+    def phase(self, site: dict) -> str:
+        """The phase the site fails in as far as its place tells (``phases:``), else unknown."""
+        for pat, phase in self.phases:
+            if self._fits(pat, site):
+                return phase
+        return "unknown"
 
     @classmethod
     def load(cls, path: Path = DISPOSITIONS) -> "Dispositions":
         return cls(_load_yaml(path) or {})
 
     def by_pattern(self, site: dict) -> str | None:
-        literal = template_literal(site["template"])
-        kind = site["kind"].split(".")[0]
-        exc = site["exception"].rsplit(".", 1)[-1]
+        phase = self.phase(site)
         for pat in self.patterns:
-            if "path" in pat and not any(fnmatch.fnmatchcase(site["file"], g) for g in pat["path"]):
-                continue
-            if "kind" in pat and kind not in pat["kind"]:
-                continue
-            if "exception" in pat and exc not in pat["exception"]:
-                continue
-            if "_function" in pat and not pat["_function"].search(site["function"]):
-                continue
-            if "_message" in pat and not pat["_message"].search(literal):
-                continue
-            return pat["disposition"]
+            if self._fits(pat, site, phase):
+                return pat["disposition"]
         return None
 
 
@@ -512,36 +530,111 @@ def iter_sites(inv: dict):
 
 # -- measuring: what the engine says about each site ------------------------------------------
 
+STAMP = "2026-01-01 00:00:{:02d}"
+PREFIX = "/usr/local/lib/python3.12/dist-packages/sglang/"
+# What SGLang 0.5.23 prints before a failure in each phase (the milestone lines the engine
+# reads the phase from, sglang-notes 1.3); a serving failure comes after the ready line.
+_CONTEXT = {
+    "startup.distributed": ["Init torch distributed begin."],
+    "startup.load_weights": ["Init torch distributed ends. elapsed=0.52 s, mem usage=0.41 GB",
+                             "Load weight begin. avail mem=78.50 GB"],
+    "startup.memory_pool": ["Init torch distributed ends. elapsed=0.52 s, mem usage=0.41 GB",
+                            "Load weight begin. avail mem=78.50 GB",
+                            "Load weight end. elapsed=38.12 s, type=LlamaForCausalLM, dtype=torch.bfloat16, "
+                            "avail mem=62.31 GB, mem usage=16.19 GB."],
+    "startup.cuda_graph": ["Init torch distributed ends. elapsed=0.52 s, mem usage=0.41 GB",
+                           "Load weight begin. avail mem=78.50 GB",
+                           "Load weight end. elapsed=38.12 s, type=LlamaForCausalLM, dtype=torch.bfloat16, "
+                           "avail mem=62.31 GB, mem usage=16.19 GB.",
+                           "KV Cache is allocated. #tokens: 420000, K size: 24.00 GB, V size: 24.00 GB",
+                           "Memory pool end. avail mem=13.20 GB",
+                           "Capture cuda graph begin. This can take up to several minutes. avail mem=13.10 GB"],
+    "serving": ["The server is fired up and ready to roll!"],
+}
+# a start-up failure at a step the site's place does not tell: the launch's dump only
+_DUMP = ("server_args={'model_path': 'meta-llama/Llama-3.1-8B-Instruct', 'tokenizer_path': "
+         "'meta-llama/Llama-3.1-8B-Instruct', 'host': '127.0.0.1', 'port': 30000, 'tp_size': 2, "
+         "'mem_fraction_static': 0.88, 'sglang_version': '0.5.23'}")
 
-def synthetic_log(site: dict) -> str:
-    """The log a failure at this site leaves: a 0.5.23 scheduler traceback ending in the
-    site's frame and message (placeholders filled), or the logged line itself."""
-    message = fillings(site["template"])[0]
-    stamp = "[2026-01-01 00:00:00 TP0]"
-    if site["kind"].startswith("log"):
-        return f"{stamp} {message}\n"
+
+def _context(phase: str) -> str:
+    head = f"[{STAMP.format(0)}] {_DUMP}\n" if phase != "serving" else ""
+    return head + "".join(f"[{STAMP.format(i + 1)} TP0] {line}\n" for i, line in enumerate(_CONTEXT.get(phase, [])))
+
+
+def _traceback(site: dict, message: str, header: str) -> str:
     exc = "AssertionError" if site["kind"] == "assert" else site["exception"]
     func = site["function"].rsplit(".", 1)[-1]
-    return (f"{stamp} Scheduler hit an exception: Traceback (most recent call last):\n"
-            f'  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 3100, '
-            f"in run_scheduler_process\n    scheduler = Scheduler(\n"
-            f'  File "/usr/local/lib/python3.12/dist-packages/sglang/{site["file"]}", line {site["line"]}, '
-            f"in {func}\n    raise\n{exc}: {message}\n\n")
+    entry = "scheduler.event_loop_overlap()" if header.startswith("Scheduler") else "scheduler = Scheduler("
+    return (f"[{STAMP.format(30)} TP0] {header}Traceback (most recent call last):\n"
+            f'  File "{PREFIX}srt/managers/scheduler.py", line 3100, in run_scheduler_process\n    {entry}\n'
+            f'  File "{PREFIX}{site["file"]}", line {site["line"]}, in {func}\n'
+            f"    {'assert' if site['kind'] == 'assert' else 'raise'} ...\n"
+            f"{exc}: {message}\n\n")
 
 
-def expected_category(disposition: str, categories: dict[str, str]) -> str | None:
-    kind, _, name = disposition.partition(":")
+def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, message: str | None = None) -> str:
+    """The log a failure at this site leaves, as SGLang prints it: the lines it prints before
+    the site's phase (``_CONTEXT``), then
+
+    - a raise or assert: the scheduler's ``Scheduler hit an exception:`` traceback ending in
+      the site's frame and ``ExceptionType: message`` (placeholders filled with sample values);
+    - a logged site: the logged line;
+    - a rejected request (``right: none`` of request_level): what 0.5.23 logs for it, after
+      the ready line: ``[http_server] Error: <message>`` and the 400 access line for a
+      ValueError (entrypoints/http_server.py generate_request), ``Error in request: <message>``
+      and its traceback (logger.exception, entrypoints/openai/serving_base.py) for the rest.
+    """
+    message = fillings(site["template"])[0] if message is None else message
+    stamp = STAMP.format(30)
+    if right == "none" and not site["kind"].startswith("log"):
+        head = _context("serving")
+        if site["kind"] == "raise" and site["exception"].rsplit(".", 1)[-1] == "ValueError":
+            return (head + f"[{stamp}] [http_server] Error: {message}\n"
+                    f'[{stamp}] INFO:     127.0.0.1:51734 - "POST /generate HTTP/1.1" 400 Bad Request\n')
+        exc = "AssertionError" if site["kind"] == "assert" else site["exception"]
+        func = site["function"].rsplit(".", 1)[-1]
+        return (head + f"[{stamp}] Error in request: {message}\nTraceback (most recent call last):\n"
+                f'  File "{PREFIX}srt/entrypoints/openai/serving_base.py", line 112, in handle_request\n'
+                f"    return await self._handle_non_streaming_request(\n"
+                f'  File "{PREFIX}{site["file"]}", line {site["line"]}, in {func}\n    raise ...\n'
+                f"{exc}: {message}\n"
+                f'[{stamp}] INFO:     127.0.0.1:51734 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n')
+    if site["kind"].startswith("log"):
+        return _context(phase) + f"[{stamp} TP0] {message}\n"
+    header = "Scheduler hit an exception: "
+    return _context(phase) + _traceback(site, message, header)
+
+
+def by_phase_categories(rules_dir: Path = ROOT / "rules") -> tuple[dict[str, str], str]:
+    """class.internal.check's phase -> category map and its category for an unknown phase."""
+    data = _load_yaml(rules_dir / "classes.yaml") or {}
+    for rule in data.get("rules", []):
+        if isinstance(rule, dict) and rule.get("id") == "class.internal.check":
+            return dict(rule.get("category_by_phase") or {}), rule["category"]
+    return {}, "other"
+
+
+def right_answer(site: dict, disp: Dispositions, categories: dict[str, str], phase: str) -> str | None:
+    """The right answer for a site: a category, ``none`` (no incident) or ``excluded``."""
+    kind, _, name = site["disposition"].partition(":")
     if kind in ("rule", "class"):
         return categories.get(name)
+    if kind == "waiver":
+        right = disp.right.get(name)
+        if right == "by_phase":
+            by_phase, unknown = by_phase_categories()
+            return by_phase.get(phase, unknown)
+        return right
     return None
 
 
-def measure(inv: dict, verbose: bool = False) -> dict:
-    """Run the engine (every layer present in rules/) on each site's synthetic log.
+def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False) -> dict:
+    """Run the engine (every layer in rules/) on each site's synthetic log (every Nth site with
+    ``every``, in the inventory's order) and count the right answers per disposition group.
 
-    A site counts as right when the engine's incident has the category of the rule or class
-    its disposition names: the category of where and how it failed.  Waived sites have no
-    expected category; what the engine says about them is counted per waiver.
+    Right: the engine's incidents include the site's right category; for ``none`` the engine
+    raised no incident (a warning event is fine); ``excluded`` sites are not run.
     """
     from sglang_doctor.diagnose.rules_engine import RuleSet
     from sglang_doctor.pipeline import StreamPipeline
@@ -549,25 +642,54 @@ def measure(inv: dict, verbose: bool = False) -> dict:
     ruleset = RuleSet.load(builtin=True, user=False)
     categories = class_categories()
     categories.update({r.id: r.category for r in ruleset.rules})
-    out: Counter = Counter()
+    groups: dict[str, list[int]] = {}
     wrong: Counter = Counter()
-    for site in iter_sites(inv):
-        want = expected_category(site["disposition"], categories)
+    excluded = 0
+    for i, site in enumerate(iter_sites(inv)):
+        if i % every:
+            continue
+        phase = disp.phase(site)
+        want = right_answer(site, disp, categories, phase)
+        kind, _, name = site["disposition"].partition(":")
+        group = "rule" if kind == "rule" else site["disposition"]
+        if want == "excluded":
+            excluded += 1
+            continue
+        message = None
+        if kind == "rule":  # the sample values that make the message the rule credited (a rank number, ...)
+            rule = ruleset.get(name)
+            rx = None if rule is None else (rule.line_rx if site["kind"].startswith("log") or rule.message is None
+                                            else rule.message)
+            message = next((t for t in fillings(site["template"]) if rx is not None and rx.search(t)), None)
         pipe = StreamPipeline(ruleset, remediate=False)
-        events = pipe.feed(synthetic_log(site).encode()) + pipe.finish()
+        events = pipe.feed(synthetic_log(site, phase, want, message).encode()) + pipe.finish()
         got = [ev["category"] for ev in events if ev["event"] == "incident"]
-        kind = site["disposition"].split(":", 1)[0]
-        out[f"{kind}.sites"] += 1
-        if want is not None and want in got:
-            out[f"{kind}.right"] += 1
-        elif want is not None:
-            wrong[f"{site['disposition']} -> {','.join(got) or 'none'}"] += 1
-        else:
-            out[f"{kind}.engine:{got[0] if got else 'none'}"] += 1
+        ok = (not got) if want == "none" else (want in got)
+        counts = groups.setdefault(group, [0, 0])
+        counts[0] += 1
+        counts[1] += ok
+        if not ok:
+            wrong[f"{site['disposition']} [{phase}] want {want} -> {','.join(got) or 'none'}"] += 1
     if verbose:
-        for key, n in wrong.most_common(40):
+        for key, n in wrong.most_common(25):
             print(f"    {n:5d} {key}")
-    return dict(sorted(out.items()))
+    sites = sum(c[0] for c in groups.values())
+    right = sum(c[1] for c in groups.values())
+    return {"every": every, "user_facing": sites, "excluded": excluded, "right": right,
+            "share": round(right / sites, 4) if sites else 0.0,
+            "groups": {g: {"sites": c[0], "right": c[1]} for g, c in sorted(groups.items())}}
+
+
+def print_measure(version: str, result: dict) -> None:
+    print(f"  right category, sglang {version}" + (f" (every {result['every']}th site)" if result["every"] > 1 else "")
+          + f": {result['right']}/{result['user_facing']} user-facing sites = {100 * result['share']:.1f}%"
+          f" ({result['excluded']} test/debug sites excluded)")
+    for group, c in result["groups"].items():
+        print(f"    {group:<48} {c['sites']:6d} sites  {c['right']:6d} right  {100 * c['right'] / c['sites']:5.1f}%")
+
+
+MEASURED = DEFAULT_OUT / "measured.json"
+SAMPLE_EVERY = 40  # the everyday test's deterministic sample: every 40th site
 
 
 # -- command line -----------------------------------------------------------------------------
@@ -582,6 +704,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with the files in --out instead of writing")
     ap.add_argument("--measure", action="store_true", help="run the engine on a synthetic log of every site")
     ap.add_argument("--show", default=None, help="print the sites whose disposition starts with this")
+    ap.add_argument("--every", type=int, default=1, help="--measure every Nth site only (a deterministic sample)")
+    ap.add_argument("--record", action="store_true",
+                    help=f"with --measure: write the full and the every-{SAMPLE_EVERY}th-site shares to {MEASURED.name}")
     args = ap.parse_args(argv)
     wheel_dir = args.wheel_dir or default_wheel_dir()
     disp = Dispositions.load(args.dispositions)
@@ -607,7 +732,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {site['file']}:{site['line']} {site['function']} [{site['exception'] or site['kind']}] "
                           f"{site['template'][:140]} -> {site['disposition']}")
         if args.measure:
-            print(f"  engine on synthetic logs: {measure(inv, verbose=True)}")
+            result = measure(inv, disp, every=args.every, verbose=True)
+            print_measure(version, result)
+            if args.record:
+                sample = measure(inv, disp, every=SAMPLE_EVERY) if args.every != SAMPLE_EVERY else result
+                recorded = json.loads(MEASURED.read_text(encoding="utf-8")) if MEASURED.is_file() else {}
+                recorded[version] = {"full": result, "sample": {k: sample[k] for k in ("every", "user_facing", "right", "share")}}
+                MEASURED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return status
 
 

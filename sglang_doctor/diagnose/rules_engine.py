@@ -44,7 +44,7 @@ REMEDIES = (
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",
-    "remedy", "examples", "counter_examples", "references", "doc",
+    "remedy", "examples", "counter_examples", "references", "doc", "category_by_phase",
 }
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
@@ -91,6 +91,10 @@ class Rule:
     references: list[str] = field(default_factory=list)
     doc: dict[str, str] = field(default_factory=dict)
     status: str = "stable"
+    # phase -> category: the category follows the phase the failure fell in (a class rule for
+    # SGLang's own internal checks, whose cause is no step of the launch); ``category`` is
+    # the answer for a phase the map does not name (``unknown``)
+    category_by_phase: dict[str, str] = field(default_factory=dict)
 
     @property
     def conditions(self) -> int:
@@ -336,6 +340,19 @@ def _build_rule(item: Any, path: Path, repo_root: Path | None, problems: list[st
     else:
         rule.confidence = float(conf)
     _build_match(rule, item["match"], bad)
+    by_phase = item.get("category_by_phase", {})
+    if not isinstance(by_phase, dict):
+        bad("category_by_phase must be a mapping of phase: category")
+    else:
+        for phase_name, category in by_phase.items():
+            if phase_name == "__line__":
+                continue
+            if phase_name not in PHASES:
+                bad(f"category_by_phase: unknown phase {phase_name!r}")
+            elif category not in CATEGORIES:
+                bad(f"category_by_phase: unknown category {category!r}")
+            else:
+                rule.category_by_phase[phase_name] = category
     if rule.layer == "class" and rule.confidence > CLASS_MAX_CONFIDENCE:
         bad(f"a class rule's confidence must be at most {CLASS_MAX_CONFIDENCE} (below the specific rules')")
     if rule.layer != "class" and (rule.deepest_frame or rule.message_any) and path.name == "classes.yaml":
@@ -743,11 +760,13 @@ class RuleSet:
                 phase = "serving" if rule.after_ready else "unknown"
             else:
                 phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
+        category = rule.category_by_phase.get(phase, rule.category)
+        values.setdefault("phase", phase)
         explanation = _fill(rule.explanation, values).strip()
         if assumed:
             explanation += " Assumed (the log does not say): " + "; ".join(assumed) + "."
         diagnosis = Diagnosis(
-            incident=incident, rule=rule.id, category=rule.category, phase=phase,
+            incident=incident, rule=rule.id, category=category, phase=phase,
             title=_fill(rule.title, values), explanation=explanation,
             confidence=confidence, remedies=[dict(r) for r in rule.remedy], captures=captures, launch=launch,
             layer=rule.layer, assumed=list(assumed),

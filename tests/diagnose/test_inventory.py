@@ -3,8 +3,11 @@
 scripts/inventory_failures.py reads each release's wheel and gives every failure site under
 sglang/srt a disposition: the specific rule that names it, the class rule that covers it, or
 a waiver.  The everyday tests check the shipped files' structure and that every rule, class
-and waiver they name exists; the slow test regenerates them from the wheels (downloaded into
-a cache directory) and compares them byte for byte.
+and waiver they name exists, and run the engine on a deterministic sample of 0.5.23's sites
+(every 40th: ~240 synthetic logs, a few seconds; the full run takes minutes) to hold the
+right-category share recorded in data/inventory/measured.json; the slow test regenerates the
+inventories from the wheels (downloaded into a cache directory) and compares them byte for
+byte.
 """
 
 from __future__ import annotations
@@ -87,6 +90,11 @@ def test_every_named_rule_class_and_waiver_exists(path):
 def test_every_waiver_has_a_reason_and_every_class_a_category():
     disp = inv.Dispositions.load()
     assert disp.waivers and all(len(reason.split()) >= 8 for reason in disp.waivers.values())
+    # every waiver group says what the right answer for its sites is
+    from sglang_doctor.model import CATEGORIES
+
+    assert set(disp.right) == set(disp.waivers)
+    assert all(r in ("none", "excluded", "by_phase") or r in CATEGORIES for r in disp.right.values()), disp.right
     for pat in disp.patterns:
         kind, _, name = pat["disposition"].partition(":")
         assert kind in ("class", "waiver"), pat
@@ -150,6 +158,63 @@ def test_templates_and_fillings_follow_the_source_forms():
         ("raise", "h", "Rank {i} died (exit code: {proc.exitcode})."),
     ]
     assert "mem_fraction_static=0.88" in " ".join(inv.fillings(sites[0]["template"]))
+
+
+def test_internal_checks_take_the_category_of_their_phase():
+    """class.internal.check's phase map covers every phase but unknown, with CONTRACT's names."""
+    from sglang_doctor.model import CATEGORIES, PHASES
+
+    by_phase, unknown = inv.by_phase_categories()
+    # startup.args: an internal check there is server_args' own (class.args.server_args)
+    assert set(by_phase) == set(PHASES) - {"unknown", "startup.args"}
+    assert by_phase["serving"] == "runtime.crash" and unknown == "other"
+    assert set(by_phase.values()) <= set(CATEGORIES)
+
+
+def test_the_flags_the_feature_classes_name_exist_in_the_supported_releases():
+    """A feature class's explanation says which flags switch its subsystem on: those flags
+    must be flags of every release the inventory covers (the release's catalogue)."""
+    import re
+
+    from sglang_doctor.remedy.flags import shipped_catalog
+
+    rules = [r for r in RuleSet.load(builtin=True, user=False).rules if r.id.startswith("class.feature.")]
+    assert len(rules) >= 9
+    for path in SHIPPED:
+        catalog = shipped_catalog(path.stem.split("-", 1)[1])
+        for rule in rules:
+            flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*", rule.explanation))
+            assert flags, rule.id
+            missing = sorted(f for f in flags if catalog.spec(f) is None)
+            assert not missing, f"{rule.id} names flags {path.stem} does not have: {missing}"
+
+
+def test_synthetic_logs_look_like_what_sglang_prints():
+    """The measure's incident is SGLang's traceback ending in the site's own frame and
+    ``Type: message``; a rejected request is what http_server logs for it."""
+    site = {"file": "srt/lora/lora_manager.py", "line": 141, "function": "LoRAManager.__init__", "kind": "raise",
+            "exception": "ValueError", "template": "LoRA backend {lora_backend} does not support DP attention",
+            "disposition": "class:class.feature.lora"}
+    text = inv.synthetic_log(site, "startup.load_weights", "args.invalid")
+    lines = text.splitlines()
+    assert lines[0].split("] ", 1)[1].startswith("server_args={")
+    assert "Load weight begin" in lines[2] and "Scheduler hit an exception: Traceback" in lines[3]
+    assert lines[-2] == "ValueError: LoRA backend X does not support DP attention"
+    assert lines[-4].endswith('sglang/srt/lora/lora_manager.py", line 141, in __init__')
+    rejected = inv.synthetic_log(dict(site, file="srt/managers/tokenizer_manager.py"), "serving", "none")
+    assert "ready to roll" in rejected.splitlines()[0]
+    assert "[http_server] Error: LoRA backend X" in rejected and "Traceback" not in rejected
+
+
+def test_the_right_category_share_holds_on_a_sample():
+    """Every 40th site of 0.5.23 (deterministic), run through the engine: the share of right
+    answers is at least the one recorded by ``--measure --record`` (data/inventory/measured.json)."""
+    recorded = json.loads((INVENTORY / "measured.json").read_text(encoding="utf-8"))["0.5.23"]
+    sample = recorded["sample"]
+    result = inv.measure(_load(NEWEST), inv.Dispositions.load(), every=sample["every"])
+    assert result["user_facing"] == sample["user_facing"]
+    assert result["share"] >= sample["share"], result["groups"]
+    assert recorded["full"]["share"] >= 0.9
 
 
 @pytest.mark.slow
