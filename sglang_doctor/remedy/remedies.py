@@ -17,7 +17,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sglang_doctor.remedy import launch_check, launch_command
+from sglang_doctor.remedy import assumed, launch_check, launch_command
 from sglang_doctor.remedy import trust
 from sglang_doctor.model import Diagnosis, Remediation
 
@@ -34,6 +34,7 @@ class Context:
     hardware: Any
     model_config: dict | None
     warnings: list[str]
+    version_source: str | None = None  # flags.resolve_version's source of ``version``
 
     @property
     def server_args(self) -> dict[str, Any]:
@@ -64,6 +65,31 @@ class Context:
             if value is not None:
                 return value
         return spec.default
+
+    def stated(self, flag: str) -> Any:
+        """The flag's value as the user's command or the launch's dump states it, else None."""
+        value = launch_command.value_of(self.command, flag, self.catalog) if self.command_known else None
+        if value is not None:
+            return value
+        spec = self.catalog.spec(flag)
+        if spec is not None and self.server_args.get(spec.dest) is not None:
+            return self.server_args[spec.dest]
+        return None
+
+    def current_or_assumed(self, flag: str) -> tuple[Any, "assumed.Assumed | None"]:
+        """The flag's value, and how it was assumed when neither the command nor the dump
+        states it (the release's default: ``assumed.default_for``)."""
+        value = self.stated(flag)
+        if value is not None:
+            return value, None
+        spec = self.catalog.spec(flag)
+        if spec is None:
+            return None, None
+        if self.command_known and spec.default is not None and spec.dest not in assumed.AUTO:
+            return spec.default, None  # the user's command leaves it at the release's default
+        guess = assumed.default_for(spec, self.version, self.hardware, self.server_args, self.model_config,
+                                    version_source=self.version_source)
+        return (guess.value, guess) if guess is not None else (None, None)
 
     def fill(self, value: Any) -> Any:
         """A parameter that may be a ``"{capture}"`` template."""
@@ -106,7 +132,8 @@ def _move(ctx: Context, params: dict, up: bool) -> Remediation | None:
         ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
         return None
     spec = ctx.catalog.spec(flag)
-    current = _number(ctx.current(flag))
+    value, guess = ctx.current_or_assumed(flag)
+    current = _number(value)
     bound = _number(ctx.fill(params.get("max" if up else "min")))
     target = _number(ctx.fill(params.get("to")))
     by = _number(params.get("by"))
@@ -137,8 +164,16 @@ def _move(ctx: Context, params: dict, up: bool) -> Remediation | None:
         return None
     was = "unset" if current is None else launch_command.render_scalar(_as_type(spec, current))
     verb = "raise" if up else "lower"
-    return Remediation(set={flag: new}, note=f"{verb} {flag} from {was} to {launch_command.render_scalar(new)}",
-                       tradeoff=params.get("tradeoff"))
+    note = f"{verb} {flag} from {was} to {launch_command.render_scalar(new)}"
+    if guess is None:
+        return Remediation(set={flag: new}, note=note, tradeoff=params.get("tradeoff"))
+    # The step starts from the release's default, not from the launch's own value: say so,
+    # and let a human confirm it (a launch that set the flag lower would be moved the wrong way).
+    tradeoff = f"ASSUMED: {guess.why}; check your command's value first"
+    if params.get("tradeoff"):
+        tradeoff = f"{params['tradeoff']}; {tradeoff}"
+    rem = Remediation(set={flag: new}, note=f"{note} ({guess.why})", tradeoff=tradeoff, safe=False)
+    return trust.declare(rem, guess.source)
 
 
 @remedy("raise_flag")
@@ -187,10 +222,21 @@ def _equal(a: Any, b: Any) -> bool:
 
 @remedy("unset_flag")
 def unset_flag(ctx: Context, params: dict) -> Remediation | None:
+    """Remove a flag the launch set.
+
+    ``implied``: the rule's reason why the failing code runs only when the flag was set (the
+    message itself is then the evidence).  When neither the command nor the dump shows the
+    launch's settings, the removal is still proposed, with that reason in its note; when they
+    do, they decide, as for any other rule."""
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         return None
     spec = ctx.catalog.spec(flag)
+    implied = params.get("implied")
+    if implied and not ctx.command_known and not ctx.server_args:
+        note = params.get("note") or f"remove {flag}"
+        return Remediation(unset=[flag], note=f"{note} (the launch's settings are not in the log; {implied})",
+                           tradeoff=params.get("tradeoff"), safe=False)
     current = ctx.current(flag)
     if current is None or _equal(current, spec.default) or current is False:
         return None  # not set: nothing to remove
@@ -199,18 +245,25 @@ def unset_flag(ctx: Context, params: dict) -> Remediation | None:
 
 @remedy("set_env")
 def set_env(ctx: Context, params: dict) -> Remediation | None:
-    name = str(params.get("name", ""))
+    """Environment variables for the server's process: ``name`` (one) or ``names`` (several
+    spellings of one setting that programs read in their own order, e.g. ``no_proxy`` and
+    ``NO_PROXY``), all set to ``value``."""
+    names = params.get("names") or [params.get("name", "")]
+    names = [str(n) for n in (names if isinstance(names, list) else [names])]
     value = ctx.fill(params.get("value", ""))
-    if not name or value is None or not _safe_env(name, str(value)):
+    if not all(names) or value is None or not all(_safe_env(n, str(value)) for n in names):
         return None
-    return Remediation(env={name: str(value)}, note=params.get("note") or f"set {name}={value} in the environment",
-                       tradeoff=params.get("tradeoff"))
+    shown = " ".join(f"{n}={value}" for n in names)
+    return Remediation(env={n: str(value) for n in names},
+                       note=params.get("note") or f"set {shown} in the environment", tradeoff=params.get("tradeoff"))
 
 
 def _safe_env(name: str, value: str) -> bool:
     import regex
 
-    return bool(regex.fullmatch(r"[A-Z_][A-Z0-9_]*", name)) and bool(regex.fullmatch(r"[A-Za-z0-9_.,:|/=+-]*", value))
+    # lower-case names too: no_proxy / http_proxy are read in lower case first (requests
+    # utils.should_bypass_proxies, urllib.request.getproxies_environment)
+    return bool(regex.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)) and bool(regex.fullmatch(r"[A-Za-z0-9_.,:|/=+-]*", value))
 
 
 # Each feature: the ways to turn it off, newest spelling first; the first whose flags all
@@ -581,7 +634,8 @@ def _typed(spec: Any, value: Any) -> Any:
 
 def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, catalog: Any, hardware: Any,
               model_config: dict | None, warnings: list[str] | None = None,
-              evidence: list["EarlierLaunch"] | None = None) -> Remediation | None:
+              evidence: list["EarlierLaunch"] | None = None,
+              version_source: str | None = None) -> Remediation | None:
     """The remediation of a diagnosis: its rule's remedies, first concrete one first.
 
     ``evidence`` is the log's other failed launches: a change one of them already ran and
@@ -592,7 +646,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     if command is None and diagnosis.launch is not None and diagnosis.launch.server_args:
         command = launch_command.from_server_args(diagnosis.launch.server_args, catalog)
     ctx = Context(diagnosis, command, command_known, version, catalog, hardware, model_config,
-                  warnings if warnings is not None else [])
+                  warnings if warnings is not None else [], version_source)
     found: list[Remediation] = []
     for entry in diagnosis.remedies:
         ((name, params),) = entry.items()
