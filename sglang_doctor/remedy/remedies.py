@@ -266,6 +266,38 @@ def _safe_env(name: str, value: str) -> bool:
     return bool(regex.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)) and bool(regex.fullmatch(r"[A-Za-z0-9_.,:|/=+-]*", value))
 
 
+# torch's CUDA OOM message (c10/cuda/CUDACachingAllocator.cpp): what was asked for, and how
+# much of the cache torch holds without using it
+_TRIED = re.compile(r"Tried to allocate (\d+(?:\.\d+)?) (GiB|MiB|KiB)")
+_UNALLOCATED = re.compile(r"(\d+(?:\.\d+)?) (GiB|MiB|KiB) is reserved by PyTorch but unallocated")
+_UNIT_MIB = {"GiB": 1024.0, "MiB": 1.0, "KiB": 1 / 1024}
+
+
+@remedy("allocator_fragmentation")
+def allocator_fragmentation(ctx: Context, params: dict) -> Remediation | None:
+    """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when torch's own figures show a
+    fragmented cache: more memory reserved-but-unallocated than the allocation that failed
+    (torch's message then advises exactly this).  The log's figures only decide whether it
+    applies; the value is the rule's."""
+    text = "\n".join(line.text for line in ctx.diagnosis.incident.lines)[-20000:]
+    tried, spare = _TRIED.search(text), _UNALLOCATED.search(text)
+    if tried is None or spare is None:
+        return None
+    need = float(tried.group(1)) * _UNIT_MIB[tried.group(2)]
+    idle = float(spare.group(1)) * _UNIT_MIB[spare.group(2)]
+    if idle < need:
+        return None  # the cache is not the problem: memory really ran out
+    value = str(params.get("value") or "expandable_segments:True")
+    if not _safe_env("PYTORCH_CUDA_ALLOC_CONF", value):
+        return None
+    rem = Remediation(env={"PYTORCH_CUDA_ALLOC_CONF": value},
+                      note=f"torch holds {idle / 1024:.2f} GiB reserved but unused, more than the "
+                           f"{need / 1024:.2f} GiB it could not allocate: the cache is fragmented; "
+                           f"set PYTORCH_CUDA_ALLOC_CONF={value}",
+                      tradeoff=params.get("tradeoff"))
+    return trust.declare(rem, "rule")
+
+
 # Each feature: the ways to turn it off, newest spelling first; the first whose flags all
 # exist in the target version is used.  (0.5.23 deprecates --disable-cuda-graph in favour of
 # the per-phase backends, srt/server_args.py; 0.5.9 has only the boolean.)
@@ -676,7 +708,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
 # Where the values of each remedy come from when its parameters are plain (not templates).
 # A remedy missing here declares its own sources or is never applied unattended.
 _SOURCES = {"raise_flag": "planner", "lower_flag": "planner", "plan_memory": "planner", "set_flag": "rule",
-            "unset_flag": "rule", "set_env": "rule", "disable_feature": "rule"}
+            "unset_flag": "rule", "set_env": "rule", "disable_feature": "rule", "allocator_fragmentation": "rule"}
 
 
 _VALUE_PARAMS = ("flag", "value", "to", "by", "factor", "max", "min", "name", "feature", "goal")
