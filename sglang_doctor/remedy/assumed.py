@@ -23,8 +23,9 @@ version) and the parallel sizes of a dump when there is one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
 
 # Flags whose default SGLang computes at start-up (the catalogue has None): the planner's
 # Settings field that holds the computed value.
@@ -66,12 +67,29 @@ class _UnknownModel:
     vision: dict = field(default_factory=dict)
 
 
+# torch's CUDA OOM message (c10/cuda/CUDACachingAllocator.cpp) names the failing GPU's size
+_TOTAL = re.compile(r"GPU \d+ has a total capacity of (\d+(?:\.\d+)?) GiB")
+
+
+def gpu_total_gib(texts: Iterable[str]) -> float | None:
+    """The GPU size torch printed in an OOM message of the incident, if any (a planner input:
+    it picks the tier of SGLang's default rules, never a value of its own)."""
+    for text in texts:
+        m = _TOTAL.search(text)
+        if m:
+            size = float(m.group(1))
+            return size if 1.0 <= size <= 4096.0 else None
+    return None
+
+
 def default_for(spec: Any, version: str, hardware: Any, server_args: dict[str, Any],
-                model_config: dict | None = None, version_source: str | None = None) -> Assumed | None:
+                model_config: dict | None = None, version_source: str | None = None,
+                gpu_gib: float | None = None) -> Assumed | None:
     """SGLang ``version``'s default for ``spec``'s flag, or None when it has none to give.
 
     ``version_source`` is ``flags.resolve_version``'s: when the log did not name the release
-    the sentence says which one was assumed."""
+    the sentence says which one was assumed.  ``gpu_gib``: the GPU size the log's own OOM
+    message reports, used instead of the ``--gpus`` profile's."""
     shown = _shown(spec)
     release = f"SGLang {version}" + _RELEASE_WORDS.get(version_source or "", "")
     if spec.default is not None and spec.dest not in AUTO:
@@ -88,6 +106,8 @@ def default_for(spec: Any, version: str, hardware: Any, server_args: dict[str, A
         shape = planner.model_shape(model_config) if model_config else _UnknownModel()
         args = {k: v for k, v in server_args.items() if v is not None}
         args.pop(spec.dest, None)
+        if gpu_gib is not None:
+            hardware = replace(hardware, total_gb=gpu_gib, usable_gb=max(gpu_gib - 0.5, 0.5))
         settings = planner.resolve(shape, hardware, args, version)
     except Exception:  # noqa: BLE001 - no assumption is better than a wrong one
         return None
@@ -95,7 +115,9 @@ def default_for(spec: Any, version: str, hardware: Any, server_args: dict[str, A
     if value is None or (attr == "graph_bs" and not settings.cuda_graph):
         return None
     tp = settings.tp
-    on = (f"for a {hardware.total_gb:.0f} GiB GPU (--gpus {hardware.name}) "
+    gpu = (f"the {gpu_gib:g} GiB GPU torch reports" if gpu_gib is not None
+           else f"a {hardware.total_gb:.0f} GiB GPU (--gpus {hardware.name})")
+    on = (f"for {gpu} "
           f"at tp {tp}{'' if server_args.get('tp_size') else ' (tp not in the log either)'}")
     return Assumed(value, f"your command's value of {spec.name} is not in the log; {release} "
                           f"chooses {shown(value)} by default {on}", "planner")

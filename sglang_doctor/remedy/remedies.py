@@ -87,8 +87,9 @@ class Context:
             return None, None
         if self.command_known and spec.default is not None and spec.dest not in assumed.AUTO:
             return spec.default, None  # the user's command leaves it at the release's default
+        gpu_gib = assumed.gpu_total_gib(line.text for line in self.diagnosis.incident.lines)
         guess = assumed.default_for(spec, self.version, self.hardware, self.server_args, self.model_config,
-                                    version_source=self.version_source)
+                                    version_source=self.version_source, gpu_gib=gpu_gib)
         return (guess.value, guess) if guess is not None else (None, None)
 
     def fill(self, value: Any) -> Any:

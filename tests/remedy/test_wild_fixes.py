@@ -23,6 +23,7 @@ from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.pipeline import StreamPipeline
 
 FRAGMENTED = FIXTURES / "memory" / "cuda_oom_serving_fragmented_one_line.log"
+CUT = FIXTURES / "memory" / "cuda_oom_serving_cut_one_line.log"
 CUTLASS_LINE = FIXTURES / "kernel" / "cutlass_fp8_moe_one_line.log"
 CUTLASS_DUMP = FIXTURES / "kernel" / "cutlass_fp8_moe_sm86_059.log"
 PROXY = FIXTURES / "other" / "warmup_proxy_intercepts_059.log"
@@ -43,7 +44,7 @@ def _changes(rem):
 
 
 def test_a_one_line_oom_steps_from_the_release_default_and_says_so():
-    (inc,) = _incidents(FRAGMENTED)
+    (inc,) = _incidents(CUT)  # cut before the GPU's size: the --gpus profile (a6000x2) is used
     rem = inc["remediation"]
     assert rem is not None, "no value in the log must not mean no fix"
     # SGLang 0.5.23 picks 4096 for a 48 GiB GPU (arg_groups/memory_hook.py); halved
@@ -59,12 +60,20 @@ def test_a_one_line_oom_steps_from_the_release_default_and_says_so():
 
 
 def test_the_assumed_default_follows_the_gpus_and_the_release_given():
-    (inc,) = _incidents(FRAGMENTED, "--gpus", "h100-80x8", "--sglang-version", "0.5.9")
+    (inc,) = _incidents(CUT, "--gpus", "h100-80x8", "--sglang-version", "0.5.9")
     rem = inc["remediation"]
     # 0.5.9 server_args.py:936-1000: 8192 for GPUs under 160 GiB
     assert rem["set"] == {"--chunked-prefill-size": 4096}
     assert "SGLang 0.5.9 chooses 8192" in rem["note"] and "h100-80x8" in rem["note"]
     assert "newest known" not in rem["note"]
+
+
+def test_the_gpu_size_torch_reports_beats_the_profile():
+    (inc,) = _incidents(FRAGMENTED, "--gpus", "h100-80x8", "--sglang-version", "0.5.9")
+    rem = inc["remediation"]
+    # torch says 23.64 GiB: 0.5.9's tier under 35 GiB is 2048 (server_args.py:936-1000)
+    assert rem["set"] == {"--chunked-prefill-size": 1024}
+    assert "23.64 GiB GPU torch reports" in rem["note"] and "h100" not in rem["note"]
 
 
 def test_a_value_the_dump_states_is_not_assumed():
