@@ -43,6 +43,7 @@ _RELEASE_WORDS = {
     "installed": " (the one installed here; the log does not name the release)",
     "log style": " (guessed from the log's style)",
     "dump fields": " (the newest release whose settings match the log's dump)",
+    "rule spelling": " (the newest release with that spelling; the log does not name the release)",
 }
 
 

@@ -12,6 +12,7 @@ launch's own settings and arithmetic on them, never from free log text.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import socket
 from dataclasses import dataclass
@@ -127,7 +128,42 @@ def _as_type(spec: Any, number: float) -> Any:
     return int(round(number))
 
 
+def _for_unnamed_release(ctx: Context, written: str) -> tuple[Context, str | None]:
+    """The context to spell a rule's flag in, and why it differs from ``ctx``'s.
+
+    When the log names no release (the target is only the newest catalogue) and the newest
+    release has no flag spelled as the rule wrote it, the change is spelled as the releases
+    that have it (checked against the newest of them): pasted logs come from every release,
+    and the rule's other entries give the newer spelling as a separate alternative."""
+    if ctx.version_source != "newest catalogue" or not written or ctx.catalog.canonical(written) is not None:
+        return ctx, None
+    from sglang_doctor.remedy import flags
+
+    having = [v for v in flags.KNOWN_VERSIONS if flags.shipped_catalog(v).canonical(written) == written]
+    if not having:
+        return ctx, None
+    newest = having[-1]
+    span = newest if len(having) == 1 else f"{having[0]} to {newest}"
+    why = (f"as SGLang {span} spell it: the log does not name the release, and {ctx.version} "
+           f"has no {written}")
+    return dataclasses.replace(ctx, catalog=flags.shipped_catalog(newest), version=newest,
+                               version_source="rule spelling"), why
+
+
+def _spelled(rem: Remediation | None, spelled: str | None) -> Remediation | None:
+    if rem is not None and spelled:
+        rem.note += f" ({spelled})"
+        rem.tradeoff = f"{rem.tradeoff}; {spelled}" if rem.tradeoff else spelled
+        rem.safe = False
+    return rem
+
+
 def _move(ctx: Context, params: dict, up: bool) -> Remediation | None:
+    ctx, spelled = _for_unnamed_release(ctx, params.get("flag", ""))
+    return _spelled(_step(ctx, params, up), spelled)
+
+
+def _step(ctx: Context, params: dict, up: bool) -> Remediation | None:
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
@@ -189,6 +225,11 @@ def lower_flag(ctx: Context, params: dict) -> Remediation | None:
 
 @remedy("set_flag")
 def set_flag(ctx: Context, params: dict) -> Remediation | None:
+    ctx, spelled = _for_unnamed_release(ctx, params.get("flag", ""))
+    return _spelled(_set(ctx, params), spelled)
+
+
+def _set(ctx: Context, params: dict) -> Remediation | None:
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")

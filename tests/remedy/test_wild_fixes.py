@@ -170,3 +170,31 @@ def test_a_known_command_without_the_flag_gets_no_implied_unset():
     command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--moe-runner-backend", "cutlass"]
     rem = _remediation_with_command(CUTLASS_LINE, command)
     assert rem["unset"] == ["--moe-runner-backend"] and "not in the log" not in rem["note"]
+
+
+# -- a flag the newest release spells differently ----------------------------------------------------
+
+GRAPH_LINE = FIXTURES / "memory" / "cuda_oom_graph_capture_one_line.log"
+
+
+def _graph_flags(rem):
+    return [(flag, c) for c in _changes(rem) for flag in c["set"] if flag.startswith("--cuda-graph-max-bs")]
+
+
+def test_with_no_release_named_both_spellings_are_offered_each_with_its_releases():
+    (inc,) = _incidents(GRAPH_LINE)
+    found = dict(_graph_flags(inc["remediation"]))
+    assert set(found) == {"--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"}
+    old = found["--cuda-graph-max-bs"]
+    assert "0.4.0 to 0.5.19" in old["note"] and "0.5.23 has no --cuda-graph-max-bs" in old["tradeoff"]
+    assert old["safe"] is False
+    assert "spell it" not in found["--cuda-graph-max-bs-decode"]["note"]
+
+
+def test_a_named_release_gets_its_own_spelling_only():
+    (inc,) = _incidents(GRAPH_LINE, "--sglang-version", "0.5.23")
+    assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs-decode"]
+    (inc,) = _incidents(GRAPH_LINE, "--sglang-version", "0.5.9")
+    found = _graph_flags(inc["remediation"])
+    assert [f for f, _ in found] == ["--cuda-graph-max-bs"]
+    assert all("spell it" not in c["note"] for _, c in found)
