@@ -289,7 +289,10 @@ def unset_flag(ctx: Context, params: dict) -> Remediation | None:
 def set_env(ctx: Context, params: dict) -> Remediation | None:
     """Environment variables for the server's process: ``name`` (one) or ``names`` (several
     spellings of one setting that programs read in their own order, e.g. ``no_proxy`` and
-    ``NO_PROXY``), all set to ``value``."""
+    ``NO_PROXY``), all set to ``value``.  ``pcie_only``: not when the GPUs (the ``--gpus``
+    profile) are joined by NVLink."""
+    if params.get("pcie_only") and getattr(ctx.hardware, "nvlink", False):
+        return None  # a PCIe work-around (NCCL_P2P_DISABLE): not for GPUs joined by NVLink
     names = params.get("names") or [params.get("name", "")]
     names = [str(n) for n in (names if isinstance(names, list) else [names])]
     value = ctx.fill(params.get("value", ""))

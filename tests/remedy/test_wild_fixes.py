@@ -198,3 +198,19 @@ def test_a_named_release_gets_its_own_spelling_only():
     found = _graph_flags(inc["remediation"])
     assert [f for f, _ in found] == ["--cuda-graph-max-bs"]
     assert all("spell it" not in c["note"] for _, c in found)
+
+
+# -- NCCL_P2P_DISABLE is a PCIe work-around ------------------------------------------------------------
+
+
+def _envs(rem):
+    return [name for c in _changes(rem) for name in c["env"]]
+
+
+def test_p2p_disable_is_offered_on_pcie_gpus_only():
+    log = FIXTURES / "nccl" / "unhandled_cuda_error_0523.log"
+    (inc,) = _incidents(log)  # the default profile: 2x A6000 on PCIe
+    assert inc["remediation"]["env"] == {"NCCL_P2P_DISABLE": "1"}
+    (inc,) = _incidents(log, "--gpus", "h100-80x8")  # NVLink
+    assert "NCCL_P2P_DISABLE" not in _envs(inc["remediation"])
+    assert inc["remediation"]["set"] == {"--disable-custom-all-reduce": True}
