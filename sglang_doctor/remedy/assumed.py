@@ -7,18 +7,18 @@ says it is one ("your command's value is not in the log; SGLang 0.5.23's default
 
 Two kinds of default:
 
-* a fixed one from the release's flag catalogue (``--watchdog-timeout`` 300): source
-  ``catalogue``;
+* a fixed one from the release's flag catalogue (``--watchdog-timeout`` 300);
 * an automatic one that SGLang computes from the GPU's memory and the parallel sizes when the
   flag is left unset (the catalogue's default is ``None``): ``--mem-fraction-static``,
   ``--chunked-prefill-size``, ``--cuda-graph-max-bs`` / ``--cuda-graph-max-bs-decode``.  Those
   come from the memory planner's copy of SGLang's rules (``planner.resolve``: 0.4.0-0.5.2
   ``ServerArgs.__post_init__``, 0.5.9 server_args.py:936-1068, 0.5.23
   arg_groups/memory_hook.py:88-405), for the ``--gpus`` profile and the parallel sizes the
-  log shows (tp 1 when it shows none): source ``planner``.
+  log shows (tp 1 when it shows none), or the GPU size torch's OOM message reports.
 
 No value here is read from log text: the log only selects the release (through the caller's
-version) and the parallel sizes of a dump when there is one.
+version), the parallel sizes of a dump when there is one, and the GPU-size tier of SGLang's
+rules when torch printed the GPU's capacity; the value is the catalogue's or the planner's.
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ _RELEASE_WORDS = {
 class Assumed:
     value: Any
     why: str  # one clause for the note and the trade-off
-    source: str  # "catalogue" | "planner"
 
 
 @dataclass
@@ -97,7 +96,7 @@ def default_for(spec: Any, version: str, hardware: Any, server_args: dict[str, A
         if spec.default is False or not spec.takes_value:
             return None  # a switch left off: nothing to step from
         return Assumed(spec.default, f"your command's value of {spec.name} is not in the log; "
-                                     f"{release}'s default is {shown(spec.default)}", "catalogue")
+                                     f"{release}'s default is {shown(spec.default)}")
     attr = AUTO.get(spec.dest)
     if attr is None or hardware is None:
         return None
@@ -121,7 +120,7 @@ def default_for(spec: Any, version: str, hardware: Any, server_args: dict[str, A
     on = (f"for {gpu} "
           f"at tp {tp}{'' if server_args.get('tp_size') else ' (tp not in the log either)'}")
     return Assumed(value, f"your command's value of {spec.name} is not in the log; {release} "
-                          f"chooses {shown(value)} by default {on}", "planner")
+                          f"chooses {shown(value)} by default {on}")
 
 
 def _shown(spec: Any):

@@ -209,8 +209,9 @@ def _step(ctx: Context, params: dict, up: bool) -> Remediation | None:
     tradeoff = f"ASSUMED: {guess.why}; check your command's value first"
     if params.get("tradeoff"):
         tradeoff = f"{params['tradeoff']}; {tradeoff}"
-    rem = Remediation(set={flag: new}, note=f"{note} ({guess.why})", tradeoff=tradeoff, safe=False)
-    return trust.declare(rem, guess.source)
+    # provenance as for any step (remediate's _declare_sources): "planner", or "log" when a
+    # parameter is a template filled from the log
+    return Remediation(set={flag: new}, note=f"{note} ({guess.why})", tradeoff=tradeoff, safe=False)
 
 
 @remedy("raise_flag")
