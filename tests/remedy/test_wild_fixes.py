@@ -214,3 +214,10 @@ def test_p2p_disable_is_offered_on_pcie_gpus_only():
     (inc,) = _incidents(log, "--gpus", "h100-80x8")  # NVLink
     assert "NCCL_P2P_DISABLE" not in _envs(inc["remediation"])
     assert inc["remediation"]["set"] == {"--disable-custom-all-reduce": True}
+
+
+def test_a_forced_fp8_gemm_backend_is_removed_from_one_line():
+    (inc,) = _incidents(FIXTURES / "kernel" / "fp8_gemm_backend_one_line.log")
+    rem = inc["remediation"]
+    assert rem is not None and rem["unset"] == ["--fp8-gemm-backend"]
+    assert "auto never reaches it" in rem["note"]
