@@ -158,9 +158,18 @@ def _spelled(rem: Remediation | None, spelled: str | None) -> Remediation | None
     return rem
 
 
-def _move(ctx: Context, params: dict, up: bool) -> Remediation | None:
-    ctx, spelled = _for_unnamed_release(ctx, params.get("flag", ""))
-    return _spelled(_step(ctx, params, up), spelled)
+def _both_spellings(ctx: Context, params: dict, make: Callable[[Context, dict], "Remediation | None"]):
+    """``make``'s change spelled as the rule wrote it and, when the log names no release and
+    the newest release spells the flag otherwise, also in the newest spelling (in that order)."""
+    older, spelled = _for_unnamed_release(ctx, params.get("flag", ""))
+    if spelled is None:
+        return make(ctx, params)
+    found = [rem for rem in (_spelled(make(older, params), spelled), make(ctx, params)) if rem is not None]
+    return found or None
+
+
+def _move(ctx: Context, params: dict, up: bool) -> "Remediation | list[Remediation] | None":
+    return _both_spellings(ctx, params, lambda c, p: _step(c, p, up))
 
 
 def _step(ctx: Context, params: dict, up: bool) -> Remediation | None:
@@ -215,19 +224,18 @@ def _step(ctx: Context, params: dict, up: bool) -> Remediation | None:
 
 
 @remedy("raise_flag")
-def raise_flag(ctx: Context, params: dict) -> Remediation | None:
+def raise_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     return _move(ctx, params, up=True)
 
 
 @remedy("lower_flag")
-def lower_flag(ctx: Context, params: dict) -> Remediation | None:
+def lower_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     return _move(ctx, params, up=False)
 
 
 @remedy("set_flag")
-def set_flag(ctx: Context, params: dict) -> Remediation | None:
-    ctx, spelled = _for_unnamed_release(ctx, params.get("flag", ""))
-    return _spelled(_set(ctx, params), spelled)
+def set_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
+    return _both_spellings(ctx, params, _set)
 
 
 def _set(ctx: Context, params: dict) -> Remediation | None:
