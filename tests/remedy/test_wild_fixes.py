@@ -221,3 +221,11 @@ def test_a_forced_fp8_gemm_backend_is_removed_from_one_line():
     rem = inc["remediation"]
     assert rem is not None and rem["unset"] == ["--fp8-gemm-backend"]
     assert "auto never reaches it" in rem["note"]
+
+
+def test_a_rule_naming_only_the_old_spelling_still_offers_the_new_one():
+    log = FIXTURES / "classes" / "cuda_graph_capture_message_bare.log"  # a class rule: --cuda-graph-max-bs only
+    (inc,) = _incidents(log)
+    assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"]
+    (inc,) = _incidents(log, "--sglang-version", "0.5.23")
+    assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs-decode"]
