@@ -260,7 +260,7 @@ class StreamPipeline:
             diagnosis.remediation = remedies.remediate(
                 diagnosis, command=self.command, version=catalog.version, catalog=catalog,
                 hardware=self.hardware, model_config=self._model_config_for(launch), warnings=self.warnings,
-                evidence=self.evidence(launch),
+                evidence=self.evidence(launch), version_source=source,
             )
             if diagnosis.remediation is not None:
                 diagnosis.remediation.target = {"sglang_version": catalog.version, "version_source": source,

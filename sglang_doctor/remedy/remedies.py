@@ -12,12 +12,13 @@ launch's own settings and arithmetic on them, never from free log text.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sglang_doctor.remedy import launch_check, launch_command
+from sglang_doctor.remedy import assumed, launch_check, launch_command
 from sglang_doctor.remedy import trust
 from sglang_doctor.model import Diagnosis, Remediation
 
@@ -34,6 +35,7 @@ class Context:
     hardware: Any
     model_config: dict | None
     warnings: list[str]
+    version_source: str | None = None  # flags.resolve_version's source of ``version``
 
     @property
     def server_args(self) -> dict[str, Any]:
@@ -64,6 +66,32 @@ class Context:
             if value is not None:
                 return value
         return spec.default
+
+    def stated(self, flag: str) -> Any:
+        """The flag's value as the user's command or the launch's dump states it, else None."""
+        value = launch_command.value_of(self.command, flag, self.catalog) if self.command_known else None
+        if value is not None:
+            return value
+        spec = self.catalog.spec(flag)
+        if spec is not None and self.server_args.get(spec.dest) is not None:
+            return self.server_args[spec.dest]
+        return None
+
+    def current_or_assumed(self, flag: str) -> tuple[Any, "assumed.Assumed | None"]:
+        """The flag's value, and how it was assumed when neither the command nor the dump
+        states it (the release's default: ``assumed.default_for``)."""
+        value = self.stated(flag)
+        if value is not None:
+            return value, None
+        spec = self.catalog.spec(flag)
+        if spec is None:
+            return None, None
+        if self.command_known and spec.default is not None and spec.dest not in assumed.AUTO:
+            return spec.default, None  # the user's command leaves it at the release's default
+        gpu_gib = assumed.gpu_total_gib(line.text for line in self.diagnosis.incident.lines)
+        guess = assumed.default_for(spec, self.version, self.hardware, self.server_args, self.model_config,
+                                    version_source=self.version_source, gpu_gib=gpu_gib)
+        return (guess.value, guess) if guess is not None else (None, None)
 
     def fill(self, value: Any) -> Any:
         """A parameter that may be a ``"{capture}"`` template."""
@@ -100,13 +128,58 @@ def _as_type(spec: Any, number: float) -> Any:
     return int(round(number))
 
 
-def _move(ctx: Context, params: dict, up: bool) -> Remediation | None:
+def _for_unnamed_release(ctx: Context, written: str) -> tuple[Context, str | None]:
+    """The context to spell a rule's flag in, and why it differs from ``ctx``'s.
+
+    When the log names no release (the target is only the newest catalogue) and the newest
+    release has no flag spelled as the rule wrote it, the change is spelled as the releases
+    that have it (checked against the newest of them): pasted logs come from every release,
+    and the rule's other entries give the newer spelling as a separate alternative."""
+    if ctx.version_source != "newest catalogue" or not written or ctx.catalog.canonical(written) is not None:
+        return ctx, None
+    from sglang_doctor.remedy import flags
+
+    having = [v for v in flags.KNOWN_VERSIONS if flags.shipped_catalog(v).canonical(written) == written]
+    if not having:
+        return ctx, None
+    newest = having[-1]
+    span = newest if len(having) == 1 else f"{having[0]} to {newest}"
+    why = (f"as SGLang {span} spell it: the log does not name the release, and {ctx.version} "
+           f"has no {written}")
+    return dataclasses.replace(ctx, catalog=flags.shipped_catalog(newest), version=newest,
+                               version_source="rule spelling"), why
+
+
+def _spelled(rem: Remediation | None, spelled: str | None) -> Remediation | None:
+    if rem is not None and spelled:
+        rem.note += f" ({spelled})"
+        rem.tradeoff = f"{rem.tradeoff}; {spelled}" if rem.tradeoff else spelled
+        rem.safe = False
+    return rem
+
+
+def _both_spellings(ctx: Context, params: dict, make: Callable[[Context, dict], "Remediation | None"]):
+    """``make``'s change spelled as the rule wrote it and, when the log names no release and
+    the newest release spells the flag otherwise, also in the newest spelling (in that order)."""
+    older, spelled = _for_unnamed_release(ctx, params.get("flag", ""))
+    if spelled is None:
+        return make(ctx, params)
+    found = [rem for rem in (_spelled(make(older, params), spelled), make(ctx, params)) if rem is not None]
+    return found or None
+
+
+def _move(ctx: Context, params: dict, up: bool) -> "Remediation | list[Remediation] | None":
+    return _both_spellings(ctx, params, lambda c, p: _step(c, p, up))
+
+
+def _step(ctx: Context, params: dict, up: bool) -> Remediation | None:
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
         return None
     spec = ctx.catalog.spec(flag)
-    current = _number(ctx.current(flag))
+    value, guess = ctx.current_or_assumed(flag)
+    current = _number(value)
     bound = _number(ctx.fill(params.get("max" if up else "min")))
     target = _number(ctx.fill(params.get("to")))
     by = _number(params.get("by"))
@@ -137,22 +210,35 @@ def _move(ctx: Context, params: dict, up: bool) -> Remediation | None:
         return None
     was = "unset" if current is None else launch_command.render_scalar(_as_type(spec, current))
     verb = "raise" if up else "lower"
-    return Remediation(set={flag: new}, note=f"{verb} {flag} from {was} to {launch_command.render_scalar(new)}",
-                       tradeoff=params.get("tradeoff"))
+    note = f"{verb} {flag} from {was} to {launch_command.render_scalar(new)}"
+    if guess is None:
+        return Remediation(set={flag: new}, note=note, tradeoff=params.get("tradeoff"))
+    # The step starts from the release's default, not from the launch's own value: say so,
+    # and let a human confirm it (a launch that set the flag lower would be moved the wrong way).
+    tradeoff = f"ASSUMED: {guess.why}; check your command's value first"
+    if params.get("tradeoff"):
+        tradeoff = f"{params['tradeoff']}; {tradeoff}"
+    # provenance as for any step (remediate's _declare_sources): "planner", or "log" when a
+    # parameter is a template filled from the log
+    return Remediation(set={flag: new}, note=f"{note} ({guess.why})", tradeoff=tradeoff, safe=False)
 
 
 @remedy("raise_flag")
-def raise_flag(ctx: Context, params: dict) -> Remediation | None:
+def raise_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     return _move(ctx, params, up=True)
 
 
 @remedy("lower_flag")
-def lower_flag(ctx: Context, params: dict) -> Remediation | None:
+def lower_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     return _move(ctx, params, up=False)
 
 
 @remedy("set_flag")
-def set_flag(ctx: Context, params: dict) -> Remediation | None:
+def set_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
+    return _both_spellings(ctx, params, _set)
+
+
+def _set(ctx: Context, params: dict) -> Remediation | None:
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
@@ -187,10 +273,21 @@ def _equal(a: Any, b: Any) -> bool:
 
 @remedy("unset_flag")
 def unset_flag(ctx: Context, params: dict) -> Remediation | None:
+    """Remove a flag the launch set.
+
+    ``implied``: the rule's reason why the failing code runs only when the flag was set (the
+    message itself is then the evidence).  When neither the command nor the dump shows the
+    launch's settings, the removal is still proposed, with that reason in its note; when they
+    do, they decide, as for any other rule."""
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         return None
     spec = ctx.catalog.spec(flag)
+    implied = params.get("implied")
+    if implied and not ctx.command_known and not ctx.server_args:
+        note = params.get("note") or f"remove {flag}"
+        return Remediation(unset=[flag], note=f"{note} (the launch's settings are not in the log; {implied})",
+                           tradeoff=params.get("tradeoff"), safe=False)
     current = ctx.current(flag)
     if current is None or _equal(current, spec.default) or current is False:
         return None  # not set: nothing to remove
@@ -199,18 +296,60 @@ def unset_flag(ctx: Context, params: dict) -> Remediation | None:
 
 @remedy("set_env")
 def set_env(ctx: Context, params: dict) -> Remediation | None:
-    name = str(params.get("name", ""))
+    """Environment variables for the server's process: ``name`` (one) or ``names`` (several
+    spellings of one setting that programs read in their own order, e.g. ``no_proxy`` and
+    ``NO_PROXY``), all set to ``value``.  ``pcie_only``: not when the GPUs (the ``--gpus``
+    profile) are joined by NVLink."""
+    if params.get("pcie_only") and getattr(ctx.hardware, "nvlink", False):
+        return None  # a PCIe work-around (NCCL_P2P_DISABLE): not for GPUs joined by NVLink
+    names = params.get("names") or [params.get("name", "")]
+    names = [str(n) for n in (names if isinstance(names, list) else [names])]
     value = ctx.fill(params.get("value", ""))
-    if not name or value is None or not _safe_env(name, str(value)):
+    if not all(names) or value is None or not all(_safe_env(n, str(value)) for n in names):
         return None
-    return Remediation(env={name: str(value)}, note=params.get("note") or f"set {name}={value} in the environment",
-                       tradeoff=params.get("tradeoff"))
+    shown = " ".join(f"{n}={value}" for n in names)
+    return Remediation(env={n: str(value) for n in names},
+                       note=params.get("note") or f"set {shown} in the environment", tradeoff=params.get("tradeoff"))
 
 
 def _safe_env(name: str, value: str) -> bool:
     import regex
 
-    return bool(regex.fullmatch(r"[A-Z_][A-Z0-9_]*", name)) and bool(regex.fullmatch(r"[A-Za-z0-9_.,:|/=+-]*", value))
+    # lower-case names too: no_proxy / http_proxy are read in lower case first (requests
+    # utils.should_bypass_proxies, urllib.request.getproxies_environment)
+    return bool(regex.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)) and bool(regex.fullmatch(r"[A-Za-z0-9_.,:|/=+-]*", value))
+
+
+# torch's CUDA OOM message (c10/cuda/CUDACachingAllocator.cpp): what was asked for, and how
+# much of the cache torch holds without using it
+_TRIED = re.compile(r"Tried to allocate (\d+(?:\.\d+)?) (GiB|MiB|KiB)")
+_UNALLOCATED = re.compile(r"(\d+(?:\.\d+)?) (GiB|MiB|KiB) is reserved by PyTorch but unallocated")
+_UNIT_MIB = {"GiB": 1024.0, "MiB": 1.0, "KiB": 1 / 1024}
+
+
+@remedy("allocator_fragmentation")
+def allocator_fragmentation(ctx: Context, params: dict) -> Remediation | None:
+    """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when torch's own figures show a
+    fragmented cache: more memory reserved-but-unallocated than the allocation that failed
+    (torch's message then advises exactly this).  The log's figures only decide whether it
+    applies; the value is the rule's."""
+    text = "\n".join(line.text for line in ctx.diagnosis.incident.lines)[-20000:]
+    tried, spare = _TRIED.search(text), _UNALLOCATED.search(text)
+    if tried is None or spare is None:
+        return None
+    need = float(tried.group(1)) * _UNIT_MIB[tried.group(2)]
+    idle = float(spare.group(1)) * _UNIT_MIB[spare.group(2)]
+    if idle < need:
+        return None  # the cache is not the problem: memory really ran out
+    value = str(params.get("value") or "expandable_segments:True")
+    if not _safe_env("PYTORCH_CUDA_ALLOC_CONF", value):
+        return None
+    rem = Remediation(env={"PYTORCH_CUDA_ALLOC_CONF": value},
+                      note=f"torch holds {idle / 1024:.2f} GiB reserved but unused, more than the "
+                           f"{need / 1024:.2f} GiB it could not allocate: the cache is fragmented; "
+                           f"set PYTORCH_CUDA_ALLOC_CONF={value}",
+                      tradeoff=params.get("tradeoff"))
+    return trust.declare(rem, "rule")
 
 
 # Each feature: the ways to turn it off, newest spelling first; the first whose flags all
@@ -581,7 +720,8 @@ def _typed(spec: Any, value: Any) -> Any:
 
 def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, catalog: Any, hardware: Any,
               model_config: dict | None, warnings: list[str] | None = None,
-              evidence: list["EarlierLaunch"] | None = None) -> Remediation | None:
+              evidence: list["EarlierLaunch"] | None = None,
+              version_source: str | None = None) -> Remediation | None:
     """The remediation of a diagnosis: its rule's remedies, first concrete one first.
 
     ``evidence`` is the log's other failed launches: a change one of them already ran and
@@ -592,7 +732,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     if command is None and diagnosis.launch is not None and diagnosis.launch.server_args:
         command = launch_command.from_server_args(diagnosis.launch.server_args, catalog)
     ctx = Context(diagnosis, command, command_known, version, catalog, hardware, model_config,
-                  warnings if warnings is not None else [])
+                  warnings if warnings is not None else [], version_source)
     found: list[Remediation] = []
     for entry in diagnosis.remedies:
         ((name, params),) = entry.items()
@@ -622,7 +762,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
 # Where the values of each remedy come from when its parameters are plain (not templates).
 # A remedy missing here declares its own sources or is never applied unattended.
 _SOURCES = {"raise_flag": "planner", "lower_flag": "planner", "plan_memory": "planner", "set_flag": "rule",
-            "unset_flag": "rule", "set_env": "rule", "disable_feature": "rule"}
+            "unset_flag": "rule", "set_env": "rule", "disable_feature": "rule", "allocator_fragmentation": "rule"}
 
 
 _VALUE_PARAMS = ("flag", "value", "to", "by", "factor", "max", "min", "name", "feature", "goal")
