@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglang_doctor.incidents import milestones
+from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
@@ -62,6 +63,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
+        | set(progress.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL}
@@ -115,8 +117,9 @@ class Assembler:
         for i, sig in enumerate(self._signals):
             for lit in sig.literals:
                 self._by_literal.setdefault(lit, []).append(i)
-        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS))
+        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS) | set(progress.LITERALS))
         self._milestone_literals = frozenset(milestones.LITERALS)
+        self._progress_literals = frozenset(progress.LITERALS)
         self._record: _Record | None = None
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
@@ -124,6 +127,7 @@ class Assembler:
         self._went_down = False  # the current launch's parent reacted to a failed child
         self._request_error: int | None = None  # line of the last "Error in request:" record
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
+        self._progress: tuple[int, str] | None = None  # (line, phase) of the last progress line
 
     # -- public ------------------------------------------------------------------------
 
@@ -262,6 +266,10 @@ class Assembler:
         found = None
         if literals is None or not self._milestone_literals.isdisjoint(literals):
             found = milestones.match(message)
+        if found is None and self._group is None and (literals is None or not self._progress_literals.isdisjoint(literals)):
+            phase = progress.phase_of(message)
+            if phase is not None:
+                self._progress = (line.number, phase)
         if found is not None:
             name, figures = found
             ms = Milestone(name, line.number, records.rank_label(ranks) or None, figures, message)
@@ -415,6 +423,11 @@ class Assembler:
             incident.truncated_top = primary.truncated_top
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
+        if self._progress is not None and self._progress[0] < lines[0].number and not any(
+                self._progress[0] < ms.line < lines[0].number for ms in launch.milestones):
+            # the step the server was in when it failed, when no milestone came after it
+            incident.captures.setdefault("progress_phase", self._progress[1])
+            incident.captures.setdefault("progress_line", str(self._progress[0]))
         return incident
 
     @staticmethod
@@ -446,6 +459,7 @@ class Assembler:
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
         self._stopping = False
         self._went_down = False
+        self._progress = None
         events.append(Event("launch", launch, line=line.number))
 
 
