@@ -159,3 +159,12 @@ def test_an_exception_python_ignored_is_not_an_incident():
            "TypeError: 'NoneType' object is not callable\n")
     incs, _ = incidents_of(log)
     assert incs == []
+
+
+def test_an_exception_line_whose_message_starts_on_the_next_line():
+    # multiprocessing's bootstrapping error prints "RuntimeError: " and the text below it
+    from sglang_doctor.incidents.tracebacks import loose_exception
+    exc = loose_exception("RuntimeError:")
+    assert (exc.type, exc.message) == ("RuntimeError", "")
+    assert loose_exception("RuntimeError: boom").message == "boom"
+    assert loose_exception("not an exception line").type == ""
