@@ -109,6 +109,7 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
 # the failure lines that outweigh where the frames were (they name the failing part itself)
 STRONG_SIGNALS = frozenset({"nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed"})
 _EXIT_KILLED = ("-9", "137")
+_EXIT_SIGNALS = frozenset({"exit_code", "subprocess_crashed", "scheduler_died", "scheduler_dead"})
 _CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
 _CUT_NAME = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w{3,})$")  # the name a cut source line ends inside
 _PHASE_CATEGORY = {"startup.distributed": "nccl", "startup.load_weights": "model.load",
@@ -159,12 +160,15 @@ def from_signals(inc: Incident) -> list[Evidence]:
                             "a segmentation fault reported by UCX's handler (\"==== backtrace\"): UCX carries the "
                             "communication libraries (NCCL over IB, KV transfer)"))
     seen = set()
+    code = _exit_code(inc)
     for name in names:
         if name in SIGNALS and name not in seen:
             seen.add(name)
             category, weight, why = SIGNALS[name]
             if name == "segfault" and out:
                 continue  # the UCX reading above says more
+            if name in _EXIT_SIGNALS and code is not None and code not in _EXIT_KILLED:
+                continue  # an exit status of its own (1, 255): a Python error elsewhere, not a kill
             out.append(Evidence(f"signal:{name}", category, weight, why))
     if "sigquit_running" in names:
         # tokenizer_manager.py SignalHandler.running_phase_sigquit_handler ("SIGQUIT received.
@@ -234,8 +238,15 @@ def from_thread(inc: Incident) -> list[Evidence]:
     return []
 
 
+def _exit_code(inc: Incident) -> str | None:
+    for key in ("exit_code", "status", "rc"):
+        if inc.captures.get(key):
+            return inc.captures[key]
+    return None
+
+
 def from_exit_status(inc: Incident) -> list[Evidence]:
-    if inc.captures.get("exit_code") in _EXIT_KILLED:
+    if _exit_code(inc) in _EXIT_KILLED:
         return [Evidence("exit_status", "memory.host_oom", 0.5,
                          "exit code -9 / 137 (SIGKILL) with no Python error: most often the kernel's OOM killer")]
     return []

@@ -234,17 +234,26 @@ class Assembler:
             return
         found = self._literals.found(text)
         sig = self._classify(text, found)
-        if sig is not None:
+        exc = tracebacks.bare_exception(text.strip()) if (":" in text and not text[:1].isspace()) else None
+        if exc is not None and exc.type.endswith("Warning"):
+            exc = None
+        if sig is not None and (exc is None or sig[0].role != "evidence"):
             self._signal(line, ranks, sig, events)
             return
-        exc = tracebacks.bare_exception(text.strip()) if (":" in text and not text[:1].isspace()) else None
-        if exc is not None and not exc.type.endswith("Warning"):
+        if exc is not None:
+            # a bare exception line; when it also holds a failure signal's words
+            # ("DistBackendError: NCCL error in: ...") the exception names the failure and the
+            # signal's name joins the incident as evidence
             builder = tracebacks.TracebackBuilder(text, headless=True)
             builder.offer(text)
             self._open_group(events, line)
             self._group.builders.append(builder)
             self._group.add_ranks(ranks)
             self._group.lines.append(line)
+            if sig is not None:
+                self._group.signal_names.append(sig[0].name)
+                for k, v in sig[1].items():
+                    self._group.captures.setdefault(k, v)
             self._record = _Record(ranks, "traceback", builder)
             return
         group = self._group
