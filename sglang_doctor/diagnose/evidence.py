@@ -18,6 +18,8 @@ The collectors, by name (the weights are stated where each piece is made):
   engine.py's launch-phase handler while it was starting).
 - ``deepest_frame``: the deepest SGLang frame (module and function) looked up in ``WHERE``,
   a table of where SGLang does what; ``outer_frame`` for a frame further out.
+- ``library_frame``: the deepest frame below SGLang's own in a library it calls into
+  (``LIBRARIES``: torch.distributed, flashinfer's JIT, triton, huggingface_hub, ...).
 - ``cut_call``: the deepest frame's source line was cut inside the name of the call it
   makes (``self.init_cu``), and that prefix names one place of ``WHERE``.
 - ``thread``: the thread the traceback came from (``Exception in thread ... (f):``).
@@ -206,6 +208,40 @@ def from_frames(inc: Incident) -> list[Evidence]:
     return []
 
 
+# Libraries SGLang calls into, by a part of the frame's path: when the traceback went on below
+# SGLang's own frames into one of them, that library is where it failed.
+LIBRARIES: tuple[tuple[str, str, float, str], ...] = (
+    ("/torch/distributed/", "nccl", 0.35, "it failed inside torch.distributed (a collective or the process group)"),
+    ("/torch/cuda/graphs.py", "cuda_graph", 0.35, "it failed inside torch's CUDA graph capture"),
+    ("/torch/utils/cpp_extension.py", "kernel.build", 0.4, "it failed building a C++/CUDA extension"),
+    ("/flashinfer/jit/", "kernel.build", 0.4, "it failed in flashinfer's JIT build"),
+    ("/tvm_ffi/", "kernel.build", 0.35, "it failed loading or building a JIT kernel (tvm-ffi)"),
+    ("/torch/_inductor/", "kernel.build", 0.35, "it failed in torch.compile (inductor)"),
+    ("/torch/_dynamo/", "kernel.build", 0.3, "it failed in torch.compile (dynamo)"),
+    ("/triton/", "kernel.build", 0.3, "it failed in Triton (compiling or launching a kernel)"),
+    ("/huggingface_hub/", "model.load", 0.4, "it failed in huggingface_hub (downloading or finding the model)"),
+    ("/safetensors/", "model.load", 0.4, "it failed reading safetensors weights"),
+    ("/transformers/", "model.load", 0.3, "it failed in transformers (config, tokenizer or processor loading)"),
+    ("/torch/cuda/__init__.py", "kernel.unsupported_hw", 0.3, "it failed initialising CUDA in torch"),
+    ("/starlette/", "runtime.crash", 0.25, "it failed handling an HTTP request (the server was serving)"),
+    ("/fastapi/", "runtime.crash", 0.25, "it failed handling an HTTP request (the server was serving)"),
+)
+
+
+def from_library_frames(inc: Incident) -> list[Evidence]:
+    """The deepest frame below SGLang's own frames that is in a library of ``LIBRARIES``."""
+    frames = inc.frames
+    ours = [i for i, f in enumerate(frames) if "/sglang/" in f.file.replace("\\", "/")]
+    start = ours[-1] + 1 if ours else 0
+    for f in reversed(frames[start:]):
+        path = f.file.replace("\\", "/")
+        for part, category, weight, why in LIBRARIES:
+            if part in path:
+                short = path.split("/site-packages/", 1)[-1].split("/dist-packages/", 1)[-1]
+                return [Evidence("library_frame", category, weight, f"{why} ({f.function} in {short})")]
+    return []
+
+
 def from_cut_call(inc: Incident) -> list[Evidence]:
     """The deepest frame's source line, cut inside the name it calls: ``self.init_cu``."""
     if not inc.truncated or not inc.frames:
@@ -284,7 +320,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
 
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    return (from_signals(inc) + from_frames(inc) + from_cut_call(inc) + from_thread(inc)
+    return (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_thread(inc)
             + from_exit_status(inc) + from_context(diagnosis))
 
 

@@ -114,3 +114,22 @@ def test_the_explanation_names_the_evidence_it_used(pack):
     text = "Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]\n" + SCHED
     ev, _ = guess_of(pack, text)
     assert "(evidence: progress)" in ev["explanation"]
+
+
+def test_a_library_below_sglangs_frames_is_where_it_failed(pack):
+    text = (SCHED + f'  File "{P}/model_executor/model_runner.py", line 253, in init_torch_distributed\n'
+            "    initialize_model_parallel(tensor_model_parallel_size=self.tp_size)\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 4001, in new_group\n'
+            "    return _new_group_with_tag(\n")
+    _, guess = guess_of(pack, text)
+    assert guess["category"] == "nccl"
+    assert {"deepest_frame", "library_frame"} <= set(names(guess))
+    assert "distributed_c10d.py" in guess["why"]
+
+
+def test_a_library_frame_above_sglangs_frames_says_nothing():
+    from sglang_doctor.model import Frame
+    inc = Incident(kind="traceback", first_line=1, last_line=3, frames=[
+        Frame("/usr/local/lib/python3.10/dist-packages/transformers/utils/hub.py", 10, "cached_file"),
+        Frame(f"{P}/managers/scheduler.py", 1787, "run_scheduler_process")])
+    assert evidence.from_library_frames(inc) == []
