@@ -242,26 +242,36 @@ def from_library_frames(inc: Incident) -> list[Evidence]:
     return []
 
 
+def _completions(prefix: str) -> set[tuple[str, str, str]]:
+    """(category, why, name) of the function names of ``WHERE`` that ``prefix`` begins."""
+    return {(category, why, name) for part, functions, category, why in WHERE if not part and functions
+            for name in functions if name.startswith(prefix) and name != prefix}
+
+
 def from_cut_call(inc: Incident) -> list[Evidence]:
-    """The deepest frame's source line, cut inside the name it calls: ``self.init_cu``."""
+    """The text stops inside a name: the deepest frame's source line cut inside the call it
+    makes (``self.init_cu``), or its ``File ...`` line cut inside the function's name
+    (``in forward_t``).  Evidence only when every completion names one category."""
     if not inc.truncated or not inc.frames:
         return []
     last = inc.frames[-1]
-    if "/sglang/" not in last.file.replace("\\", "/") or not last.source:
+    if "/sglang/" not in last.file.replace("\\", "/"):
         return []
-    m = _CUT_NAME.search(last.source.rstrip())
-    if m is None or "(" in last.source:
-        return []
-    prefix = m.group(1)
-    hits = {(category, why, name) for part, functions, category, why in WHERE if not part and functions
-            for name in functions if name.startswith(prefix) and name != prefix}
-    categories = {h[0] for h in hits}
-    if len(categories) != 1:
+    if last.source:
+        m = _CUT_NAME.search(last.source.rstrip())
+        if m is None or "(" in last.source:
+            return []
+        prefix, where = m.group(1), f"the call {m.group(1)}... in {last.function} ({_short(last)})"
+    else:
+        prefix = last.function.rsplit(".", 1)[-1]
+        if len(prefix) < 5 or not prefix.isidentifier():
+            return []
+        where = f"the frame line's function name {prefix}... ({_short(last)})"
+    hits = _completions(prefix)
+    if len({h[0] for h in hits}) != 1:
         return []
     category, why, name = sorted(hits)[0]
-    return [Evidence("cut_call", category, 0.35,
-                     f"{why}: the text stops inside the call {prefix}... in {last.function} ({_short(last)}), "
-                     f"which can only be {name}")]
+    return [Evidence("cut_call", category, 0.35, f"{why}: the text stops inside {where}, which can only be {name}")]
 
 
 def from_thread(inc: Incident) -> list[Evidence]:

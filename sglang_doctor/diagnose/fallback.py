@@ -124,11 +124,12 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
                 "why": f"rule {diagnosis.rule} matched what the text holds"}
     # a start-up progress line before the failure says the server was not ready yet
     starting = inc.captures.get("progress_phase", "serving") != "serving"
-    found = evidence.weigh(evidence.collect(diagnosis), context_known=inc.after_ready_known or starting)
+    pieces = evidence.collect(diagnosis)
+    found = evidence.weigh(pieces, context_known=inc.after_ready_known or starting)
     if found is not None:
         return found
     return {"category": diagnosis.category, "confidence": round(min(diagnosis.confidence, 0.2), 3),
-            "why": "nothing in the text points anywhere more precise", "evidence": []}
+            "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
 
 
 def attach(diagnosis: Diagnosis) -> Diagnosis:

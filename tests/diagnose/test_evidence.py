@@ -133,3 +133,11 @@ def test_a_library_frame_above_sglangs_frames_says_nothing():
         Frame("/usr/local/lib/python3.10/dist-packages/transformers/utils/hub.py", 10, "cached_file"),
         Frame(f"{P}/managers/scheduler.py", 1787, "run_scheduler_process")])
     assert evidence.from_library_frames(inc) == []
+
+
+def test_a_frame_line_cut_inside_its_function_name(pack):
+    text = ("[2025-05-06 06:19:33] TpModelWorkerClient hit an exception: Traceback (most recent call last):\n"
+            f'  File "{P}/managers/tp_worker_overlap_thread.py", line 118, in forward_t')
+    _, guess = guess_of(pack, text)
+    assert "cut_call" in names(guess) and guess["category"] == "runtime.crash"
+    assert "forward_thread_func" in guess["why"]
