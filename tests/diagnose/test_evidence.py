@@ -141,3 +141,21 @@ def test_a_frame_line_cut_inside_its_function_name(pack):
     _, guess = guess_of(pack, text)
     assert "cut_call" in names(guess) and guess["category"] == "runtime.crash"
     assert "forward_thread_func" in guess["why"]
+
+
+def test_an_exit_status_of_its_own_is_no_host_oom_evidence():
+    line = Line(1, "Exit code: 1", b"Exit code: 1")
+    inc = Incident(kind="signal", first_line=1, last_line=1, lines=[line], signals=[line],
+                   signal_names=["exit_code"], captures={"exit_code": "1"})
+    assert evidence.from_signals(inc) == [] and evidence.from_exit_status(inc) == []
+    inc.captures = {"exit_code": "-9"}
+    assert [e.category for e in evidence.from_signals(inc) + evidence.from_exit_status(inc)] == \
+        ["memory.host_oom", "memory.host_oom"]
+
+
+def test_calledprocesserror_is_an_exception_not_an_exit_status(pack):
+    text = "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n"
+    pipe = StreamPipeline(pack, remediate=False)
+    (ev,) = [e for e in pipe.feed(text.encode()) + pipe.finish() if e["event"] == "incident"]
+    assert ev["exception"]["type"] == "subprocess.CalledProcessError"
+    assert ev["category"] == "kernel.build"
