@@ -22,6 +22,8 @@ The collectors, by name (the weights are stated where each piece is made):
   (``LIBRARIES``: torch.distributed, flashinfer's JIT, triton, huggingface_hub, ...).
 - ``cut_call``: the deepest frame's source line was cut inside the name of the call it
   makes (``self.init_cu``), and that prefix names one place of ``WHERE``.
+- ``header``: the process SGLang names in ``<Process> hit an exception`` when it is one that
+  works while serving (TokenizerManager, DetokenizerManager, the overlap forward thread).
 - ``thread``: the thread the traceback came from (``Exception in thread ... (f):``).
 - ``exit_status``: -9 / 137 (SIGKILL) with no Python error.
 - ``ready``: the log shows the server had been ready.
@@ -274,6 +276,26 @@ def from_cut_call(inc: Incident) -> list[Evidence]:
     return [Evidence("cut_call", category, 0.35, f"{why}: the text stops inside {where}, which can only be {name}")]
 
 
+# SGLang's "<Process> hit an exception: Traceback ..." names the process that failed; these run
+# the serving side (tokenizer_manager.py / detokenizer_manager.py handle loops, the overlap
+# scheduler's forward thread in tp_worker_overlap_thread.py), so their failures are crashes
+# while serving (or warming up).  The scheduler and the DP controller also fail at start-up.
+_SERVING_PROCESSES = ("TokenizerManager", "DetokenizerManager", "TpModelWorkerClient", "MultiTokenizerRouter",
+                      "GrpcRequestManager")
+_HEADER = re.compile(r"\b(?P<process>[A-Za-z]\w*) hit an exception")
+
+
+def from_header(inc: Incident) -> list[Evidence]:
+    for line in inc.lines[:3]:
+        m = _HEADER.search(line.text)
+        if m is not None:
+            if m.group("process") in _SERVING_PROCESSES:
+                return [Evidence("header", "runtime.crash", 0.25,
+                                 f"the {m.group('process')} logged it: that process does its work while serving")]
+            return []
+    return []
+
+
 def from_thread(inc: Incident) -> list[Evidence]:
     func = inc.captures.get("thread_func")
     if not func:
@@ -330,7 +352,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
 
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    return (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_thread(inc)
+    return (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_header(inc) + from_thread(inc)
             + from_exit_status(inc) + from_context(diagnosis))
 
 

@@ -159,3 +159,12 @@ def test_calledprocesserror_is_an_exception_not_an_exit_status(pack):
     (ev,) = [e for e in pipe.feed(text.encode()) + pipe.finish() if e["event"] == "incident"]
     assert ev["exception"]["type"] == "subprocess.CalledProcessError"
     assert ev["category"] == "kernel.build"
+
+
+def test_the_process_that_logged_it_is_evidence(pack):
+    text = ("[2025-05-06 06:19:33] DetokenizerManager hit an exception: Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.10/pickle.py", line 1')
+    _, guess = guess_of(pack, text)
+    assert "header" in names(guess) and guess["category"] == "runtime.crash"
+    _, guess = guess_of(pack, SCHED)  # the scheduler also fails at start-up: no evidence
+    assert "header" not in names(guess)
