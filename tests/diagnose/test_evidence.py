@@ -168,3 +168,10 @@ def test_the_process_that_logged_it_is_evidence(pack):
     assert "header" in names(guess) and guess["category"] == "runtime.crash"
     _, guess = guess_of(pack, SCHED)  # the scheduler also fails at start-up: no evidence
     assert "header" not in names(guess)
+
+
+def test_start_up_constructor_frames_say_the_server_was_not_ready(pack):
+    text = (SCHED + f'  File "{P}/model_executor/model_runner.py", line 207, in initialize\n'
+            "    self.init_cu")
+    _, guess = guess_of(pack, text)
+    assert "does not say whether the server had been ready" not in guess["why"]
