@@ -10,63 +10,19 @@ part.  ``LOG`` in a command stands for the log file on the server.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from sglang_doctor.diagnose import evidence
+from sglang_doctor.incidents import progress
 from sglang_doctor.incidents.milestones import phase_after
 from sglang_doctor.incidents.tracebacks import sglang_frames
-from sglang_doctor.model import Diagnosis, Frame, Incident, Launch
+from sglang_doctor.model import Diagnosis, Incident, Launch
 
-# Where a traceback was when its text stopped: (path part after ".../sglang/", function
-# names or None for any, category, why).  Tried from the deepest SGLang frame outwards;
-# the first that fits names the guess.  Serving loops come last: a failure inside a model's
-# forward is only a serving crash when nothing deeper says more.
-_WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
-    ("srt/server_args", None, "args.invalid", "it stopped in server_args (argument checks)"),
-    ("srt/model_executor/cuda_graph_runner", None, "cuda_graph", "it stopped while capturing CUDA graphs"),
-    ("", ("init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size"), "cuda_graph",
-     "it stopped while capturing CUDA graphs"),
-    ("srt/distributed/", None, "nccl", "it stopped in torch distributed / NCCL set-up"),
-    ("", ("init_torch_distributed", "initialize_model_parallel", "init_distributed_environment"), "nccl",
-     "it stopped in torch distributed / NCCL set-up"),
-    ("srt/mem_cache/", None, "memory.kv_pool", "it stopped in SGLang's memory pools"),
-    ("", ("init_memory_pool", "profile_max_num_token"), "memory.kv_pool", "it stopped sizing the memory pools"),
-    ("srt/jit_kernel/", None, "kernel.build", "it stopped in a JIT kernel build"),
-    ("srt/layers/attention/", None, "kernel.unsupported_hw", "it stopped inside an attention kernel"),
-    ("srt/layers/quantization/", None, "kernel.unsupported_hw", "it stopped inside a quantization kernel"),
-    ("srt/layers/moe/", None, "kernel.unsupported_hw", "it stopped inside a MoE kernel"),
-    ("srt/model_loader/", None, "model.load", "it stopped loading the model"),
-    ("srt/models/", ("load_weights",), "model.load", "it stopped in the model's load_weights"),
-    ("", ("load_model", "_initialize_model", "get_model"), "model.load", "it stopped loading the model"),
-    ("srt/configs/", None, "model.load", "it stopped reading the model's configuration"),
-    ("srt/models/", ("forward",), "kernel.unsupported_hw",
-     "it stopped inside a model's forward pass, where kernels for this GPU run"),
-    ("srt/managers/tokenizer_manager", None, "runtime.crash", "it stopped in the tokenizer manager while serving"),
-    ("srt/managers/detokenizer_manager", None, "runtime.crash", "it stopped in the detokenizer while serving"),
-    ("", ("event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch", "process_batch_result",
-          "forward_thread_func", "forward_thread_func_", "get_next_batch_to_run", "handle_loop"),
-     "runtime.crash", "it stopped in the scheduler's serving loop"),
-)
-_SIGNAL_GUESS: dict[str, tuple[str, float, str]] = {
-    "oom_killer": ("memory.host_oom", 0.6, "the kernel's OOM killer killed the process"),
-    "killed": ("memory.host_oom", 0.5, "the process was killed (SIGKILL) with no Python error: most often the "
-               "kernel's OOM killer"),
-    "exit_code": ("memory.host_oom", 0.35, "a process exited with no Python error"),
-    "scheduler_died": ("memory.host_oom", 0.4, "a scheduler died during initialization with no Python error"),
-    "scheduler_dead": ("memory.host_oom", 0.35, "a scheduler process died with no Python error"),
-    "subprocess_crashed": ("memory.host_oom", 0.3, "a subprocess died with no Python error"),
-    "nccl_warn": ("nccl", 0.5, "NCCL warned before the failure"),
-    "nccl_error": ("nccl", 0.5, "NCCL reported an error"),
-    "nccl_watchdog": ("nccl", 0.5, "torch's NCCL watchdog caught a failed or stuck collective"),
-    "c10d_peer_gone": ("nccl", 0.4, "a peer's TCPStore connection broke: another rank or node went away first"),
-    "segfault": ("runtime.crash", 0.3, "a native crash (segmentation fault)"),
-    "cuda_error": ("runtime.crash", 0.35, "a CUDA error"),
-    "cpp_terminate": ("runtime.crash", 0.3, "a C++ exception terminated the process"),
-    "faulthandler": ("runtime.crash", 0.3, "Python's faulthandler reported a fatal error"),
-    "watchdog_timeout": ("runtime.crash", 0.35, "SGLang's scheduler watchdog fired: a forward pass hung"),
-}
 _EXIT_KILLED = ("-9", "137")
-_CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
+# functions only start-up runs (scheduler.py / tp_worker.py / model_runner.py constructors)
+_STARTUP_FUNCTIONS = frozenset({"__init__", "init", "initialize", "init_model_worker", "init_tp_model_worker",
+                                "_init_model_runner"})
+_STARTUP_MODULES = ("srt/managers/scheduler.py", "srt/managers/tp_worker", "srt/model_executor/model_runner.py")
 _TERMINAL = ("sigquit_launch", "sigquit_running")
 
 
@@ -163,88 +119,24 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
 # -- the best guess --------------------------------------------------------------------
 
 
-def _short(f: Frame) -> str:
-    path = f.file.replace("\\", "/")
-    return path.split("/sglang/", 1)[-1] if "/sglang/" in path else path.rsplit("/", 1)[-1]
-
-
-def _called(source: str | None) -> str | None:
-    """The function a frame's source line calls (``scheduler.event_loop_normal()``)."""
-    if not source:
-        return None
-    m = _CALL.search(source)
-    return m.group(1) if m else None
-
-
-def _fits(path: str, function: str, part: str, functions: tuple[str, ...] | None) -> bool:
-    if part and part not in path:
-        return False
-    if functions is None:
-        return True
-    name = function.rsplit(".", 1)[-1]
-    return name in functions or (name.startswith("event_loop") and "event_loop_normal" in functions)
-
-
-def guess_from_frames(frames: list[Frame]) -> tuple[str, float, str] | None:
-    ours = sglang_frames(frames)
-    for depth, f in enumerate(reversed(ours)):
-        path = f.file.replace("\\", "/")
-        called = _called(f.source) if depth == 0 else None
-        for part, functions, category, why in _WHERE:
-            if called and functions is not None and not part and _fits(path, called, part, functions):
-                # the deepest frame's source line shows what it was calling when the text stopped
-                return category, 0.35, f"{why} ({f.function} was calling {called}, {_short(f)})"
-            if not _fits(path, f.function, part, functions):
-                continue
-            confidence = 0.4 if depth == 0 else 0.3
-            return category, confidence, f"{why} ({f.function} in {_short(f)})"
-    return None
-
-
 def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The rule layer's answer when one matched; else the heaviest category of the evidence
+    the text holds (diagnose/evidence.py), each piece named with its weight in ``why``."""
     inc = diagnosis.incident
     if diagnosis.layer != "fallback":
         return {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
                 "why": f"rule {diagnosis.rule} matched what the text holds"}
-    names = inc.signal_names
-    if "segfault" in names and any("==== backtrace" in line.text or "ucs" in line.text.lower().split()
-                                   for line in inc.signals):
-        return {"category": "nccl", "confidence": 0.3,
-                "why": "a segmentation fault reported by UCX's handler (\"==== backtrace\"): UCX carries the "
-                       "communication libraries (NCCL over IB, KV transfer)"}
-    for name in names:  # evidence the text does hold, in order
-        if name in ("nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed", "segfault", "cuda_error"):
-            category, conf, why = _SIGNAL_GUESS[name]
-            return {"category": category, "confidence": conf, "why": why}
-    found = guess_from_frames(inc.frames)
-    if found is None and inc.captures.get("thread_func"):
-        func = inc.captures["thread_func"]
-        found = next(((cat, 0.3, f"{why} (the traceback came from thread function {func})")
-                      for part, functions, cat, why in _WHERE if not part and _fits("", func, part, functions)), None)
+    # a start-up progress line before the failure, or frames of the start-up constructors
+    # (Scheduler / TpModelWorker / ModelRunner __init__), say the server was not ready yet
+    starting = inc.captures.get("progress_phase", "serving") != "serving" or any(
+        f.function in _STARTUP_FUNCTIONS and any(m in f.file.replace("\\", "/") for m in _STARTUP_MODULES)
+        for f in inc.frames)
+    pieces = evidence.collect(diagnosis)
+    found = evidence.weigh(pieces, context_known=inc.after_ready_known or starting)
     if found is not None:
-        category, conf, why = found
-        if inc.after_ready and category not in ("runtime.crash",):
-            why += "; the server had been ready"
-        return {"category": category, "confidence": conf, "why": why}
-    if inc.captures.get("exit_code") in _EXIT_KILLED:
-        return {"category": "memory.host_oom", "confidence": 0.5,
-                "why": "exit code -9 / 137 (SIGKILL) with no Python error: most often the kernel's OOM killer"}
-    for name in names:
-        if name in _SIGNAL_GUESS:
-            category, conf, why = _SIGNAL_GUESS[name]
-            return {"category": category, "confidence": conf, "why": why}
-    if inc.after_ready:
-        return {"category": "runtime.crash", "confidence": 0.3, "why": "the server had been ready before it failed"}
-    launch = diagnosis.launch
-    if launch is not None and (launch.line is not None or launch.milestones):
-        phase = diagnosis.phase if diagnosis.phase != "unknown" else None
-        category = {"startup.distributed": "nccl", "startup.load_weights": "model.load",
-                    "startup.memory_pool": "memory.kv_pool", "startup.cuda_graph": "cuda_graph",
-                    "startup.args": "args.invalid", "serving": "runtime.crash"}.get(phase or "")
-        if category:
-            return {"category": category, "confidence": 0.25, "why": f"the last start-up step seen points at {phase}"}
+        return found
     return {"category": diagnosis.category, "confidence": round(min(diagnosis.confidence, 0.2), 3),
-            "why": "nothing in the text points anywhere more precise"}
+            "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
 
 
 def attach(diagnosis: Diagnosis) -> Diagnosis:
@@ -263,8 +155,10 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
             diagnosis.category = guess["category"]
             diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.5)
         where = "the cause line is not in the text" if missing else "no rule knew this failure"
+        used = [ev["name"] for ev in guess.get("evidence", ()) if ev["category"] == guess["category"]]
+        basis = f" (evidence: {', '.join(used)})" if used else ""
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "
-                                 f"confidence {guess['confidence']}.").strip()
+                                 f"confidence {guess['confidence']}{basis}.").strip()
     diagnosis.fallback = {"missing": missing, "best_guess": guess, "next_step": next_step(inc, missing, fragment)}
     return diagnosis
 
@@ -280,10 +174,10 @@ _LAST_LINE: tuple[tuple[str, str], ...] = (
     ("Detected fp8 checkpoint", "startup.load_weights"), ("Loading pt checkpoint shards", "startup.load_weights"),
     ("Init torch distributed ends", "startup.load_weights"), ("Init torch distributed", "startup.distributed"), ("KV Cache is allocated", "startup.memory_pool"),
     ("Memory pool end", "startup.cuda_graph"),
-)
+) + progress.PROGRESS
 _PHASE_CATEGORY = {"startup.distributed": "nccl", "startup.load_weights": "model.load",
                    "startup.memory_pool": "memory.kv_pool", "startup.cuda_graph": "cuda_graph",
-                   "startup.warmup": "runtime.crash", "serving": "runtime.crash"}
+                   "startup.warmup": "runtime.crash", "serving": "runtime.crash", progress.JIT_BUILD: "kernel.build"}
 
 
 def _last_lines(tail: bytes, n: int = 3) -> list[str]:

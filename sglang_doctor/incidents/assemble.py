@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglang_doctor.incidents import milestones
+from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
@@ -87,6 +88,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
+        | set(progress.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL}
@@ -140,8 +142,9 @@ class Assembler:
         for i, sig in enumerate(self._signals):
             for lit in sig.literals:
                 self._by_literal.setdefault(lit, []).append(i)
-        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS))
+        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS) | set(progress.LITERALS))
         self._milestone_literals = frozenset(milestones.LITERALS)
+        self._progress_literals = frozenset(progress.LITERALS)
         self._record: _Record | None = None
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
@@ -149,6 +152,7 @@ class Assembler:
         self._went_down = False  # the current launch's parent reacted to a failed child
         self._request_error: int | None = None  # line of the last "Error in request:" record
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
+        self._progress: tuple[int, str] | None = None  # (line, phase) of the last progress line
 
     # -- public ------------------------------------------------------------------------
 
@@ -255,17 +259,26 @@ class Assembler:
             return
         found = self._literals.found(text)
         sig = self._classify(text, found)
-        if sig is not None:
+        exc = tracebacks.bare_exception(text.strip()) if (":" in text and not text[:1].isspace()) else None
+        if exc is not None and exc.type.endswith("Warning"):
+            exc = None
+        if sig is not None and (exc is None or sig[0].role != "evidence"):
             self._signal(line, ranks, sig, events)
             return
-        exc = tracebacks.bare_exception(text.strip()) if (":" in text and not text[:1].isspace()) else None
-        if exc is not None and not exc.type.endswith("Warning"):
+        if exc is not None:
+            # a bare exception line; when it also holds a failure signal's words
+            # ("DistBackendError: NCCL error in: ...") the exception names the failure and the
+            # signal's name joins the incident as evidence
             builder = tracebacks.TracebackBuilder(text, headless=True)
             builder.offer(text)
             self._open_group(events, line)
             self._group.builders.append(builder)
             self._group.add_ranks(ranks)
             self._group.lines.append(line)
+            if sig is not None:
+                self._group.signal_names.append(sig[0].name)
+                for k, v in sig[1].items():
+                    self._group.captures.setdefault(k, v)
             self._record = _Record(ranks, "traceback", builder)
             return
         group = self._group
@@ -287,6 +300,10 @@ class Assembler:
         found = None
         if literals is None or not self._milestone_literals.isdisjoint(literals):
             found = milestones.match(message)
+        if found is None and self._group is None and (literals is None or not self._progress_literals.isdisjoint(literals)):
+            phase = progress.phase_of(message)
+            if phase is not None:
+                self._progress = (line.number, phase)
         if found is not None:
             name, figures = found
             ms = Milestone(name, line.number, records.rank_label(ranks) or None, figures, message)
@@ -440,6 +457,11 @@ class Assembler:
             incident.truncated_top = primary.truncated_top
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
+        if self._progress is not None and self._progress[0] < lines[0].number and not any(
+                self._progress[0] < ms.line < lines[0].number for ms in launch.milestones):
+            # the step the server was in when it failed, when no milestone came after it
+            incident.captures.setdefault("progress_phase", self._progress[1])
+            incident.captures.setdefault("progress_line", str(self._progress[0]))
         return incident
 
     @staticmethod
@@ -471,6 +493,7 @@ class Assembler:
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
         self._stopping = False
         self._went_down = False
+        self._progress = None
         events.append(Event("launch", launch, line=line.number))
 
 

@@ -43,8 +43,9 @@ SIGNALS: tuple[Signal, ...] = (
     _s("scheduler_died", ("scheduler died during initialization",),
        r"Rank (?P<rank>\d+) scheduler died during initialization \(exit code: (?P<exit_code>-?\d+)\)", "terminal"),
     _s("scheduler_dead", ("scheduler is dead",), r"Rank (?P<rank>\d+) scheduler is dead", "evidence"),
+    # (not subprocess.CalledProcessError's "returned non-zero exit status N": an exception line)
     _s("exit_code", ("Exit code:", "exit code", "exit status", "rc="),
-       r"^(?:Exit code: (?P<exit_code>-?\d+)|rc=(?P<rc>\d+)\s*$|.*\bexit(?:ed with)? (?:code|status)[ :=]+(?P<status>-?\d+))",
+       r"^(?:Exit code: (?P<exit_code>-?\d+)|rc=(?P<rc>\d+)\s*$|.*\b(?<!non-zero )exit(?:ed with)? (?:code|status)[ :=]+(?P<status>-?\d+))",
        "evidence"),
     _s("oom_killer", ("Out of memory", "oom-kill", "oom_reaper", "invoked oom-killer"),
        r"Out of memory: Killed process (?P<pid>\d+)|oom-kill:|oom_reaper:|invoked oom-killer", "evidence"),

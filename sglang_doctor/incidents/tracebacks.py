@@ -110,7 +110,9 @@ def is_cut_header(text: str) -> bool:
 def loose_exception(text: str) -> ExceptionInfo:
     """A column-0 line where Python puts the exception; take it as one whatever it says."""
     m = _EXC.match(text)
-    if m and m.group("type") and (m.group("msg") is not None or ":" not in text):
+    # "RuntimeError:" alone: an exception whose message starts on the next line (multiprocessing's
+    # bootstrapping error, textwrap'd messages)
+    if m and m.group("type") and (m.group("msg") is not None or ":" not in text or text.endswith(":")):
         return ExceptionInfo(m.group("type"), m.group("msg") or "")
     etype, sep, msg = text.partition(": ")
     if sep and " " not in etype.strip():

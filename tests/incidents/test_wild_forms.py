@@ -159,3 +159,30 @@ def test_an_exception_python_ignored_is_not_an_incident():
            "TypeError: 'NoneType' object is not callable\n")
     incs, _ = incidents_of(log)
     assert incs == []
+
+
+def test_an_exception_line_whose_message_starts_on_the_next_line():
+    # multiprocessing's bootstrapping error prints "RuntimeError: " and the text below it
+    from sglang_doctor.incidents.tracebacks import loose_exception
+    exc = loose_exception("RuntimeError:")
+    assert (exc.type, exc.message) == ("RuntimeError", "")
+    assert loose_exception("RuntimeError: boom").message == "boom"
+    assert loose_exception("not an exception line").type == ""
+
+
+def test_a_bare_exception_line_with_a_signal_word_keeps_its_exception():
+    # "DistBackendError: NCCL error in: ..." is an exception line first: the signal joins as evidence
+    from sglang_doctor.incidents.assemble import Assembler
+    from sglang_doctor.model import Line
+    text = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+            "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5")
+    asm = Assembler()
+    events = asm.feed(Line(1, text, text.encode())) + asm.flush()
+    (inc,) = [e.incident for e in events if e.kind == "incident"]
+    assert inc.kind == "traceback" and inc.exception.type == "torch.distributed.DistBackendError"
+    assert "nccl_error" in inc.signal_names
+    line = "Killed"
+    asm2 = Assembler()
+    events = asm2.feed(Line(1, line, line.encode())) + asm2.flush()
+    (inc,) = [e.incident for e in events if e.kind == "incident"]
+    assert inc.kind == "signal"  # a signal line that is no exception stays a signal

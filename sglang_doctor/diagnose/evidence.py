@@ -1,0 +1,398 @@
+"""Evidence for the best guess, when the line that names a failure's cause is not in the text.
+
+Each collector looks at one kind of thing the text does hold and returns small, named pieces
+of evidence: a category, a weight (how far that alone points there) and why.  ``weigh`` adds
+the weights up per category; the guess is the heaviest category, its confidence grows with
+the agreeing evidence and shrinks with the evidence for other categories, and never passes
+``MAX_CONFIDENCE``.  A piece with a negative weight argues against a category (the launch
+was still starting, so it was not a crash while serving); it lowers, it never vetoes.  When
+the log does not say whether the server had been ready, the confidence is lowered
+(``UNKNOWN_CONTEXT``), never the category changed.
+
+The collectors, by name (the weights are stated where each piece is made):
+
+- ``signal:NAME``: a failure line that is not a traceback (NCCL WARN, the OOM killer,
+  ``Killed``, a segfault, a CUDA error, an exit status, a ray/k8s wrapper's message).
+- ``sigquit:running`` / ``sigquit:launch``: which of SGLang's SIGQUIT handlers logged the
+  child's failure (tokenizer_manager.py's running-phase handler after the launch finished;
+  engine.py's launch-phase handler while it was starting).
+- ``deepest_frame``: the deepest SGLang frame (module and function) looked up in ``WHERE``,
+  a table of where SGLang does what; ``outer_frame`` for a frame further out.
+- ``library_frame``: the deepest frame below SGLang's own in a library it calls into
+  (``LIBRARIES``: torch.distributed, flashinfer's JIT, triton, huggingface_hub, ...).
+- ``cut_call``: the deepest frame's source line was cut inside the name of the call it
+  makes (``self.init_cu``), and that prefix names one place of ``WHERE``.
+- ``header``: the process SGLang names in ``<Process> hit an exception`` when it is one that
+  works while serving (TokenizerManager, DetokenizerManager, the overlap forward thread).
+- ``thread``: the thread the traceback came from (``Exception in thread ... (f):``).
+- ``exit_status``: -9 / 137 (SIGKILL) with no Python error.
+- ``ready``: the log shows the server had been ready.
+- ``milestone``: the last start-up milestone before the failure.
+- ``progress``: the last progress line before the failure (incidents/progress.py: loading
+  shards, capturing batches, a JIT build, batches being served).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sglang_doctor.incidents import progress
+from sglang_doctor.incidents.milestones import phase_after
+from sglang_doctor.incidents.tracebacks import sglang_frames
+from sglang_doctor.model import Diagnosis, Frame, Incident
+
+MAX_CONFIDENCE = 0.5
+UNKNOWN_CONTEXT = 0.85  # multiplier when the log does not say whether the server had been ready
+AGREE_BONUS = 0.05  # per further piece of evidence for the same category
+
+
+@dataclass(frozen=True)
+class Evidence:
+    name: str
+    category: str
+    weight: float
+    why: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "category": self.category, "weight": self.weight, "why": self.why}
+
+
+# Where a traceback was when its text stopped: (path part after ".../sglang/", function
+# names or None for any, category, why).  Tried from the deepest SGLang frame outwards;
+# the first that fits names the guess.  Serving loops come last: a failure inside a model's
+# forward is only a serving crash when nothing deeper says more.
+WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
+    ("srt/server_args", None, "args.invalid", "it stopped in server_args (argument checks)"),
+    ("srt/model_executor/cuda_graph_runner", None, "cuda_graph", "it stopped while capturing CUDA graphs"),
+    ("", ("init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size"), "cuda_graph",
+     "it stopped while capturing CUDA graphs"),
+    ("srt/distributed/", None, "nccl", "it stopped in torch distributed / NCCL set-up"),
+    ("", ("init_torch_distributed", "initialize_model_parallel", "init_distributed_environment"), "nccl",
+     "it stopped in torch distributed / NCCL set-up"),
+    ("srt/mem_cache/", None, "memory.kv_pool", "it stopped in SGLang's memory pools"),
+    ("", ("init_memory_pool", "profile_max_num_token"), "memory.kv_pool", "it stopped sizing the memory pools"),
+    ("srt/jit_kernel/", None, "kernel.build", "it stopped in a JIT kernel build"),
+    ("srt/layers/attention/", None, "kernel.unsupported_hw", "it stopped inside an attention kernel"),
+    ("srt/layers/quantization/", None, "kernel.unsupported_hw", "it stopped inside a quantization kernel"),
+    ("srt/layers/moe/", None, "kernel.unsupported_hw", "it stopped inside a MoE kernel"),
+    ("srt/model_loader/", None, "model.load", "it stopped loading the model"),
+    ("srt/models/", ("load_weights",), "model.load", "it stopped in the model's load_weights"),
+    ("", ("load_model", "_initialize_model", "get_model"), "model.load", "it stopped loading the model"),
+    ("srt/configs/", None, "model.load", "it stopped reading the model's configuration"),
+    ("srt/models/", ("forward",), "kernel.unsupported_hw",
+     "it stopped inside a model's forward pass, where kernels for this GPU run"),
+    ("srt/managers/tokenizer_manager", None, "runtime.crash", "it stopped in the tokenizer manager while serving"),
+    ("srt/managers/detokenizer_manager", None, "runtime.crash", "it stopped in the detokenizer while serving"),
+    ("", ("event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch", "process_batch_result",
+          "forward_thread_func", "forward_thread_func_", "get_next_batch_to_run", "handle_loop"),
+     "runtime.crash", "it stopped in the scheduler's serving loop"),
+)
+
+# A failure line that is not a traceback: (category, weight, why)
+SIGNALS: dict[str, tuple[str, float, str]] = {
+    "oom_killer": ("memory.host_oom", 0.6, "the kernel's OOM killer killed the process"),
+    "killed": ("memory.host_oom", 0.5, "the process was killed (SIGKILL) with no Python error: most often the "
+               "kernel's OOM killer"),
+    "nccl_warn": ("nccl", 0.5, "NCCL warned before the failure"),
+    "nccl_error": ("nccl", 0.5, "NCCL reported an error"),
+    "nccl_watchdog": ("nccl", 0.5, "torch's NCCL watchdog caught a failed or stuck collective"),
+    "c10d_peer_gone": ("nccl", 0.4, "a peer's TCPStore connection broke: another rank or node went away first"),
+    "cuda_error": ("runtime.crash", 0.35, "a CUDA error"),
+    "watchdog_timeout": ("runtime.crash", 0.35, "SGLang's scheduler watchdog fired: a forward pass hung"),
+    "segfault": ("runtime.crash", 0.3, "a native crash (segmentation fault)"),
+    "cpp_terminate": ("runtime.crash", 0.3, "a C++ exception terminated the process"),
+    "faulthandler": ("runtime.crash", 0.3, "Python's faulthandler reported a fatal error"),
+    "scheduler_died": ("memory.host_oom", 0.4, "a scheduler died during initialization with no Python error"),
+    "scheduler_dead": ("memory.host_oom", 0.35, "a scheduler process died with no Python error"),
+    "exit_code": ("memory.host_oom", 0.3, "a process exited with no Python error"),
+    "subprocess_crashed": ("memory.host_oom", 0.3, "a subprocess died with no Python error"),
+    "transfer_error": ("nccl", 0.35, "a KV-transfer / RDMA / NVSHMEM error"),
+    "port_in_use": ("network.port", 0.5, "a port was already in use"),
+}
+# the failure lines that outweigh where the frames were (they name the failing part itself)
+STRONG_SIGNALS = frozenset({"nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed"})
+_EXIT_KILLED = ("-9", "137")
+_EXIT_SIGNALS = frozenset({"exit_code", "subprocess_crashed", "scheduler_died", "scheduler_dead"})
+_CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
+_CUT_NAME = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w{3,})$")  # the name a cut source line ends inside
+_PHASE_CATEGORY = {"startup.distributed": "nccl", "startup.load_weights": "model.load",
+                   "startup.memory_pool": "memory.kv_pool", "startup.cuda_graph": "cuda_graph",
+                   "startup.args": "args.invalid", "startup.warmup": "runtime.crash", "serving": "runtime.crash",
+                   progress.JIT_BUILD: "kernel.build"}
+# wrappers that ran SGLang and said what happened to it (ray, kubernetes), on any line
+_WRAPPERS: tuple[tuple[str, str, float, str], ...] = (
+    ("OOMKilled", "memory.host_oom", 0.5, "kubernetes says the container was OOMKilled (its memory limit)"),
+    ("running low on memory", "memory.host_oom", 0.5, "ray's memory monitor killed a worker: the node ran low on memory"),
+    ("ray.exceptions.OutOfMemoryError", "memory.host_oom", 0.5, "ray's memory monitor killed a worker (host RAM)"),
+    ("SYSTEM_ERROR", "memory.host_oom", 0.2, "ray says the worker process died (SYSTEM_ERROR): killed from outside, "
+     "most often for memory"),
+)
+
+
+def _short(f: Frame) -> str:
+    path = f.file.replace("\\", "/")
+    return path.split("/sglang/", 1)[-1] if "/sglang/" in path else path.rsplit("/", 1)[-1]
+
+
+def _called(source: str | None) -> str | None:
+    """The function a frame's source line calls (``scheduler.event_loop_normal()``)."""
+    if not source:
+        return None
+    m = _CALL.search(source)
+    return m.group(1) if m else None
+
+
+def _fits(path: str, function: str, part: str, functions: tuple[str, ...] | None) -> bool:
+    if part and part not in path:
+        return False
+    if functions is None:
+        return True
+    name = function.rsplit(".", 1)[-1]
+    return name in functions or (name.startswith("event_loop") and "event_loop_normal" in functions)
+
+
+# -- the collectors ------------------------------------------------------------------------
+
+
+def from_signals(inc: Incident) -> list[Evidence]:
+    out: list[Evidence] = []
+    names = inc.signal_names
+    if "segfault" in names and any("==== backtrace" in line.text or "ucs" in line.text.lower().split()
+                                   for line in inc.signals):
+        out.append(Evidence("signal:segfault_ucx", "nccl", 0.4,
+                            "a segmentation fault reported by UCX's handler (\"==== backtrace\"): UCX carries the "
+                            "communication libraries (NCCL over IB, KV transfer)"))
+    seen = set()
+    code = _exit_code(inc)
+    for name in names:
+        if name in SIGNALS and name not in seen:
+            seen.add(name)
+            category, weight, why = SIGNALS[name]
+            if name == "segfault" and out:
+                continue  # the UCX reading above says more
+            if name in _EXIT_SIGNALS and code is not None and code not in _EXIT_KILLED:
+                continue  # an exit status of its own (1, 255): a Python error elsewhere, not a kill
+            out.append(Evidence(f"signal:{name}", category, weight, why))
+    if "sigquit_running" in names:
+        # tokenizer_manager.py SignalHandler.running_phase_sigquit_handler ("SIGQUIT received.
+        # signum=..."): installed by auto_create_handle_loop once the server is up
+        out.append(Evidence("sigquit:running", "runtime.crash", 0.35,
+                            "SGLang's running-phase SIGQUIT handler logged it: the launch had finished when a child "
+                            "failed"))
+    elif "sigquit_launch" in names and not inc.after_ready:
+        # engine.py launch_phase_sigquit_handler: the child failed while the launch was under way
+        out.append(Evidence("sigquit:launch", "runtime.crash", -0.2,
+                            "SGLang's launch-phase sigquit handler logged it: the server was still starting"))
+    text = " ".join(line.text for line in inc.lines[-40:])
+    for literal, category, weight, why in _WRAPPERS:
+        if literal in text:
+            out.append(Evidence("wrapper", category, weight, why))
+            break
+    return out
+
+
+def from_frames(inc: Incident) -> list[Evidence]:
+    ours = sglang_frames(inc.frames)
+    for depth, f in enumerate(reversed(ours)):
+        path = f.file.replace("\\", "/")
+        called = _called(f.source) if depth == 0 else None
+        for part, functions, category, why in WHERE:
+            if called and functions is not None and not part and _fits(path, called, part, functions):
+                # the deepest frame's source line shows what it was calling when the text stopped
+                return [Evidence("deepest_frame", category, 0.35, f"{why} ({f.function} was calling {called}, {_short(f)})")]
+            if not _fits(path, f.function, part, functions):
+                continue
+            if depth == 0:
+                return [Evidence("deepest_frame", category, 0.4, f"{why} ({f.function} in {_short(f)})")]
+            return [Evidence("outer_frame", category, 0.3, f"{why} ({f.function} in {_short(f)}, {depth} frame(s) "
+                                                           "above the deepest)")]
+    return []
+
+
+# Libraries SGLang calls into, by a part of the frame's path: when the traceback went on below
+# SGLang's own frames into one of them, that library is where it failed.
+LIBRARIES: tuple[tuple[str, str, float, str], ...] = (
+    ("/torch/distributed/", "nccl", 0.35, "it failed inside torch.distributed (a collective or the process group)"),
+    ("/torch/cuda/graphs.py", "cuda_graph", 0.35, "it failed inside torch's CUDA graph capture"),
+    ("/torch/utils/cpp_extension.py", "kernel.build", 0.4, "it failed building a C++/CUDA extension"),
+    ("/flashinfer/jit/", "kernel.build", 0.4, "it failed in flashinfer's JIT build"),
+    ("/tvm_ffi/", "kernel.build", 0.35, "it failed loading or building a JIT kernel (tvm-ffi)"),
+    ("/torch/_inductor/", "kernel.build", 0.35, "it failed in torch.compile (inductor)"),
+    ("/torch/_dynamo/", "kernel.build", 0.3, "it failed in torch.compile (dynamo)"),
+    ("/triton/", "kernel.build", 0.3, "it failed in Triton (compiling or launching a kernel)"),
+    ("/huggingface_hub/", "model.load", 0.4, "it failed in huggingface_hub (downloading or finding the model)"),
+    ("/safetensors/", "model.load", 0.4, "it failed reading safetensors weights"),
+    ("/transformers/", "model.load", 0.3, "it failed in transformers (config, tokenizer or processor loading)"),
+    ("/torch/cuda/__init__.py", "kernel.unsupported_hw", 0.3, "it failed initialising CUDA in torch"),
+    ("/starlette/", "runtime.crash", 0.25, "it failed handling an HTTP request (the server was serving)"),
+    ("/fastapi/", "runtime.crash", 0.25, "it failed handling an HTTP request (the server was serving)"),
+)
+
+
+def from_library_frames(inc: Incident) -> list[Evidence]:
+    """The deepest frame below SGLang's own frames that is in a library of ``LIBRARIES``."""
+    frames = inc.frames
+    ours = [i for i, f in enumerate(frames) if "/sglang/" in f.file.replace("\\", "/")]
+    start = ours[-1] + 1 if ours else 0
+    for f in reversed(frames[start:]):
+        path = f.file.replace("\\", "/")
+        for part, category, weight, why in LIBRARIES:
+            if part in path:
+                short = path.split("/site-packages/", 1)[-1].split("/dist-packages/", 1)[-1]
+                return [Evidence("library_frame", category, weight, f"{why} ({f.function} in {short})")]
+    return []
+
+
+def _completions(prefix: str) -> set[tuple[str, str, str]]:
+    """(category, why, name) of the function names of ``WHERE`` that ``prefix`` begins."""
+    return {(category, why, name) for part, functions, category, why in WHERE if not part and functions
+            for name in functions if name.startswith(prefix) and name != prefix}
+
+
+def from_cut_call(inc: Incident) -> list[Evidence]:
+    """The text stops inside a name: the deepest frame's source line cut inside the call it
+    makes (``self.init_cu``), or its ``File ...`` line cut inside the function's name
+    (``in forward_t``).  Evidence only when every completion names one category."""
+    if not inc.truncated or not inc.frames:
+        return []
+    last = inc.frames[-1]
+    if "/sglang/" not in last.file.replace("\\", "/"):
+        return []
+    if last.source:
+        m = _CUT_NAME.search(last.source.rstrip())
+        if m is None or "(" in last.source:
+            return []
+        prefix, where = m.group(1), f"the call {m.group(1)}... in {last.function} ({_short(last)})"
+    else:
+        prefix = last.function.rsplit(".", 1)[-1]
+        if len(prefix) < 5 or not prefix.isidentifier():
+            return []
+        where = f"the frame line's function name {prefix}... ({_short(last)})"
+    hits = _completions(prefix)
+    if len({h[0] for h in hits}) != 1:
+        return []
+    category, why, name = sorted(hits)[0]
+    return [Evidence("cut_call", category, 0.35, f"{why}: the text stops inside {where}, which can only be {name}")]
+
+
+# SGLang's "<Process> hit an exception: Traceback ..." names the process that failed; these run
+# the serving side (tokenizer_manager.py / detokenizer_manager.py handle loops, the overlap
+# scheduler's forward thread in tp_worker_overlap_thread.py), so their failures are crashes
+# while serving (or warming up).  The scheduler and the DP controller also fail at start-up.
+_SERVING_PROCESSES = ("TokenizerManager", "DetokenizerManager", "TpModelWorkerClient", "MultiTokenizerRouter",
+                      "GrpcRequestManager")
+_HEADER = re.compile(r"\b(?P<process>[A-Za-z]\w*) hit an exception")
+
+
+def from_header(inc: Incident) -> list[Evidence]:
+    for line in inc.lines[:3]:
+        m = _HEADER.search(line.text)
+        if m is not None:
+            if m.group("process") in _SERVING_PROCESSES:
+                return [Evidence("header", "runtime.crash", 0.25,
+                                 f"the {m.group('process')} logged it: that process does its work while serving")]
+            return []
+    return []
+
+
+def from_thread(inc: Incident) -> list[Evidence]:
+    func = inc.captures.get("thread_func")
+    if not func:
+        return []
+    for part, functions, category, why in WHERE:
+        if not part and _fits("", func, part, functions):
+            return [Evidence("thread", category, 0.3, f"{why} (the traceback came from thread function {func})")]
+    return []
+
+
+def _exit_code(inc: Incident) -> str | None:
+    for key in ("exit_code", "status", "rc"):
+        if inc.captures.get(key):
+            return inc.captures[key]
+    return None
+
+
+def from_exit_status(inc: Incident) -> list[Evidence]:
+    if _exit_code(inc) in _EXIT_KILLED:
+        return [Evidence("exit_status", "memory.host_oom", 0.5,
+                         "exit code -9 / 137 (SIGKILL) with no Python error: most often the kernel's OOM killer")]
+    return []
+
+
+def from_context(diagnosis: Diagnosis) -> list[Evidence]:
+    """Whether the server had been ready, the last milestone and the last progress line."""
+    inc = diagnosis.incident
+    out: list[Evidence] = []
+    if inc.after_ready:
+        out.append(Evidence("ready", "runtime.crash", 0.3, "the server had been ready before it failed"))
+        return out
+    launch = diagnosis.launch
+    if launch is not None:
+        last = None
+        for ms in launch.milestones:
+            if ms.line < inc.first_line:
+                last = ms
+        if last is not None:
+            phase = phase_after(last.name)
+            category = _PHASE_CATEGORY.get(phase)
+            if category:
+                out.append(Evidence("milestone", category, 0.25,
+                                    f"the last start-up milestone before it ({last.name}, line {last.line}) "
+                                    f"puts it in {phase}"))
+    phase = inc.captures.get("progress_phase")
+    category = _PHASE_CATEGORY.get(phase or "")
+    if category:
+        where = "a JIT kernel build" if phase == progress.JIT_BUILD else phase
+        out.append(Evidence("progress", category, 0.3,
+                            f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
+                            f"shows {where} under way"))
+    return out
+
+
+def collect(diagnosis: Diagnosis) -> list[Evidence]:
+    inc = diagnosis.incident
+    return (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_header(inc) + from_thread(inc)
+            + from_exit_status(inc) + from_context(diagnosis))
+
+
+# -- weighing ------------------------------------------------------------------------------
+
+
+def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
+    """The best guess from the evidence, or None when nothing points anywhere."""
+    score: dict[str, float] = {}
+    top: dict[str, float] = {}
+    count: dict[str, int] = {}
+    order: list[str] = []
+    for ev in evidence:
+        if ev.category not in score:
+            order.append(ev.category)
+        score[ev.category] = score.get(ev.category, 0.0) + ev.weight
+        if ev.weight > 0:
+            top[ev.category] = max(top.get(ev.category, 0.0), ev.weight)
+            count[ev.category] = count.get(ev.category, 0) + 1
+    # the strong failure lines name the failing part itself: they win over where the frames were
+    strong = [ev for ev in evidence if ev.name.removeprefix("signal:") in STRONG_SIGNALS]
+    candidates = [c for c in order if score[c] > 0 and c in top]
+    if not candidates:
+        return None
+    if strong:
+        best = strong[0].category
+    else:
+        best = max(candidates, key=lambda c: (round(score[c], 6), -order.index(c)))
+    positive = sum(max(s, 0.0) for s in score.values())
+    confidence = min(MAX_CONFIDENCE, top[best] + AGREE_BONUS * (count[best] - 1))
+    if positive > 0:
+        confidence *= 0.5 + 0.5 * max(score[best], 0.0) / positive  # the rest points elsewhere
+    if not context_known:
+        confidence *= UNKNOWN_CONTEXT
+    used = [ev for ev in evidence if ev.category == best]
+    against = [ev for ev in evidence if ev.category != best and ev.weight > 0]
+    why = "; ".join(f"{ev.name} ({ev.weight:+.2f}): {ev.why}" for ev in used)
+    if against:
+        why += "; against it: " + "; ".join(f"{ev.name} for {ev.category} ({ev.weight:+.2f})" for ev in against)
+    if not context_known:
+        why += "; the log does not say whether the server had been ready (confidence lowered)"
+    return {"category": best, "confidence": round(confidence, 3), "why": why,
+            "evidence": [ev.to_json() for ev in evidence]}

@@ -1,0 +1,177 @@
+"""The fallback's best guess from named, weighted evidence (diagnose/evidence.py), with the
+shipped rule pack on fragments whose cause line is missing."""
+
+import pytest
+
+from sglang_doctor.diagnose import evidence
+from sglang_doctor.diagnose.evidence import Evidence
+from sglang_doctor.diagnose.rules_engine import RuleSet
+from sglang_doctor.model import Incident, Line
+from sglang_doctor.pipeline import StreamPipeline
+
+P = "/sgl-workspace/sglang/python/sglang/srt"
+SCHED = (f"[2025-02-09 22:50:08 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+         f'  File "{P}/managers/scheduler.py", line 1787, in run_scheduler_process\n'
+         "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n")
+
+
+@pytest.fixture(scope="module")
+def pack():
+    return RuleSet.load(user=False)
+
+
+def guess_of(pack, text):
+    pipe = StreamPipeline(pack, remediate=False)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    (ev,) = [e for e in events if e["event"] == "incident"]
+    return ev, ev["fallback"]["best_guess"]
+
+
+def names(guess):
+    return [e["name"] for e in guess["evidence"]]
+
+
+def test_a_source_line_cut_inside_the_call_names_it(pack):
+    text = (SCHED + f'  File "{P}/model_executor/model_runner.py", line 207, in initialize\n'
+            "    self.init_cu")
+    ev, guess = guess_of(pack, text)
+    assert guess["category"] == "cuda_graph" and "cut_call" in names(guess)
+    assert "init_cuda_graphs" in guess["why"]
+    assert ev["category"] == "cuda_graph"  # the cause line is missing: the guess is the category
+
+
+def test_a_cut_name_that_fits_several_places_is_no_evidence(pack):
+    text = SCHED + f'  File "{P}/model_executor/model_runner.py", line 207, in initialize\n    self.in'
+    _, guess = guess_of(pack, text)
+    assert "cut_call" not in names(guess)
+
+
+def test_the_progress_line_before_a_cut_traceback_is_the_phase(pack):
+    text = "Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]\n" + SCHED
+    ev, guess = guess_of(pack, text)
+    assert guess["category"] == "model.load" and names(guess) == ["progress"]
+    assert "line 1" in guess["why"] and "startup.load_weights" in guess["why"]
+    # a start-up progress line says the server was not ready: context known, no lowering
+    assert "does not say whether the server had been ready" not in guess["why"]
+
+
+def test_a_milestone_after_the_progress_line_replaces_it(pack):
+    text = ("Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:10<00:00, 2.5s/it]\n"
+            "[2025-02-09 22:50:07 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=30.00 GB, "
+            "mem usage=14.00 GB.\n" + SCHED)
+    _, guess = guess_of(pack, text)
+    assert "progress" not in names(guess) and "milestone" in names(guess)
+    assert guess["category"] == "memory.kv_pool"
+
+
+def test_the_running_phase_sigquit_handler_means_the_launch_had_finished(pack):
+    line = "[2025-10-29 11:26:03] SIGQUIT received. signum=None, frame=None. It usually means one child failed.\n"
+    _, guess = guess_of(pack, line)
+    assert guess["category"] == "runtime.crash" and "sigquit:running" in names(guess)
+
+
+def test_the_launch_phase_sigquit_handler_argues_against_a_serving_crash():
+    against = Evidence("sigquit:launch", "runtime.crash", -0.2, "still starting")
+    frame = Evidence("deepest_frame", "runtime.crash", 0.4, "serving loop")
+    ready = evidence.weigh([frame], context_known=True)
+    lowered = evidence.weigh([frame, against], context_known=True)
+    assert ready["category"] == lowered["category"] == "runtime.crash"  # lowers, never vetoes
+    assert evidence.weigh([against], context_known=True) is None
+
+
+def test_weights_add_up_and_conflict_lowers_confidence():
+    a = Evidence("deepest_frame", "model.load", 0.4, "x")
+    b = Evidence("progress", "model.load", 0.3, "y")
+    c = Evidence("signal:cuda_error", "runtime.crash", 0.35, "z")
+    alone = evidence.weigh([a], context_known=True)
+    agreeing = evidence.weigh([a, b], context_known=True)
+    conflicting = evidence.weigh([a, c], context_known=True)
+    assert alone["category"] == agreeing["category"] == conflicting["category"] == "model.load"
+    assert agreeing["confidence"] > alone["confidence"] > conflicting["confidence"]
+    assert "against it: signal:cuda_error for runtime.crash" in conflicting["why"]
+    assert evidence.weigh([a], context_known=False)["confidence"] < alone["confidence"]
+    assert all(g["confidence"] <= evidence.MAX_CONFIDENCE for g in (alone, agreeing, conflicting))
+
+
+def test_a_strong_failure_line_outweighs_where_the_frames_were():
+    frames = Evidence("deepest_frame", "model.load", 0.4, "x")
+    ctx = Evidence("milestone", "model.load", 0.25, "y")
+    nccl = Evidence("signal:nccl_warn", "nccl", 0.5, "NCCL WARN")
+    assert evidence.weigh([frames, ctx, nccl], context_known=True)["category"] == "nccl"
+
+
+def test_a_wrapper_that_says_it_killed_the_worker_for_memory_is_host_memory():
+    text = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. "
+            "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.")
+    inc = Incident(kind="signal", first_line=1, last_line=1, lines=[Line(1, text, text.encode())])
+    (ev,) = evidence.from_signals(inc)
+    assert (ev.name, ev.category) == ("wrapper", "memory.host_oom") and ev.weight < 0.3
+    quiet = Incident(kind="signal", first_line=1, last_line=1, lines=[Line(1, "(raylet) started", b"")])
+    assert evidence.from_signals(quiet) == []
+
+
+def test_the_explanation_names_the_evidence_it_used(pack):
+    text = "Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]\n" + SCHED
+    ev, _ = guess_of(pack, text)
+    assert "(evidence: progress)" in ev["explanation"]
+
+
+def test_a_library_below_sglangs_frames_is_where_it_failed(pack):
+    text = (SCHED + f'  File "{P}/model_executor/model_runner.py", line 253, in init_torch_distributed\n'
+            "    initialize_model_parallel(tensor_model_parallel_size=self.tp_size)\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 4001, in new_group\n'
+            "    return _new_group_with_tag(\n")
+    _, guess = guess_of(pack, text)
+    assert guess["category"] == "nccl"
+    assert {"deepest_frame", "library_frame"} <= set(names(guess))
+    assert "distributed_c10d.py" in guess["why"]
+
+
+def test_a_library_frame_above_sglangs_frames_says_nothing():
+    from sglang_doctor.model import Frame
+    inc = Incident(kind="traceback", first_line=1, last_line=3, frames=[
+        Frame("/usr/local/lib/python3.10/dist-packages/transformers/utils/hub.py", 10, "cached_file"),
+        Frame(f"{P}/managers/scheduler.py", 1787, "run_scheduler_process")])
+    assert evidence.from_library_frames(inc) == []
+
+
+def test_a_frame_line_cut_inside_its_function_name(pack):
+    text = ("[2025-05-06 06:19:33] TpModelWorkerClient hit an exception: Traceback (most recent call last):\n"
+            f'  File "{P}/managers/tp_worker_overlap_thread.py", line 118, in forward_t')
+    _, guess = guess_of(pack, text)
+    assert "cut_call" in names(guess) and guess["category"] == "runtime.crash"
+    assert "forward_thread_func" in guess["why"]
+
+
+def test_an_exit_status_of_its_own_is_no_host_oom_evidence():
+    line = Line(1, "Exit code: 1", b"Exit code: 1")
+    inc = Incident(kind="signal", first_line=1, last_line=1, lines=[line], signals=[line],
+                   signal_names=["exit_code"], captures={"exit_code": "1"})
+    assert evidence.from_signals(inc) == [] and evidence.from_exit_status(inc) == []
+    inc.captures = {"exit_code": "-9"}
+    assert [e.category for e in evidence.from_signals(inc) + evidence.from_exit_status(inc)] == \
+        ["memory.host_oom", "memory.host_oom"]
+
+
+def test_calledprocesserror_is_an_exception_not_an_exit_status(pack):
+    text = "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n"
+    pipe = StreamPipeline(pack, remediate=False)
+    (ev,) = [e for e in pipe.feed(text.encode()) + pipe.finish() if e["event"] == "incident"]
+    assert ev["exception"]["type"] == "subprocess.CalledProcessError"
+    assert ev["category"] == "kernel.build"
+
+
+def test_the_process_that_logged_it_is_evidence(pack):
+    text = ("[2025-05-06 06:19:33] DetokenizerManager hit an exception: Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.10/pickle.py", line 1')
+    _, guess = guess_of(pack, text)
+    assert "header" in names(guess) and guess["category"] == "runtime.crash"
+    _, guess = guess_of(pack, SCHED)  # the scheduler also fails at start-up: no evidence
+    assert "header" not in names(guess)
+
+
+def test_start_up_constructor_frames_say_the_server_was_not_ready(pack):
+    text = (SCHED + f'  File "{P}/model_executor/model_runner.py", line 207, in initialize\n'
+            "    self.init_cu")
+    _, guess = guess_of(pack, text)
+    assert "does not say whether the server had been ready" not in guess["why"]
