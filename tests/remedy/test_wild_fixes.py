@@ -223,9 +223,25 @@ def test_a_forced_fp8_gemm_backend_is_removed_from_one_line():
     assert "auto never reaches it" in rem["note"]
 
 
-def test_a_rule_naming_only_the_old_spelling_still_offers_the_new_one():
-    log = FIXTURES / "classes" / "cuda_graph_capture_message_bare.log"  # a class rule: --cuda-graph-max-bs only
+# Frames in the graph runner and a message no specific rule knows: class.cuda_graph.runner, whose
+# remedy names only --cuda-graph-max-bs (the fixture this test used first is now a specific rule's).
+GRAPH_RUNNER_FRAMES = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 388, in __init__
+    self.capture()
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 497, in capture
+    ) = self.capture_one_batch_size(bs, forward)
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 640, in capture_one_batch_size
+    run_once()
+RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`
+"""
+
+
+def test_a_rule_naming_only_the_old_spelling_still_offers_the_new_one(tmp_path):
+    log = tmp_path / "graph_runner_frames.log"
+    log.write_text(GRAPH_RUNNER_FRAMES, encoding="utf-8")
     (inc,) = _incidents(log)
+    assert inc["rule"] == "class.cuda_graph.runner"
     assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"]
     (inc,) = _incidents(log, "--sglang-version", "0.5.23")
     assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs-decode"]
