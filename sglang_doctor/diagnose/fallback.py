@@ -15,14 +15,10 @@ from typing import Any
 from sglang_doctor.diagnose import evidence
 from sglang_doctor.incidents import progress
 from sglang_doctor.incidents.milestones import phase_after
-from sglang_doctor.incidents.tracebacks import sglang_frames
+from sglang_doctor.incidents.tracebacks import in_startup_constructor, sglang_frames
 from sglang_doctor.model import Diagnosis, Incident, Launch
 
 _EXIT_KILLED = ("-9", "137")
-# functions only start-up runs (scheduler.py / tp_worker.py / model_runner.py constructors)
-_STARTUP_FUNCTIONS = frozenset({"__init__", "init", "initialize", "init_model_worker", "init_tp_model_worker",
-                                "_init_model_runner"})
-_STARTUP_MODULES = ("srt/managers/scheduler.py", "srt/managers/tp_worker", "srt/model_executor/model_runner.py")
 _TERMINAL = ("sigquit_launch", "sigquit_running")
 
 
@@ -128,9 +124,7 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
                 "why": f"rule {diagnosis.rule} matched what the text holds"}
     # a start-up progress line before the failure, or frames of the start-up constructors
     # (Scheduler / TpModelWorker / ModelRunner __init__), say the server was not ready yet
-    starting = inc.captures.get("progress_phase", "serving") != "serving" or any(
-        f.function in _STARTUP_FUNCTIONS and any(m in f.file.replace("\\", "/") for m in _STARTUP_MODULES)
-        for f in inc.frames)
+    starting = inc.captures.get("progress_phase", "serving") != "serving" or in_startup_constructor(inc.frames)
     pieces = evidence.collect(diagnosis)
     found = evidence.weigh(pieces, context_known=inc.after_ready_known or starting)
     if found is not None:

@@ -455,6 +455,10 @@ class Assembler:
             incident.frames = primary.frames
             incident.truncated = not primary.complete
             incident.truncated_top = primary.truncated_top
+            if not incident.after_ready_known and tracebacks.in_startup_constructor(incident.frames):
+                # a fragment without ready line or milestones, whose traceback runs through a
+                # start-up constructor (Scheduler / TpModelWorker / ModelRunner): not ready yet
+                incident.after_ready, incident.after_ready_known = False, True
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
         if self._progress is not None and self._progress[0] < lines[0].number and not any(

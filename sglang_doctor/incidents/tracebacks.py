@@ -287,3 +287,17 @@ class TracebackBuilder:
 
 def sglang_frames(frames: list[Frame]) -> list[Frame]:
     return [f for f in frames if "/sglang/" in f.file.replace("\\", "/")]
+
+
+# Functions only start-up runs: the constructors of the scheduler, the TP worker and the model
+# runner (scheduler.py / tp_worker*.py / model_runner.py).  A serving traceback goes through
+# run_scheduler_process -> event_loop_* -> run_batch -> forward and never through these.
+_STARTUP_FUNCTIONS = frozenset({"__init__", "init", "initialize", "init_model_worker", "init_tp_model_worker",
+                                "_init_model_runner"})
+_STARTUP_MODULES = ("srt/managers/scheduler.py", "srt/managers/tp_worker", "srt/model_executor/model_runner.py")
+
+
+def in_startup_constructor(frames: list[Frame]) -> bool:
+    """True when a frame is one of the start-up constructors: the server was not ready yet."""
+    return any(f.function in _STARTUP_FUNCTIONS and any(m in f.file.replace("\\", "/") for m in _STARTUP_MODULES)
+               for f in frames)
