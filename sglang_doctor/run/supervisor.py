@@ -76,9 +76,9 @@ class Supervisor:
 
     def run(self) -> Outcome:
         command, env = list(self.opts.command), {}
-        previous_signal = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+        previous_signal = signal.signal(signal.SIGTERM, self._interrupted)
         # inherited as ignored when started in the background of a script: Ctrl-C must still stop
-        previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+        previous_int = signal.signal(signal.SIGINT, self._interrupted)
         try:
             while True:
                 number = len(self.attempts) + 1
@@ -153,6 +153,17 @@ class Supervisor:
             self._stop_child()
             signal.signal(signal.SIGTERM, previous_signal)
             signal.signal(signal.SIGINT, previous_int)
+
+    def _interrupted(self, signum, frame) -> None:
+        """The first Ctrl-C or SIGTERM stops the run.  Later ones only hurry the stop: the
+        handlers are switched before the KeyboardInterrupt is raised, so a second signal can
+        never raise inside the unwinding (e.g. in a ``__del__``, where Python prints it as an
+        "Exception ignored" traceback)."""
+        signal.signal(signal.SIGINT, self._hurry_up)
+        signal.signal(signal.SIGTERM, self._hurry_up)
+        if signum == signal.SIGTERM:
+            _sigterm_as_interrupt(signum, frame)
+        raise KeyboardInterrupt
 
     def _hurry_up(self, signum, frame) -> None:
         self._hurry = True
