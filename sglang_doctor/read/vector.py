@@ -26,6 +26,7 @@ SUB_BLOCK = 1 << 20  # the ``pid=`` search's unit (bounded memory on a line dens
 NEEDLE_CAP = 16384  # more matches than this in a sub-block: one find per line instead
 WINDOW = 64  # bytes of a line start looked at for its header; a longer header is left to the regex
 MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
+CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
 
 _numpy = None
 
@@ -53,10 +54,11 @@ class BlockIndex:
 
     def __init__(self, np, block: bytes, lo: int, hi: int):
         self.np, self.block, self.lo, self.hi = np, block, lo, hi
-        bits = np.packbits(np.frombuffer(block, np.uint8, hi - lo, lo) == 10, bitorder="little")
-        pad = -len(bits) % 8
-        if pad:
-            bits = np.concatenate((bits, np.zeros(pad, np.uint8)))
+        a = np.frombuffer(block, np.uint8, hi - lo, lo)
+        bits = np.zeros(-(-(hi - lo) // 64) * 8, np.uint8)
+        for k in range(0, hi - lo, CHUNK):  # a chunk at a time: no block-sized temporary (peak RSS)
+            part = np.packbits(a[k:k + CHUNK] == 10, bitorder="little")
+            bits[k >> 3:(k >> 3) + len(part)] = part
         self.words = bits.view("<u8")
         counts = popcount(np, self.words)
         self.before = np.zeros(len(counts) + 1, np.int64)  # newlines before each word
@@ -253,7 +255,10 @@ class WeakFilter:
         """(hits, weak, index) for block[lo:hi] (whole lines), as ``Scanner._scan`` takes
         them: the sorted hit offsets, {offset: weak literal} of the weak ones left, and the
         block's BlockIndex."""
-        pos, ids = finder.arrays(np, block, lo, hi)
+        return self.sift(np, block, lo, hi, *finder.arrays(np, block, lo, hi))
+
+    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids):
+        """``search`` given the hits' offsets and literal ids."""
         index = BlockIndex(np, block, lo, hi)
         is_weak = self._weak[ids]
         strong = np.unique(pos[~is_weak])

@@ -47,11 +47,15 @@ def test_the_byte_header_check_refuses_what_it_cannot_be_sure_of(head):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=600), st.integers(0, 70))
-def test_the_block_index_counts_and_finds_line_starts_like_bytes_do(data, lo):
+@given(st.binary(max_size=600), st.integers(0, 70), st.sampled_from([8, 16, 64, 1 << 20]))
+def test_the_block_index_counts_and_finds_line_starts_like_bytes_do(data, lo, chunk):
     block = b"x" * lo + data + b"\n"
     hi = len(block)
-    index = vector.BlockIndex(np, block, lo, hi)
+    old, vector.CHUNK = vector.CHUNK, chunk  # chunk boundaries anywhere
+    try:
+        index = vector.BlockIndex(np, block, lo, hi)
+    finally:
+        vector.CHUNK = old
     assert index.lines == block.count(b"\n", lo, hi)
     offsets = np.arange(lo, hi, dtype=np.int64)
     ranks = index.rank(offsets)
@@ -96,16 +100,18 @@ def rule_pack():
     return load_ruleset(())
 
 
-@pytest.mark.parametrize("engine", ["aho-corasick", "find"])
+@pytest.mark.parametrize("engine,sub_block", [("aho-corasick", 1 << 20), ("aho-corasick", 96), ("find", 1 << 20)])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.sampled_from(WEAK), max_size=60), cut=st.lists(st.integers(1, 400), max_size=8))
-def test_read_ahead_with_numpy_equals_every_line_read(engine, lines, cut, rule_pack, monkeypatch):
+def test_read_ahead_with_numpy_equals_every_line_read(engine, sub_block, lines, cut, rule_pack, monkeypatch):
     """The worker's weak-hit filter and newline index change nothing: with the rule pack
-    (whose ': error: ' has a head condition), each engine, blocks of any size."""
+    (whose ': error: ' has a head condition), each engine, blocks of any size; with small
+    sub-blocks, each block's search is split between the worker and its helper thread."""
     from sglang_doctor.read import scanner as scanner_mod
 
     monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
+    monkeypatch.setattr(scanner_mod, "SUB_BLOCK", sub_block)
     data = ("\n".join(lines) + "\n").encode()
     blocks, pos = [], 0
     for size in cut:
