@@ -43,7 +43,6 @@ else is searched in the caller's thread, as it is fed.
 from __future__ import annotations
 
 import queue
-from concurrent.futures import ThreadPoolExecutor
 import re
 import threading
 from bisect import bisect_left
@@ -175,19 +174,16 @@ class AhoFinder(_Finder):
         self._overlap = max(map(len, literals), default=1) - 1
         self._find = FindFinder(literals, weak)
 
-    def arrays(self, np, buf: bytes, pos: int, end: int, limit: int | None = None):
+    def arrays(self, np, buf: bytes, pos: int, end: int):
         """(offsets, literal ids) of every match, as int64 arrays (unsorted; an offset may
-        come twice, from two automatons): ``hits`` without a Python object per match.
-        ``limit``: where a match starting before ``end`` may end (default ``end``), so
-        that two threads searching the halves of a range find what one search finds."""
-        limit = end if limit is None else limit
+        come twice, from two automatons): ``hits`` without a Python object per match."""
         if self._id_arrays is None:
             self._id_arrays = [np.array(ids, np.int64) for ids in self._ids]
         offsets, ids = [], []
         view = memoryview(buf)
         for lo in range(pos, end, SUB_BLOCK):
             hi = min(lo + SUB_BLOCK, end)
-            ext = min(hi + self._overlap, limit)
+            ext = min(hi + self._overlap, end)
             parts = []
             for group_ids, ac in zip(self._id_arrays, self._groups):
                 found = ac.find_matches_as_indexes(view[lo:ext])
@@ -311,7 +307,6 @@ class HyperscanFinder(_Finder):
 
 ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder}
 SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
-SEARCH_THREADS = 2  # threads searching each big block read ahead (the worker and one helper)
 
 
 def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = ()) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
@@ -480,19 +475,13 @@ class Scanner:
             return False
 
         def work() -> None:
-            helper = None
             try:
-                if isinstance(finder, AhoFinder) and SEARCH_THREADS > 1:
-                    helper = (ThreadPoolExecutor(1, thread_name_prefix="sglang-doctor-search"), self._worker_finder())
                 for block in blocks:
-                    if not put((block, self._search_ahead(finder, block, helper), None)):
+                    if not put((block, self._search_ahead(finder, block), None)):
                         return
                 put((None, None, None))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
                 put((None, None, exc))
-            finally:
-                if helper is not None:
-                    helper[0].shutdown(wait=False)
 
         worker = threading.Thread(target=work, name="sglang-doctor-read-ahead", daemon=True)
         worker.start()
@@ -518,7 +507,7 @@ class Scanner:
             return self._small
         return make_finder(self._lits, self._engine, self._weak_lits)
 
-    def _search_ahead(self, finder, block: bytes, helper=None) -> tuple | None:
+    def _search_ahead(self, finder, block: bytes) -> tuple | None:
         """(lo, hi, hits, weak, dirty, index) for block[lo:hi], from its first to its last
         whole line; None when that part is small (the caller searches it then).  With numpy,
         the weak-hit filter and the newline index are done here too (read/vector.py)."""
@@ -533,17 +522,7 @@ class Scanner:
         if self._weak_filter is None:
             search, weak_set = search_set(self._lits, self._weak_lits)
             self._weak_filter = vector.WeakFilter(np, finder._lits, weak_set, self._hides, self._heads)
-        if helper is not None and hi - lo >= 2 * SUB_BLOCK:
-            # the second half's sub-blocks in the helper thread (the search releases the GIL)
-            mid = lo + (hi - lo) // SUB_BLOCK // 2 * SUB_BLOCK
-            pool, other = helper
-            second = pool.submit(other.arrays, np, block, mid, hi)
-            pos, ids = finder.arrays(np, block, lo, mid, hi)
-            pos2, ids2 = second.result()
-            hits, weak, index = self._weak_filter.sift(np, block, lo, hi, np.concatenate((pos, pos2)),
-                                                       np.concatenate((ids, ids2)))
-        else:
-            hits, weak, index = self._weak_filter.search(np, finder, block, lo, hi)
+        hits, weak, index = self._weak_filter.search(np, finder, block, lo, hi)
         return (lo, hi, hits, weak, _dirty_starts(block, lo, hi), index)
 
     def finish(self) -> None:

@@ -106,8 +106,7 @@ def rule_pack():
 @given(lines=st.lists(st.sampled_from(WEAK), max_size=60), cut=st.lists(st.integers(1, 400), max_size=8))
 def test_read_ahead_with_numpy_equals_every_line_read(engine, sub_block, lines, cut, rule_pack, monkeypatch):
     """The worker's weak-hit filter and newline index change nothing: with the rule pack
-    (whose ': error: ' has a head condition), each engine, blocks of any size; with small
-    sub-blocks, each block's search is split between the worker and its helper thread."""
+    (whose ': error: ' has a head condition), each engine, blocks and sub-blocks of any size."""
     from sglang_doctor.read import scanner as scanner_mod
 
     monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
