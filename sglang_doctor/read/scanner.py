@@ -25,7 +25,8 @@ candidate line, never more than a superset of the lines the full set marks, so n
 lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the optional
 ``fast`` extra) when installed and the covers are many, else an Aho-Corasick automaton (``ahocorasick_rs``, a
 normal dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for
-a few dozen literals per automaton (the covers are split into groups of GROUP).  ``bytes.find`` per
+a few dozen literals per automaton (the covers are split by first byte, then into groups:
+``aho_groups``).  ``bytes.find`` per
 literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
 an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
 numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
@@ -36,8 +37,9 @@ Weak literals (``weak``) matter only on lines that do not start a record; ``weak
 ones also on a record-start line whose message starts as their regex says.  A
 record-start line whose only hits are weak (and whose message meets no head condition) is
 left in the skipped run.  ``read_ahead`` lets a worker thread read and search the next
-block of a finished file while the caller works on the one before (explain); everything
-else is searched in the caller's thread, as it is fed.
+block of a finished file while the caller works on the one before (explain); with numpy,
+the worker also indexes the block's newlines and drops the weak hits it can be sure of
+(read/vector.py).  Everything else is searched in the caller's thread, as it is fed.
 """
 
 from __future__ import annotations
@@ -254,7 +256,8 @@ def aho_groups(literals: tuple[bytes, ...]) -> list[tuple[int, ...]]:
         count = -(-len(ids) // size)  # automatons of at most size, as even as can be
         for k in range(count):
             group = tuple(ids[len(ids) * k // count:len(ids) * (k + 1) // count])
-            if len(out) > first and len({literals[i][:1] for i in group}) < MIN_FIRST_BYTES:
+            few = len({literals[i][:1] for i in group}) < MIN_FIRST_BYTES
+            if len(out) > first and few and (size == GROUP or len(out[-1]) + len(group) <= RARE_GROUP):
                 out[-1] = out[-1] + group
             else:
                 out.append(group)

@@ -149,3 +149,20 @@ def test_the_worker_filter_drops_the_weak_lines_the_scanner_drops():
     assert weak == {} and dirty == []
     assert hits and all(at <= p < at + len(crash) for p in hits)
     assert index.count(lo, hi) == block.count(b"\n", lo, hi)
+
+
+class _NumpyBefore2:
+    """numpy without ``bitwise_count`` (before 2.0), for the byte-table fallback."""
+
+    def __getattr__(self, name):
+        if name == "bitwise_count":
+            raise AttributeError(name)
+        return getattr(np, name)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40))
+def test_popcount_without_bitwise_count_counts_the_same_bits(values):
+    x = np.array(values, dtype=np.uint64)
+    assert vector.popcount(_NumpyBefore2(), x).tolist() == [bin(v).count("1") for v in values]
+    assert vector.popcount(np, x).astype(np.int64).tolist() == [bin(v).count("1") for v in values]
