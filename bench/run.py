@@ -67,12 +67,20 @@ def doctor_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "sglang_doctor"]
 
 
-def timed(cmd: list[str], stdout) -> dict:
+def before_command(src: Path) -> tuple[list[str], dict]:
+    """explain from ``src``, a checkout of earlier code (``git worktree add DIR COMMIT`` or
+    ``git archive COMMIT | tar -x -C DIR``), run by this venv's Python from outside any
+    checkout, so that PYTHONPATH decides which code runs."""
+    env = dict(os.environ, PYTHONPATH=str(src.resolve()))
+    return [sys.executable, "-m", "sglang_doctor"], env
+
+
+def timed(cmd: list[str], stdout, env: dict | None = None) -> dict:
     """Wall, CPU and peak RSS of one run of cmd (via /usr/bin/time)."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         t = time.perf_counter()
         proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%U %S %M", *cmd], stdout=stdout,
-                              stderr=subprocess.PIPE)
+                              stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir() if env else None)
         wall = time.perf_counter() - t
         user, sys_, rss = tf.read().split()[-3:]
     if proc.returncode not in (0, 1):
@@ -102,12 +110,17 @@ def median(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
 
-def bench_size(path: Path, runs: int, doctor: list[str]) -> dict:
+def bench_size(path: Path, runs: int, doctor: list[str], before: Path | None = None) -> dict:
     warm(path)
     manifest = check.load_manifest(path)
-    grep_runs, doc_runs, problems = [], [], []
+    grep_runs, doc_runs, before_runs, problems = [], [], [], []
     out_path = DATA / (path.name + ".explain.jsonl")
-    for i in range(runs):  # interleaved, so both see the same noise
+    path = path.resolve()
+    for i in range(runs):  # interleaved, so all see the same noise
+        if before is not None:
+            cmd, env = before_command(before)
+            with open(os.devnull, "wb") as out:
+                before_runs.append(timed(cmd + ["explain", "--format", "json", str(path)], out, env))
         grep_runs.append(timed(GREP + [str(path)], subprocess.PIPE))
         with open(out_path, "wb") as out:
             doc_runs.append(timed(doctor + ["explain", "--format", "json", str(path)], out))
@@ -124,6 +137,12 @@ def bench_size(path: Path, runs: int, doctor: list[str]) -> dict:
     res["ratio_wall"] = res["explain_wall"] / res["grep_wall"]
     res["ratio_cpu"] = res["explain_cpu"] / res["grep_cpu"]
     res["explain_lines_per_s"] = manifest["lines"] / res["explain_wall"]
+    if before_runs:
+        res["before_wall"], res["before_cpu"] = median(before_runs, "wall"), median(before_runs, "cpu")
+        res["before_rss_mb"] = max(r["rss_mb"] for r in before_runs)
+        res["before_ratio_wall"] = res["before_wall"] / res["grep_wall"]
+        res["before_ratio_cpu"] = res["before_cpu"] / res["grep_cpu"]
+    res["load_average"] = os.getloadavg()[0]
     return res
 
 
@@ -195,6 +214,8 @@ def main() -> None:
     ap.add_argument("--no-drain3", action="store_true")
     ap.add_argument("--literals", action="store_true", help="also time the block search with 10 / all / +200 literals")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--before", type=Path, help="also time explain from this checkout of earlier code, in the "
+                                                  "same interleaved runs (see before_command)")
     args = ap.parse_args()
     sizes = [s for s in args.sizes.split(",") if s] + (["4G"] if args.with_4g else [])
     doctor = doctor_command()
@@ -204,13 +225,17 @@ def main() -> None:
     results = {"sizes": [], "engine": finder.name, "variety": args.variety}
     for size in sizes:
         path = ensure_log(size, args.seed, args.variety)
-        r = bench_size(path, args.runs, doctor)
+        r = bench_size(path, args.runs, doctor, args.before)
         r["variety"] = args.variety
         results["sizes"].append(r)
         verdict = "all planted incidents found whole" if not r["problems"] else "; ".join(r["problems"][:5])
         print(f"{size:>5}: grep {r['grep_wall']:.2f}s (cpu {r['grep_cpu']:.2f})  explain {r['explain_wall']:.2f}s "
               f"(cpu {r['explain_cpu']:.2f}, {r['explain_rss_mb']:.0f} MB)  ratio wall {r['ratio_wall']:.2f}x "
               f"cpu {r['ratio_cpu']:.2f}x  {r['explain_lines_per_s'] / 1e6:.1f}M lines/s  -- {verdict}", flush=True)
+        if "before_wall" in r:
+            print(f"{'':>5}  before ({args.before}): explain {r['before_wall']:.2f}s (cpu {r['before_cpu']:.2f}, "
+                  f"{r['before_rss_mb']:.0f} MB)  ratio wall {r['before_ratio_wall']:.2f}x cpu "
+                  f"{r['before_ratio_cpu']:.2f}x  (load at the end {r['load_average']:.2f})", flush=True)
     if not args.no_drain3:
         d = drain3_rate(ensure_log(sizes[-1], args.seed, args.variety), args.drain3_python)
         if d:

@@ -25,7 +25,8 @@ candidate line, never more than a superset of the lines the full set marks, so n
 lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the optional
 ``fast`` extra) when installed and the covers are many, else an Aho-Corasick automaton (``ahocorasick_rs``, a
 normal dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for
-a few dozen literals per automaton (the covers are split into groups of GROUP).  ``bytes.find`` per
+a few dozen literals per automaton (the covers are split by first byte, then into groups:
+``aho_groups``).  ``bytes.find`` per
 literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
 an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
 numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
@@ -36,8 +37,9 @@ Weak literals (``weak``) matter only on lines that do not start a record; ``weak
 ones also on a record-start line whose message starts as their regex says.  A
 record-start line whose only hits are weak (and whose message meets no head condition) is
 left in the skipped run.  ``read_ahead`` lets a worker thread read and search the next
-block of a finished file while the caller works on the one before (explain); everything
-else is searched in the caller's thread, as it is fed.
+block of a finished file while the caller works on the one before (explain); with numpy,
+the worker also indexes the block's newlines and drops the weak hits it can be sure of
+(read/vector.py).  Everything else is searched in the caller's thread, as it is fed.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import threading
 from bisect import bisect_left
 from typing import Callable, Iterable, Iterator, Mapping
 
-from sglang_doctor.read import records
+from sglang_doctor.read import records, vector
 from sglang_doctor.model import Line
 from sglang_doctor.read.reader import MAX_LINE_BYTES, LineSplitter, clean_text, cut_marker, HEAD_BYTES, TAIL_BYTES
 
@@ -56,6 +58,7 @@ DIRTY = (b"\x1b", b"\x00")  # bytes that can hide a literal from a byte search
 SUB_BLOCK = 1 << 20  # an engine searches at most this much per call
 MATCH_CAP = 16384  # more matches than this in one sub-block: dense, hand it to bytes.find
 GROUP = 16  # literals per Aho-Corasick automaton: its SIMD prefilter degrades with more (bench: 16 best of 8-24)
+RARE_GROUP = 64  # the same for literals not starting with a lowercase letter (bench: 59 in one, 0.26 ns/B)
 MIN_FIRST_BYTES = 4  # fewer distinct first bytes in a group: a memchr prefilter on them instead of SIMD (slow)
 AHO_MAX_COVERS = 72  # past this many covers, Hyperscan (when installed) is preferred
 MIN_SHARED_PREFIX = 8  # literals sharing a prefix this long are searched as that prefix
@@ -110,6 +113,16 @@ class _Finder:
     def starts(self, buf: bytes, pos: int, end: int) -> list[int]:
         return self.hits(buf, pos, end)[0]
 
+    def arrays(self, np, buf: bytes, pos: int, end: int):
+        """(offsets, literal ids) of the hits as int64 arrays, for read/vector.py: the
+        offsets ``hits`` gives, each with a weak literal's id when it is a weak hit and
+        some strong literal's id otherwise."""
+        hits, weak = self.hits(buf, pos, end)
+        ids = {lit: i for i, lit in enumerate(self._lits)}
+        strong = next((i for i in range(len(self._lits)) if i not in self._weak_ids), 0)
+        return (np.array(hits, np.int64),
+                np.array([ids[weak[p]] if p in weak else strong for p in hits], np.int64))
+
     def _split(self, found: list[tuple[int, int]]) -> tuple[list[int], dict[int, bytes]]:
         """(offset, literal id) pairs -> sorted offsets, {offset: weak literal}."""
         weak_ids = self._weak_ids
@@ -126,6 +139,10 @@ class FindFinder(_Finder):
     name = "find"
 
     def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
+        return self._split(self.pairs(buf, pos, end))
+
+    def pairs(self, buf: bytes, pos: int, end: int) -> list[tuple[int, int]]:
+        """(offset, literal id): the first hit of each literal in each line."""
         out: list[tuple[int, int]] = []
         find = buf.find
         for i, lit in enumerate(self._lits):
@@ -136,7 +153,7 @@ class FindFinder(_Finder):
                 if p < 0:
                     break
                 p = find(lit, p, end)
-        return self._split(out)
+        return out
 
 
 class AhoFinder(_Finder):
@@ -149,14 +166,49 @@ class AhoFinder(_Finder):
         import ahocorasick_rs
 
         super().__init__(literals, weak)
-        self._bases = []  # index of each automaton's first literal
+        self._ids = []  # each automaton's literal ids (indexes into literals)
         self._groups = []
-        for base, group in aho_groups(literals):
-            self._bases.append(base)
+        for ids in aho_groups(literals):
+            self._ids.append(ids)
             self._groups.append(ahocorasick_rs.BytesAhoCorasick(
-                list(group), matchkind=ahocorasick_rs.MatchKind.LeftmostLongest))
+                [literals[i] for i in ids], matchkind=ahocorasick_rs.MatchKind.LeftmostLongest))
+        self._id_arrays = None  # numpy copies of _ids, for arrays()
         self._overlap = max(map(len, literals), default=1) - 1
         self._find = FindFinder(literals, weak)
+
+    def arrays(self, np, buf: bytes, pos: int, end: int):
+        """(offsets, literal ids) of every match, as int64 arrays (unsorted; an offset may
+        come twice, from two automatons): ``hits`` without a Python object per match."""
+        if self._id_arrays is None:
+            self._id_arrays = [np.array(ids, np.int64) for ids in self._ids]
+        offsets, ids = [], []
+        view = memoryview(buf)
+        for lo in range(pos, end, SUB_BLOCK):
+            hi = min(lo + SUB_BLOCK, end)
+            ext = min(hi + self._overlap, end)
+            parts = []
+            for group_ids, ac in zip(self._id_arrays, self._groups):
+                found = ac.find_matches_as_indexes(view[lo:ext])
+                if len(found) > MATCH_CAP:
+                    parts = None
+                    break
+                if found:
+                    parts.append((group_ids, found))
+            if parts is None:  # dense: one hit per line and literal
+                got = np.array(self._find.pairs(buf, lo, ext), np.int64).reshape(-1, 2)
+                got = got[got[:, 0] < hi]
+                offsets.append(got[:, 0])
+                ids.append(got[:, 1])
+                continue
+            for group_ids, found in parts:
+                got = np.array(found, np.int64).reshape(-1, 3)  # (id in the group, start, end)
+                starts = got[:, 1] + lo
+                inside = starts < hi
+                offsets.append(starts[inside])
+                ids.append(group_ids[got[inside, 0]])
+        if not offsets:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(offsets), np.concatenate(ids)
 
     def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
         # non-overlapping matches: a match hidden by an overlapping one starts on the same
@@ -169,12 +221,12 @@ class AhoFinder(_Finder):
             hi = min(lo + SUB_BLOCK, end)
             ext = min(hi + self._overlap, end)  # a literal straddling hi is found here
             part: list[tuple[int, int]] | None = []
-            for base, ac in zip(self._bases, self._groups):
+            for ids, ac in zip(self._ids, self._groups):
                 found = ac.find_matches_as_indexes(view[lo:ext])
                 if len(found) > MATCH_CAP:
                     part = None
                     break
-                part += [(lo + s, base + i) for i, s, _ in found if lo + s < hi]
+                part += [(lo + s, ids[i]) for i, s, _ in found if lo + s < hi]
             if part is None:  # dense: one hit per line and literal
                 got, got_weak = self._find.hits(buf, lo, ext)
                 out += [p for p in got if p < hi]
@@ -186,19 +238,29 @@ class AhoFinder(_Finder):
         return out, weak
 
 
-def aho_groups(literals: tuple[bytes, ...]) -> list[tuple[int, tuple[bytes, ...]]]:
-    """(index of the first, literals) of each automaton: runs of GROUP sorted literals, a run
-    with fewer than MIN_FIRST_BYTES distinct first bytes or under half a group joining the
-    one before (the automaton would use a plain first-byte prefilter, which is slow when
-    those bytes are common letters: bench, 2 ns/B for 8 literals starting with t, u, w)."""
-    out: list[tuple[int, tuple[bytes, ...]]] = []
-    for i in range(0, len(literals), GROUP):
-        group = literals[i:i + GROUP]
-        if out and (len({lit[:1] for lit in group}) < MIN_FIRST_BYTES or len(group) < GROUP // 2):
-            base, prev = out[-1]
-            out[-1] = (base, prev + group)
-        else:
-            out.append((i, group))
+def aho_groups(literals: tuple[bytes, ...]) -> list[tuple[int, ...]]:
+    """The literal ids of each automaton.
+
+    Teddy's cost grows with how often the first bytes of its literals occur in the text:
+    literals starting with a lowercase letter (the commonest bytes of a log) go in
+    automatons of GROUP, the others (capitals, digits, punctuation, rarer) in automatons of
+    RARE_GROUP.  Within each kind, even runs of sorted literals; a run with fewer than
+    MIN_FIRST_BYTES distinct first bytes joins the one before (the
+    automaton would use a plain first-byte prefilter, which is slow when those bytes are
+    common letters: bench, 2 ns/B for 8 literals starting with t, u, w)."""
+    out: list[tuple[int, ...]] = []
+    lower = [i for i, lit in enumerate(literals) if 97 <= lit[0] <= 122]
+    other = [i for i, lit in enumerate(literals) if not 97 <= lit[0] <= 122]
+    for ids, size in ((other, RARE_GROUP), (lower, GROUP)):
+        first = len(out)
+        count = -(-len(ids) // size)  # automatons of at most size, as even as can be
+        for k in range(count):
+            group = tuple(ids[len(ids) * k // count:len(ids) * (k + 1) // count])
+            few = len({literals[i][:1] for i in group}) < MIN_FIRST_BYTES
+            if len(out) > first and few and (size == GROUP or len(out[-1]) + len(group) <= RARE_GROUP):
+                out[-1] = out[-1] + group
+            else:
+                out.append(group)
     return out
 
 
@@ -324,6 +386,8 @@ class Scanner:
         # head-conditioned literal it may stand for)
         self._heads = {w: tuple(rx for lit, rx in heads.items() if w in lit) for w in weak_set}
         self._big = None  # built on the first big block
+        self._weak_filter: vector.WeakFilter | None = None  # the worker's, built on its first big block
+        self._index: vector.BlockIndex | None = None  # newline positions of the block being scanned
         self._ahead: tuple[bytes, tuple] | None = None  # (block, its search) from read_ahead
         self.keep_raw = keep_raw
         self.fast = fast
@@ -381,6 +445,8 @@ class Scanner:
             pos = last + 1
         if self._pending is not None and self._pending[0] is data and len(data) >= SMALL_BLOCK:
             self._resolve()  # the skipped run's record start, so the block itself can be freed
+        if self._index is not None and (self._pending is None or self._pending[0] is not self._index.block):
+            self._index = None
         if pos < len(data):
             self._hold(data[pos:])
 
@@ -445,14 +511,22 @@ class Scanner:
         return make_finder(self._lits, self._engine, self._weak_lits)
 
     def _search_ahead(self, finder, block: bytes) -> tuple | None:
-        """(lo, hi, hits, weak) for block[lo:hi], from its first to its last whole line;
-        None when that part is small (the caller searches it then)."""
+        """(lo, hi, hits, weak, dirty, index) for block[lo:hi], from its first to its last
+        whole line; None when that part is small (the caller searches it then).  With numpy,
+        the weak-hit filter and the newline index are done here too (read/vector.py)."""
         lo = block.find(b"\n") + 1
         hi = block.rfind(b"\n") + 1
         if hi - lo < SMALL_BLOCK:
             return None
-        hits, weak = finder.hits(block, lo, hi)
-        return (lo, hi, hits, weak)
+        np = vector.numpy()
+        if np is None:
+            hits, weak = finder.hits(block, lo, hi)
+            return (lo, hi, hits, weak, None, None)
+        if self._weak_filter is None:
+            search, weak_set = search_set(self._lits, self._weak_lits)
+            self._weak_filter = vector.WeakFilter(np, finder._lits, weak_set, self._hides, self._heads)
+        hits, weak, index = self._weak_filter.search(np, finder, block, lo, hi)
+        return (lo, hi, hits, weak, _dirty_starts(block, lo, hi), index)
 
     def finish(self) -> None:
         if self._long is not None:
@@ -489,10 +563,15 @@ class Scanner:
                 self._emit(buf[pos:nl])
                 pos = nl + 1
             return
-        hits, weak = found if found is not None else self._finder(end - pos).hits(buf, pos, end)
+        if found is not None:
+            hits, weak, dirty, self._index = found
+        else:
+            hits, weak = self._finder(end - pos).hits(buf, pos, end)
+            dirty = None
         if weak:
             hits = self._drop_weak_record_starts(buf, pos, end, hits, weak)
-        dirty = _dirty_starts(buf, pos, end)
+        if dirty is None:
+            dirty = _dirty_starts(buf, pos, end)
         if dirty:
             hits = sorted(set(hits).union(dirty))
         nhits = len(hits)
@@ -618,7 +697,14 @@ class Scanner:
         if self._pending is not None:
             self._resolve()
         self._pending = (buf, lo, hi, self.number)
-        self.number += buf.count(b"\n", lo, hi)
+        self.number += self._count(buf, lo, hi)
+
+    def _count(self, buf: bytes, lo: int, hi: int) -> int:
+        """``buf.count(b"\\n", lo, hi)``, from the block's newline index when it has one."""
+        index = self._index
+        if index is not None and index.covers(buf, lo, hi):
+            return index.count(lo, hi)
+        return buf.count(b"\n", lo, hi)
 
     def _resolve(self) -> None:
         """Turn the pending skipped run into ``_record`` (its last record-start line), if any."""
@@ -629,7 +715,7 @@ class Scanner:
         found = _last_record_start(buf, lo, hi)
         if found is not None:
             s, e = found
-            self._record = (number + buf.count(b"\n", lo, s), buf[s:e])
+            self._record = (number + self._count(buf, lo, s), buf[s:e])
 
 
 def _text_starts_record(raw: bytes) -> bool:

@@ -1,0 +1,306 @@
+"""The numpy half of a block searched ahead (``Scanner.read_ahead``, explain on a big file).
+
+The worker thread that reads and searches the next block also does, with numpy, the
+per-byte and per-hit work that used to hold the GIL in the caller's thread:
+
+- the newline positions of the block's whole lines (``BlockIndex``), from which every
+  skipped run's line count is two bisections instead of a ``bytes.count`` pass;
+- the weak-hit filter (``WeakFilter``): a record-start line whose only hits are weak
+  literals (scanner.py) is dropped here, for all such lines of the block at once, when the
+  drop is certain: no strong hit on the line, no weak match that may hide a strong literal,
+  an SGLang header at the line start (checked on the bytes, ``sglang_header``), no ``\\r``
+  and no `` pid=`` in the line, and no weak literal with a head condition.  Every other
+  weak hit is left to the scanner's own filter (``Scanner._drop_weak_record_starts``),
+  which judges it exactly as before; this one only ever drops lines that one drops too.
+
+numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
+imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
+Without numpy the scanner does all of it itself, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+SUB_BLOCK = 1 << 20  # the ``pid=`` search's unit (bounded memory on a line dense with them)
+NEEDLE_CAP = 16384  # more matches than this in a sub-block: one find per line instead
+WINDOW = 64  # bytes of a line start looked at for its header; a longer header is left to the regex
+MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
+CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
+
+_numpy = None
+
+
+def numpy():
+    """numpy, imported on first use, or None when it is not installed."""
+    global _numpy
+    if _numpy is None:
+        try:
+            import numpy as np
+        except ImportError:
+            _numpy = False
+        else:
+            _numpy = np
+    return _numpy or None
+
+
+class BlockIndex:
+    """Where the newlines of ``block[lo:hi]`` (whole lines) are, as a bit set: one
+    ``== 10`` pass and ``packbits`` (about 0.1 ns/B, GIL released), then prefix counts per
+    64-bit word.  Answers, for any offset in the range, how many newlines come before it
+    (``rank``: its line's index) and where its line starts (``line_starts``)."""
+
+    __slots__ = ("np", "block", "lo", "hi", "words", "before")
+
+    def __init__(self, np, block: bytes, lo: int, hi: int):
+        self.np, self.block, self.lo, self.hi = np, block, lo, hi
+        a = np.frombuffer(block, np.uint8, hi - lo, lo)
+        bits = np.zeros(-(-(hi - lo) // 64) * 8, np.uint8)
+        for k in range(0, hi - lo, CHUNK):  # a chunk at a time: no block-sized temporary (peak RSS)
+            part = np.packbits(a[k:k + CHUNK] == 10, bitorder="little")
+            bits[k >> 3:(k >> 3) + len(part)] = part
+        self.words = bits.view("<u8")
+        counts = popcount(np, self.words)
+        self.before = np.zeros(len(counts) + 1, np.int64)  # newlines before each word
+        np.cumsum(counts, out=self.before[1:])
+
+    @property
+    def lines(self) -> int:
+        return int(self.before[-1])
+
+    def covers(self, buf: bytes, lo: int, hi: int) -> bool:
+        return buf is self.block and self.lo <= lo <= hi <= self.hi
+
+    def count(self, lo: int, hi: int) -> int:
+        """``block.count(b"\\n", lo, hi)`` (within the indexed part)."""
+        return self._rank1(hi) - self._rank1(lo)
+
+    def _rank1(self, p: int) -> int:
+        off = p - self.lo
+        w, b = off >> 6, off & 63
+        if w >= len(self.words):
+            return int(self.before[-1])
+        return int(self.before[w]) + (int(self.words[w]) & ((1 << b) - 1)).bit_count()
+
+    def rank(self, offsets):
+        """Newlines in [lo, p) for each offset p (an int64 array): the index of p's line."""
+        np = self.np
+        off = offsets - self.lo
+        w = off >> 6
+        below = (np.left_shift(np.uint64(1), (off & 63).astype(np.uint64)) - np.uint64(1))
+        return self.before[w] + popcount(np, self.words[w] & below).astype(np.int64)
+
+    def line_starts(self, offsets, ranks):
+        """Where the line of each offset starts, given its rank."""
+        np = self.np
+        starts = np.full(len(offsets), self.lo, np.int64)
+        has = np.flatnonzero(ranks > 0)
+        if not len(has):
+            return starts
+        k = ranks[has]  # the newline before is the k-th (1-based)
+        w = np.searchsorted(self.before, k, side="left") - 1  # the word holding it
+        x = self.words[w]
+        own = w == ((offsets[has] - self.lo) >> 6)
+        if own.any():
+            b = ((offsets[has] - self.lo) & 63).astype(np.uint64)
+            x = np.where(own, x & (np.left_shift(np.uint64(1), b) - np.uint64(1)), x)
+        for shift in (1, 2, 4, 8, 16, 32):  # smear the highest set bit down
+            x = x | (x >> np.uint64(shift))
+        top = popcount(np, x).astype(np.int64) - 1
+        starts[has] = self.lo + w * 64 + top + 1
+        return starts
+
+
+_POP8 = None
+
+
+def popcount(np, x):
+    """Set bits of each uint64 (``np.bitwise_count`` from numpy 2.0; a byte table before)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    global _POP8
+    if _POP8 is None:
+        _POP8 = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+    x = np.ascontiguousarray(x, "<u8")
+    return _POP8[x.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
+
+
+def first_per_line(buf: bytes, needle: bytes, lo: int, hi: int) -> list[int]:
+    """The first offset of ``needle`` in each line of buf[lo:hi] that holds it."""
+    out: list[int] = []
+    find = buf.find
+    p = find(needle, lo, hi)
+    while p >= 0:
+        out.append(p)
+        nl = find(b"\n", p, hi)
+        if nl < 0:
+            break
+        p = find(needle, nl, hi)
+    return out
+
+
+class Needle:
+    """Offsets of one byte string, at least one in each line of a range that holds it.
+
+    ``ahocorasick_rs`` with one pattern is a SIMD ``memmem`` that releases the GIL (about
+    0.04 ns/B); ``bytes.find`` is the fallback and the answer for a sub-block dense with
+    matches (one per line, so memory never grows with the bytes)."""
+
+    def __init__(self, needle: bytes):
+        self.needle = needle
+        try:
+            import ahocorasick_rs
+
+            self._ac = ahocorasick_rs.BytesAhoCorasick([needle])
+        except ImportError:
+            self._ac = None
+
+    def positions(self, buf: bytes, lo: int, hi: int) -> list[int]:
+        if self._ac is None:
+            return first_per_line(buf, self.needle, lo, hi)
+        out: list[int] = []
+        view = memoryview(buf)
+        extra = len(self.needle) - 1
+        for s in range(lo, hi, SUB_BLOCK):
+            e = min(s + SUB_BLOCK, hi)
+            found = self._ac.find_matches_as_indexes(view[s:min(e + extra, hi)])
+            if len(found) > NEEDLE_CAP:
+                out += [p for p in first_per_line(buf, self.needle, s, min(e + extra, hi)) if p < e]
+            else:
+                out += [s + start for _, start, _ in found if s + start < e]
+        return out
+
+
+_TEMPLATE = b"[0000-00-00 00:00:00"  # records._SGLANG up to the seconds ('0': any ASCII digit)
+_RANK_NAMES = (b"DP", b"PP", b"ATTN_CP", b"MOE_DP", b"TP", b"EP")  # none is a prefix of another
+
+
+def sglang_header(np, block: bytes, starts, end: int):
+    """For each line start, True when SGLang's record header (``records._SGLANG``, so
+    ``records.HEADER_BYTES``) matches there; False when it does not or when this cannot
+    tell (a header longer than WINDOW bytes).  ``end``: the block's indexed end, whose last
+    byte is a newline (no header byte is one, so reading past a line's end is harmless).
+
+    The regex is deterministic here: ``[.,]`` then up to 6 digits, then `` NAME<digits>``
+    groups whose names are prefix-free, then ``]``; a greedy parse decides it exactly."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, bool)
+    a = np.frombuffer(block, np.uint8)
+    t = np.frombuffer(_TEMPLATE, np.uint8)
+    w = a[np.minimum(starts[:, None] + np.arange(len(t) + 1), end - 1)]
+    ok = np.where(t == 48, (w[:, :len(t)] >= 48) & (w[:, :len(t)] <= 57), w[:, :len(t)] == t).all(axis=1)
+    rows = np.flatnonzero(ok & (w[:, len(t)] != ord("]")))  # "[date time]" is the common case
+    if len(rows) == 0:
+        return ok
+    w = a[np.minimum(starts[rows][:, None] + np.arange(WINDOW), end - 1)]
+    digit = (w >= 48) & (w <= 57)
+    r = np.arange(len(rows))
+    last = WINDOW - 1
+
+    def byte(q):
+        return w[r, np.minimum(q, last)]
+
+    def isdigit(q):
+        return digit[r, np.minimum(q, last)]
+
+    q = np.full(len(rows), len(t))
+    alive = np.ones(len(rows), bool)
+    b = byte(q)
+    step = ((b == ord(".")) | (b == ord(","))) & isdigit(q + 1)  # (?:[.,]\d{1,6})?
+    q = q + step
+    for _ in range(6):
+        d = step & isdigit(q)
+        q = q + d
+    for _ in range(MAX_RANKS + 1):  # ((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)
+        space = alive & (byte(q) == ord(" ")) & (q < last)
+        if not space.any():
+            break
+        size = np.zeros(len(rows), np.int64)
+        for name in _RANK_NAMES:
+            m = space & isdigit(q + 1 + len(name))
+            for j, ch in enumerate(name):
+                m &= byte(q + 1 + j) == ch
+            size[m] = len(name)
+        named = size > 0
+        alive &= ~(space & ~named)  # a space not followed by a rank: ']' cannot match there
+        q = q + np.where(named, 1 + size, 0)
+        while True:  # \d+ (the first digit was checked)
+            d = named & isdigit(q) & (q < last)
+            if not d.any():
+                break
+            q = q + d
+    ok[rows] = alive & (q < last) & (byte(q) == ord("]"))
+    return ok
+
+
+class WeakFilter:
+    """Drops, for a whole block at once, the weak hits the scanner's filter would drop and
+    can be sure of here (module doc); the rest is left to the scanner."""
+
+    def __init__(self, np, literals: Sequence[bytes], weak: Iterable[bytes],
+                 hides: Mapping[bytes, Sequence[tuple[int, bytes]]], heads: Mapping[bytes, tuple]):
+        self._lits = tuple(literals)
+        ids = {lit: i for i, lit in enumerate(self._lits)}
+        weak = set(weak)
+        self._weak = np.array([lit in weak for lit in self._lits] or [False], bool)
+        # weak literals whose lines are left to the scanner: a head condition to check
+        self._unsure = np.array([lit in weak and bool(heads.get(lit)) for lit in self._lits] or [False], bool)
+        self._hides = [(ids[w], off, np.frombuffer(c, np.uint8)) for w, checks in hides.items() if w in ids
+                       for off, c in checks]
+        self._cr = b"\r"
+        self._pid = Needle(b" pid=")
+
+    def search(self, np, finder, block: bytes, lo: int, hi: int):
+        """(hits, weak, index) for block[lo:hi] (whole lines), as ``Scanner._scan`` takes
+        them: the sorted hit offsets, {offset: weak literal} of the weak ones left, and the
+        block's BlockIndex."""
+        return self.sift(np, block, lo, hi, *finder.arrays(np, block, lo, hi))
+
+    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids):
+        """``search`` given the hits' offsets and literal ids."""
+        index = BlockIndex(np, block, lo, hi)
+        is_weak = self._weak[ids]
+        strong = np.unique(pos[~is_weak])
+        wpos, wids = pos[is_weak], ids[is_weak]
+        if len(wpos):
+            wpos, first = np.unique(wpos, return_index=True)  # one weak cover per offset (covers())
+            wids = wids[first]
+            if len(strong):
+                other = ~np.isin(wpos, strong)
+                wpos, wids = wpos[other], wids[other]
+        if len(wpos):
+            keep = ~self._droppable(np, block, lo, hi, index, strong, wpos, wids)
+            wpos, wids = wpos[keep], wids[keep]
+        hits = np.union1d(strong, wpos).tolist()
+        lits = self._lits
+        weak = dict(zip(wpos.tolist(), [lits[i] for i in wids.tolist()]))
+        return hits, weak, index
+
+    def _droppable(self, np, block: bytes, lo: int, hi: int, index: BlockIndex, strong, wpos, wids):
+        """Per weak hit: whether its line is certainly dropped by the scanner's filter."""
+        line = index.rank(wpos)
+        unsure = np.zeros(index.lines + 1, bool)  # per line: left to the scanner
+        if len(strong):
+            unsure[index.rank(strong)] = True
+        others = first_per_line(block, self._cr, lo, hi) + self._pid.positions(block, lo, hi)
+        if others:
+            unsure[index.rank(np.array(others, np.int64))] = True
+        hit_unsure = self._unsure[wids]
+        if self._hides:
+            a = np.frombuffer(block, np.uint8)
+            for wid, off, c in self._hides:
+                sel = np.flatnonzero(wids == wid)
+                if not len(sel):
+                    continue
+                at = wpos[sel] + off
+                inside = at + len(c) <= len(a)
+                got = a[np.minimum(at[:, None] + np.arange(len(c)), len(a) - 1)]
+                hit_unsure[sel[inside & (got == c).all(axis=1)]] = True
+        unsure[line[hit_unsure]] = True
+        sel = np.flatnonzero(~unsure[line])
+        drop = np.zeros(len(wpos), bool)
+        if len(sel):
+            starts = index.line_starts(wpos[sel], line[sel])
+            drop[sel[sglang_header(np, block, starts, hi)]] = True
+        return drop
