@@ -803,6 +803,10 @@ def main(argv: list[str] | None = None) -> int:
                     r = measure_judged(inv, disp, judged, verbose=True)
                     print(f"  right category by hand judgement, sglang {version}: {r['right']}/{r['sites']} = "
                           f"{100 * r['share']:.1f}% {r['samples']}")
+                    if args.record:  # only the judged figure; the full run's figures stay
+                        recorded = json.loads(MEASURED.read_text(encoding="utf-8")) if MEASURED.is_file() else {}
+                        recorded.setdefault(version, {})["judged"] = r
+                        MEASURED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
                 continue
             result = measure(inv, disp, every=args.every, verbose=True)
             if judged:
