@@ -386,6 +386,7 @@ class Dispositions:
         kind:      raise | assert | log (log.* kinds)
         exception: exception class names (last dotted part)
         message:   regex searched in the template's literal text (case-insensitive)
+        phase / phase_not: the site's phase (``phases:``) is / is not this one
     """
 
     def __init__(self, data: dict):
@@ -422,6 +423,8 @@ class Dispositions:
         if "_function" in pat and not pat["_function"].search(site["function"]):
             return False
         if "phase" in pat and pat["phase"] != phase:
+            return False
+        if "phase_not" in pat and pat["phase_not"] == phase:  # a class rule with after_ready: false
             return False
         if "_message" in pat and not pat["_message"].search(template_literal(site["template"])):
             return False
@@ -680,12 +683,72 @@ def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False
             "groups": {g: {"sites": c[0], "right": c[1]} for g, c in sorted(groups.items())}}
 
 
+def judged_path(version: str, out: Path = DEFAULT_OUT) -> Path:
+    return out / f"judged-{version}.yaml"
+
+
+def load_judged(version: str, out: Path = DEFAULT_OUT) -> list[dict]:
+    """The hand-judged sites of a release (judged-VERSION.yaml): key, right answer, sample."""
+    path = judged_path(version, out)
+    if not path.is_file():
+        return []
+    return list((_load_yaml(path) or {}).get("sites") or [])
+
+
+def measure_judged(inv: dict, disp: Dispositions, judged: list[dict], verbose: bool = False) -> dict:
+    """Rightness, not consistency: run the engine on the synthetic log of every hand-judged
+    site and compare its answer with the category a person judged right for the site's message
+    (judged-VERSION.yaml), whatever the inventory assigns.  A judged site the release no longer
+    has is counted as missing, not as right."""
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+
+    ruleset = RuleSet.load(builtin=True, user=False)
+    by_key = {site_key(s): s for s in iter_sites(inv)}
+    right = missing = 0
+    per_sample: dict[str, list[int]] = {}
+    misses: list[str] = []
+    for entry in judged:
+        site = by_key.get(entry["key"])
+        group = entry["sample"].rsplit(" ", 1)[0] + " " + entry["sample"].rsplit(" ", 1)[-1][:1]
+        counts = per_sample.setdefault(group, [0, 0])
+        if site is None:
+            missing += 1
+            continue
+        want = entry["right"]
+        # the judge may say where a user meets the message (``phase: serving`` for a check
+        # reached while serving in a function the ``phases:`` map does not know as serving)
+        phase = entry.get("phase") or disp.phase(site)
+        pipe = StreamPipeline(ruleset, remediate=False)
+        events = pipe.feed(synthetic_log(site, phase, want).encode()) + pipe.finish()
+        got = [ev["category"] for ev in events if ev["event"] == "incident"]
+        ok = (not got) if want == "none" else (want in got)
+        counts[0] += 1
+        counts[1] += ok
+        right += ok
+        if not ok:
+            misses.append(f"{entry['sample']}: {site['file']}:{site['line']} want {want} -> {','.join(got) or 'none'}"
+                          f" ({site['disposition']})")
+    if verbose:
+        for m in misses:
+            print(f"    judged miss  {m}")
+    sites = len(judged) - missing
+    return {"sites": sites, "missing": missing, "right": right, "share": round(right / sites, 4) if sites else 0.0,
+            "samples": {g: {"sites": c[0], "right": c[1]} for g, c in sorted(per_sample.items())}}
+
+
 def print_measure(version: str, result: dict) -> None:
     print(f"  right category, sglang {version}" + (f" (every {result['every']}th site)" if result["every"] > 1 else "")
           + f": {result['right']}/{result['user_facing']} user-facing sites = {100 * result['share']:.1f}%"
           f" ({result['excluded']} test/debug sites excluded)")
     for group, c in result["groups"].items():
         print(f"    {group:<48} {c['sites']:6d} sites  {c['right']:6d} right  {100 * c['right'] / c['sites']:5.1f}%")
+    judged = result.get("judged")
+    if judged:
+        print(f"  right category by hand judgement, sglang {version}: {judged['right']}/{judged['sites']} judged sites"
+              f" = {100 * judged['share']:.1f}%" + (f" ({judged['missing']} judged sites gone)" if judged["missing"] else ""))
+        for group, c in judged["samples"].items():
+            print(f"    {group:<48} {c['sites']:6d} sites  {c['right']:6d} right")
 
 
 MEASURED = DEFAULT_OUT / "measured.json"
@@ -704,6 +767,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with the files in --out instead of writing")
     ap.add_argument("--measure", action="store_true", help="run the engine on a synthetic log of every site")
     ap.add_argument("--show", default=None, help="print the sites whose disposition starts with this")
+    ap.add_argument("--judged-only", action="store_true",
+                    help="with --measure: only the hand-judged sites (judged-VERSION.yaml), a few seconds")
     ap.add_argument("--every", type=int, default=1, help="--measure every Nth site only (a deterministic sample)")
     ap.add_argument("--record", action="store_true",
                     help=f"with --measure: write the full and the every-{SAMPLE_EVERY}th-site shares to {MEASURED.name}")
@@ -732,12 +797,28 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {site['file']}:{site['line']} {site['function']} [{site['exception'] or site['kind']}] "
                           f"{site['template'][:140]} -> {site['disposition']}")
         if args.measure:
+            judged = load_judged(version, args.out)
+            if args.judged_only:
+                if judged:
+                    r = measure_judged(inv, disp, judged, verbose=True)
+                    print(f"  right category by hand judgement, sglang {version}: {r['right']}/{r['sites']} = "
+                          f"{100 * r['share']:.1f}% {r['samples']}")
+                    if args.record:  # only the judged figure; the full run's figures stay
+                        recorded = json.loads(MEASURED.read_text(encoding="utf-8")) if MEASURED.is_file() else {}
+                        recorded.setdefault(version, {})["judged"] = r
+                        MEASURED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+                continue
             result = measure(inv, disp, every=args.every, verbose=True)
+            if judged:
+                result["judged"] = measure_judged(inv, disp, judged, verbose=True)
             print_measure(version, result)
             if args.record:
                 sample = measure(inv, disp, every=SAMPLE_EVERY) if args.every != SAMPLE_EVERY else result
                 recorded = json.loads(MEASURED.read_text(encoding="utf-8")) if MEASURED.is_file() else {}
-                recorded[version] = {"full": result, "sample": {k: sample[k] for k in ("every", "user_facing", "right", "share")}}
+                full = {k: v for k, v in result.items() if k != "judged"}
+                recorded[version] = {"full": full, "sample": {k: sample[k] for k in ("every", "user_facing", "right", "share")}}
+                if judged:
+                    recorded[version]["judged"] = result["judged"]
                 MEASURED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return status
 

@@ -217,6 +217,30 @@ def test_the_right_category_share_holds_on_a_sample():
     assert recorded["full"]["share"] >= 0.9
 
 
+def test_hand_judged_sites_name_sites_of_the_release_with_contract_categories():
+    """judged-VERSION.yaml (a person's verdicts, independent of the rule pack) names real
+    sites, once each, with a CONTRACT category or ``none``."""
+    from sglang_doctor.model import CATEGORIES
+
+    judged = inv.load_judged("0.5.23")
+    assert len(judged) >= 200
+    keys = {inv.site_key(s) for s in inv.iter_sites(_load(NEWEST))}
+    assert len({j["key"] for j in judged}) == len(judged)
+    assert all(j["key"] in keys for j in judged), [j["key"] for j in judged if j["key"] not in keys][:3]
+    assert all(j["right"] in CATEGORIES or j["right"] == "none" for j in judged)
+
+
+def test_the_engine_is_right_on_the_hand_judged_sites():
+    """Rightness, not consistency: on the hand-judged sites the engine gives the judged answer
+    at least as often as recorded (measured.json "judged"; issue #12's target is 90%, which the
+    second hand check did not reach: see data/inventory/hand-check-0.5.23-b.md)."""
+    recorded = json.loads((INVENTORY / "measured.json").read_text(encoding="utf-8"))["0.5.23"]["judged"]
+    result = inv.measure_judged(_load(NEWEST), inv.Dispositions.load(), inv.load_judged("0.5.23"))
+    assert result["missing"] == 0
+    assert result["sites"] == recorded["sites"]
+    assert result["share"] >= recorded["share"], result
+
+
 @pytest.mark.slow
 def test_the_shipped_inventory_is_what_the_script_makes(tmp_path):
     """Regenerate from the wheels (pip download into the user's cache) and compare bytes."""
