@@ -235,7 +235,41 @@ def lower_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
 
 @remedy("set_flag")
 def set_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
+    if params.get("ask"):
+        return _ask_flag(ctx, params)
     return _both_spellings(ctx, params, _set)
+
+
+# A value only the user knows (a token, an interface, a worker's URL): the change names the
+# flag or variable with a placeholder ``<what to give>`` and is advice (``needs_human``,
+# ``safe: false``), never applied by ``run --yes``.  docs/DESIGN.md "Remedy names".
+def _placeholder(what: Any) -> str | None:
+    text = " ".join(str(what or "").split())
+    if not text or len(text) > 120 or any(c in text for c in "<>\n\r\x1b"):
+        return None
+    return f"<{text}>"
+
+
+def _ask_flag(ctx: Context, params: dict) -> Remediation | None:
+    """``set_flag {flag, ask: WHAT}``: the flag to give, with the value the user must supply.
+
+    The flag is checked against the target release's flags; with ``program: NAME`` it is a flag
+    of another program of SGLang's (the router: ``sglang_router.launch_router``), which the
+    server's catalogue does not hold, and is named as written."""
+    placeholder = _placeholder(params.get("ask"))
+    written = str(params.get("flag") or "")
+    if placeholder is None or not written.startswith("--"):
+        return None
+    program = params.get("program")
+    flag = written if program else ctx.flag(written)
+    if flag is None:
+        ctx.warnings.append(f"flag {written} does not exist in SGLang {ctx.version}")
+        return None
+    where = f" of {program}" if program else ""
+    rem = Remediation(set={flag: placeholder}, needs_human=True, safe=False,
+                      note=params.get("note") or f"give {flag}{where} {placeholder}: only you know the value",
+                      tradeoff=params.get("tradeoff"))
+    return trust.declare(rem, "rule")
 
 
 def _set(ctx: Context, params: dict) -> Remediation | None:
@@ -304,6 +338,15 @@ def set_env(ctx: Context, params: dict) -> Remediation | None:
         return None  # a PCIe work-around (NCCL_P2P_DISABLE): not for GPUs joined by NVLink
     names = params.get("names") or [params.get("name", "")]
     names = [str(n) for n in (names if isinstance(names, list) else [names])]
+    if params.get("ask"):  # a value only the user knows: named with a placeholder, advice
+        placeholder = _placeholder(params.get("ask"))
+        if placeholder is None or not all(_safe_env(n, "") for n in names) or not all(names):
+            return None
+        shown = " ".join(f"{n}={placeholder}" for n in names)
+        rem = Remediation(env={n: placeholder for n in names}, needs_human=True, safe=False,
+                          note=params.get("note") or f"set {shown} in the server's environment (only you know the value)",
+                          tradeoff=params.get("tradeoff"))
+        return trust.declare(rem, "rule")
     value = ctx.fill(params.get("value", ""))
     if not all(names) or value is None or not all(_safe_env(n, str(value)) for n in names):
         return None

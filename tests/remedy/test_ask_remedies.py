@@ -1,0 +1,69 @@
+"""``ask``: a flag or variable whose value only the user knows (a token, an interface, a URL).
+
+The change names it with a ``<placeholder>`` and is advice: never safe, never a command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import FIXTURES, doctor_cmd
+from sglang_doctor.model import Diagnosis, Incident, Launch
+from sglang_doctor.remedy import flags, remedies
+
+V0523 = flags.load_catalog("0.5.23")
+
+
+def _remediate(remedy: list[dict], command: list[str] | None = None, warnings: list[str] | None = None):
+    d = Diagnosis(incident=Incident(kind="traceback", first_line=1, last_line=1), rule="test.rule",
+                  category="nccl", remedies=remedy, captures={}, launch=Launch(index=0, line=1, server_args={}))
+    return remedies.remediate(d, command=command, version=V0523.version, catalog=V0523, hardware=None,
+                              model_config=None, warnings=warnings)
+
+
+def test_set_env_ask_names_every_spelling_with_a_placeholder_and_is_advice():
+    rem = _remediate([{"set_env": {"names": ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"],
+                                   "ask": "the interface that connects the nodes"}}])
+    assert rem.env == {"NCCL_SOCKET_IFNAME": "<the interface that connects the nodes>",
+                       "GLOO_SOCKET_IFNAME": "<the interface that connects the nodes>"}
+    assert rem.needs_human and not rem.safe and rem.command is None
+    assert rem.provenance["env:NCCL_SOCKET_IFNAME"]["source"] == "rule"
+
+
+def test_ask_refuses_a_placeholder_that_could_break_out_of_its_brackets():
+    rem = _remediate([{"set_env": {"name": "HF_TOKEN", "ask": "a <token>"}},
+                      {"set_env": {"name": "BAD NAME", "ask": "x"}},
+                      {"needs_human": {"reason": "fallback"}}])
+    assert rem.env == {} and rem.note == "fallback" and not rem.alternatives
+
+
+def test_set_flag_ask_checks_the_flag_against_the_release():
+    warnings: list[str] = []
+    rem = _remediate([{"set_flag": {"flag": "--no-such-flag-at-all", "ask": "x"}},
+                      {"set_flag": {"flag": "--disaggregation-ib-device", "ask": "the RDMA devices"}}],
+                     warnings=warnings)
+    assert rem.set == {"--disaggregation-ib-device": "<the RDMA devices>"}
+    assert rem.needs_human and not rem.safe
+    assert any("--no-such-flag-at-all" in w for w in warnings)
+
+
+def test_set_flag_ask_of_another_program_keeps_the_flag_as_written():
+    rem = _remediate([{"set_flag": {"flag": "--worker-urls", "ask": "http://HOST:PORT of each worker",
+                                    "program": "sglang_router.launch_router"}}])
+    assert rem.set == {"--worker-urls": "<http://HOST:PORT of each worker>"}
+    assert "sglang_router.launch_router" in rem.note and not rem.safe
+
+
+def test_ask_is_never_applied_to_a_known_command():
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--disaggregation-mode", "prefill"]
+    rem = _remediate([{"set_flag": {"flag": "--disaggregation-ib-device", "ask": "the RDMA devices"}}], command=command)
+    assert rem.command is None and not rem.safe and rem.set == {"--disaggregation-ib-device": "<the RDMA devices>"}
+
+
+def test_gated_repo_explain_asks_for_hf_token():
+    out = subprocess.run([*doctor_cmd(), "explain", "--format", "json", str(FIXTURES / "model" / "gated_repo_059.log")],
+                         capture_output=True, text=True, timeout=120)
+    incidents = [json.loads(l) for l in out.stdout.splitlines() if '"incident"' in l]
+    assert incidents, out.stderr
+    rem = incidents[0]["remediation"]
+    assert rem["env"].get("HF_TOKEN", "").startswith("<") and rem["safe"] is False
