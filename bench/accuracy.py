@@ -10,7 +10,8 @@ part's ``labels.yaml``:
 - fix: for the files whose labels give ``fix_flags`` / ``fix_env``, a hit when every labelled
   flag and variable is in the remediation's ``set`` / ``unset`` / ``env`` or in its first
   alternative (numbers compared loosely: any number; ``null`` means the flag is unset;
-  ``<...>`` placeholders accept any value);
+  ``<...>`` placeholders accept any value; a comma-separated value such as ``no_proxy``'s
+  is compared as a set of items);
 - false alarms: healthy logs (category ``none``) that produce any incident;
 - crashes: an exit status other than 0/1, a timeout, or a Python traceback on stderr;
 - no-cause fragments (``evidence_in_log: false``): whether the honest fallback was given
@@ -129,7 +130,10 @@ def _value_matches(wanted, got) -> bool:
             return False
     if isinstance(wanted, str) and wanted.startswith("<") and wanted.endswith(">"):
         return True
-    return str(wanted).strip().lower() == str(got).strip().lower()
+    wanted, got = str(wanted).strip().lower(), str(got).strip().lower()
+    if "," in wanted:  # a list value (no_proxy=a,b): the order of its items does not matter
+        return {w.strip() for w in wanted.split(",")} == {g.strip() for g in got.split(",")}
+    return wanted == got
 
 
 def _remediation_has(rem: dict, flags: dict, env: dict) -> bool:

@@ -43,3 +43,16 @@ def test_rate_at_or_above_the_floor(dev, floor, figure):
 @pytest.mark.parametrize("figure", ["fallback_given", "best_guess_right"])
 def test_no_cause_fragments_at_or_above_the_floor(dev, floor, figure):
     assert dev["no_cause"][figure]["rate"] >= floor["no_cause_" + figure], f"{figure}: {dev['no_cause'][figure]}"
+
+
+def test_a_list_value_is_compared_as_a_set_of_items():
+    """`no_proxy=localhost,127.0.0.1` is the same fix as `127.0.0.1,localhost`; a missing
+    item is not."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import accuracy
+    finally:
+        sys.path.pop(0)
+    assert accuracy._value_matches("127.0.0.1,localhost", "localhost, 127.0.0.1")
+    assert not accuracy._value_matches("127.0.0.1,localhost,0.0.0.0", "localhost,127.0.0.1")
+    assert not accuracy._value_matches("eth0", "eth1")
