@@ -386,7 +386,7 @@ WORDS: tuple[tuple[str, re.Pattern, str, float, str], ...] = tuple(
          "memory.kv_pool", 0.3, "it names the KV cache / memory pool sizing"),
         ("cuda_graph", r"cuda ?graph|capture_one_batch|graph capture|capturing batches", "cuda_graph", 0.3,
          "it names CUDA graph capture"),
-        ("build", r"undefined symbol|\bninja\b|\bnvcc\b|ptxas|compil(?:e|ing|ation) (?:error|failed)|"
+        ("build", r"undefined symbol|\bninja\b|\bnvcc\b|ptxas|cpp_extension|torch_cuda_arch_list|compil(?:e|ing|ation) (?:error|failed)|"
          r"error building extension", "kernel.build", 0.35, "it names a kernel build (JIT, nvcc, ninja, a symbol)"),
         ("quantization", r"\b(?:awq|gptq|marlin|fp8|fp4|nvfp4|mxfp4|int4|w8a8|w4a16|bitsandbytes|bnb|gguf|"
          r"compressed[-_]tensors|modelopt)\b", "kernel.unsupported_hw", 0.2,

@@ -26,6 +26,11 @@ from sglang_doctor.model import Frame, Incident
 
 # a source line that builds a start-up object: ``scheduler = Scheduler(`` in run_scheduler_process
 _BUILDS = re.compile(r"(?:^|[=\s(])(?:Scheduler|TpModelWorker\w*|ModelRunner|ModelTpServer|DataParallelController)\(")
+# functions only a launch runs, in the step that names them (distributed set-up, model loading,
+# memory pools, CUDA graph capture): a traceback through one of them was not serving
+_STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel", "init_distributed_environment",
+                            "load_model", "_initialize_model", "get_model", "init_memory_pool", "profile_max_num_token",
+                            "init_cuda_graphs", "init_device_graphs", "capture_one_batch_size"})
 # a source line Python runs when it imports a module or defines a class
 _IMPORT_TIME = re.compile(r"^\s*(?:def |async def |class |import |from \S+ import |@)")
 # exception types that name code that does not fit together (a package version mismatch):
@@ -52,6 +57,8 @@ def frames_reason(frames: list[Frame]) -> str | None:
     if in_startup_constructor(frames):
         return "its traceback runs through a start-up constructor (Scheduler / TpModelWorker / ModelRunner)"
     for f in frames:
+        if "/sglang/" in f.file.replace("\\", "/") and f.function.rsplit(".", 1)[-1] in _STARTUP_STEPS:
+            return f"a frame is in a start-up step ({f.function})"
         if f.source and _BUILDS.search(f.source):
             return f"a frame builds a start-up object ({f.source.strip()[:60]})"
     if frames and _import_time(frames[-1]):

@@ -39,6 +39,8 @@ def test_words_of_the_failure_are_named_evidence():
     assert found["words:nccl"].category == "nccl" and found["words:transport"].category == "nccl"
     assert "'mooncake'" in found["words:transport"].why
     assert evidence._words("the weather is fine", 1.0, "x") == []
+    (build,) = evidence._words("cpp_extension.py:2425] TORCH_CUDA_ARCH_LIST is not set, all archs are included", 1.0, "x")
+    assert build.name == "words:build" and build.category == "kernel.build"
 
 
 def test_hardware_words_are_no_crash_while_serving(pack):

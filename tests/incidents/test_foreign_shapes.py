@@ -108,6 +108,7 @@ def test_a_frame_line_wrapped_before_its_function():
     ([Frame(f"{P}/managers/scheduler.py", 5156, "run_scheduler_process", "scheduler = Scheduler(")],
      "builds a start-up object"),
     ([Frame(f"{P}/layers/x.py", 3, "<module>", "import foo")], "import time"),
+    ([Frame(f"{P}/model_executor/model_runner.py", 9, "init_memory_pool", "self.x = y(")], "start-up step"),
     ([Frame(f"{P}/managers/scheduler.py", 9, "event_loop_normal", "self.run_batch(batch)")], None),
 ])
 def test_frames_that_say_the_server_was_starting(frames, says):
