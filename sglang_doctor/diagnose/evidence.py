@@ -113,7 +113,6 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
     "port_in_use": ("network.port", 0.5, "a port was already in use"),
     "kv_transfer_failed": ("nccl", 0.45, "the KV transfer between the prefill and decode servers failed"),
     "cuda_alloc_oom": ("memory.cuda_oom", 0.5, "torch's caching allocator ran out of GPU memory"),
-    "component_failed": ("other", 0.2, "a component (router, transfer engine, ...) said it could not start"),
 }
 # the failure lines that outweigh where the frames were (they name the failing part itself)
 STRONG_SIGNALS = frozenset({"nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed", "cuda_alloc_oom"})

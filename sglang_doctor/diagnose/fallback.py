@@ -153,6 +153,7 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
     launch = diagnosis.launch
     fragment = launch is None or (launch.line is None and not launch.milestones)
     guess = best_guess(diagnosis)
+    named = False
     if diagnosis.layer == "fallback":
         # the guess becomes the incident's category only when the cause line is missing and
         # evidence points somewhere; a cause line no rule knows stays "other"
@@ -164,7 +165,10 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
             # launch (an architecture, an argument, the transport): the category follows them
             diagnosis.category = guess["category"]
             diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.4)
+            named = True
         where = "the cause line is not in the text" if missing else "no rule knew this failure"
+        if named:
+            where = "no rule knew this failure; the category is named by the words of its own message"
         used = [ev["name"] for ev in guess.get("evidence", ()) if ev["category"] == guess["category"]]
         basis = f" (evidence: {', '.join(used)})" if used else ""
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "

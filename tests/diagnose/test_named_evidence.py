@@ -49,7 +49,7 @@ def test_hardware_words_are_no_crash_while_serving(pack):
     (ev,) = diagnose(pack, line)
     assert ev["rule"] != "class.runtime.after_ready"
     assert ev["category"] == "kernel.unsupported_hw"  # named by its own words, with no rule for it
-    assert "words:hardware" in ev["explanation"]
+    assert "words:hardware" in ev["explanation"] and "named by the words of its own message" in ev["explanation"]
     assert ev["fallback"]["missing"] is None
 
 
