@@ -30,6 +30,11 @@ The collectors, by name (the weights are stated where each piece is made):
 - ``milestone``: the last start-up milestone before the failure.
 - ``progress``: the last progress line before the failure (incidents/progress.py: loading
   shards, capturing batches, a JIT build, batches being served).
+- ``words:NAME``: a word of ``WORDS`` (an architecture, a platform, NCCL, the KV transport,
+  an argument, the transformers version, the hub, OOM, the KV pool, CUDA graphs, a kernel
+  build, a quantization method, a port) in the failure's own message (full weight), in the
+  incident's other lines (half) or, for a fragment with no failure, in its last lines (half;
+  a ``server_args`` dump is left out: it names every feature, used or not).
 """
 
 from __future__ import annotations

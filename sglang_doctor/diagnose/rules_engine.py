@@ -692,7 +692,10 @@ class RuleSet:
         if rule.message is not None:
             for e in chain:
                 m = _search(rule.message, e.message)
-                if m and "flag" in rule.message.groupindex:
+                if m and rule.layer == "class" and "flag" in rule.message.groupindex:
+                    # a class rule names whatever flag-shaped word the message holds: only an
+                    # SGLang flag is named as the one to change (a specific rule's is, by its
+                    # author, SGLang's own, even when newer than the shipped catalogues)
                     m = _first_sglang_flag(rule.message, e.message, m)
                 if m:
                     captures.update({k: v for k, v in m.groupdict().items() if v is not None})
