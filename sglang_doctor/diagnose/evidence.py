@@ -30,6 +30,11 @@ The collectors, by name (the weights are stated where each piece is made):
 - ``milestone``: the last start-up milestone before the failure.
 - ``progress``: the last progress line before the failure (incidents/progress.py: loading
   shards, capturing batches, a JIT build, batches being served).
+- ``words:NAME``: a word of ``WORDS`` (an architecture, a platform, NCCL, the KV transport,
+  an argument, the transformers version, the hub, OOM, the KV pool, CUDA graphs, a kernel
+  build, a quantization method, a port) in the failure's own message (full weight), in the
+  incident's other lines (half) or, for a fragment with no failure, in its last lines (half;
+  a ``server_args`` dump is left out: it names every feature, used or not).
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ class Evidence:
 # forward is only a serving crash when nothing deeper says more.
 WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     ("srt/server_args", None, "args.invalid", "it stopped in server_args (argument checks)"),
+    ("sglang/api.py", ("Runtime", "__init__"), "args.invalid",
+     "it stopped in sglang.Runtime(...), which builds the server's arguments from the caller's keywords"),
     ("srt/model_executor/cuda_graph_runner", None, "cuda_graph", "it stopped while capturing CUDA graphs"),
     ("", ("init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size"), "cuda_graph",
      "it stopped while capturing CUDA graphs"),
@@ -109,9 +116,11 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
     "subprocess_crashed": ("memory.host_oom", 0.3, "a subprocess died with no Python error"),
     "transfer_error": ("nccl", 0.35, "a KV-transfer / RDMA / NVSHMEM error"),
     "port_in_use": ("network.port", 0.5, "a port was already in use"),
+    "kv_transfer_failed": ("nccl", 0.45, "the KV transfer between the prefill and decode servers failed"),
+    "cuda_alloc_oom": ("memory.cuda_oom", 0.5, "torch's caching allocator ran out of GPU memory"),
 }
 # the failure lines that outweigh where the frames were (they name the failing part itself)
-STRONG_SIGNALS = frozenset({"nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed"})
+STRONG_SIGNALS = frozenset({"nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed", "cuda_alloc_oom"})
 _EXIT_KILLED = ("-9", "137")
 _EXIT_SIGNALS = frozenset({"exit_code", "subprocess_crashed", "scheduler_died", "scheduler_dead"})
 _CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
@@ -350,10 +359,86 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
     return out
 
 
+# Words that name a part of a launch, wherever they are in the failure's own text (its
+# exceptions and failure lines): (name, regex, category, weight, why).  Each is a hint a person
+# reading the fragment would take; a word that also shows in healthy start-up output (``nccl``,
+# ``rocm``) weighs less, and in the lines around a failure (``from_text``) every word weighs
+# half.  Only the first hit of each name counts.
+WORDS: tuple[tuple[str, re.Pattern, str, float, str], ...] = tuple(
+    (name, re.compile(rx, re.IGNORECASE), category, weight, why) for name, rx, category, weight, why in (
+        ("hardware", r"unsupported (?:gpu |cuda )?architecture|compute capability|no kernel image is available|"
+         r"\bsm_?(?:7[05]|8[069]|9[0a]|10[03]|12[01])a?\b|not supported on (?:this|your) (?:gpu|device)|"
+         r"requires (?:an? )?(?:sm|hopper|blackwell|ampere)", "kernel.unsupported_hw", 0.4,
+         "it names a GPU architecture or compute capability"),
+        ("platform", r"\b(?:rocm|hip(?:blas|Error)?|gfx\d{3,4}|mi(?:50|100|210|250|300x?)|ascend|npu|xpu|habana)\b",
+         "kernel.unsupported_hw", 0.25, "it names a non-CUDA platform (ROCm/HIP, Ascend, XPU), where kernels differ"),
+        ("nccl", r"\bnccl\b|process ?group|all_?reduce|all_?gather|\bgloo\b|c10d|init_process_group",
+         "nccl", 0.3, "it names NCCL / torch.distributed"),
+        ("transport", r"mooncake|transfer[ _]engine|\brdma\b|kvtransfer|bootstrap (?:server|room)|ibv_",
+         "nccl", 0.35, "it names the KV-transfer transport (Mooncake, NIXL, RDMA)"),
+        ("argument", r"\bargument '[a-z_]+':|unrecognized arguments:|invalid choice:|the following arguments are required",
+         "args.invalid", 0.4, "it is an argument parser's complaint about a named argument"),
+        ("flag", r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+", "args.invalid", 0.3, "it names a launch flag"),
+        ("transformers", r"transformers(?:==| version|>=|<)|upgrade (?:your )?transformers|model type .{0,40}not recognized|"
+         r"does not recognize this architecture|architectures? .{0,80}not supported",
+         "model.unsupported", 0.35, "it names the model's architecture or the transformers version"),
+        ("hub", r"huggingface|hf_hub|\b40[13] client error|repository not found|gated repo|local_files_only|"
+         r"safetensors|config\.json|tokenizer_config|snapshot_download",
+         "model.load", 0.3, "it names model files or the Hugging Face hub"),
+        ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror", "memory.cuda_oom", 0.35, "it names running out of memory"),
+        ("kv_pool", r"kv ?cache|mem[-_]fraction[-_]static|max_total_tokens|token_to_kv_pool|memory pool",
+         "memory.kv_pool", 0.3, "it names the KV cache / memory pool sizing"),
+        ("cuda_graph", r"cuda ?graph|capture_one_batch|graph capture|capturing batches", "cuda_graph", 0.3,
+         "it names CUDA graph capture"),
+        ("build", r"undefined symbol|\bninja\b|\bnvcc\b|ptxas|cpp_extension|torch_cuda_arch_list|compil(?:e|ing|ation) (?:error|failed)|"
+         r"error building extension", "kernel.build", 0.35, "it names a kernel build (JIT, nvcc, ninja, a symbol)"),
+        ("quantization", r"\b(?:awq|gptq|marlin|fp8|fp4|nvfp4|mxfp4|int4|w8a8|w4a16|bitsandbytes|bnb|gguf|"
+         r"compressed[-_]tensors|modelopt)\b", "kernel.unsupported_hw", 0.2,
+         "it names a quantization method, whose kernels exist only for some GPUs"),
+        ("port", r"address already in use|eaddrinuse|errno 98|port .{0,20}(?:in use|not available)", "network.port", 0.45,
+         "it names a port already in use"),
+    ))
+
+
+_DUMP = re.compile(r"server_args=|ServerArgs\(|^\s*[,)]?\s*\w+=\S*,")  # a server_args dump (or a wrapped part)
+
+
+def _words(text: str, scale: float, source: str) -> list[Evidence]:
+    out = []
+    for name, rx, category, weight, why in WORDS:
+        m = rx.search(text)
+        if m:
+            out.append(Evidence(f"words:{name}", category, round(weight * scale, 3),
+                                f"{why} ({m.group(0).strip()!r} in {source})"))
+    return out
+
+
+def failure_words(inc: Incident) -> str:
+    """The failure's own words: its exceptions (type and message) and its failure lines."""
+    return "\n".join([f"{e.type}: {e.message}" for e in inc.chain] + [line.text for line in inc.signals])
+
+
+def from_words(inc: Incident) -> list[Evidence]:
+    """Words of the failure's own text; the rest of the incident's lines at half weight."""
+    own = failure_words(inc)
+    out = _words(own, 1.0, "the failure's message") if own.strip() else []
+    named = {ev.name for ev in out}
+    rest = "\n".join(line.text for line in inc.lines
+                     if line not in inc.signals and 'File "' not in line.text and not _DUMP.search(line.text))
+    out += [ev for ev in _words(rest, 0.5, "the incident's lines") if ev.name not in named]
+    return out
+
+
+def from_text(lines: list[str]) -> list[Evidence]:
+    """Words of the lines a fragment ends with, when no failure is in them (half weight);
+    a ``server_args`` dump names every feature whether it is used or not: left out."""
+    return _words("\n".join(t for t in lines if not _DUMP.search(t)), 0.5, "the last lines")
+
+
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     return (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_header(inc) + from_thread(inc)
-            + from_exit_status(inc) + from_context(diagnosis))
+            + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
 
 
 # -- weighing ------------------------------------------------------------------------------

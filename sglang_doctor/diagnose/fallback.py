@@ -133,6 +133,17 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
             "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
 
 
+WORDS_NAME = 0.35  # the weight a word of the failure's own message needs to name the category
+
+
+def _named_by_words(guess: dict[str, Any]) -> bool:
+    """The guess rests on a word of the failure's own message strong enough to name it."""
+    if guess.get("category") in (None, "other") or guess.get("confidence", 0) < 0.25:
+        return False
+    return any(ev["name"].startswith("words:") and ev["category"] == guess["category"] and ev["weight"] >= WORDS_NAME
+               for ev in guess.get("evidence", ()))
+
+
 def attach(diagnosis: Diagnosis) -> Diagnosis:
     """Add the fallback block when the cause line is missing or no rule knew the failure."""
     inc = diagnosis.incident
@@ -142,13 +153,22 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
     launch = diagnosis.launch
     fragment = launch is None or (launch.line is None and not launch.milestones)
     guess = best_guess(diagnosis)
+    named = False
     if diagnosis.layer == "fallback":
         # the guess becomes the incident's category only when the cause line is missing and
         # evidence points somewhere; a cause line no rule knows stays "other"
         if missing and guess["category"] not in ("other",) and guess["confidence"] >= 0.25:
             diagnosis.category = guess["category"]
             diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.5)
+        elif not missing and _named_by_words(guess):
+            # the cause line is here and no rule knew it, but its own words name a part of the
+            # launch (an architecture, an argument, the transport): the category follows them
+            diagnosis.category = guess["category"]
+            diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.4)
+            named = True
         where = "the cause line is not in the text" if missing else "no rule knew this failure"
+        if named:
+            where = "no rule knew this failure; the category is named by the words of its own message"
         used = [ev["name"] for ev in guess.get("evidence", ()) if ev["category"] == guess["category"]]
         basis = f" (evidence: {', '.join(used)})" if used else ""
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "
@@ -211,8 +231,13 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         phase = phase_after(launch.milestones[-1].name)
         why = f"the last start-up step seen is {launch.milestones[-1].name}"
     category = _PHASE_CATEGORY.get(phase or "")
-    guess = ({"category": category, "confidence": 0.25, "why": why + "; if it failed, it failed there"}
-             if category else {"category": "other", "confidence": 0.1, "why": "the text shows no failure and no phase"})
+    pieces = [evidence.Evidence("phase", category, 0.25, why + "; if it failed, it failed there")] if category else []
+    # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
+    # transfer engine's start-up, a transformers version): half weight, they are no failure
+    pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
+    found = evidence.weigh(pieces, context_known=True)
+    guess = found if found is not None else {"category": "other", "confidence": 0.1,
+                                             "why": "the text shows no failure and no phase"}
     return {
         "missing": (f"no failure is in these {lines} lines: if the server failed, its error comes after the last "
                     "line (the text ends there) or is in another log"),

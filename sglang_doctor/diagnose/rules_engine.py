@@ -473,6 +473,30 @@ class _Timeout(Exception):
     pass
 
 
+def is_sglang_flag(flag: str) -> bool:
+    """``--foo-bar`` (or a ``foo_bar`` field) is an option of some shipped SGLang release."""
+    from sglang_doctor.diagnose.flag_names import FLAG_NAMES
+
+    name = flag if flag.startswith("--") else "--" + flag.replace("_", "-")
+    return name in FLAG_NAMES
+
+
+def _first_sglang_flag(rx, text: str, first):
+    """The first match of ``rx`` in ``text`` whose ``flag`` capture is one of SGLang's flags
+    (a rule that names the flag to change never names pip's ``--force-reinstall``), or None."""
+    m = first
+    checked = 0
+    while m is not None and checked < 20:
+        if m.group("flag") is None or is_sglang_flag(m.group("flag")):
+            return m
+        checked += 1
+        try:
+            m = rx.search(text, m.end() if m.end() > m.start() else m.end() + 1, timeout=REGEX_TIMEOUT)
+        except TimeoutError:
+            raise _Timeout from None
+    return None
+
+
 def _search(rx, text: str):
     try:
         return rx.search(text, timeout=REGEX_TIMEOUT)
@@ -647,6 +671,12 @@ class RuleSet:
                 if rule.after_ready != incident.after_ready:
                     return None
             else:
+                hint = incident.captures.get("startup_hint")
+                if rule.after_ready and hint and rule.category == "runtime.crash":
+                    # the failure's own words point to start-up or a first forward pass: it is
+                    # not named a crash while serving on an assumption (a rule that names the
+                    # failure itself, an OOM, still assumes the phase and says so)
+                    return None
                 assumed.append("the server had been ready before it failed" if rule.after_ready
                                else "the server had not been ready yet when it failed")
         if rule.truncated is not None and rule.truncated != bool(incident.truncated or incident.truncated_top):
@@ -662,6 +692,11 @@ class RuleSet:
         if rule.message is not None:
             for e in chain:
                 m = _search(rule.message, e.message)
+                if m and rule.layer == "class" and "flag" in rule.message.groupindex:
+                    # a class rule names whatever flag-shaped word the message holds: only an
+                    # SGLang flag is named as the one to change (a specific rule's is, by its
+                    # author, SGLang's own, even when newer than the shipped catalogues)
+                    m = _first_sglang_flag(rule.message, e.message, m)
                 if m:
                     captures.update({k: v for k, v in m.groupdict().items() if v is not None})
                     break

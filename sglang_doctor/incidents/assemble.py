@@ -26,6 +26,7 @@ from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
 from sglang_doctor.incidents import signals
+from sglang_doctor.incidents import startup_hints
 from sglang_doctor.incidents import tracebacks
 from sglang_doctor.model import Incident, Launch, Line, Milestone
 
@@ -53,6 +54,19 @@ _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from un
 # rank's records in between); an open incident that waited longer than this for another rank
 # is closed, so two failures far apart are two incidents (issue 11 item 13).
 MAX_GROUP_GAP = 500
+# A line that is only a log viewer's header for the next line (a date-time and a pod or
+# container name, nothing after them): some web UIs put it on a line of its own above every
+# line they show.  It holds no text of SGLang's, so it neither ends a traceback nor starts
+# anything.
+# Python's logging of another program that ran SGLang and logged its output, one logger
+# line per output line: "2025-04-03 12:06:29,955 - __main__ - INFO - <text>" (logging's
+# common format), "2024-06-02 00:26:10 | ERROR | stderr | <text>" (FastChat).  The fields
+# hold a level name; one space after the last separator belongs to the format, the rest
+# (a traceback's indentation) to the text.
+_FOREIGN_LOGGING = re.compile(
+    r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?[|-] [\w.<>]+){0,2} ?[|-] "
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?: [|-] [\w.<>]+)? [|-] ")
+_HEADER_ONLY = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s+[\w.]+-[\w.-]+\s*$")
 
 # Literals that matter only on a line that does not start a record (a headless frame or
 # exception line, see _bare): on a record-start line they change nothing, so the scanner
@@ -179,6 +193,13 @@ class Assembler:
         if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
             line = Line(line.number, line.text[end:], line.raw, line.cut)
         text = line.text
+        if text[:1].isdigit():
+            if _HEADER_ONLY.match(text):
+                return events  # a viewer's header line for the line below it
+            m = _FOREIGN_LOGGING.match(text)
+            if m:  # another program's logger around SGLang's output: its text as SGLang wrote it
+                line = Line(line.number, text[m.end():], line.raw, line.cut)
+                text = line.text
         if records.is_record_start(text):
             self._start_record(line, events)
         else:
@@ -455,12 +476,17 @@ class Assembler:
             incident.frames = primary.frames
             incident.truncated = not primary.complete
             incident.truncated_top = primary.truncated_top
-            if not incident.after_ready_known and tracebacks.in_startup_constructor(incident.frames):
+            if not incident.after_ready_known and startup_hints.frames_reason(incident.frames):
                 # a fragment without ready line or milestones, whose traceback runs through a
-                # start-up constructor (Scheduler / TpModelWorker / ModelRunner): not ready yet
+                # start-up constructor (Scheduler / TpModelWorker / ModelRunner) or import-time
+                # code: not ready yet
                 incident.after_ready, incident.after_ready_known = False, True
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
+        if not incident.after_ready_known:
+            hint = startup_hints.words_reason(incident)
+            if hint:
+                incident.captures.setdefault("startup_hint", hint)
         if self._progress is not None and self._progress[0] < lines[0].number and not any(
                 self._progress[0] < ms.line < lines[0].number for ms in launch.milestones):
             # the step the server was in when it failed, when no milestone came after it

@@ -78,6 +78,24 @@ SIGNALS: tuple[Signal, ...] = (
                           "NVSHMEM ERROR", "Failed to establish a new connection"),
        r"^E\d{4} [\d:.]+ +\d+ \w+\.cpp:\d+\] (?P<transfer_message>.+)|non-zero status: \d+ (?P<nvshmem_message>.+)|"
        r"NVSHMEM ERROR|Failed to establish a new connection", "evidence"),
+    # disaggregation/decode.py, prefill.py: "Decode transfer failed for request rank=N ... with
+    # exception KVTransferError(bootstrap_room=N): <reason>" -- the KV transport between the
+    # prefill and decode servers broke (a client's abort, "Aborted by AbortReq.", is not a failure)
+    _s("kv_transfer_failed", ("transfer failed for request",),
+       r"(?:Decode|Prefill) transfer failed for request .*? with exception (?P<transfer_exc>\w+)\([^)]*\): "
+       r"(?!Aborted by AbortReq)(?P<transfer_message>[^\"]+)", "evidence"),
+    # torch's caching allocator, just before it raises torch.OutOfMemoryError (its W-level c10
+    # line survives when the traceback that follows was cut)
+    _s("cuda_alloc_oom", ("allocation failed with OOM",),
+       r"memory allocation failed with OOM on device (?P<device>\d+) while trying to allocate (?P<alloc_bytes>\d+) bytes",
+       "evidence"),
+    # A component with a logging format of its own (sglang-router's Python launcher, its Rust
+    # gateway, a C++ library's glog) that says it could not start: an ERROR/CRITICAL/FATAL line
+    # (or glog's E/F level) whose message is "Error starting X: ..." / "Failed to start X ...",
+    # and a Rust panic.  Errors it logs while it retries (a worker not up yet) are not these.
+    _s("component_failed", ("Error starting", "Failed to start", "Failed to initiali", "Failed to launch", "panicked at"),
+       r"(?:\b(?:ERROR|CRITICAL|FATAL)\b.*?|^[EF]\d{4} [^\]]*\] ?)(?P<component_message>(?:Error starting|Failed to "
+       r"(?:start|initiali[sz]e|launch))\b.*)|^thread '(?P<panic_thread>[^']+)' panicked at (?P<panic_at>.*)", "evidence"),
     _s("argparse_error", (": error: ",),
        r"^(?P<prog>[\w./-]+(?: serve)?): error: (?P<argparse_message>.+)$", "evidence"),
     _s("port_in_use", ("Port is already in use", "is already in use", "is not available in"),

@@ -41,6 +41,8 @@ ELISION = re.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|\u2026|\[\s*\.\.\.\s*(?:\d+ )?(?
 # SGLang's "<who> hit an exception: Traceback ..." cut before the header was complete
 _CUT_HEADER = re.compile(r"hit an exception: ?(?:T(?:r(?:a(?:c(?:e(?:b(?:a(?:c(?:k(?: \(.*)?)?)?)?)?)?)?)?)?)?$")
 CUT_HEADER_LITERAL = "hit an exception:"
+_CUT_STAMP = re.compile(r"^\d[\d:.,T/ -]*$")  # "2025-0": a line's time stamp cut short
+_WRAPPED_IN = re.compile(r"^\s*in ([A-Za-z_<][\w<>.]*)\s*$")
 
 
 def strip_group_decor(text: str) -> str:
@@ -244,6 +246,8 @@ class TracebackBuilder:
             # logging's "--- Logging error ---" dump: "Message: '...'" / "Arguments: ()" close
             # the stack of a log call that failed, not an exception
             return self._take()
+        if _CUT_STAMP.match(text):
+            return 0  # the next log line's time stamp, cut by the paste: no exception line here
         return self._exception(loose_exception(text.strip()))
 
     def _in_message(self, text: str) -> int:
@@ -266,6 +270,11 @@ class TracebackBuilder:
     def _source_line(self, text: str) -> None:
         part = self.parts[-1]
         if part.frames and part.frames[-1].source is None:
+            m = _WRAPPED_IN.match(text)
+            if m and part.frames[-1].function == "?":
+                # a frame line wrapped before its function: ``File "x.py", line 3,`` / ``in f``
+                part.frames[-1].function = m.group(1)
+                return
             part.frames[-1].source = text.strip()
         self._prev_frame_indented = None
 

@@ -1,0 +1,85 @@
+"""What a fragment's own failure says about whether the server was still starting.
+
+A fragment with no ready line, no launch header and no start-up milestone does not say
+whether the server had been ready (``Incident.after_ready_known`` is False).  The failure
+itself often does:
+
+- ``frames``: a frame of a start-up constructor (``in_startup_constructor``), a frame whose
+  source line builds one (``scheduler = Scheduler(``), or a frame that runs at import time
+  (``<module>``, a class body, a ``def`` / ``class`` / ``import`` statement): code that runs
+  before the server serves anything.  This is as good as a milestone: the incident is known
+  to be before ready.
+- ``words``: the failure's message names something a launch meets at start-up or in its
+  first forward pass, not while serving a request: an unsupported GPU architecture or compute
+  capability, a missing attribute / name / module (a version mismatch between packages),
+  an out-of-memory while allocating.  This is weaker: it only stops a rule that *assumes*
+  the server had been ready (``after_ready: true`` on a fragment) from naming the failure a
+  crash while serving.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sglang_doctor.incidents.tracebacks import in_startup_constructor
+from sglang_doctor.model import Frame, Incident
+
+# a source line that builds a start-up object: ``scheduler = Scheduler(`` in run_scheduler_process
+_BUILDS = re.compile(r"(?:^|[=\s(])(?:Scheduler|TpModelWorker\w*|ModelRunner|ModelTpServer|DataParallelController)\(")
+# functions only a launch runs, in the step that names them (distributed set-up, model loading,
+# memory pools, CUDA graph capture): a traceback through one of them was not serving
+_STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel", "init_distributed_environment",
+                            "load_model", "_initialize_model", "get_model", "init_memory_pool", "profile_max_num_token",
+                            "init_cuda_graphs", "init_device_graphs", "capture_one_batch_size"})
+# a source line Python runs when it imports a module or defines a class
+_IMPORT_TIME = re.compile(r"^\s*(?:def |async def |class |import |from \S+ import |@)")
+# exception types that name code that does not fit together (a package version mismatch):
+# they show up when the code first runs, at start-up or in the first forward pass
+_MISMATCH_TYPES = frozenset({"AttributeError", "NameError", "ImportError", "ModuleNotFoundError"})
+_STARTUP_WORDS = re.compile(
+    r"unsupported (?:gpu |cuda )?architecture|compute capability|not supported on (?:this|your) (?:gpu|device|platform)|"
+    r"no kernel image is available|\bsm_?\d{2,3}a?\b|requires (?:sm|compute)|is not supported on|"
+    r"out of memory|outofmemoryerror|allocation failed with oom",
+    re.IGNORECASE)
+
+
+def _import_time(f: Frame) -> bool:
+    name = f.function.strip()
+    if name == "<module>":
+        return True
+    if name[:1].isupper() and name.isidentifier():
+        return True  # a class body: "in MultiLayerEagleWorker"
+    return bool(f.source) and _IMPORT_TIME.match(f.source) is not None
+
+
+def frames_reason(frames: list[Frame]) -> str | None:
+    """Why the frames say the server was starting, or None."""
+    if in_startup_constructor(frames):
+        return "its traceback runs through a start-up constructor (Scheduler / TpModelWorker / ModelRunner)"
+    for f in frames:
+        if "/sglang/" in f.file.replace("\\", "/") and f.function.rsplit(".", 1)[-1] in _STARTUP_STEPS:
+            return f"a frame is in a start-up step ({f.function})"
+        if f.source and _BUILDS.search(f.source):
+            return f"a frame builds a start-up object ({f.source.strip()[:60]})"
+    if frames and _import_time(frames[-1]):
+        f = frames[-1]
+        return f"its deepest frame runs at import time ({f.function} in {f.file.rsplit('/', 1)[-1]})"
+    return None
+
+
+def words_reason(incident: Incident) -> str | None:
+    """Why the failure's words point to start-up or a first forward pass, or None."""
+    exc = incident.exception
+    if exc is not None:
+        last = exc.type.rsplit(".", 1)[-1]
+        if last in _MISMATCH_TYPES and "'NoneType' object" not in exc.message:
+            # (an attribute of None is a state bug, which serving meets as well)
+            return f"a {last} names code that does not fit together, which shows when it first runs"
+        m = _STARTUP_WORDS.search(f"{exc.type}: {exc.message}")
+        if m:
+            return f"its message names {m.group(0)!r}, which a launch meets at start-up or in its first forward pass"
+    for line in incident.signals:
+        m = _STARTUP_WORDS.search(line.text)
+        if m:
+            return f"a failure line names {m.group(0)!r}, which a launch meets at start-up"
+    return None
