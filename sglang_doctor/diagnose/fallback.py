@@ -92,6 +92,16 @@ def missing_part(incident: Incident) -> str | None:
     return None
 
 
+def assumed_context(diagnosis: Diagnosis) -> str | None:
+    """What is missing when a class rule's answer rests only on an assumed context: the
+    catch-all "a crash while serving" names an exception nothing else knows, and the text
+    does not say that the server had been serving (unknown is not true either)."""
+    if diagnosis.layer != "class" or not diagnosis.assumed or diagnosis.category != "runtime.crash":
+        return None
+    return ("the text does not say whether the server had been ready (no ready line, start-up milestone or "
+            "launch header): naming it a crash while serving is an assumption")
+
+
 def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
     """The one command that gets the missing part (``LOG`` = the server's log file)."""
     names = set(incident.signal_names)
@@ -120,8 +130,17 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     the text holds (diagnose/evidence.py), each piece named with its weight in ``why``."""
     inc = diagnosis.incident
     if diagnosis.layer != "fallback":
-        return {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
-                "why": f"rule {diagnosis.rule} matched what the text holds"}
+        ruled = {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
+                 "why": f"rule {diagnosis.rule} matched what the text holds"}
+        if assumed_context(diagnosis) is None:
+            return ruled
+        # the rule stands on an assumed context only: what the text's own evidence says
+        # weighs against it, and wins when it is the stronger
+        found = evidence.weigh(evidence.collect(diagnosis), context_known=False)
+        if found is not None and found["category"] != diagnosis.category and found["confidence"] > diagnosis.confidence:
+            return found
+        ruled["why"] += " on an assumed context; nothing in the text weighs more"
+        return ruled
     # a start-up progress line before the failure, or frames of the start-up constructors
     # (Scheduler / TpModelWorker / ModelRunner __init__), say the server was not ready yet
     starting = inc.captures.get("progress_phase", "serving") != "serving" or in_startup_constructor(inc.frames)
@@ -147,7 +166,7 @@ def _named_by_words(guess: dict[str, Any]) -> bool:
 def attach(diagnosis: Diagnosis) -> Diagnosis:
     """Add the fallback block when the cause line is missing or no rule knew the failure."""
     inc = diagnosis.incident
-    missing = missing_part(inc)
+    missing = missing_part(inc) or assumed_context(diagnosis)
     if missing is None and diagnosis.layer != "fallback":
         return diagnosis
     launch = diagnosis.launch

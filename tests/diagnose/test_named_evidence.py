@@ -116,3 +116,19 @@ def test_a_server_args_dump_is_no_evidence(tmp_path):
             "disable_cuda_graph=False, mem_fraction_static=0.88, attention_backend='flashinfer')\n")
     guess = summary_of(tmp_path, text)[-1]["fallback"]["best_guess"]
     assert guess["category"] == "other"
+
+
+def test_a_serving_crash_on_an_assumed_context_gets_the_honest_fallback(pack):
+    """A bare exception nothing else knows is named a crash while serving only on an
+    assumption (no ready line, milestone or header): the fallback block says so, with the
+    command that gets the rest; with a ready line before it, no fallback is attached."""
+    (ev,) = diagnose(pack, "ZeroDivisionError: division by zero\n")
+    assert ev["rule"] == "class.runtime.after_ready"
+    assert "assumption" in ev["fallback"]["missing"] and ev["fallback"]["next_step"]
+    assert ev["fallback"]["best_guess"]["category"] == "runtime.crash"
+    ready = ("[2026-01-01 10:00:00] The server is fired up and ready to roll!\n"
+             f'Traceback (most recent call last):\n  File "{P}/managers/scheduler.py", line 9, in event_loop_normal\n'
+             "    x()\nZeroDivisionError: division by zero\n")
+    (ev,) = diagnose(pack, ready)
+    assert ev["category"] == "runtime.crash" and not ev.get("fallback")
+
