@@ -753,15 +753,8 @@ def _last_record_start(buf: bytes, lo: int, hi: int) -> tuple[int, int] | None:
 def _dirty_starts(buf: bytes, pos: int, end: int) -> list[int]:
     """The first ESC or NUL of each line of buf[pos:end] that holds one (a run is one hit)."""
     out: list[int] = []
-    find = buf.find
     for ch in DIRTY:
-        p = find(ch, pos, end)
-        while p >= 0:
-            out.append(p)
-            nl = find(b"\n", p, end)
-            if nl < 0:
-                break
-            p = find(ch, nl, end)
+        out += vector.first_per_line(buf, ch, pos, end)
     return out
 
 
