@@ -34,6 +34,11 @@ Events (``FollowEvent.kind``):
                   recreated). The old file was read to its end first; reading continues
                   at offset 0 of the new file.
 - ``"deleted"``   the file was removed (after being read to its end); a "waiting" follows.
+- ``"lost"``      (inotify only) a file was renamed away from the path before the follower
+                  could open it: it was created and rotated away between two reads (a log
+                  rotating every few milliseconds, or a follower starved of CPU). Its lines
+                  are not in the stream; ``detail`` names the file that holds them. Polling
+                  cannot notice this (``tail -F`` has the same limit) and stays silent.
 
 "opened", "truncated" and "rotated" start a new generation: a consumer that splits bytes
 into lines should end a pending partial line there.
@@ -145,6 +150,9 @@ class Follower:
         self._watched_dir: str | None = None
         self._watched_id: tuple[int, int] | None = None
         self._use_inotify = use_inotify
+        self._followed: set[tuple[int, int]] = set()  # (dev, ino) of every file we opened
+        self._moved_lock = threading.Lock()
+        self._moved_away: list[tuple[str, tuple[int, int] | None]] = []  # from the watch thread
         self._check_path()  # fail early on a directory, a FIFO, an unreadable file
         if use_inotify:
             self._start_observer()
@@ -159,6 +167,7 @@ class Follower:
         self._more = False
         events: list[FollowEvent] = []
         budget = self.max_read_bytes
+        self._report_lost(events)
         if self._observer is not None:
             self._update_watch()
         if self._file is None:
@@ -253,7 +262,30 @@ class Follower:
         except FollowError:
             os.close(fd)
             raise
+        self._followed.add((st.st_dev, st.st_ino))
         return _OpenFile(fd=fd, dev=st.st_dev, ino=st.st_ino)
+
+    def _note_moved_away(self, dest: str) -> None:
+        """Watch thread: the file at the path was renamed to ``dest``; remember which file."""
+        try:
+            st = os.stat(dest, follow_symlinks=False)
+            ident = (st.st_dev, st.st_ino)
+        except OSError:
+            ident = None  # already moved on or deleted: we cannot tell which file it was
+        with self._moved_lock:
+            self._moved_away.append((dest, ident))
+
+    def _report_lost(self, events: list[FollowEvent]) -> None:
+        """A file renamed away from the path that we never opened was never read: say so.
+        Every rename noted before this read() happened before it, so a file it names that we
+        had not opened by now can no longer be opened through the path."""
+        with self._moved_lock:
+            moved, self._moved_away = self._moved_away, []
+        for dest, ident in moved:
+            if ident is not None and ident not in self._followed:
+                events.append(FollowEvent("lost", detail=(
+                    f"{self.path} was renamed to {dest} before it could be read (it rotated faster "
+                    f"than it was followed); its lines are not in this stream: read {dest}")))
 
     def _try_open(self, events: list[FollowEvent]) -> None:
         opened = self._open()
@@ -545,7 +577,9 @@ class Follower:
 
 
 class _WakeHandler(FileSystemEventHandler):
-    """watchdog callback: sets the follower's wake-up event; never reads or stats."""
+    """watchdog callback: sets the follower's wake-up event; never reads. A rename away from
+    the path is noted (one stat of its new name) so that a file renamed away before the
+    follower opened it is reported as lost instead of silently skipped."""
 
     _ignored = (FileOpenedEvent, FileClosedNoWriteEvent)  # our own reads cause these
 
@@ -557,5 +591,7 @@ class _WakeHandler(FileSystemEventHandler):
             return
         src = os.fsdecode(event.src_path)
         dest = os.fsdecode(getattr(event, "dest_path", "") or "") or None
+        if event.event_type == "moved" and dest and src == self._follower.path and not event.is_directory:
+            self._follower._note_moved_away(dest)
         if self._follower._relevant(src, dest):
             self._follower._wake.set()
