@@ -395,6 +395,14 @@ WORDS: tuple[tuple[str, re.Pattern, str, float, str], ...] = tuple(
         ("quantization", r"\b(?:awq|gptq|marlin|fp8|fp4|nvfp4|mxfp4|int4|w8a8|w4a16|bitsandbytes|bnb|gguf|"
          r"compressed[-_]tensors|modelopt)\b", "kernel.unsupported_hw", 0.2,
          "it names a quantization method, whose kernels exist only for some GPUs"),
+        ("weight_name", r"keyerror: '\w+(?:\.\w+)*\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale(?:_inv)?|"
+         r"input_scale|k_scale|v_scale)'|size mismatch for [\w.]+: copying a param|"
+         r"(?:parameter|weight|tensor) .{0,60}not found in (?:the )?(?:checkpoint|params_dict|state_dict)",
+         "model.load", 0.4, "it names a checkpoint tensor the model's parameters do not have (or that does not fit one)"),
+        ("shape", r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|"
+         r"shapes? cannot be multiplied|not aligned with the quantized weight shape|\bshape mismatch\b",
+         "model.unsupported", 0.3, "a tensor of the model has another size than the code expects: a checkpoint "
+         "variant (a draft head, a quantization) this release's model code does not fit"),
         ("port", r"address already in use|eaddrinuse|errno 98|port .{0,20}(?:in use|not available)", "network.port", 0.45,
          "it names a port already in use"),
     ))

@@ -96,6 +96,15 @@ SIGNALS: tuple[Signal, ...] = (
     _s("component_failed", ("Error starting", "Failed to start", "Failed to initiali", "Failed to launch", "panicked at"),
        r"(?:\b(?:ERROR|CRITICAL|FATAL)\b.*?|^[EF]\d{4} [^\]]*\] ?)(?P<component_message>(?:Error starting|Failed to "
        r"(?:start|initiali[sz]e|launch))\b.*)|^thread '(?P<panic_thread>[^']+)' panicked at (?P<panic_at>.*)", "evidence"),
+    # A program that runs SGLang (a model runner, an orchestrator) says in its own format that
+    # it could not run it: logfmt's ``level=error msg="..."`` or a Go-style error chain
+    # (``unable to load runner: ...: failed to get SGLang arguments: ...``) whose message names
+    # SGLang and a failure.  A wrapper's line that names SGLang without a failure is not one.
+    _s("wrapper_failed", ("level=error", "level=fatal", "level=warning", "level=warn", "SGLang", "sglang"),
+       r"\blevel=(?:error|fatal|warning|warn) msg=\"(?P<wrapper_message>[^\"]*\bsglang\b[^\"]*\b(?:not found|failed|"
+       r"error|required|cannot|unable)\b[^\"]*)\"|^(?P<wrapper_chain>(?:unable|failed|error) to [\w ]+: (?:[^:]+: )*"
+       r"[^:]*\bsglang\b[^:]*(?:: .*)?\b(?:required|failed|not found|not supported|cannot|unable)\b.*)$",
+       "evidence", re.IGNORECASE),
     _s("argparse_error", (": error: ",),
        r"^(?P<prog>[\w./-]+(?: serve)?): error: (?P<argparse_message>.+)$", "evidence"),
     _s("port_in_use", ("Port is already in use", "is already in use", "is not available in"),
