@@ -92,7 +92,12 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     ("srt/managers/tokenizer_manager", None, "runtime.crash", "it stopped in the tokenizer manager while serving"),
     ("srt/managers/detokenizer_manager", None, "runtime.crash", "it stopped in the detokenizer while serving"),
     ("", ("event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch", "process_batch_result",
-          "forward_thread_func", "forward_thread_func_", "get_next_batch_to_run", "handle_loop"),
+          "forward_thread_func", "forward_thread_func_", "get_next_batch_to_run", "handle_loop",
+          # the serving loop of the releases before the Scheduler (0.1.x-0.3.x ModelRpcServer /
+          # ModelTpServer: exposed_step -> forward_step -> get_new_prefill_batch / forward_*_batch;
+          # the controller's loop_for_forward) and the batch builders of later ones
+          "exposed_step", "forward_step", "loop_for_forward", "get_new_prefill_batch", "get_new_batch_prefill",
+          "forward_prefill_batch", "forward_decode_batch", "forward_fill_batch", "update_running_batch"),
      "runtime.crash", "it stopped in the scheduler's serving loop"),
 )
 
@@ -443,10 +448,31 @@ def from_text(lines: list[str]) -> list[Evidence]:
     return _words("\n".join(t for t in lines if not _DUMP.search(t)), 0.5, "the last lines")
 
 
+def _known_before_serving(diagnosis: Diagnosis) -> bool:
+    """The log says the server was still starting (a start-up milestone before the failure and
+    no ready line, or frames of a start-up step) and not yet at its warm-up request."""
+    inc = diagnosis.incident
+    if not inc.after_ready_known or inc.after_ready:
+        return False
+    last = None
+    if diagnosis.launch is not None:
+        for ms in diagnosis.launch.milestones:
+            if ms.line < inc.first_line:
+                last = ms.name
+    if last is None:
+        return bool(inc.captures.get("startup_frames"))
+    return phase_after(last) not in ("startup.warmup", "serving")
+
+
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    return (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_header(inc) + from_thread(inc)
-            + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+    pieces = (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_header(inc)
+              + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+    if _known_before_serving(diagnosis):
+        # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
+        # error or a faulthandler dump in a start-up step is that step's failure, not one
+        pieces = [p for p in pieces if p.category != "runtime.crash" or p.weight <= 0]
+    return pieces
 
 
 # -- weighing ------------------------------------------------------------------------------

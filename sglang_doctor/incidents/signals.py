@@ -53,7 +53,9 @@ SIGNALS: tuple[Signal, ...] = (
     _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?P<nccl_message>.*)", "evidence"),
     _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
        r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),
-    _s("cuda_error", ("CUDA error:", "CUDA error ("), r"CUDA error(?: \([^)]*\))?: (?P<cuda_message>.*)", "evidence"),
+    # (flashinfer's FLASHINFER_CUDA_CALL prints "CUDA Error: <what> (<code>) <file>: line N at function ...")
+    _s("cuda_error", ("CUDA error:", "CUDA error (", "CUDA Error:"), r"CUDA [Ee]rror(?: \([^)]*\))?: (?P<cuda_message>.*)",
+       "evidence"),
     _s("cpp_terminate", ("terminate called",), r"terminate called (?:after throwing an instance of '(?P<cpp_type>[^']+)'|without an active exception)", "evidence"),
     _s("faulthandler", ("Fatal Python error",), r"Fatal Python error: (?P<fatal>.*)", "evidence"),
     _s("segfault", ("Caught signal 11", "Segmentation fault", "SIGSEGV"),

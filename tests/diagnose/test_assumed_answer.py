@@ -79,3 +79,22 @@ def test_text_output_says_what_was_assumed():
     assert r.returncode == 1, r.stderr
     assert "missing: the text does not say whether the server had been ready" in r.stdout
     assert "best guess: model.unsupported" in r.stdout
+
+
+def test_a_cut_traceback_in_the_serving_loop_of_older_releases_guesses_a_crash_while_serving():
+    (inc,) = incidents("fixtures/runtime/modeltpserver_serving_loop_cut.log")
+    assert inc["category"] == "runtime.crash"
+    assert "get_new_prefill_batch" in inc["fallback"]["best_guess"]["why"]
+
+
+def test_flashinfers_cuda_error_line_is_a_failure_line():
+    (inc,) = incidents("fixtures/kernel/flashinfer_cuda_error_no_kernel_image.log")
+    assert inc["rule"] == "class.hw.capability" and inc["category"] == "kernel.unsupported_hw"
+
+
+def test_a_native_crash_in_a_start_up_step_is_that_steps_failure():
+    (inc,) = incidents("fixtures/nccl/pynccl_segfault_during_init.log")
+    assert inc["category"] == "nccl" and inc["phase"] == "startup.distributed"
+    assert inc["fallback"]["missing"].startswith("a native crash")
+    why = inc["fallback"]["best_guess"]["why"]
+    assert "milestone" in why and "signal:faulthandler" not in why.split("against it")[0]
