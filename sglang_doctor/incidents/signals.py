@@ -76,7 +76,9 @@ SIGNALS: tuple[Signal, ...] = (
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)
-    _s("transfer_error", ("rdma_transport", "transfer_engine", "tcp_transport", "non-zero status:",
+    # (Mooncake's transfer engine logs through glog from its transport sources: rdma_transport.cpp,
+    # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp)
+    _s("transfer_error", ("rdma_transport", "rdma_context", "rdma_endpoint", "transfer_engine", "tcp_transport", "non-zero status:",
                           "NVSHMEM ERROR", "Failed to establish a new connection"),
        r"^E\d{4} [\d:.]+ +\d+ \w+\.cpp:\d+\] (?P<transfer_message>.+)|non-zero status: \d+ (?P<nvshmem_message>.+)|"
        r"NVSHMEM ERROR|Failed to establish a new connection", "evidence"),

@@ -98,3 +98,8 @@ def test_a_native_crash_in_a_start_up_step_is_that_steps_failure():
     assert inc["fallback"]["missing"].startswith("a native crash")
     why = inc["fallback"]["best_guess"]["why"]
     assert "milestone" in why and "signal:faulthandler" not in why.split("against it")[0]
+
+
+def test_mooncakes_glog_error_from_its_rdma_sources_is_a_transport_failure():
+    (inc,) = incidents("fixtures/nccl/mooncake_rdma_register_failed_glog.log")
+    assert inc["rule"] == "class.nccl.transport" and inc["category"] == "nccl"
