@@ -103,3 +103,9 @@ def test_a_native_crash_in_a_start_up_step_is_that_steps_failure():
 def test_mooncakes_glog_error_from_its_rdma_sources_is_a_transport_failure():
     (inc,) = incidents("fixtures/nccl/mooncake_rdma_register_failed_glog.log")
     assert inc["rule"] == "class.nccl.transport" and inc["category"] == "nccl"
+
+
+def test_pythons_own_type_error_in_the_argument_handling_is_no_argument_to_change():
+    (inc,) = incidents("fixtures/classes/server_args_none_type_error.log")
+    assert inc["rule"] == "unknown" and inc["category"] == "other" and not inc["assumed"]
+    assert "The server had not been ready yet: a frame checks the launch arguments" in inc["explanation"]
