@@ -413,7 +413,10 @@ WORDS: tuple[tuple[str, re.Pattern, str, float, str], ...] = tuple(
     ))
 
 
-_DUMP = re.compile(r"server_args=|ServerArgs\(|^\s*[,)]?\s*\w+=\S*,")  # a server_args dump (or a wrapped part)
+# a server_args dump (or a wrapped part of one), or the launch command itself: both name every
+# flag the user set, whether anything failed or not
+_DUMP = re.compile(r"server_args=|ServerArgs\(|^\s*[,)]?\s*\w+=\S*,|"
+                   r"-m\s+sglang(?:_router)?\.launch_\w+|\bsglang(?:\.launch_server| serve)\b")
 
 
 def _words(text: str, scale: float, source: str) -> list[Evidence]:

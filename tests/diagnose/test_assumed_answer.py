@@ -109,3 +109,10 @@ def test_pythons_own_type_error_in_the_argument_handling_is_no_argument_to_chang
     (inc,) = incidents("fixtures/classes/server_args_none_type_error.log")
     assert inc["rule"] == "unknown" and inc["category"] == "other" and not inc["assumed"]
     assert "The server had not been ready yet: a frame checks the launch arguments" in inc["explanation"]
+
+
+def test_the_launch_command_names_flags_but_is_no_evidence_of_a_bad_argument():
+    events = explain("fixtures/healthy/launch_command_and_dump_only.log")
+    assert [e for e in events if e["event"] == "incident"] == []
+    guess = events[-1]["fallback"]["best_guess"]
+    assert guess["category"] != "args.invalid" and "words:flag" not in guess["why"]
