@@ -20,6 +20,8 @@ The collectors, by name (the weights are stated where each piece is made):
   a table of where SGLang does what; ``outer_frame`` for a frame further out.
 - ``library_frame``: the deepest frame below SGLang's own in a library it calls into
   (``LIBRARIES``: torch.distributed, flashinfer's JIT, triton, huggingface_hub, ...).
+- ``native_frame``: for a native crash, the Python stack faulthandler printed for the thread
+  that crashed (``Current thread ...``): its first SGLang frame in ``WHERE``, or a library.
 - ``cut_call``: the deepest frame's source line was cut inside the name of the call it
   makes (``self.init_cu``), and that prefix names one place of ``WHERE``.
 - ``header``: the process SGLang names in ``<Process> hit an exception`` when it is one that
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 
 from sglang_doctor.incidents import progress
 from sglang_doctor.incidents.milestones import phase_after
-from sglang_doctor.incidents.tracebacks import sglang_frames
+from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
 from sglang_doctor.model import Diagnosis, Frame, Incident
 
 MAX_CONFIDENCE = 0.5
@@ -255,6 +257,47 @@ def from_library_frames(inc: Incident) -> list[Evidence]:
             if part in path:
                 short = path.split("/site-packages/", 1)[-1].split("/dist-packages/", 1)[-1]
                 return [Evidence("library_frame", category, weight, f"{why} ({f.function} in {short})")]
+    return []
+
+
+_CURRENT_THREAD = re.compile(r"^\s*Current thread 0x[0-9a-fA-F]+ \(most recent call first\):")
+
+
+def from_native_stack(inc: Incident) -> list[Evidence]:
+    """Where a native crash happened, from the Python stack faulthandler printed for the thread
+    that crashed ("Current thread 0x... (most recent call first):", then ``File "...", line N
+    in f`` lines, the most recent first): the first SGLang frame looked up in ``WHERE``, or a
+    library of ``LIBRARIES`` it had called into.  Other threads' stacks say nothing of it."""
+    if not set(inc.signal_names) & {"faulthandler", "segfault"}:
+        return []
+    stack: list[Frame] = []
+    inside = False
+    for line in inc.lines:
+        if _CURRENT_THREAD.match(line.text):
+            inside, stack = True, []
+            continue
+        if inside:
+            frame = parse_frame(line.text) if 'File "' in line.text else None
+            if frame is None:
+                if stack:
+                    break
+                continue
+            stack.append(frame)
+    if not stack:
+        return []
+    for f in stack:  # the most recent first
+        path = f.file.replace("\\", "/")
+        if "/sglang/" in path:
+            for part, functions, category, why in WHERE:
+                if _fits(path, f.function, part, functions):
+                    return [Evidence("native_frame", category, 0.4,
+                                     f"{why}: the crashing thread's stack is in {f.function} ({_short(f)})")]
+            return []
+        for part, category, weight, why in LIBRARIES:
+            if part in path:
+                short = path.split("/site-packages/", 1)[-1].split("/dist-packages/", 1)[-1]
+                return [Evidence("native_frame", category, weight, f"{why}: the crashing thread's stack is in "
+                                                                   f"{f.function} ({short})")]
     return []
 
 
@@ -469,8 +512,8 @@ def _known_before_serving(diagnosis: Diagnosis) -> bool:
 
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    pieces = (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_header(inc)
-              + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+    pieces = (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
+              + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
         # error or a faulthandler dump in a start-up step is that step's failure, not one

@@ -116,3 +116,10 @@ def test_the_launch_command_names_flags_but_is_no_evidence_of_a_bad_argument():
     assert [e for e in events if e["event"] == "incident"] == []
     guess = events[-1]["fallback"]["best_guess"]
     assert guess["category"] != "args.invalid" and "words:flag" not in guess["why"]
+
+
+def test_the_crashing_threads_stack_names_where_a_native_crash_was():
+    (inc,) = incidents("fixtures/nccl/custom_allreduce_segfault_current_thread.log")
+    assert inc["category"] == "nccl"
+    why = inc["fallback"]["best_guess"]["why"]
+    assert "native_frame" in why and "custom_all_reduce.py" in why and "watchdog_thread" not in why
