@@ -202,6 +202,9 @@ class Diagnosis:
     launch: Launch | None = None
     layer: str = "specific"  # "specific" | "class" | "fallback": which layer of rules named it
     assumed: list[str] = field(default_factory=list)  # what the log did not say and was assumed
+    # the rule's answer rests on its assumed conditions alone (nothing else it matched names a
+    # place or a word of the failure: the catch-all "a crash while serving" on a fragment)
+    assumed_only: bool = False
     # the honest fallback when the cause line is missing or no rule knew it:
     # {"missing": str | None, "best_guess": {"category", "confidence", "why"}, "next_step": str}
     fallback: dict[str, Any] | None = None

@@ -20,6 +20,8 @@ The collectors, by name (the weights are stated where each piece is made):
   a table of where SGLang does what; ``outer_frame`` for a frame further out.
 - ``library_frame``: the deepest frame below SGLang's own in a library it calls into
   (``LIBRARIES``: torch.distributed, flashinfer's JIT, triton, huggingface_hub, ...).
+- ``native_frame``: for a native crash, the Python stack faulthandler printed for the thread
+  that crashed (``Current thread ...``): its first SGLang frame in ``WHERE``, or a library.
 - ``cut_call``: the deepest frame's source line was cut inside the name of the call it
   makes (``self.init_cu``), and that prefix names one place of ``WHERE``.
 - ``header``: the process SGLang names in ``<Process> hit an exception`` when it is one that
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 
 from sglang_doctor.incidents import progress
 from sglang_doctor.incidents.milestones import phase_after
-from sglang_doctor.incidents.tracebacks import sglang_frames
+from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
 from sglang_doctor.model import Diagnosis, Frame, Incident
 
 MAX_CONFIDENCE = 0.5
@@ -92,7 +94,12 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     ("srt/managers/tokenizer_manager", None, "runtime.crash", "it stopped in the tokenizer manager while serving"),
     ("srt/managers/detokenizer_manager", None, "runtime.crash", "it stopped in the detokenizer while serving"),
     ("", ("event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch", "process_batch_result",
-          "forward_thread_func", "forward_thread_func_", "get_next_batch_to_run", "handle_loop"),
+          "forward_thread_func", "forward_thread_func_", "get_next_batch_to_run", "handle_loop",
+          # the serving loop of the releases before the Scheduler (0.1.x-0.3.x ModelRpcServer /
+          # ModelTpServer: exposed_step -> forward_step -> get_new_prefill_batch / forward_*_batch;
+          # the controller's loop_for_forward) and the batch builders of later ones
+          "exposed_step", "forward_step", "loop_for_forward", "get_new_prefill_batch", "get_new_batch_prefill",
+          "forward_prefill_batch", "forward_decode_batch", "forward_fill_batch", "update_running_batch"),
      "runtime.crash", "it stopped in the scheduler's serving loop"),
 )
 
@@ -253,6 +260,47 @@ def from_library_frames(inc: Incident) -> list[Evidence]:
     return []
 
 
+_CURRENT_THREAD = re.compile(r"^\s*Current thread 0x[0-9a-fA-F]+ \(most recent call first\):")
+
+
+def from_native_stack(inc: Incident) -> list[Evidence]:
+    """Where a native crash happened, from the Python stack faulthandler printed for the thread
+    that crashed ("Current thread 0x... (most recent call first):", then ``File "...", line N
+    in f`` lines, the most recent first): the first SGLang frame looked up in ``WHERE``, or a
+    library of ``LIBRARIES`` it had called into.  Other threads' stacks say nothing of it."""
+    if not set(inc.signal_names) & {"faulthandler", "segfault"}:
+        return []
+    stack: list[Frame] = []
+    inside = False
+    for line in inc.lines:
+        if _CURRENT_THREAD.match(line.text):
+            inside, stack = True, []
+            continue
+        if inside:
+            frame = parse_frame(line.text) if 'File "' in line.text else None
+            if frame is None:
+                if stack:
+                    break
+                continue
+            stack.append(frame)
+    if not stack:
+        return []
+    for f in stack:  # the most recent first
+        path = f.file.replace("\\", "/")
+        if "/sglang/" in path:
+            for part, functions, category, why in WHERE:
+                if _fits(path, f.function, part, functions):
+                    return [Evidence("native_frame", category, 0.4,
+                                     f"{why}: the crashing thread's stack is in {f.function} ({_short(f)})")]
+            return []
+        for part, category, weight, why in LIBRARIES:
+            if part in path:
+                short = path.split("/site-packages/", 1)[-1].split("/dist-packages/", 1)[-1]
+                return [Evidence("native_frame", category, weight, f"{why}: the crashing thread's stack is in "
+                                                                   f"{f.function} ({short})")]
+    return []
+
+
 def _completions(prefix: str) -> set[tuple[str, str, str]]:
     """(category, why, name) of the function names of ``WHERE`` that ``prefix`` begins."""
     return {(category, why, name) for part, functions, category, why in WHERE if not part and functions
@@ -395,12 +443,23 @@ WORDS: tuple[tuple[str, re.Pattern, str, float, str], ...] = tuple(
         ("quantization", r"\b(?:awq|gptq|marlin|fp8|fp4|nvfp4|mxfp4|int4|w8a8|w4a16|bitsandbytes|bnb|gguf|"
          r"compressed[-_]tensors|modelopt)\b", "kernel.unsupported_hw", 0.2,
          "it names a quantization method, whose kernels exist only for some GPUs"),
+        ("weight_name", r"keyerror: '\w+(?:\.\w+)*\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale(?:_inv)?|"
+         r"input_scale|k_scale|v_scale)'|size mismatch for [\w.]+: copying a param|"
+         r"(?:parameter|weight|tensor) .{0,60}not found in (?:the )?(?:checkpoint|params_dict|state_dict)",
+         "model.load", 0.4, "it names a checkpoint tensor the model's parameters do not have (or that does not fit one)"),
+        ("shape", r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|"
+         r"shapes? cannot be multiplied|not aligned with the quantized weight shape|\bshape mismatch\b",
+         "model.unsupported", 0.3, "a tensor of the model has another size than the code expects: a checkpoint "
+         "variant (a draft head, a quantization) this release's model code does not fit"),
         ("port", r"address already in use|eaddrinuse|errno 98|port .{0,20}(?:in use|not available)", "network.port", 0.45,
          "it names a port already in use"),
     ))
 
 
-_DUMP = re.compile(r"server_args=|ServerArgs\(|^\s*[,)]?\s*\w+=\S*,")  # a server_args dump (or a wrapped part)
+# a server_args dump (or a wrapped part of one), or the launch command itself: both name every
+# flag the user set, whether anything failed or not
+_DUMP = re.compile(r"server_args=|ServerArgs\(|^\s*[,)]?\s*\w+=\S*,|"
+                   r"-m\s+sglang(?:_router)?\.launch_\w+|\bsglang(?:\.launch_server| serve)\b")
 
 
 def _words(text: str, scale: float, source: str) -> list[Evidence]:
@@ -435,10 +494,31 @@ def from_text(lines: list[str]) -> list[Evidence]:
     return _words("\n".join(t for t in lines if not _DUMP.search(t)), 0.5, "the last lines")
 
 
+def _known_before_serving(diagnosis: Diagnosis) -> bool:
+    """The log says the server was still starting (a start-up milestone before the failure and
+    no ready line, or frames of a start-up step) and not yet at its warm-up request."""
+    inc = diagnosis.incident
+    if not inc.after_ready_known or inc.after_ready:
+        return False
+    last = None
+    if diagnosis.launch is not None:
+        for ms in diagnosis.launch.milestones:
+            if ms.line < inc.first_line:
+                last = ms.name
+    if last is None:
+        return bool(inc.captures.get("startup_frames"))
+    return phase_after(last) not in ("startup.warmup", "serving")
+
+
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    return (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_cut_call(inc) + from_header(inc) + from_thread(inc)
-            + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+    pieces = (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
+              + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+    if _known_before_serving(diagnosis):
+        # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
+        # error or a faulthandler dump in a start-up step is that step's failure, not one
+        pieces = [p for p in pieces if p.category != "runtime.crash" or p.weight <= 0]
+    return pieces
 
 
 # -- weighing ------------------------------------------------------------------------------

@@ -52,11 +52,20 @@ def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
         category="runtime.crash" if incident.after_ready else "other",
         phase=phase,
         title=title,
-        explanation=f"No rule knew this failure.{where}",
+        explanation=f"No rule knew this failure.{where}{context_note(incident)}",
         confidence=0.2,
         launch=launch,
         layer="fallback",
     )
+
+
+def context_note(incident: Incident) -> str:
+    """What the text showed about the phase when it has no ready line or milestone: the
+    frames that say the server was still starting (``startup_frames``), or "" ."""
+    reason = incident.captures.get("startup_frames")
+    if not reason:
+        return ""
+    return f" The server had not been ready yet: {reason}."
 
 
 # -- what is missing ---------------------------------------------------------------------
@@ -85,7 +94,9 @@ def missing_part(incident: Incident) -> str | None:
         return "only an exit status is here: the error that made the process exit is not in the text"
     if names & {"killed", "oom_killer"}:
         return "no Python error: the process was killed from outside, so its own log stops without a cause"
-    if "segfault" in names:
+    if names & {"segfault", "faulthandler"}:
+        # (faulthandler's "Fatal Python error: Segmentation fault" and its thread dump is the
+        # Python side of the same native crash)
         return "a native crash: the Python side printed nothing, and the native backtrace does not name the cause"
     if "c10d_peer_gone" in names and not names & {"nccl_warn", "nccl_error"}:
         return "a peer went away first: the cause is in the log of the rank or node that died"
@@ -95,11 +106,60 @@ def missing_part(incident: Incident) -> str | None:
 def assumed_context(diagnosis: Diagnosis) -> str | None:
     """What is missing when a class rule's answer rests only on an assumed context: the
     catch-all "a crash while serving" names an exception nothing else knows, and the text
-    does not say that the server had been serving (unknown is not true either)."""
-    if diagnosis.layer != "class" or not diagnosis.assumed or diagnosis.category != "runtime.crash":
+    does not say that the server had been serving (unknown is not true either).  Any class
+    rule that matched on its assumptions alone (``Diagnosis.assumed_only``) says so."""
+    if not diagnosis.assumed:
         return None
-    return ("the text does not say whether the server had been ready (no ready line, start-up milestone or "
-            "launch header): naming it a crash while serving is an assumption")
+    if diagnosis.layer == "fallback" and diagnosis.assumed_only:
+        pass  # the text's own evidence replaced a rule's answer that rested on its assumptions
+    elif diagnosis.layer != "class" or not (diagnosis.assumed_only or diagnosis.category == "runtime.crash"):
+        return None
+    rule_category = diagnosis.captures.get("assumed_category", diagnosis.category)
+    answer = "a crash while serving" if rule_category == "runtime.crash" else rule_category
+    if any(a.startswith("the server had") for a in diagnosis.assumed):
+        unknown = ("the text does not say whether the server had been ready (no ready line, start-up milestone or "
+                   "launch header)")
+    else:
+        unknown = "the text does not show the launch's settings (no server_args dump)"
+    return f"{unknown}: naming it {answer} is an assumption ({'; '.join(diagnosis.assumed)})"
+
+
+# The text's own evidence for another category outweighs a class rule's answer that rests on
+# an assumed context alone when it adds up to at least this much: one piece that names a place
+# or a word of the failure (a deepest frame 0.4, a word of the failure's own message 0.3-0.45,
+# a library frame 0.25-0.4), or two weaker ones that agree.
+EVIDENCE_OVER_ASSUMPTION = 0.3
+
+
+def over_assumption(diagnosis: Diagnosis) -> Diagnosis | None:
+    """The text's own answer when the rule's rests on an assumption alone and the text's
+    evidence names another category (at least ``EVIDENCE_OVER_ASSUMPTION``, and more than it
+    holds for the rule's own): a fallback diagnosis with that category, which says which
+    rule matched only on what it assumed.  None when the rule's answer stands."""
+    if not diagnosis.assumed_only:
+        return None
+    pieces = evidence.collect(diagnosis)
+    score: dict[str, float] = {}
+    for p in pieces:
+        score[p.category] = score.get(p.category, 0.0) + p.weight
+    found = evidence.weigh(pieces, context_known=False)
+    if found is None or found["category"] in (diagnosis.category, "other"):
+        return None
+    if score.get(found["category"], 0.0) < EVIDENCE_OVER_ASSUMPTION:
+        return None
+    if score.get(found["category"], 0.0) <= score.get(diagnosis.category, 0.0):
+        return None
+    out = unknown_diagnosis(diagnosis.incident, diagnosis.launch)
+    out.category = found["category"]
+    out.confidence = min(max(out.confidence, found["confidence"]), 0.5)
+    used = [ev["name"] for ev in found.get("evidence", ()) if ev["category"] == found["category"]]
+    out.explanation = (f"{out.explanation} Rule {diagnosis.rule} ({diagnosis.category}) matched only on what it "
+                       f"assumed ({'; '.join(diagnosis.assumed)}); the text's own evidence points to "
+                       f"{found['category']} ({', '.join(used)}).")
+    out.assumed = list(diagnosis.assumed)
+    out.assumed_only = True
+    out.captures = dict(diagnosis.captures, assumed_rule=diagnosis.rule, assumed_category=diagnosis.category)
+    return out
 
 
 def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
@@ -107,7 +167,7 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
     names = set(incident.signal_names)
     if names & {"killed", "oom_killer"} or (incident.captures.get("exit_code") in _EXIT_KILLED):
         return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
-    if "segfault" in names:
+    if names & {"segfault", "faulthandler"}:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
     if "c10d_peer_gone" in names or "nccl_watchdog" in names:
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
@@ -186,6 +246,8 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
             diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.4)
             named = True
         where = "the cause line is not in the text" if missing else "no rule knew this failure"
+        if diagnosis.assumed_only and not missing_part(inc):
+            where = "no rule knew this failure without an assumption"
         if named:
             where = "no rule knew this failure; the category is named by the words of its own message"
         used = [ev["name"] for ev in guess.get("evidence", ()) if ev["category"] == guess["category"]]

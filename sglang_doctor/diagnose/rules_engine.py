@@ -108,6 +108,17 @@ class Rule:
         return not (self.exceptions or self.message or self.line_rx or self.message_any)
 
     @property
+    def names_nothing(self) -> bool:
+        """Nothing but the kind, the context (after_ready, server_args) and the shape of the
+        traceback: no exception type, frame, word or line, and a message condition only when
+        any text meets it (``'\\S'``).  Such a rule's answer is its context's: when that
+        context is assumed, so is the answer."""
+        if (self.exceptions or self.frames_any or self.frames_all or self.frames_sequence or self.line_rx
+                or self.deepest_frame or self.message_any):
+            return False
+        return self.message is None or _search(self.message, "x") is not None
+
+    @property
     def layer(self) -> str:
         return "class" if self.id.startswith(CLASS_PREFIX) else "specific"
 
@@ -798,15 +809,19 @@ class RuleSet:
                 phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
         category = rule.category_by_phase.get(phase, rule.category)
         values.setdefault("phase", phase)
-        explanation = _fill(rule.explanation, values).strip()
+        explanation = _fill(rule.explanation, values).strip() + fallback.context_note(incident)
         if assumed:
             explanation += " Assumed (the log does not say): " + "; ".join(assumed) + "."
         diagnosis = Diagnosis(
             incident=incident, rule=rule.id, category=category, phase=phase,
             title=_fill(rule.title, values), explanation=explanation,
             confidence=confidence, remedies=[dict(r) for r in rule.remedy], captures=captures, launch=launch,
-            layer=rule.layer, assumed=list(assumed),
+            layer=rule.layer, assumed=list(assumed), assumed_only=bool(assumed) and rule.names_nothing,
         )
+        if diagnosis.assumed_only:
+            # the answer rests on an assumption alone: the text's own evidence, when it names
+            # another category, is the answer (fallback.over_assumption)
+            diagnosis = fallback.over_assumption(diagnosis) or diagnosis
         return fallback.attach(diagnosis)
 
 

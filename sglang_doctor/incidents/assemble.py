@@ -280,7 +280,8 @@ class Assembler:
             return
         found = self._literals.found(text)
         sig = self._classify(text, found)
-        exc = tracebacks.bare_exception(text.strip()) if (":" in text and not text[:1].isspace()) else None
+        exc = (tracebacks.bare_exception(text.strip())
+               if ((":" in text or "(" in text) and not text[:1].isspace()) else None)
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
         if sig is not None and (exc is None or sig[0].role != "evidence"):
@@ -449,6 +450,7 @@ class Assembler:
         launch = self.launch
         builders = group.builders
         primary = next((b for b in builders if b.complete), builders[0] if builders else None)
+        starting = None
         if self._stopping and primary is not None and not group.signal_lines:
             exc = primary.chain[-1] if primary.chain else None
             if exc is None or exc.type.rsplit(".", 1)[-1] in _CANCEL_TYPES:
@@ -476,13 +478,16 @@ class Assembler:
             incident.frames = primary.frames
             incident.truncated = not primary.complete
             incident.truncated_top = primary.truncated_top
-            if not incident.after_ready_known and startup_hints.frames_reason(incident.frames):
+            starting = None if incident.after_ready_known else startup_hints.frames_reason(incident.frames)
+            if starting:
                 # a fragment without ready line or milestones, whose traceback runs through a
                 # start-up constructor (Scheduler / TpModelWorker / ModelRunner) or import-time
-                # code: not ready yet
+                # code: not ready yet (the reason goes into the explanation)
                 incident.after_ready, incident.after_ready_known = False, True
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
+        if primary is not None and starting:
+            incident.captures.setdefault("startup_frames", starting)
         if not incident.after_ready_known:
             hint = startup_hints.words_reason(incident)
             if hint:

@@ -53,7 +53,9 @@ SIGNALS: tuple[Signal, ...] = (
     _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?P<nccl_message>.*)", "evidence"),
     _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
        r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),
-    _s("cuda_error", ("CUDA error:", "CUDA error ("), r"CUDA error(?: \([^)]*\))?: (?P<cuda_message>.*)", "evidence"),
+    # (flashinfer's FLASHINFER_CUDA_CALL prints "CUDA Error: <what> (<code>) <file>: line N at function ...")
+    _s("cuda_error", ("CUDA error:", "CUDA error (", "CUDA Error:"), r"CUDA [Ee]rror(?: \([^)]*\))?: (?P<cuda_message>.*)",
+       "evidence"),
     _s("cpp_terminate", ("terminate called",), r"terminate called (?:after throwing an instance of '(?P<cpp_type>[^']+)'|without an active exception)", "evidence"),
     _s("faulthandler", ("Fatal Python error",), r"Fatal Python error: (?P<fatal>.*)", "evidence"),
     _s("segfault", ("Caught signal 11", "Segmentation fault", "SIGSEGV"),
@@ -74,7 +76,9 @@ SIGNALS: tuple[Signal, ...] = (
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)
-    _s("transfer_error", ("rdma_transport", "transfer_engine", "tcp_transport", "non-zero status:",
+    # (Mooncake's transfer engine logs through glog from its transport sources: rdma_transport.cpp,
+    # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp)
+    _s("transfer_error", ("rdma_transport", "rdma_context", "rdma_endpoint", "transfer_engine", "tcp_transport", "non-zero status:",
                           "NVSHMEM ERROR", "Failed to establish a new connection"),
        r"^E\d{4} [\d:.]+ +\d+ \w+\.cpp:\d+\] (?P<transfer_message>.+)|non-zero status: \d+ (?P<nvshmem_message>.+)|"
        r"NVSHMEM ERROR|Failed to establish a new connection", "evidence"),
@@ -96,6 +100,15 @@ SIGNALS: tuple[Signal, ...] = (
     _s("component_failed", ("Error starting", "Failed to start", "Failed to initiali", "Failed to launch", "panicked at"),
        r"(?:\b(?:ERROR|CRITICAL|FATAL)\b.*?|^[EF]\d{4} [^\]]*\] ?)(?P<component_message>(?:Error starting|Failed to "
        r"(?:start|initiali[sz]e|launch))\b.*)|^thread '(?P<panic_thread>[^']+)' panicked at (?P<panic_at>.*)", "evidence"),
+    # A program that runs SGLang (a model runner, an orchestrator) says in its own format that
+    # it could not run it: logfmt's ``level=error msg="..."`` or a Go-style error chain
+    # (``unable to load runner: ...: failed to get SGLang arguments: ...``) whose message names
+    # SGLang and a failure.  A wrapper's line that names SGLang without a failure is not one.
+    _s("wrapper_failed", ("level=error", "level=fatal", "level=warning", "level=warn", "SGLang", "sglang"),
+       r"\blevel=(?:error|fatal|warning|warn) msg=\"(?P<wrapper_message>[^\"]*\bsglang\b[^\"]*\b(?:not found|failed|"
+       r"error|required|cannot|unable)\b[^\"]*)\"|^(?P<wrapper_chain>(?:unable|failed|error) to [\w ]+: (?:[^:]+: )*"
+       r"[^:]*\bsglang\b[^:]*(?:: .*)?\b(?:required|failed|not found|not supported|cannot|unable)\b.*)$",
+       "evidence", re.IGNORECASE),
     _s("argparse_error", (": error: ",),
        r"^(?P<prog>[\w./-]+(?: serve)?): error: (?P<argparse_message>.+)$", "evidence"),
     _s("port_in_use", ("Port is already in use", "is already in use", "is not available in"),

@@ -31,6 +31,9 @@ _BUILDS = re.compile(r"(?:^|[=\s(])(?:Scheduler|TpModelWorker\w*|ModelRunner|Mod
 _STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel", "init_distributed_environment",
                             "load_model", "_initialize_model", "get_model", "init_memory_pool", "profile_max_num_token",
                             "init_cuda_graphs", "init_device_graphs", "capture_one_batch_size"})
+# the modules that build and check the launch arguments (ServerArgs and its groups, the
+# launcher that calls them): they run once, before any worker starts
+_ARGS_MODULES = ("/srt/server_args.py", "/srt/arg_groups/", "/srt/server_args_config_parser.py", "/sglang/launch_server.py")
 # a source line Python runs when it imports a module or defines a class
 _IMPORT_TIME = re.compile(r"^\s*(?:def |async def |class |import |from \S+ import |@)")
 # exception types that name code that does not fit together (a package version mismatch):
@@ -57,7 +60,10 @@ def frames_reason(frames: list[Frame]) -> str | None:
     if in_startup_constructor(frames):
         return "its traceback runs through a start-up constructor (Scheduler / TpModelWorker / ModelRunner)"
     for f in frames:
-        if "/sglang/" in f.file.replace("\\", "/") and f.function.rsplit(".", 1)[-1] in _STARTUP_STEPS:
+        path = f.file.replace("\\", "/")
+        if "/sglang/" in path and any(part in path for part in _ARGS_MODULES):
+            return f"a frame checks the launch arguments ({f.function} in {path.rsplit('/', 1)[-1]}), before any worker runs"
+        if "/sglang/" in path and f.function.rsplit(".", 1)[-1] in _STARTUP_STEPS:
             return f"a frame is in a start-up step ({f.function})"
         if f.source and _BUILDS.search(f.source):
             return f"a frame builds a start-up object ({f.source.strip()[:60]})"

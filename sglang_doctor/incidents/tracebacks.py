@@ -36,12 +36,21 @@ _EXC_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Group", 
 # wrapper that names the cause (``ray.exceptions.RayTaskError(OutOfMemoryError): ...``).
 _DOTTED_EXC = re.compile(
     r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*(?:\((?P<inner>[A-Z]\w*)\))?): (?P<msg>\S.*)$")
+# An exception as its repr, the form wrappers print (``print(repr(e))``, ray, pyo3's
+# ``PyErr { type: ..., value: TypeError("..."), traceback: None }`` with the paste starting at
+# the value): ``ValueError("type fp8e4nv not supported ...")``, the whole line or followed by
+# the wrapper's ``, traceback: ...``.
+_REPR_EXC = re.compile(
+    r"(?:^|(?<=\bvalue: ))(?P<type>(?:[a-z_][a-z0-9_]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Fault))\((?P<q>[\"'])(?P<msg>.+?)(?P=q)\)"
+    r"(?=$|[,;}\s])")
 # An elided stretch: what a paste or an issue template put where lines were dropped.
 ELISION = re.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|\u2026|\[\s*\.\.\.\s*(?:\d+ )?(?:more )?lines?[^\]]*\]|<\s*truncated[^>]*>)\s*$")
 # SGLang's "<who> hit an exception: Traceback ..." cut before the header was complete
 _CUT_HEADER = re.compile(r"hit an exception: ?(?:T(?:r(?:a(?:c(?:e(?:b(?:a(?:c(?:k(?: \(.*)?)?)?)?)?)?)?)?)?)?$")
 CUT_HEADER_LITERAL = "hit an exception:"
-_CUT_STAMP = re.compile(r"^\d[\d:.,T/ -]*$")  # "2025-0": a line's time stamp cut short
+# "2025-0", "(Work", "[2025-06-05 10:4": the next line's time stamp or prefix (ray's
+# "(WorkerDict pid=N)", a bracketed stamp) cut short by the paste, where the exception line was
+_CUT_STAMP = re.compile(r"^(?:\d[\d:.,T/ -]*|[\[(][\w:.,/ =-]*)$")
 _WRAPPED_IN = re.compile(r"^\s*in ([A-Za-z_<][\w<>.]*)\s*$")
 
 
@@ -81,15 +90,19 @@ def strict_exception(text: str) -> ExceptionInfo | None:
 
 def bare_exception(text: str) -> ExceptionInfo | None:
     """An exception line that can stand alone, with nothing above it: a strict one
-    (``ValueError: ...``) or a dotted class (``triton.runtime.errors.OutOfResources: ...``,
-    ``ray.exceptions.RayTaskError(OutOfMemoryError): ...``).  Needs a message."""
+    (``ValueError: ...``), a dotted class (``triton.runtime.errors.OutOfResources: ...``,
+    ``ray.exceptions.RayTaskError(OutOfMemoryError): ...``) or an exception's repr
+    (``ValueError("...")``).  Needs a message."""
     exc = strict_exception(text)
     if exc is not None:
         return exc if exc.message else None
     m = _DOTTED_EXC.match(text)
-    if m is None:
-        return None
-    return ExceptionInfo(m.group("type"), m.group("msg"))
+    if m is not None:
+        return ExceptionInfo(m.group("type"), m.group("msg"))
+    m = _REPR_EXC.search(text) if "Error(" in text or "Exception(" in text else None
+    if m is not None:
+        return ExceptionInfo(m.group("type"), m.group("msg"))
+    return None
 
 
 def inner_type(etype: str) -> str:
@@ -116,6 +129,9 @@ def loose_exception(text: str) -> ExceptionInfo:
     # bootstrapping error, textwrap'd messages)
     if m and m.group("type") and (m.group("msg") is not None or ":" not in text or text.endswith(":")):
         return ExceptionInfo(m.group("type"), m.group("msg") or "")
+    r = _REPR_EXC.search(text) if "Error(" in text or "Exception(" in text else None
+    if r is not None:  # ValueError("...") as a wrapper printed it
+        return ExceptionInfo(r.group("type"), r.group("msg"))
     etype, sep, msg = text.partition(": ")
     if sep and " " not in etype.strip():
         return ExceptionInfo(etype.strip(), msg)
