@@ -264,20 +264,26 @@ def _ask_flag(ctx: Context, params: dict) -> Remediation | None:
     The flag is checked against the target release's flags; with ``program: NAME`` it is a flag
     of another program of SGLang's (the router: ``sglang_router.launch_router``), which the
     server's catalogue does not hold, and is named as written."""
-    placeholder = _placeholder(params.get("ask"))
-    written = str(params.get("flag") or "")
+    placeholder = _placeholder(ctx.fill(params.get("ask")))
+    # a template flag ("{flag}") is the one the log's parser line names: it must be this
+    # release's flag (checked below), and the change stays advice with a placeholder value
+    templated = isinstance(params.get("flag"), str) and "{" in params["flag"]
+    filled = str(ctx.fill(params.get("flag")) or "")
+    named = re.search(r"--[A-Za-z0-9][\w-]*", filled) if templated else None  # "--model-path/--model"
+    written = named.group(0) if named else filled.strip()
     if placeholder is None or not written.startswith("--"):
         return None
     program = params.get("program")
-    flag = written if program else ctx.flag(written)
+    flag = written if program and not templated else ctx.flag(written)
     if flag is None:
         ctx.warnings.append(f"flag {written} does not exist in SGLang {ctx.version}")
         return None
     where = f" of {program}" if program else ""
+    note = ctx.fill(params.get("note")) if params.get("note") else None
     rem = Remediation(set={flag: placeholder}, needs_human=True, safe=False,
-                      note=params.get("note") or f"give {flag}{where} {placeholder}: only you know the value",
+                      note=note or f"give {flag}{where} {placeholder}: only you know the value",
                       tradeoff=params.get("tradeoff"))
-    return trust.declare(rem, "rule")
+    return trust.declare(rem, "catalogue" if templated else "rule")
 
 
 def _set(ctx: Context, params: dict) -> Remediation | None:

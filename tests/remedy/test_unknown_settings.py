@@ -113,3 +113,46 @@ def test_a_named_flag_through_the_cli(tmp_path):
     (ev,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
     assert ev["remediation"]["set"] == {"--speculative-eagle-topk": "<a value the message accepts>"}
     assert ev["remediation"]["safe"] is False
+
+
+# -- the flag the parser's line names, with the value left to the user -------------------------------
+
+
+def _with_captures(remedy: list[dict], captures: dict) -> Diagnosis:
+    d = _diagnosis(remedy)
+    d.captures = captures
+    return d
+
+
+def test_the_parsers_flag_is_asked_for_with_its_choices():
+    d = _with_captures([{"set_flag": {"flag": "{flag}", "ask": "one of {choices}"}}],
+                       {"flag": "--kv-cache-dtype", "choices": "'auto', 'fp8_e5m2', 'fp8_e4m3'"})
+    rem = _remediate(d)
+    assert rem.set == {"--kv-cache-dtype": "<one of 'auto', 'fp8_e5m2', 'fp8_e4m3'>"}
+    assert rem.needs_human and rem.safe is False and rem.command is None
+    assert rem.provenance["--kv-cache-dtype"]["source"] == "catalogue"
+
+
+def test_a_required_argument_with_its_alias_is_named_by_its_first_spelling():
+    d = _with_captures([{"set_flag": {"flag": "{arguments}", "ask": "the model's directory"}}],
+                       {"arguments": "--model-path/--model"})
+    assert list(_remediate(d).set) == ["--model-path"]
+
+
+def test_a_flag_the_release_does_not_have_is_not_proposed():
+    warnings: list[str] = []
+    d = _with_captures([{"set_flag": {"flag": "{flag}", "ask": "a value"}}], {"flag": "--no-such-flag"})
+    assert remedies.remediate(d, command=None, version="0.5.23", catalog=V0523, hardware=None,
+                              model_config=None, warnings=warnings) is None
+    assert any("--no-such-flag" in w for w in warnings)
+
+
+def test_an_invalid_choice_through_the_cli():
+    from conftest import FIXTURES
+
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(FIXTURES / "args" / "invalid_choice_kv_cache_dtype_059.log")),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    (ev,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
+    (flag,) = ev["remediation"]["set"]
+    assert flag == "--kv-cache-dtype" and "fp8_e5m2" in ev["remediation"]["set"][flag]
