@@ -185,6 +185,26 @@ def _step(ctx: Context, params: dict, up: bool) -> Remediation | None:
     if flag is None:
         ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
         return None
+    rem = _step_from(ctx, flag, params, up)
+    if rem is None and ctx.stated(flag) is None and not ctx.command_known:
+        # the launch's value is in neither the log nor a command, and the release's default
+        # gives no step (none to assume, or the failure shows the launch cannot have had it,
+        # e.g. a tp split failing at the default tp 1): the flag is still the change, its value
+        # the user's (unknown is not "already at its bound")
+        return _unknown_step(ctx, flag, params, up)
+    return rem
+
+
+def _unknown_step(ctx: Context, flag: str, params: dict, up: bool) -> Remediation:
+    way = "higher" if up else "lower"
+    rem = Remediation(set={flag: f"<{way} than your launch's value>"}, needs_human=True, safe=False,
+                      note=f"{'raise' if up else 'lower'} {flag}: your launch's value is not in the log "
+                           "(the server_args line SGLang prints at start-up has it)",
+                      tradeoff=params.get("tradeoff"))
+    return trust.declare(rem, "rule")
+
+
+def _step_from(ctx: Context, flag: str, params: dict, up: bool) -> Remediation | None:
     spec = ctx.catalog.spec(flag)
     value, guess = ctx.current_or_assumed(flag)
     current = _number(value)

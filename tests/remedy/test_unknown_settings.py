@@ -156,3 +156,22 @@ def test_an_invalid_choice_through_the_cli():
     (ev,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
     (flag,) = ev["remediation"]["set"]
     assert flag == "--kv-cache-dtype" and "fp8_e5m2" in ev["remediation"]["set"][flag]
+
+
+# -- a step whose starting value the log does not give -----------------------------------------------
+
+
+def test_a_step_from_an_unknown_value_names_the_flag_with_the_direction():
+    # a tp split failed: the launch had tp > 1, but the log shows no value and the release's
+    # default (1) gives no step; the flag is still the change
+    d = _diagnosis([{"lower_flag": {"flag": "--tp-size", "factor": 0.5, "min": 1, "tradeoff": "t"}}])
+    rem = _remediate(d)
+    assert rem.set == {"--tp-size": "<lower than your launch's value>"}
+    assert rem.needs_human and rem.safe is False and rem.tradeoff == "t"
+
+
+def test_a_step_from_a_stated_value_at_its_bound_is_still_no_change():
+    d = _diagnosis([{"lower_flag": {"flag": "--tp-size", "factor": 0.5, "min": 1}}], {"model_path": "/m", "tp_size": 1})
+    assert _remediate(d) is None
+    d = _diagnosis([{"lower_flag": {"flag": "--tp-size", "factor": 0.5, "min": 1}}], {"model_path": "/m", "tp_size": 4})
+    assert _remediate(d).set == {"--tp-size": 2}
