@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sglang_doctor.remedy import assumed, launch_check, launch_command
-from sglang_doctor.remedy import trust
+from sglang_doctor.remedy import tradeoffs, trust
 from sglang_doctor.model import Diagnosis, Remediation
 
 
@@ -580,7 +580,12 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
     # Removing a flag this SGLang rejects is safe (the launch cannot start with it); a
     # replacement guessed from the spelling is asked about first.
     guessed = [n for n in notes if "did you mean" in n]
-    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed, provenance=provenance)
+    cost = ("the flags as this release spells them; a flag it does not know is dropped, and with it "
+            "whatever that flag meant to set") if unsets else "the same settings, spelled as this release knows them"
+    if guessed:
+        cost += "; a replacement guessed from the spelling may not be the setting you meant"
+    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed, provenance=provenance,
+                       tradeoff=cost)
 
 
 def _log_source(line: int | None, value_from: str | None) -> dict[str, Any]:
@@ -650,7 +655,9 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
             value = None
         if value is not None:
             return Remediation(set={flag: value}, safe=False,
-                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})")
+                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
+                               tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
+                               or "the setting the message asks for; check what it does for your workload")
     named: list[str] = []
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
@@ -868,6 +875,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         result = op(ctx, dict(params or {}))
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
+            _state_cost(rem, name, params)
             _declare_sources(rem, name, params)
             if not any(_same_change(rem, other) for other in found):
                 found.append(rem)
@@ -885,6 +893,19 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     best, *rest = found
     best.alternatives = rest
     return best
+
+
+_OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag")
+
+
+def _state_cost(rem: Remediation, name: str, params: Any) -> None:
+    """A change whose rule entry states no trade-off gets its flag's or variable's own cost
+    (remedy/tradeoffs.py), before what the remedy added (an assumed value, a spelling)."""
+    if name not in _OWN_COST or rem.is_empty() or dict(params or {}).get("tradeoff"):
+        return
+    cost = tradeoffs.default_for(rem)
+    if cost and cost not in (rem.tradeoff or ""):
+        rem.tradeoff = f"{cost}; {rem.tradeoff}" if rem.tradeoff else cost
 
 
 # Where the values of each remedy come from when its parameters are plain (not templates).

@@ -59,3 +59,28 @@ def test_a_grammar_backend_import_failure_switches_to_the_other_backend():
     xgr = _primary(FIXTURES / "other" / "grammar_xgrammar_import_059.log")["remediation"]
     assert xgr["needs_human"] and [a["set"] for a in xgr["alternatives"]] == [
         {"--grammar-backend": "outlines"}, {"--grammar-backend": "none"}]
+
+
+def test_every_change_a_rule_proposes_on_its_examples_states_its_trade_off():
+    """Issue 12: each fix comes with its trade-off.  A rule entry may state it; otherwise the
+    flag's or variable's own cost is given (remedy/tradeoffs.py)."""
+    from pathlib import Path
+
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+    from sglang_doctor.remedy import hardware
+
+    pack = RuleSet.load([])
+    profile = hardware.get_profile("a6000x2")
+    missing = []
+    for rule in pack.rules:
+        for example in rule.examples:
+            pipe = StreamPipeline(pack, whole_log=True, hardware=profile)
+            events = pipe.feed((FIXTURES.parent / example).read_bytes()) + pipe.finish()
+            for ev in events:
+                if ev.get("event") != "incident" or ev.get("rule") != rule.id or not ev.get("remediation"):
+                    continue
+                for change in _changes(ev["remediation"]):
+                    if (change["set"] or change["unset"] or change["env"]) and not change.get("tradeoff"):
+                        missing.append(f"{rule.id} ({Path(example).name}): {change['set'] or change['unset'] or change['env']}")
+    assert not missing, missing
