@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sglang_doctor.remedy import assumed, launch_check, launch_command
-from sglang_doctor.remedy import trust
+from sglang_doctor.remedy import tradeoffs, trust
 from sglang_doctor.model import Diagnosis, Remediation
 
 
@@ -36,6 +36,14 @@ class Context:
     model_config: dict | None
     warnings: list[str]
     version_source: str | None = None  # flags.resolve_version's source of ``version``
+    # changes proposed on a condition the log cannot show ("remove --x if your launch sets
+    # it"): ranked after the changes that do not depend on it (``remediate``)
+    conditional: list = dataclasses.field(default_factory=list)
+
+    @property
+    def settings_unknown(self) -> bool:
+        """Neither the user's command nor the log's dump shows the launch's settings."""
+        return not self.command_known and not self.server_args
 
     @property
     def server_args(self) -> dict[str, Any]:
@@ -177,6 +185,26 @@ def _step(ctx: Context, params: dict, up: bool) -> Remediation | None:
     if flag is None:
         ctx.warnings.append(f"flag {params.get('flag')} does not exist in SGLang {ctx.version}")
         return None
+    rem = _step_from(ctx, flag, params, up)
+    if rem is None and ctx.stated(flag) is None and not ctx.command_known:
+        # the launch's value is in neither the log nor a command, and the release's default
+        # gives no step (none to assume, or the failure shows the launch cannot have had it,
+        # e.g. a tp split failing at the default tp 1): the flag is still the change, its value
+        # the user's (unknown is not "already at its bound")
+        return _unknown_step(ctx, flag, params, up)
+    return rem
+
+
+def _unknown_step(ctx: Context, flag: str, params: dict, up: bool) -> Remediation:
+    way = "higher" if up else "lower"
+    rem = Remediation(set={flag: f"<{way} than your launch's value>"}, needs_human=True, safe=False,
+                      note=f"{'raise' if up else 'lower'} {flag}: your launch's value is not in the log "
+                           "(the server_args line SGLang prints at start-up has it)",
+                      tradeoff=params.get("tradeoff"))
+    return trust.declare(rem, "rule")
+
+
+def _step_from(ctx: Context, flag: str, params: dict, up: bool) -> Remediation | None:
     spec = ctx.catalog.spec(flag)
     value, guess = ctx.current_or_assumed(flag)
     current = _number(value)
@@ -256,20 +284,26 @@ def _ask_flag(ctx: Context, params: dict) -> Remediation | None:
     The flag is checked against the target release's flags; with ``program: NAME`` it is a flag
     of another program of SGLang's (the router: ``sglang_router.launch_router``), which the
     server's catalogue does not hold, and is named as written."""
-    placeholder = _placeholder(params.get("ask"))
-    written = str(params.get("flag") or "")
+    placeholder = _placeholder(ctx.fill(params.get("ask")))
+    # a template flag ("{flag}") is the one the log's parser line names: it must be this
+    # release's flag (checked below), and the change stays advice with a placeholder value
+    templated = isinstance(params.get("flag"), str) and "{" in params["flag"]
+    filled = str(ctx.fill(params.get("flag")) or "")
+    named = re.search(r"--[A-Za-z0-9][\w-]*", filled) if templated else None  # "--model-path/--model"
+    written = named.group(0) if named else filled.strip()
     if placeholder is None or not written.startswith("--"):
         return None
     program = params.get("program")
-    flag = written if program else ctx.flag(written)
+    flag = written if program and not templated else ctx.flag(written)
     if flag is None:
         ctx.warnings.append(f"flag {written} does not exist in SGLang {ctx.version}")
         return None
     where = f" of {program}" if program else ""
+    note = ctx.fill(params.get("note")) if params.get("note") else None
     rem = Remediation(set={flag: placeholder}, needs_human=True, safe=False,
-                      note=params.get("note") or f"give {flag}{where} {placeholder}: only you know the value",
+                      note=note or f"give {flag}{where} {placeholder}: only you know the value",
                       tradeoff=params.get("tradeoff"))
-    return trust.declare(rem, "rule")
+    return trust.declare(rem, "catalogue" if templated else "rule")
 
 
 def _set(ctx: Context, params: dict) -> Remediation | None:
@@ -318,10 +352,18 @@ def unset_flag(ctx: Context, params: dict) -> Remediation | None:
         return None
     spec = ctx.catalog.spec(flag)
     implied = params.get("implied")
-    if implied and not ctx.command_known and not ctx.server_args:
+    if implied and ctx.settings_unknown:
         note = params.get("note") or f"remove {flag}"
         return Remediation(unset=[flag], note=f"{note} (the launch's settings are not in the log; {implied})",
                            tradeoff=params.get("tradeoff"), safe=False)
+    if ctx.settings_unknown:
+        # unknown is not "not set": the removal is proposed on its condition, after the rule's
+        # changes that do not need it
+        note = params.get("note") or f"remove {flag}"
+        rem = Remediation(unset=[flag], note=f"{note} if your launch sets it (the launch's settings are not "
+                                             "in the log)", tradeoff=params.get("tradeoff"), safe=False)
+        ctx.conditional.append(rem)
+        return rem
     current = ctx.current(flag)
     if current is None or _equal(current, spec.default) or current is False:
         return None  # not set: nothing to remove
@@ -446,6 +488,16 @@ def disable_feature(ctx: Context, params: dict) -> Remediation | None:
             continue
         sets = {f: v for f, v in way.get("set", {}).items() if not _equal(ctx.current(f), v)}
         unsets = [f for f in way.get("unset", []) if ctx.current(f) not in (None, False)]
+        if not sets and way.get("unset") and ctx.settings_unknown:
+            # a feature turned off by removing its flags, and the log does not show whether the
+            # launch had them: proposed on that condition (unknown is not "off")
+            unsets = list(way["unset"])
+            rem = Remediation(unset=unsets, note=f"turn {feature.replace('_', ' ')} off: remove "
+                                                 f"{' '.join(unsets)} if your launch sets it (the launch's "
+                                                 "settings are not in the log)",
+                              tradeoff=params.get("tradeoff") or spec["tradeoff"], safe=False)
+            ctx.conditional.append(rem)
+            return rem
         if not sets and not unsets:
             return None  # already off
         for f, v in sets.items():
@@ -528,7 +580,12 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
     # Removing a flag this SGLang rejects is safe (the launch cannot start with it); a
     # replacement guessed from the spelling is asked about first.
     guessed = [n for n in notes if "did you mean" in n]
-    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed, provenance=provenance)
+    cost = ("the flags as this release spells them; a flag it does not know is dropped, and with it "
+            "whatever that flag meant to set") if unsets else "the same settings, spelled as this release knows them"
+    if guessed:
+        cost += "; a replacement guessed from the spelling may not be the setting you meant"
+    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed, provenance=provenance,
+                       tradeoff=cost)
 
 
 def _log_source(line: int | None, value_from: str | None) -> dict[str, Any]:
@@ -562,20 +619,33 @@ def _own_flags(ctx: Context) -> dict[str, Any]:
 # "--foo-bar" or a "foo_bar" server_args field named in an argument check's message; a value
 # when the message says which ("use --attention-backend triton", "specify --disable-x")
 _NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
-_ADVISED = re.compile(r"(?:use|set|specify|pass|add|enable|try|with)\s+(--[a-z][a-z0-9-]+)(?:[ =](?!--)([\w.+-]+))?",
+_ADVISED = re.compile(r"(?:use|set|specify|pass|add|enable|try|with|requires?|needs?)\s+(--[a-z][a-z0-9-]+)(?:[ =](?!--)([\w.+-]+))?",
+                      re.IGNORECASE)
+# words before an advised-looking flag that make it the conflict, not the advice
+# ("is not supported with --enable-dp-attention", "cannot be used with --x")
+_NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without)\b[^.;:\n]*$",
+                      re.IGNORECASE)
+# a message's words that make a named switch the thing to turn on, not off
+_TURN_ON = re.compile(r"\b(?:requires?|required|needs?|must be (?:set|enabled|on|true)|please (?:set|enable|add))\b",
                       re.IGNORECASE)
 
 
 @remedy("flag_named")
-def flag_named(ctx: Context, params: dict) -> Remediation | None:
+def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     """The flag an argument check's message names, checked against this version's flags.
 
-    Advice (asked about, never applied by ``run --yes``) unless the message also says which
-    value to give it and the value passes the flag's type and choices."""
+    With the value when the message says which and the value passes the flag's type and
+    choices; else the named flag itself is the change, with its value left to the user
+    (``<a value the message accepts>``), or, for a switch the message does not ask for, its
+    removal (a check on a switch fails because the launch turned it on).  Always advice
+    (asked about, never applied by ``run --yes``): which of the named flags to move is the
+    user's choice, so each named flag is one alternative, in the message's order."""
     inc = ctx.diagnosis.incident
     text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
     text = text[:4000]
     for m in _ADVISED.finditer(text):
+        if _NEGATED.search(text[max(0, m.start() - 80):m.start()]):
+            continue  # "not supported with --x": --x is the conflict, not the advice
         flag = ctx.flag(m.group(1))
         if flag is None:
             continue
@@ -585,7 +655,9 @@ def flag_named(ctx: Context, params: dict) -> Remediation | None:
             value = None
         if value is not None:
             return Remediation(set={flag: value}, safe=False,
-                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})")
+                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
+                               tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
+                               or "the setting the message asks for; check what it does for your workload")
     named: list[str] = []
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
@@ -594,9 +666,26 @@ def flag_named(ctx: Context, params: dict) -> Remediation | None:
             named.append(flag)
     if not named:
         return None
-    return Remediation(needs_human=True, safe=False,
-                       note=f"change {', '.join(named[:3])} (named by the message; valid in SGLang {ctx.version}): "
-                            "the message says which values it accepts")
+    listed = ", ".join(named[:3])
+    turn_on = bool(_TURN_ON.search(text))
+    out: list[Remediation] = []
+    for flag in named[:3]:
+        spec = ctx.catalog.spec(flag)
+        if spec is not None and not spec.takes_value:
+            if turn_on:
+                rem = Remediation(set={flag: True}, note=f"turn {flag} on (the message asks for it)")
+            else:
+                rem = Remediation(unset=[flag], note=f"remove {flag} if your launch turns it on (the message "
+                                                     "names it in a failed check)")
+        else:
+            rem = Remediation(set={flag: "<a value the message accepts>"},
+                              note=f"change {flag}: the message says which values it accepts")
+        rem.needs_human, rem.safe = True, False
+        rem.note += f" (named by the message with {listed}; valid in SGLang {ctx.version})" if len(named) > 1 \
+            else f" (named by the message; valid in SGLang {ctx.version})"
+        rem.tradeoff = "the setting the message rejects changes; check what it does for your workload"
+        out.append(trust.declare(rem, "catalogue"))  # the catalogue's flag the message names; no value
+    return out
 
 
 def _versions_knowing(flag: str, version: str) -> list[str]:
@@ -786,12 +875,16 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         result = op(ctx, dict(params or {}))
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
+            _state_cost(rem, name, params)
             _declare_sources(rem, name, params)
             if not any(_same_change(rem, other) for other in found):
                 found.append(rem)
     found = weigh(ctx, found, evidence or [])
     if not found:
         return None
+    # what holds only if the launch had a setting the log does not show goes after the rest
+    found = [r for r in found if not any(r is c for c in ctx.conditional)] + \
+            [r for r in found if any(r is c for c in ctx.conditional)]
     for rem in found:
         rem.command = _fixed_command(command, rem, catalog, ctx.warnings)
         rem.untrusted = trust.check(rem, diagnosis, catalog)
@@ -800,6 +893,19 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     best, *rest = found
     best.alternatives = rest
     return best
+
+
+_OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag")
+
+
+def _state_cost(rem: Remediation, name: str, params: Any) -> None:
+    """A change whose rule entry states no trade-off gets its flag's or variable's own cost
+    (remedy/tradeoffs.py), before what the remedy added (an assumed value, a spelling)."""
+    if name not in _OWN_COST or rem.is_empty() or dict(params or {}).get("tradeoff"):
+        return
+    cost = tradeoffs.default_for(rem)
+    if cost and cost not in (rem.tradeoff or ""):
+        rem.tradeoff = f"{cost}; {rem.tradeoff}" if rem.tradeoff else cost
 
 
 # Where the values of each remedy come from when its parameters are plain (not templates).

@@ -152,6 +152,8 @@ def test_every_flag_the_shipped_rules_name_exists_in_a_version():
             flag = (params or {}).get("flag")
             if not flag or (params or {}).get("program"):
                 continue  # ``program``: a flag of another SGLang program (the router), not the server's
+            if "{" in flag:
+                continue  # the flag the log's parser line names, checked against the release when used
             # a rule about a 0.5.23-only message may name a 0.5.23-only flag, and the other
             # way round; a flag no version knows is a typo.
             if all(cat.canonical(flag) is None and flags.translate(flag, cat) is None for cat in (V059, V0523)):

@@ -1,0 +1,86 @@
+"""The fixes of rules written this session, through the CLI on their fixtures (real files,
+real subprocesses): each names the flag or variable that SGLang's own source says fixes the
+failure, spelled for the release the log shows, with its trade-off."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import FIXTURES, doctor_cmd
+
+
+def _primary(path, *extra):
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(path), *extra),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    (inc,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
+    return inc
+
+
+def _changes(rem):
+    return [rem, *rem["alternatives"]]
+
+
+def test_mamba_radix_page_size_with_a_dump_is_fixed_in_that_releases_spelling():
+    inc = _primary(FIXTURES / "args" / "mamba_radix_page_size_059.log")
+    rem = inc["remediation"]
+    assert inc["rule"] == "args.invalid.mamba_radix_page_size"
+    assert rem["set"] == {"--mamba-scheduler-strategy": "extra_buffer"} and rem["tradeoff"]
+    assert {"--disable-radix-cache": True} in [c["set"] for c in _changes(rem)]
+
+
+@pytest.mark.parametrize("version, flag", [("0.5.9", "--mamba-scheduler-strategy"),
+                                           ("0.5.23", "--mamba-radix-cache-strategy")])
+def test_a_cut_mamba_radix_assert_gets_the_flag_of_the_named_release(version, flag):
+    inc = _primary(FIXTURES / "args" / "mamba_radix_page_size_cut.log", "--sglang-version", version)
+    assert inc["rule"] == "args.invalid.mamba_radix_page_size_cut"
+    assert inc["remediation"]["set"] == {flag: "extra_buffer"}
+
+
+def test_the_early_mamba_radix_wording_gets_no_strategy_those_releases_lack():
+    rem = _primary(FIXTURES / "args" / "mamba_radix_page_size_04x_message.log")["remediation"]
+    assert rem["set"] == {"--disable-radix-cache": True}
+    assert not any("strategy" in f for c in _changes(rem) for f in c["set"])
+
+
+def test_the_cudnn_check_gives_the_upgrade_then_the_switch():
+    rem = _primary(FIXTURES / "other" / "torch_291_cudnn_check_058.log")["remediation"]
+    assert rem["needs_human"] and "nvidia-cudnn-cu12" in rem["note"]
+    (switch,) = rem["alternatives"]
+    assert switch["env"] == {"SGLANG_DISABLE_CUDNN_CHECK": "1"} and "Conv3d" in switch["tradeoff"]
+
+
+def test_a_grammar_backend_import_failure_switches_to_the_other_backend():
+    outlines = _primary(FIXTURES / "other" / "grammar_outlines_import_one_line.log")["remediation"]
+    assert outlines["set"] == {"--grammar-backend": "xgrammar"} and outlines["tradeoff"]
+    xgr = _primary(FIXTURES / "other" / "grammar_xgrammar_import_059.log")["remediation"]
+    assert xgr["needs_human"] and [a["set"] for a in xgr["alternatives"]] == [
+        {"--grammar-backend": "outlines"}, {"--grammar-backend": "none"}]
+
+
+def test_every_change_a_rule_proposes_on_its_examples_states_its_trade_off():
+    """Issue 12: each fix comes with its trade-off.  A rule entry may state it; otherwise the
+    flag's or variable's own cost is given (remedy/tradeoffs.py)."""
+    from pathlib import Path
+
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+    from sglang_doctor.remedy import hardware
+
+    pack = RuleSet.load([])
+    profile = hardware.get_profile("a6000x2")
+    missing = []
+    for rule in pack.rules:
+        for example in rule.examples:
+            pipe = StreamPipeline(pack, whole_log=True, hardware=profile)
+            events = pipe.feed((FIXTURES.parent / example).read_bytes()) + pipe.finish()
+            for ev in events:
+                if ev.get("event") != "incident" or ev.get("rule") != rule.id or not ev.get("remediation"):
+                    continue
+                for change in _changes(ev["remediation"]):
+                    if (change["set"] or change["unset"] or change["env"]) and not change.get("tradeoff"):
+                        missing.append(f"{rule.id} ({Path(example).name}): {change['set'] or change['unset'] or change['env']}")
+    assert not missing, missing
