@@ -52,13 +52,11 @@ class BlockIndex:
 
     __slots__ = ("np", "block", "lo", "hi", "words", "before")
 
-    def __init__(self, np, block: bytes, lo: int, hi: int):
+    def __init__(self, np, block: bytes, lo: int, hi: int, bits=None):
         self.np, self.block, self.lo, self.hi = np, block, lo, hi
-        a = np.frombuffer(block, np.uint8, hi - lo, lo)
-        bits = np.zeros(-(-(hi - lo) // 64) * 8, np.uint8)
-        for k in range(0, hi - lo, CHUNK):  # a chunk at a time: no block-sized temporary (peak RSS)
-            part = np.packbits(a[k:k + CHUNK] == 10, bitorder="little")
-            bits[k >> 3:(k >> 3) + len(part)] = part
+        if bits is None:  # (else filled by pack_newlines, maybe in two threads)
+            bits = newline_bits(np, lo, hi)
+            pack_newlines(np, block, lo, hi, bits, 0, hi - lo)
         self.words = bits.view("<u8")
         counts = popcount(np, self.words)
         self.before = np.zeros(len(counts) + 1, np.int64)  # newlines before each word
@@ -109,6 +107,22 @@ class BlockIndex:
         top = popcount(np, x).astype(np.int64) - 1
         starts[has] = self.lo + w * 64 + top + 1
         return starts
+
+
+def newline_bits(np, lo: int, hi: int):
+    """The zeroed bit set ``pack_newlines`` fills for block[lo:hi] (whole 64-bit words)."""
+    return np.zeros(-(-(hi - lo) // 64) * 8, np.uint8)
+
+
+def pack_newlines(np, block: bytes, lo: int, hi: int, bits, k0: int, k1: int) -> None:
+    """Set the bits of the newlines in block[lo + k0:lo + k1] (k0 a multiple of CHUNK).
+
+    A chunk at a time: no block-sized temporary (peak RSS).  Disjoint ranges may be
+    filled by two threads at once (numpy releases the GIL)."""
+    a = np.frombuffer(block, np.uint8, hi - lo, lo)
+    for k in range(k0, min(k1, hi - lo), CHUNK):
+        part = np.packbits(a[k:min(k + CHUNK, k1)] == 10, bitorder="little")
+        bits[k >> 3:(k >> 3) + len(part)] = part
 
 
 _POP8 = None
@@ -251,15 +265,37 @@ class WeakFilter:
         self._cr = b"\r"
         self._pid = Needle(b" pid=")
 
-    def search(self, np, finder, block: bytes, lo: int, hi: int):
+    def search(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
         """(hits, weak, index) for block[lo:hi] (whole lines), as ``Scanner._scan`` takes
         them: the sorted hit offsets, {offset: weak literal} of the weak ones left, and the
-        block's BlockIndex."""
-        return self.sift(np, block, lo, hi, *finder.arrays(np, block, lo, hi))
+        block's BlockIndex.
 
-    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids):
-        """``search`` given the hits' offsets and literal ids."""
-        index = BlockIndex(np, block, lo, hi)
+        ``helper``: (an executor with a thread of its own, a second finder) to search and
+        index the second half of the block at the same time as this thread does the first
+        (the engine and numpy release the GIL: two cores, about half the wall time)."""
+        if helper is None or hi - lo < 2 * CHUNK:
+            return self.sift(np, block, lo, hi, *finder.arrays(np, block, lo, hi))
+        pool, other = helper
+        mid = block.find(b"\n", (lo + hi) // 2, hi) + 1 or hi  # a line boundary: no literal straddles it
+        kmid = (hi - lo) // 2 // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
+        bits = newline_bits(np, lo, hi)
+
+        def second_half():
+            pack_newlines(np, block, lo, hi, bits, kmid, hi - lo)
+            return other.arrays(np, block, mid, hi)
+
+        later = pool.submit(second_half)
+        try:
+            pos, ids = finder.arrays(np, block, lo, mid)
+            pack_newlines(np, block, lo, hi, bits, 0, kmid)
+        finally:
+            pos2, ids2 = later.result()
+        return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),
+                         BlockIndex(np, block, lo, hi, bits))
+
+    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None):
+        """``search`` given the hits' offsets and literal ids (and the block's index)."""
+        index = index if index is not None else BlockIndex(np, block, lo, hi)
         is_weak = self._weak[ids]
         strong = np.unique(pos[~is_weak])
         wpos, wids = pos[is_weak], ids[is_weak]

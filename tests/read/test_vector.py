@@ -100,17 +100,22 @@ def rule_pack():
     return load_ruleset(())
 
 
-@pytest.mark.parametrize("engine,sub_block", [("aho-corasick", 1 << 20), ("aho-corasick", 96), ("find", 1 << 20)])
+@pytest.mark.parametrize("engine,sub_block,chunk", [("aho-corasick", 1 << 20, 1 << 20), ("aho-corasick", 96, 1 << 20),
+                                                    ("find", 1 << 20, 1 << 20), ("aho-corasick", 96, 64),
+                                                    ("aho-corasick", 1 << 20, 8)])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.sampled_from(WEAK), max_size=60), cut=st.lists(st.integers(1, 400), max_size=8))
-def test_read_ahead_with_numpy_equals_every_line_read(engine, sub_block, lines, cut, rule_pack, monkeypatch):
+def test_read_ahead_with_numpy_equals_every_line_read(engine, sub_block, chunk, lines, cut, rule_pack, monkeypatch):
     """The worker's weak-hit filter and newline index change nothing: with the rule pack
-    (whose ': error: ' has a head condition), each engine, blocks and sub-blocks of any size."""
+    (whose ': error: ' has a head condition), each engine, blocks and sub-blocks of any size,
+    and (a small CHUNK, two CPUs) each block searched and indexed in two halves by two threads."""
     from sglang_doctor.read import scanner as scanner_mod
 
     monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
     monkeypatch.setattr(scanner_mod, "SUB_BLOCK", sub_block)
+    monkeypatch.setattr(vector, "CHUNK", chunk)
+    monkeypatch.setattr(scanner_mod, "_cpus", lambda: 2)
     data = ("\n".join(lines) + "\n").encode()
     blocks, pos = [], 0
     for size in cut:
@@ -149,6 +154,34 @@ def test_the_worker_filter_drops_the_weak_lines_the_scanner_drops():
     assert weak == {} and dirty == []
     assert hits and all(at <= p < at + len(crash) for p in hits)
     assert index.count(lo, hi) == block.count(b"\n", lo, hi)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(WEAK), min_size=1, max_size=80), chunk=st.sampled_from([8, 64, 256]))
+def test_a_block_searched_in_two_halves_gives_what_one_search_gives(lines, chunk, rule_pack, monkeypatch):
+    """The worker's helper thread (second half of the block, its part of the newline index)
+    changes nothing: same hits, weak hits, dirty lines and line counts as one thread."""
+    from sglang_doctor.read import scanner as scanner_mod
+
+    monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
+    monkeypatch.setattr(vector, "CHUNK", chunk)
+    monkeypatch.setattr(scanner_mod, "_cpus", lambda: 2)
+    block = b"first line, searched by the caller\n" + ("\n".join(lines) + "\n").encode()
+    sc = StreamPipeline(rule_pack, remediate=False).scanner
+    sc._engine = "aho-corasick"
+    finder = sc._worker_finder()
+    helper = sc._helper(finder)
+    assert helper is not None
+    try:
+        split = sc._search_ahead(finder, block, helper)
+    finally:
+        helper[0].shutdown()
+    whole = sc._search_ahead(finder, block)
+    assert split[:5] == whole[:5]
+    lo, hi = split[:2]
+    for p in range(lo, hi + 1, 7):
+        assert split[5].count(lo, p) == whole[5].count(lo, p) == block.count(b"\n", lo, p)
 
 
 class _NumpyBefore2:
