@@ -541,8 +541,8 @@ class Scanner:
         if self._weak_filter is None:
             search, weak_set = search_set(self._lits, self._weak_lits)
             self._weak_filter = vector.WeakFilter(np, finder._lits, weak_set, self._hides, self._heads)
-        hits, weak, index = self._weak_filter.search(np, finder, block, lo, hi, helper)
-        return (lo, hi, hits, weak, _dirty_starts(block, lo, hi), index)
+        hits, weak, index, dirty = self._weak_filter.search(np, finder, block, lo, hi, helper)
+        return (lo, hi, hits, weak, dirty, index)
 
     def finish(self) -> None:
         if self._long is not None:

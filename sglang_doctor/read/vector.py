@@ -11,7 +11,12 @@ per-byte and per-hit work that used to hold the GIL in the caller's thread:
   an SGLang header at the line start (checked on the bytes, ``sglang_header``), no ``\\r``
   and no `` pid=`` in the line, and no weak literal with a head condition.  Every other
   weak hit is left to the scanner's own filter (``Scanner._drop_weak_record_starts``),
-  which judges it exactly as before; this one only ever drops lines that one drops too.
+  which judges it exactly as before; this one only ever drops lines that one drops too;
+- the lines holding ESC or NUL (``Marks``, with ``\\r`` and `` pid=`` for the filter), in
+  passes that release the GIL instead of ``bytes.find`` loops that hold it.
+
+With two CPUs a helper thread searches, indexes and marks the second half of each block
+while the worker does the first (``WeakFilter.search``).
 
 numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
 imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-SUB_BLOCK = 1 << 20  # the ``pid=`` search's unit (bounded memory on a line dense with them)
+SUB_BLOCK = 1 << 20  # Marks' search unit (bounded memory on a line dense with its needles)
 NEEDLE_CAP = 16384  # more matches than this in a sub-block: one find per line instead
 WINDOW = 64  # bytes of a line start looked at for its header; a longer header is left to the regex
 MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
@@ -153,36 +158,60 @@ def first_per_line(buf: bytes, needle: bytes, lo: int, hi: int) -> list[int]:
     return out
 
 
-class Needle:
-    """Offsets of one byte string, at least one in each line of a range that holds it.
+class Marks:
+    """Where the bytes the filters look for besides the literals are, in passes that
+    release the GIL: ``\\r`` and `` pid=`` (a line the scanner's own filter judges) and ESC
+    and NUL (a "dirty" line, scanner._dirty_starts).  Two ``ahocorasick_rs`` automatons (the
+    three single bytes are one ``memchr3``, `` pid=`` a ``memmem``: about 0.04 ns/B each; the
+    four in one automaton are 20 times slower), a sub-block at a time; a sub-block dense with
+    matches (more than NEEDLE_CAP) and an install without ``ahocorasick_rs`` take
+    ``bytes.find``, one per line and needle, so memory never grows with the bytes."""
 
-    ``ahocorasick_rs`` with one pattern is a SIMD ``memmem`` that releases the GIL (about
-    0.04 ns/B); ``bytes.find`` is the fallback and the answer for a sub-block dense with
-    matches (one per line, so memory never grows with the bytes)."""
+    NEEDLES = (b"\r", b" pid=", b"\x1b", b"\x00")  # ids 0-3
+    GROUPS = ((0, 2, 3), (1,))  # the needle ids of each automaton
 
-    def __init__(self, needle: bytes):
-        self.needle = needle
+    def __init__(self):
         try:
             import ahocorasick_rs
 
-            self._ac = ahocorasick_rs.BytesAhoCorasick([needle])
+            self._acs = [ahocorasick_rs.BytesAhoCorasick([self.NEEDLES[i] for i in group]) for group in self.GROUPS]
         except ImportError:
-            self._ac = None
+            self._acs = None
 
-    def positions(self, buf: bytes, lo: int, hi: int) -> list[int]:
-        if self._ac is None:
-            return first_per_line(buf, self.needle, lo, hi)
-        out: list[int] = []
-        view = memoryview(buf)
-        extra = len(self.needle) - 1
-        for s in range(lo, hi, SUB_BLOCK):
-            e = min(s + SUB_BLOCK, hi)
-            found = self._ac.find_matches_as_indexes(view[s:min(e + extra, hi)])
-            if len(found) > NEEDLE_CAP:
-                out += [p for p in first_per_line(buf, self.needle, s, min(e + extra, hi)) if p < e]
-            else:
-                out += [s + start for _, start, _ in found if s + start < e]
-        return out
+    def find(self, np, block: bytes, lo: int, hi: int):
+        """(offsets, needle ids) in block[lo:hi], as int64 arrays: every match, or at least
+        the first of each needle in each line that holds it."""
+        offsets, ids = [], []
+        view = memoryview(block)
+        for group, ac in zip(self.GROUPS, self._acs or [None] * len(self.GROUPS)):
+            extra = max(len(self.NEEDLES[i]) for i in group) - 1
+            group_ids = np.array(group, np.int64)
+            for s in range(lo, hi, SUB_BLOCK):
+                e = min(s + SUB_BLOCK, hi)
+                found = ac.find_matches_as_indexes(view[s:min(e + extra, hi)]) if ac is not None else None
+                if found is None or len(found) > NEEDLE_CAP:
+                    for i in group:
+                        got = [p for p in first_per_line(block, self.NEEDLES[i], s, min(e + extra, hi)) if p < e]
+                        offsets.append(np.array(got, np.int64))
+                        ids.append(np.full(len(got), i, np.int64))
+                    continue
+                if found:
+                    got = np.array(found, np.int64).reshape(-1, 3)
+                    inside = got[:, 1] + s < e
+                    offsets.append(got[inside, 1] + s)
+                    ids.append(group_ids[got[inside, 0]])
+        if not offsets:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(offsets), np.concatenate(ids)
+
+
+def first_in_each_line(np, index: "BlockIndex", offsets) -> list[int]:
+    """The first of ``offsets`` in each line of the indexed block that holds one."""
+    if not len(offsets):
+        return []
+    offsets = np.sort(offsets)
+    _, first = np.unique(index.rank(offsets), return_index=True)
+    return offsets[first].tolist()
 
 
 _TEMPLATE = b"[0000-00-00 00:00:00"  # records._SGLANG up to the seconds ('0': any ASCII digit)
@@ -262,13 +291,13 @@ class WeakFilter:
         self._unsure = np.array([lit in weak and bool(heads.get(lit)) for lit in self._lits] or [False], bool)
         self._hides = [(ids[w], off, np.frombuffer(c, np.uint8)) for w, checks in hides.items() if w in ids
                        for off, c in checks]
-        self._cr = b"\r"
-        self._pid = Needle(b" pid=")
+        self._marks = Marks()
 
     def search(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
-        """(hits, weak, index) for block[lo:hi] (whole lines), as ``Scanner._scan`` takes
-        them: the sorted hit offsets, {offset: weak literal} of the weak ones left, and the
-        block's BlockIndex.
+        """(hits, weak, index, dirty) for block[lo:hi] (whole lines), as ``Scanner._scan``
+        takes them: the sorted hit offsets, {offset: weak literal} of the weak ones left, the
+        block's BlockIndex, and the first ESC and the first NUL of each line holding one
+        (what ``scanner._dirty_starts`` gives).
 
         ``helper``: (an executor with a thread of its own, a second finder) to search and
         index the second half of the block at the same time as this thread does the first
@@ -282,20 +311,27 @@ class WeakFilter:
 
         def second_half():
             pack_newlines(np, block, lo, hi, bits, kmid, hi - lo)
-            return other.arrays(np, block, mid, hi)
+            return other.arrays(np, block, mid, hi), self._marks.find(np, block, mid, hi)
 
         later = pool.submit(second_half)
         try:
             pos, ids = finder.arrays(np, block, lo, mid)
             pack_newlines(np, block, lo, hi, bits, 0, kmid)
+            marks = self._marks.find(np, block, lo, mid)
         finally:
-            pos2, ids2 = later.result()
+            (pos2, ids2), marks2 = later.result()
         return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),
-                         BlockIndex(np, block, lo, hi, bits))
+                         BlockIndex(np, block, lo, hi, bits),
+                         (np.concatenate((marks[0], marks2[0])), np.concatenate((marks[1], marks2[1]))))
 
-    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None):
-        """``search`` given the hits' offsets and literal ids (and the block's index)."""
+    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None, marks=None):
+        """``search`` given the hits' offsets and literal ids (and the block's index, and
+        what ``Marks.find`` gives for it)."""
         index = index if index is not None else BlockIndex(np, block, lo, hi)
+        mark_pos, mark_ids = marks if marks is not None else self._marks.find(np, block, lo, hi)
+        others = mark_pos[mark_ids <= 1]  # \r and " pid=": lines left to the scanner
+        dirty = first_in_each_line(np, index, mark_pos[mark_ids == 2]) + \
+            first_in_each_line(np, index, mark_pos[mark_ids == 3])
         is_weak = self._weak[ids]
         strong = np.unique(pos[~is_weak])
         wpos, wids = pos[is_weak], ids[is_weak]
@@ -306,22 +342,22 @@ class WeakFilter:
                 other = ~np.isin(wpos, strong)
                 wpos, wids = wpos[other], wids[other]
         if len(wpos):
-            keep = ~self._droppable(np, block, lo, hi, index, strong, wpos, wids)
+            keep = ~self._droppable(np, block, lo, hi, index, strong, wpos, wids, others)
             wpos, wids = wpos[keep], wids[keep]
         hits = np.union1d(strong, wpos).tolist()
         lits = self._lits
         weak = dict(zip(wpos.tolist(), [lits[i] for i in wids.tolist()]))
-        return hits, weak, index
+        return hits, weak, index, dirty
 
-    def _droppable(self, np, block: bytes, lo: int, hi: int, index: BlockIndex, strong, wpos, wids):
-        """Per weak hit: whether its line is certainly dropped by the scanner's filter."""
+    def _droppable(self, np, block: bytes, lo: int, hi: int, index: BlockIndex, strong, wpos, wids, others):
+        """Per weak hit: whether its line is certainly dropped by the scanner's filter
+        (``others``: offsets of ``\\r`` and `` pid=``, whose lines are not)."""
         line = index.rank(wpos)
         unsure = np.zeros(index.lines + 1, bool)  # per line: left to the scanner
         if len(strong):
             unsure[index.rank(strong)] = True
-        others = first_per_line(block, self._cr, lo, hi) + self._pid.positions(block, lo, hi)
-        if others:
-            unsure[index.rank(np.array(others, np.int64))] = True
+        if len(others):
+            unsure[index.rank(others)] = True
         hit_unsure = self._unsure[wids]
         if self._hides:
             a = np.frombuffer(block, np.uint8)

@@ -199,3 +199,28 @@ def test_popcount_without_bitwise_count_counts_the_same_bits(values):
     x = np.array(values, dtype=np.uint64)
     assert vector.popcount(_NumpyBefore2(), x).tolist() == [bin(v).count("1") for v in values]
     assert vector.popcount(np, x).astype(np.int64).tolist() == [bin(v).count("1") for v in values]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(["a", "\n", "\r", "\x1b", "\x00", " pid=", " pid", "=", "x" * 40]), max_size=120),
+       sub_block=st.sampled_from([16, 1 << 20]), cap=st.sampled_from([2, 16384]))
+def test_marks_find_what_bytes_find_finds(parts, sub_block, cap, monkeypatch):
+    """Marks (one GIL-free pass for \\r, ' pid=', ESC, NUL) against bytes.find: every line
+    holding a needle is found, and the first ESC and NUL of each line are what the scanner's
+    _dirty_starts gives; sub-blocks anywhere, and dense sub-blocks (past the cap)."""
+    from sglang_doctor.read import scanner as scanner_mod
+
+    monkeypatch.setattr(vector, "SUB_BLOCK", sub_block)
+    monkeypatch.setattr(vector, "NEEDLE_CAP", cap)
+    block = ("\n" + "".join(parts) + "\n").encode()
+    lo, hi = 1, len(block)
+    index = vector.BlockIndex(np, block, lo, hi)
+    pos, ids = vector.Marks().find(np, block, lo, hi)
+    for i, needle in enumerate(vector.Marks.NEEDLES):
+        got = pos[ids == i].tolist()
+        assert all(block.startswith(needle, p) for p in got)
+        want = vector.first_per_line(block, needle, lo, hi)
+        assert set(want) <= set(got)
+        assert vector.first_in_each_line(np, index, pos[ids == i]) == want
+    dirty = vector.first_in_each_line(np, index, pos[ids == 2]) + vector.first_in_each_line(np, index, pos[ids == 3])
+    assert sorted(dirty) == sorted(scanner_mod._dirty_starts(block, lo, hi))
