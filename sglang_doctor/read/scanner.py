@@ -519,9 +519,9 @@ class Scanner:
         """(a one-thread executor, a finder of its own) for the worker to search half of
         each block in, when there are two cores or more, numpy, and an engine that releases
         the GIL while it searches (Aho-Corasick; Hyperscan's match callbacks hold it)."""
-        if not getattr(finder, "parallel", False) or _cpus() < 2 or vector.numpy() is None:
+        if not getattr(finder, "parallel", False) or _cpus() < 2 or not vector.available():
             return None
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor  # (its thread starts on the first big block)
 
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sglang-doctor-search")
         return pool, make_finder(self._lits, finder.name, self._weak_lits)

@@ -49,6 +49,16 @@ def numpy():
     return _numpy or None
 
 
+def available() -> bool:
+    """Whether numpy is installed, without importing it (start-up on a small file must
+    not pay for that)."""
+    if _numpy is not None:
+        return bool(_numpy)
+    import importlib.util
+
+    return importlib.util.find_spec("numpy") is not None
+
+
 class BlockIndex:
     """Where the newlines of ``block[lo:hi]`` (whole lines) are, as a bit set: one
     ``== 10`` pass and ``packbits`` (about 0.1 ns/B, GIL released), then prefix counts per

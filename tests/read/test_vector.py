@@ -224,3 +224,19 @@ def test_marks_find_what_bytes_find_finds(parts, sub_block, cap, monkeypatch):
         assert vector.first_in_each_line(np, index, pos[ids == i]) == want
     dirty = vector.first_in_each_line(np, index, pos[ids == 2]) + vector.first_in_each_line(np, index, pos[ids == 3])
     assert sorted(dirty) == sorted(scanner_mod._dirty_starts(block, lo, hi))
+
+
+def test_explain_on_a_small_log_does_not_import_numpy(tmp_path):
+    """numpy is for big blocks only: explain on a small file (a real subprocess, the
+    read-ahead worker and its helper set up) never loads it, so start-up does not pay."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "small.log"
+    log.write_text("[2026-12-02 15:56:05] Error: x\n" * 50)
+    code = ("import sys, runpy; sys.argv = ['sglang-doctor', 'explain', '--format', 'json', sys.argv[1]]\n"
+            "sys.modules['hyperscan'] = None  # the default install's engine, Aho-Corasick (it has the helper)\n"
+            "try:\n    runpy.run_module('sglang_doctor', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('NUMPY' if 'numpy' in sys.modules else 'NO-NUMPY', file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert proc.stderr.strip().splitlines()[-1] == "NO-NUMPY", proc.stderr[-2000:]
