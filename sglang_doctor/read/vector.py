@@ -9,7 +9,8 @@ per-byte and per-hit work that used to hold the GIL in the caller's thread:
   literals (scanner.py) is dropped here, for all such lines of the block at once, when the
   drop is certain: no strong hit on the line, no weak match that may hide a strong literal,
   an SGLang header at the line start (checked on the bytes, ``sglang_header``), no ``\\r``
-  and no `` pid=`` in the line, and no weak literal with a head condition.  Every other
+  and no `` pid=`` in the line, and, for a weak literal with a head condition, a message
+  that does not meet it (``_kept_by_heads``, the scanner's own regex test).  Every other
   weak hit is left to the scanner's own filter (``Scanner._drop_weak_record_starts``),
   which judges it exactly as before; this one only ever drops lines that one drops too;
 - the lines holding ESC or NUL (``Marks``, with ``\\r`` and `` pid=`` for the filter), in
@@ -26,6 +27,8 @@ Without numpy the scanner does all of it itself, as before.
 from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
+
+from sglang_doctor.read import records
 
 SUB_BLOCK = 1 << 20  # Marks' search unit (bounded memory on a line dense with its needles)
 NEEDLE_CAP = 16384  # more matches than this in a sub-block: one find per line instead
@@ -299,6 +302,7 @@ class WeakFilter:
         self._weak = np.array([lit in weak for lit in self._lits] or [False], bool)
         # weak literals whose lines are left to the scanner: a head condition to check
         self._unsure = np.array([lit in weak and bool(heads.get(lit)) for lit in self._lits] or [False], bool)
+        self._head_rx = [tuple(heads.get(lit, ())) if lit in weak else () for lit in self._lits]
         self._hides = [(ids[w], off, np.frombuffer(c, np.uint8)) for w, checks in hides.items() if w in ids
                        for off, c in checks]
         self._marks = Marks()
@@ -368,7 +372,7 @@ class WeakFilter:
             unsure[index.rank(strong)] = True
         if len(others):
             unsure[index.rank(others)] = True
-        hit_unsure = self._unsure[wids]
+        hit_unsure = np.zeros(len(wids), bool)
         if self._hides:
             a = np.frombuffer(block, np.uint8)
             for wid, off, c in self._hides:
@@ -384,5 +388,31 @@ class WeakFilter:
         drop = np.zeros(len(wpos), bool)
         if len(sel):
             starts = index.line_starts(wpos[sel], line[sel])
-            drop[sel[sglang_header(np, block, starts, hi)]] = True
+            ok = sglang_header(np, block, starts, hi)
+            headed = np.flatnonzero(ok & self._unsure[wids[sel]])
+            if len(headed):
+                ok[self._kept_by_heads(np, block, hi, line[sel], starts, wids[sel], headed)] = False
+            drop[sel[ok]] = True
         return drop
+
+    def _kept_by_heads(self, np, block: bytes, hi: int, lines, starts, wids, headed):
+        """Of the hits given (their lines, line starts, literal ids), those on a line whose
+        message meets the head condition of one of its weak literals: the scanner keeps
+        that line (``Scanner._drop_weak_record_starts``: the conditions of all the line's
+        weak literals, matched at the message's start).  ``headed``: the hits with a head
+        condition, on lines with a header, no strong hit and no other reason to keep."""
+        kept = np.zeros(len(lines), bool)
+        match = records.HEADER_BYTES.match
+        rxs = self._head_rx
+        each = np.unique(lines[headed])
+        firsts = np.searchsorted(lines, each, "left").tolist()  # lines is sorted (the hits are)
+        ends = np.searchsorted(lines, each, "right").tolist()
+        ids = wids.tolist()
+        for a, b in zip(firsts, ends):
+            start = int(starts[a])
+            m = match(block, start)
+            nl = block.find(b"\n", start, hi)
+            conditions = {rx for i in ids[a:b] for rx in rxs[i]}
+            if m is None or any(rx.match(block, m.end(), nl) is not None for rx in conditions):
+                kept[a:b] = True
+        return kept
