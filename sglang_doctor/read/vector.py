@@ -13,8 +13,7 @@ per-byte and per-hit work that used to hold the GIL in the caller's thread:
   that does not meet it (``_kept_by_heads``, the scanner's own regex test).  Every other
   weak hit is left to the scanner's own filter (``Scanner._drop_weak_record_starts``),
   which judges it exactly as before; this one only ever drops lines that one drops too;
-- the lines holding ESC or NUL (``Marks``, with ``\\r`` and `` pid=`` for the filter), in
-  passes that release the GIL instead of ``bytes.find`` loops that hold it.
+- the lines holding ESC or NUL (``Marks``, with ``\\r`` and `` pid=`` for the filter).
 
 With two CPUs a helper thread searches, indexes and marks the second half of each block
 while the worker does the first (``WeakFilter.search``).
@@ -30,8 +29,8 @@ from typing import Iterable, Mapping, Sequence
 
 from sglang_doctor.read import records
 
-SUB_BLOCK = 1 << 20  # Marks' search unit (bounded memory on a line dense with its needles)
-NEEDLE_CAP = 16384  # more matches than this in a sub-block: one find per line instead
+MARK_BLOCK = 1 << 20  # Marks' unit for the `` pid=`` search (bounded memory on a line dense with it)
+MARK_CAP = 16384  # more matches than this in a unit: one find per line instead
 WINDOW = 64  # bytes of a line start looked at for its header; a longer header is left to the regex
 MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
 CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
@@ -172,49 +171,50 @@ def first_per_line(buf: bytes, needle: bytes, lo: int, hi: int) -> list[int]:
 
 
 class Marks:
-    """Where the bytes the filters look for besides the literals are, in passes that
-    release the GIL: ``\\r`` and `` pid=`` (a line the scanner's own filter judges) and ESC
-    and NUL (a "dirty" line, scanner._dirty_starts).  Two ``ahocorasick_rs`` automatons (the
-    three single bytes are one ``memchr3``, `` pid=`` a ``memmem``: about 0.04 ns/B each; the
-    four in one automaton are 20 times slower), a sub-block at a time; a sub-block dense with
-    matches (more than NEEDLE_CAP) and an install without ``ahocorasick_rs`` take
-    ``bytes.find``, one per line and needle, so memory never grows with the bytes."""
+    """Where the bytes the filters look for besides the literals are: ``\\r`` and `` pid=``
+    (a line the scanner's own filter judges) and ESC and NUL (a "dirty" line,
+    scanner._dirty_starts).
+
+    The three single bytes are found with ``bytes.find``, the first in each line that holds
+    one (``first_per_line``): an automaton would list every match of an ESC- or NUL-dense
+    line before it could be capped, megabytes of tuples (test_density).  `` pid=`` with
+    ``ahocorasick_rs`` (a ``memmem`` that releases the GIL), MARK_BLOCK bytes at a time; a
+    part with more than MARK_CAP matches, and an install without ``ahocorasick_rs``, take
+    ``bytes.find`` too."""
 
     NEEDLES = (b"\r", b" pid=", b"\x1b", b"\x00")  # ids 0-3
-    GROUPS = ((0, 2, 3), (1,))  # the needle ids of each automaton
+    BYTES = (0, 2, 3)  # the single bytes
+    PID = 1
 
     def __init__(self):
         try:
             import ahocorasick_rs
 
-            self._acs = [ahocorasick_rs.BytesAhoCorasick([self.NEEDLES[i] for i in group]) for group in self.GROUPS]
+            self._ac = ahocorasick_rs.BytesAhoCorasick([self.NEEDLES[self.PID]])
         except ImportError:
-            self._acs = None
+            self._ac = None
 
     def find(self, np, block: bytes, lo: int, hi: int):
-        """(offsets, needle ids) in block[lo:hi], as int64 arrays: every match, or at least
-        the first of each needle in each line that holds it."""
+        """(offsets, needle ids) in block[lo:hi], as int64 arrays: at least the first of each
+        needle in each line that holds it."""
         offsets, ids = [], []
+
+        def add(i: int, got: list[int]) -> None:
+            offsets.append(np.array(got, np.int64))
+            ids.append(np.full(len(got), i, np.int64))
+
+        for i in self.BYTES:
+            add(i, first_per_line(block, self.NEEDLES[i], lo, hi))
+        needle = self.NEEDLES[self.PID]
+        extra = len(needle) - 1
         view = memoryview(block)
-        for group, ac in zip(self.GROUPS, self._acs or [None] * len(self.GROUPS)):
-            extra = max(len(self.NEEDLES[i]) for i in group) - 1
-            group_ids = np.array(group, np.int64)
-            for s in range(lo, hi, SUB_BLOCK):
-                e = min(s + SUB_BLOCK, hi)
-                found = ac.find_matches_as_indexes(view[s:min(e + extra, hi)]) if ac is not None else None
-                if found is None or len(found) > NEEDLE_CAP:
-                    for i in group:
-                        got = [p for p in first_per_line(block, self.NEEDLES[i], s, min(e + extra, hi)) if p < e]
-                        offsets.append(np.array(got, np.int64))
-                        ids.append(np.full(len(got), i, np.int64))
-                    continue
-                if found:
-                    got = np.array(found, np.int64).reshape(-1, 3)
-                    inside = got[:, 1] + s < e
-                    offsets.append(got[inside, 1] + s)
-                    ids.append(group_ids[got[inside, 0]])
-        if not offsets:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        for s in range(lo, hi, MARK_BLOCK):
+            e = min(s + MARK_BLOCK, hi)
+            found = self._ac.find_matches_as_indexes(view[s:min(e + extra, hi)]) if self._ac is not None else None
+            if found is None or len(found) > MARK_CAP:
+                add(self.PID, [p for p in first_per_line(block, needle, s, min(e + extra, hi)) if p < e])
+            elif found:
+                add(self.PID, [s + start for _, start, _ in found if s + start < e])
         return np.concatenate(offsets), np.concatenate(ids)
 
 

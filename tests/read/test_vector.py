@@ -205,13 +205,13 @@ def test_popcount_without_bitwise_count_counts_the_same_bits(values):
 @given(parts=st.lists(st.sampled_from(["a", "\n", "\r", "\x1b", "\x00", " pid=", " pid", "=", "x" * 40]), max_size=120),
        sub_block=st.sampled_from([16, 1 << 20]), cap=st.sampled_from([2, 16384]))
 def test_marks_find_what_bytes_find_finds(parts, sub_block, cap, monkeypatch):
-    """Marks (one GIL-free pass for \\r, ' pid=', ESC, NUL) against bytes.find: every line
+    """Marks (\\r, ' pid=', ESC, NUL) against bytes.find: every line
     holding a needle is found, and the first ESC and NUL of each line are what the scanner's
     _dirty_starts gives; sub-blocks anywhere, and dense sub-blocks (past the cap)."""
     from sglang_doctor.read import scanner as scanner_mod
 
-    monkeypatch.setattr(vector, "SUB_BLOCK", sub_block)
-    monkeypatch.setattr(vector, "NEEDLE_CAP", cap)
+    monkeypatch.setattr(vector, "MARK_BLOCK", sub_block)
+    monkeypatch.setattr(vector, "MARK_CAP", cap)
     block = ("\n" + "".join(parts) + "\n").encode()
     lo, hi = 1, len(block)
     index = vector.BlockIndex(np, block, lo, hi)
