@@ -100,6 +100,20 @@ def ensure_log(size_name: str, seed: int, variety: str = "v2") -> Path:
     return path
 
 
+def compile_bytecode(trees: list[Path]) -> None:
+    """Write the .pyc files of each tree, as ``pip install`` does: with
+    PYTHONDONTWRITEBYTECODE set (this sandbox) or a fresh checkout, each run would otherwise
+    compile every module again, and a stale cache on one side only would skew the ratio."""
+    for tree in trees:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=False, stdout=subprocess.DEVNULL)
+
+
+def doctor_package() -> Path:
+    import sglang_doctor
+
+    return Path(sglang_doctor.__file__).resolve().parent
+
+
 def warm(path: Path) -> None:
     with open(path, "rb") as fh:
         while fh.read(16 << 20):
@@ -219,6 +233,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [s for s in args.sizes.split(",") if s] + (["4G"] if args.with_4g else [])
     doctor = doctor_command()
+    compile_bytecode([doctor_package()] + ([args.before / "sglang_doctor"] if args.before else []))
     finder = block_search_engine()
     print(f"doctor: {' '.join(doctor)}  (block search: {finder.name}; generator {args.variety})")
     print(f"machine: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")

@@ -44,6 +44,7 @@ the worker also indexes the block's newlines and drops the weak hits it can be s
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import threading
@@ -161,6 +162,7 @@ class AhoFinder(_Finder):
     automaton per GROUP literals so that each keeps its SIMD prefilter."""
 
     name = "aho-corasick"
+    parallel = True  # ahocorasick_rs releases the GIL while it searches bytes
 
     def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
         import ahocorasick_rs
@@ -465,6 +467,7 @@ class Scanner:
             yield from blocks
             return
         finder = self._worker_finder()
+        helper = self._helper(finder)
         handoff: queue.Queue = queue.Queue(maxsize=1)
         taken = threading.Semaphore(0)
         stop = threading.Event()
@@ -480,7 +483,7 @@ class Scanner:
         def work() -> None:
             try:
                 for block in blocks:
-                    if not put((block, self._search_ahead(finder, block), None)):
+                    if not put((block, self._search_ahead(finder, block, helper), None)):
                         return
                 put((None, None, None))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
@@ -503,6 +506,8 @@ class Scanner:
             stop.set()
             self._ahead = None
             worker.join(timeout=1.0)
+            if helper is not None:
+                helper[0].shutdown(wait=False)
 
     def _worker_finder(self):
         """The worker's own finder (Hyperscan's scratch space is per thread)."""
@@ -510,7 +515,18 @@ class Scanner:
             return self._small
         return make_finder(self._lits, self._engine, self._weak_lits)
 
-    def _search_ahead(self, finder, block: bytes) -> tuple | None:
+    def _helper(self, finder) -> tuple | None:
+        """(a one-thread executor, a finder of its own) for the worker to search half of
+        each block in, when there are two cores or more, numpy, and an engine that releases
+        the GIL while it searches (Aho-Corasick; Hyperscan's match callbacks hold it)."""
+        if not getattr(finder, "parallel", False) or _cpus() < 2 or not vector.available():
+            return None
+        from concurrent.futures import ThreadPoolExecutor  # (its thread starts on the first big block)
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sglang-doctor-search")
+        return pool, make_finder(self._lits, finder.name, self._weak_lits)
+
+    def _search_ahead(self, finder, block: bytes, helper: tuple | None = None) -> tuple | None:
         """(lo, hi, hits, weak, dirty, index) for block[lo:hi], from its first to its last
         whole line; None when that part is small (the caller searches it then).  With numpy,
         the weak-hit filter and the newline index are done here too (read/vector.py)."""
@@ -525,8 +541,8 @@ class Scanner:
         if self._weak_filter is None:
             search, weak_set = search_set(self._lits, self._weak_lits)
             self._weak_filter = vector.WeakFilter(np, finder._lits, weak_set, self._hides, self._heads)
-        hits, weak, index = self._weak_filter.search(np, finder, block, lo, hi)
-        return (lo, hi, hits, weak, _dirty_starts(block, lo, hi), index)
+        hits, weak, index, dirty = self._weak_filter.search(np, finder, block, lo, hi, helper)
+        return (lo, hi, hits, weak, dirty, index)
 
     def finish(self) -> None:
         if self._long is not None:
@@ -716,6 +732,14 @@ class Scanner:
         if found is not None:
             s, e = found
             self._record = (number + self._count(buf, lo, s), buf[s:e])
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _text_starts_record(raw: bytes) -> bool:

@@ -9,9 +9,14 @@ per-byte and per-hit work that used to hold the GIL in the caller's thread:
   literals (scanner.py) is dropped here, for all such lines of the block at once, when the
   drop is certain: no strong hit on the line, no weak match that may hide a strong literal,
   an SGLang header at the line start (checked on the bytes, ``sglang_header``), no ``\\r``
-  and no `` pid=`` in the line, and no weak literal with a head condition.  Every other
+  and no `` pid=`` in the line, and, for a weak literal with a head condition, a message
+  that does not meet it (``_kept_by_heads``, the scanner's own regex test).  Every other
   weak hit is left to the scanner's own filter (``Scanner._drop_weak_record_starts``),
-  which judges it exactly as before; this one only ever drops lines that one drops too.
+  which judges it exactly as before; this one only ever drops lines that one drops too;
+- the lines holding ESC or NUL (``Marks``, with ``\\r`` and `` pid=`` for the filter).
+
+With two CPUs a helper thread searches, indexes and marks the second half of each block
+while the worker does the first (``WeakFilter.search``).
 
 numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
 imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
@@ -22,8 +27,10 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-SUB_BLOCK = 1 << 20  # the ``pid=`` search's unit (bounded memory on a line dense with them)
-NEEDLE_CAP = 16384  # more matches than this in a sub-block: one find per line instead
+from sglang_doctor.read import records
+
+MARK_BLOCK = 1 << 20  # Marks' unit for the `` pid=`` search (bounded memory on a line dense with it)
+MARK_CAP = 16384  # more matches than this in a unit: one find per line instead
 WINDOW = 64  # bytes of a line start looked at for its header; a longer header is left to the regex
 MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
 CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
@@ -44,6 +51,16 @@ def numpy():
     return _numpy or None
 
 
+def available() -> bool:
+    """Whether numpy is installed, without importing it (start-up on a small file must
+    not pay for that)."""
+    if _numpy is not None:
+        return bool(_numpy)
+    import importlib.util
+
+    return importlib.util.find_spec("numpy") is not None
+
+
 class BlockIndex:
     """Where the newlines of ``block[lo:hi]`` (whole lines) are, as a bit set: one
     ``== 10`` pass and ``packbits`` (about 0.1 ns/B, GIL released), then prefix counts per
@@ -52,13 +69,11 @@ class BlockIndex:
 
     __slots__ = ("np", "block", "lo", "hi", "words", "before")
 
-    def __init__(self, np, block: bytes, lo: int, hi: int):
+    def __init__(self, np, block: bytes, lo: int, hi: int, bits=None):
         self.np, self.block, self.lo, self.hi = np, block, lo, hi
-        a = np.frombuffer(block, np.uint8, hi - lo, lo)
-        bits = np.zeros(-(-(hi - lo) // 64) * 8, np.uint8)
-        for k in range(0, hi - lo, CHUNK):  # a chunk at a time: no block-sized temporary (peak RSS)
-            part = np.packbits(a[k:k + CHUNK] == 10, bitorder="little")
-            bits[k >> 3:(k >> 3) + len(part)] = part
+        if bits is None:  # (else filled by pack_newlines, maybe in two threads)
+            bits = newline_bits(np, lo, hi)
+            pack_newlines(np, block, lo, hi, bits, 0, hi - lo)
         self.words = bits.view("<u8")
         counts = popcount(np, self.words)
         self.before = np.zeros(len(counts) + 1, np.int64)  # newlines before each word
@@ -111,6 +126,22 @@ class BlockIndex:
         return starts
 
 
+def newline_bits(np, lo: int, hi: int):
+    """The zeroed bit set ``pack_newlines`` fills for block[lo:hi] (whole 64-bit words)."""
+    return np.zeros(-(-(hi - lo) // 64) * 8, np.uint8)
+
+
+def pack_newlines(np, block: bytes, lo: int, hi: int, bits, k0: int, k1: int) -> None:
+    """Set the bits of the newlines in block[lo + k0:lo + k1] (k0 a multiple of CHUNK).
+
+    A chunk at a time: no block-sized temporary (peak RSS).  Disjoint ranges may be
+    filled by two threads at once (numpy releases the GIL)."""
+    a = np.frombuffer(block, np.uint8, hi - lo, lo)
+    for k in range(k0, min(k1, hi - lo), CHUNK):
+        part = np.packbits(a[k:min(k + CHUNK, k1)] == 10, bitorder="little")
+        bits[k >> 3:(k >> 3) + len(part)] = part
+
+
 _POP8 = None
 
 
@@ -139,36 +170,61 @@ def first_per_line(buf: bytes, needle: bytes, lo: int, hi: int) -> list[int]:
     return out
 
 
-class Needle:
-    """Offsets of one byte string, at least one in each line of a range that holds it.
+class Marks:
+    """Where the bytes the filters look for besides the literals are: ``\\r`` and `` pid=``
+    (a line the scanner's own filter judges) and ESC and NUL (a "dirty" line,
+    scanner._dirty_starts).
 
-    ``ahocorasick_rs`` with one pattern is a SIMD ``memmem`` that releases the GIL (about
-    0.04 ns/B); ``bytes.find`` is the fallback and the answer for a sub-block dense with
-    matches (one per line, so memory never grows with the bytes)."""
+    The three single bytes are found with ``bytes.find``, the first in each line that holds
+    one (``first_per_line``): an automaton would list every match of an ESC- or NUL-dense
+    line before it could be capped, megabytes of tuples (test_density).  `` pid=`` with
+    ``ahocorasick_rs`` (a ``memmem`` that releases the GIL), MARK_BLOCK bytes at a time; a
+    part with more than MARK_CAP matches, and an install without ``ahocorasick_rs``, take
+    ``bytes.find`` too."""
 
-    def __init__(self, needle: bytes):
-        self.needle = needle
+    NEEDLES = (b"\r", b" pid=", b"\x1b", b"\x00")  # ids 0-3
+    BYTES = (0, 2, 3)  # the single bytes
+    PID = 1
+
+    def __init__(self):
         try:
             import ahocorasick_rs
 
-            self._ac = ahocorasick_rs.BytesAhoCorasick([needle])
+            self._ac = ahocorasick_rs.BytesAhoCorasick([self.NEEDLES[self.PID]])
         except ImportError:
             self._ac = None
 
-    def positions(self, buf: bytes, lo: int, hi: int) -> list[int]:
-        if self._ac is None:
-            return first_per_line(buf, self.needle, lo, hi)
-        out: list[int] = []
-        view = memoryview(buf)
-        extra = len(self.needle) - 1
-        for s in range(lo, hi, SUB_BLOCK):
-            e = min(s + SUB_BLOCK, hi)
-            found = self._ac.find_matches_as_indexes(view[s:min(e + extra, hi)])
-            if len(found) > NEEDLE_CAP:
-                out += [p for p in first_per_line(buf, self.needle, s, min(e + extra, hi)) if p < e]
-            else:
-                out += [s + start for _, start, _ in found if s + start < e]
-        return out
+    def find(self, np, block: bytes, lo: int, hi: int):
+        """(offsets, needle ids) in block[lo:hi], as int64 arrays: at least the first of each
+        needle in each line that holds it."""
+        offsets, ids = [], []
+
+        def add(i: int, got: list[int]) -> None:
+            offsets.append(np.array(got, np.int64))
+            ids.append(np.full(len(got), i, np.int64))
+
+        for i in self.BYTES:
+            add(i, first_per_line(block, self.NEEDLES[i], lo, hi))
+        needle = self.NEEDLES[self.PID]
+        extra = len(needle) - 1
+        view = memoryview(block)
+        for s in range(lo, hi, MARK_BLOCK):
+            e = min(s + MARK_BLOCK, hi)
+            found = self._ac.find_matches_as_indexes(view[s:min(e + extra, hi)]) if self._ac is not None else None
+            if found is None or len(found) > MARK_CAP:
+                add(self.PID, [p for p in first_per_line(block, needle, s, min(e + extra, hi)) if p < e])
+            elif found:
+                add(self.PID, [s + start for _, start, _ in found if s + start < e])
+        return np.concatenate(offsets), np.concatenate(ids)
+
+
+def first_in_each_line(np, index: "BlockIndex", offsets) -> list[int]:
+    """The first of ``offsets`` in each line of the indexed block that holds one."""
+    if not len(offsets):
+        return []
+    offsets = np.sort(offsets)
+    _, first = np.unique(index.rank(offsets), return_index=True)
+    return offsets[first].tolist()
 
 
 _TEMPLATE = b"[0000-00-00 00:00:00"  # records._SGLANG up to the seconds ('0': any ASCII digit)
@@ -246,20 +302,50 @@ class WeakFilter:
         self._weak = np.array([lit in weak for lit in self._lits] or [False], bool)
         # weak literals whose lines are left to the scanner: a head condition to check
         self._unsure = np.array([lit in weak and bool(heads.get(lit)) for lit in self._lits] or [False], bool)
+        self._head_rx = [tuple(heads.get(lit, ())) if lit in weak else () for lit in self._lits]
         self._hides = [(ids[w], off, np.frombuffer(c, np.uint8)) for w, checks in hides.items() if w in ids
                        for off, c in checks]
-        self._cr = b"\r"
-        self._pid = Needle(b" pid=")
+        self._marks = Marks()
 
-    def search(self, np, finder, block: bytes, lo: int, hi: int):
-        """(hits, weak, index) for block[lo:hi] (whole lines), as ``Scanner._scan`` takes
-        them: the sorted hit offsets, {offset: weak literal} of the weak ones left, and the
-        block's BlockIndex."""
-        return self.sift(np, block, lo, hi, *finder.arrays(np, block, lo, hi))
+    def search(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
+        """(hits, weak, index, dirty) for block[lo:hi] (whole lines), as ``Scanner._scan``
+        takes them: the sorted hit offsets, {offset: weak literal} of the weak ones left, the
+        block's BlockIndex, and the first ESC and the first NUL of each line holding one
+        (what ``scanner._dirty_starts`` gives).
 
-    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids):
-        """``search`` given the hits' offsets and literal ids."""
-        index = BlockIndex(np, block, lo, hi)
+        ``helper``: (an executor with a thread of its own, a second finder) to search and
+        index the second half of the block at the same time as this thread does the first
+        (the engine and numpy release the GIL: two cores, about half the wall time)."""
+        if helper is None or hi - lo < 2 * CHUNK:
+            return self.sift(np, block, lo, hi, *finder.arrays(np, block, lo, hi))
+        pool, other = helper
+        mid = block.find(b"\n", (lo + hi) // 2, hi) + 1 or hi  # a line boundary: no literal straddles it
+        kmid = (hi - lo) // 2 // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
+        bits = newline_bits(np, lo, hi)
+
+        def second_half():
+            pack_newlines(np, block, lo, hi, bits, kmid, hi - lo)
+            return other.arrays(np, block, mid, hi), self._marks.find(np, block, mid, hi)
+
+        later = pool.submit(second_half)
+        try:
+            pos, ids = finder.arrays(np, block, lo, mid)
+            pack_newlines(np, block, lo, hi, bits, 0, kmid)
+            marks = self._marks.find(np, block, lo, mid)
+        finally:
+            (pos2, ids2), marks2 = later.result()
+        return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),
+                         BlockIndex(np, block, lo, hi, bits),
+                         (np.concatenate((marks[0], marks2[0])), np.concatenate((marks[1], marks2[1]))))
+
+    def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None, marks=None):
+        """``search`` given the hits' offsets and literal ids (and the block's index, and
+        what ``Marks.find`` gives for it)."""
+        index = index if index is not None else BlockIndex(np, block, lo, hi)
+        mark_pos, mark_ids = marks if marks is not None else self._marks.find(np, block, lo, hi)
+        others = mark_pos[mark_ids <= 1]  # \r and " pid=": lines left to the scanner
+        dirty = first_in_each_line(np, index, mark_pos[mark_ids == 2]) + \
+            first_in_each_line(np, index, mark_pos[mark_ids == 3])
         is_weak = self._weak[ids]
         strong = np.unique(pos[~is_weak])
         wpos, wids = pos[is_weak], ids[is_weak]
@@ -270,23 +356,23 @@ class WeakFilter:
                 other = ~np.isin(wpos, strong)
                 wpos, wids = wpos[other], wids[other]
         if len(wpos):
-            keep = ~self._droppable(np, block, lo, hi, index, strong, wpos, wids)
+            keep = ~self._droppable(np, block, lo, hi, index, strong, wpos, wids, others)
             wpos, wids = wpos[keep], wids[keep]
         hits = np.union1d(strong, wpos).tolist()
         lits = self._lits
         weak = dict(zip(wpos.tolist(), [lits[i] for i in wids.tolist()]))
-        return hits, weak, index
+        return hits, weak, index, dirty
 
-    def _droppable(self, np, block: bytes, lo: int, hi: int, index: BlockIndex, strong, wpos, wids):
-        """Per weak hit: whether its line is certainly dropped by the scanner's filter."""
+    def _droppable(self, np, block: bytes, lo: int, hi: int, index: BlockIndex, strong, wpos, wids, others):
+        """Per weak hit: whether its line is certainly dropped by the scanner's filter
+        (``others``: offsets of ``\\r`` and `` pid=``, whose lines are not)."""
         line = index.rank(wpos)
         unsure = np.zeros(index.lines + 1, bool)  # per line: left to the scanner
         if len(strong):
             unsure[index.rank(strong)] = True
-        others = first_per_line(block, self._cr, lo, hi) + self._pid.positions(block, lo, hi)
-        if others:
-            unsure[index.rank(np.array(others, np.int64))] = True
-        hit_unsure = self._unsure[wids]
+        if len(others):
+            unsure[index.rank(others)] = True
+        hit_unsure = np.zeros(len(wids), bool)
         if self._hides:
             a = np.frombuffer(block, np.uint8)
             for wid, off, c in self._hides:
@@ -302,5 +388,31 @@ class WeakFilter:
         drop = np.zeros(len(wpos), bool)
         if len(sel):
             starts = index.line_starts(wpos[sel], line[sel])
-            drop[sel[sglang_header(np, block, starts, hi)]] = True
+            ok = sglang_header(np, block, starts, hi)
+            headed = np.flatnonzero(ok & self._unsure[wids[sel]])
+            if len(headed):
+                ok[self._kept_by_heads(np, block, hi, line[sel], starts, wids[sel], headed)] = False
+            drop[sel[ok]] = True
         return drop
+
+    def _kept_by_heads(self, np, block: bytes, hi: int, lines, starts, wids, headed):
+        """Of the hits given (their lines, line starts, literal ids), those on a line whose
+        message meets the head condition of one of its weak literals: the scanner keeps
+        that line (``Scanner._drop_weak_record_starts``: the conditions of all the line's
+        weak literals, matched at the message's start).  ``headed``: the hits with a head
+        condition, on lines with a header, no strong hit and no other reason to keep."""
+        kept = np.zeros(len(lines), bool)
+        match = records.HEADER_BYTES.match
+        rxs = self._head_rx
+        each = np.unique(lines[headed])
+        firsts = np.searchsorted(lines, each, "left").tolist()  # lines is sorted (the hits are)
+        ends = np.searchsorted(lines, each, "right").tolist()
+        ids = wids.tolist()
+        for a, b in zip(firsts, ends):
+            start = int(starts[a])
+            m = match(block, start)
+            nl = block.find(b"\n", start, hi)
+            conditions = {rx for i in ids[a:b] for rx in rxs[i]}
+            if m is None or any(rx.match(block, m.end(), nl) is not None for rx in conditions):
+                kept[a:b] = True
+        return kept

@@ -631,9 +631,12 @@ def apply_delta(before: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]
     if delta["delta_from"] != before["sglang_version"]:
         raise ValueError(f"delta for {delta['sglang_version']} is from "
                          f"{delta['delta_from']}, not {before['sglang_version']}")
-    removed = {json.dumps(key) for key in delta["actions_removed"]}
-    actions = {_action_key(r): r for r in before["actions"] if _action_key(r) not in removed}
-    actions.update((_action_key(r), r) for r in delta["actions_set"])
+    # (a tuple key here: _action_key's json.dumps for every action of every release in the
+    # chain was about half of loading a catalogue; the result is sorted, so the key's form
+    # does not show)
+    removed = {(tuple(key[0]), key[1]) for key in delta["actions_removed"]}
+    actions = {k: r for r in before["actions"] if (k := (tuple(r["option_strings"]), r["dest"])) not in removed}
+    actions.update(((tuple(r["option_strings"]), r["dest"]), r) for r in delta["actions_set"])
     fields = {k: v for k, v in before["fields"].items() if k not in delta["fields_removed"]}
     fields.update(delta["fields_set"])
     return {

@@ -100,17 +100,22 @@ def rule_pack():
     return load_ruleset(())
 
 
-@pytest.mark.parametrize("engine,sub_block", [("aho-corasick", 1 << 20), ("aho-corasick", 96), ("find", 1 << 20)])
+@pytest.mark.parametrize("engine,sub_block,chunk", [("aho-corasick", 1 << 20, 1 << 20), ("aho-corasick", 96, 1 << 20),
+                                                    ("find", 1 << 20, 1 << 20), ("aho-corasick", 96, 64),
+                                                    ("aho-corasick", 1 << 20, 8)])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.sampled_from(WEAK), max_size=60), cut=st.lists(st.integers(1, 400), max_size=8))
-def test_read_ahead_with_numpy_equals_every_line_read(engine, sub_block, lines, cut, rule_pack, monkeypatch):
+def test_read_ahead_with_numpy_equals_every_line_read(engine, sub_block, chunk, lines, cut, rule_pack, monkeypatch):
     """The worker's weak-hit filter and newline index change nothing: with the rule pack
-    (whose ': error: ' has a head condition), each engine, blocks and sub-blocks of any size."""
+    (whose ': error: ' has a head condition), each engine, blocks and sub-blocks of any size,
+    and (a small CHUNK, two CPUs) each block searched and indexed in two halves by two threads."""
     from sglang_doctor.read import scanner as scanner_mod
 
     monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
     monkeypatch.setattr(scanner_mod, "SUB_BLOCK", sub_block)
+    monkeypatch.setattr(vector, "CHUNK", chunk)
+    monkeypatch.setattr(scanner_mod, "_cpus", lambda: 2)
     data = ("\n".join(lines) + "\n").encode()
     blocks, pos = [], 0
     for size in cut:
@@ -151,6 +156,34 @@ def test_the_worker_filter_drops_the_weak_lines_the_scanner_drops():
     assert index.count(lo, hi) == block.count(b"\n", lo, hi)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(WEAK), min_size=1, max_size=80), chunk=st.sampled_from([8, 64, 256]))
+def test_a_block_searched_in_two_halves_gives_what_one_search_gives(lines, chunk, rule_pack, monkeypatch):
+    """The worker's helper thread (second half of the block, its part of the newline index)
+    changes nothing: same hits, weak hits, dirty lines and line counts as one thread."""
+    from sglang_doctor.read import scanner as scanner_mod
+
+    monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
+    monkeypatch.setattr(vector, "CHUNK", chunk)
+    monkeypatch.setattr(scanner_mod, "_cpus", lambda: 2)
+    block = b"first line, searched by the caller\n" + ("\n".join(lines) + "\n").encode()
+    sc = StreamPipeline(rule_pack, remediate=False).scanner
+    sc._engine = "aho-corasick"
+    finder = sc._worker_finder()
+    helper = sc._helper(finder)
+    assert helper is not None
+    try:
+        split = sc._search_ahead(finder, block, helper)
+    finally:
+        helper[0].shutdown()
+    whole = sc._search_ahead(finder, block)
+    assert split[:5] == whole[:5]
+    lo, hi = split[:2]
+    for p in range(lo, hi + 1, 7):
+        assert split[5].count(lo, p) == whole[5].count(lo, p) == block.count(b"\n", lo, p)
+
+
 class _NumpyBefore2:
     """numpy without ``bitwise_count`` (before 2.0), for the byte-table fallback."""
 
@@ -166,3 +199,44 @@ def test_popcount_without_bitwise_count_counts_the_same_bits(values):
     x = np.array(values, dtype=np.uint64)
     assert vector.popcount(_NumpyBefore2(), x).tolist() == [bin(v).count("1") for v in values]
     assert vector.popcount(np, x).astype(np.int64).tolist() == [bin(v).count("1") for v in values]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(["a", "\n", "\r", "\x1b", "\x00", " pid=", " pid", "=", "x" * 40]), max_size=120),
+       sub_block=st.sampled_from([16, 1 << 20]), cap=st.sampled_from([2, 16384]))
+def test_marks_find_what_bytes_find_finds(parts, sub_block, cap, monkeypatch):
+    """Marks (\\r, ' pid=', ESC, NUL) against bytes.find: every line
+    holding a needle is found, and the first ESC and NUL of each line are what the scanner's
+    _dirty_starts gives; sub-blocks anywhere, and dense sub-blocks (past the cap)."""
+    from sglang_doctor.read import scanner as scanner_mod
+
+    monkeypatch.setattr(vector, "MARK_BLOCK", sub_block)
+    monkeypatch.setattr(vector, "MARK_CAP", cap)
+    block = ("\n" + "".join(parts) + "\n").encode()
+    lo, hi = 1, len(block)
+    index = vector.BlockIndex(np, block, lo, hi)
+    pos, ids = vector.Marks().find(np, block, lo, hi)
+    for i, needle in enumerate(vector.Marks.NEEDLES):
+        got = pos[ids == i].tolist()
+        assert all(block.startswith(needle, p) for p in got)
+        want = vector.first_per_line(block, needle, lo, hi)
+        assert set(want) <= set(got)
+        assert vector.first_in_each_line(np, index, pos[ids == i]) == want
+    dirty = vector.first_in_each_line(np, index, pos[ids == 2]) + vector.first_in_each_line(np, index, pos[ids == 3])
+    assert sorted(dirty) == sorted(scanner_mod._dirty_starts(block, lo, hi))
+
+
+def test_explain_on_a_small_log_does_not_import_numpy(tmp_path):
+    """numpy is for big blocks only: explain on a small file (a real subprocess, the
+    read-ahead worker and its helper set up) never loads it, so start-up does not pay."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "small.log"
+    log.write_text("[2026-12-02 15:56:05] Error: x\n" * 50)
+    code = ("import sys, runpy; sys.argv = ['sglang-doctor', 'explain', '--format', 'json', sys.argv[1]]\n"
+            "sys.modules['hyperscan'] = None  # the default install's engine, Aho-Corasick (it has the helper)\n"
+            "try:\n    runpy.run_module('sglang_doctor', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('NUMPY' if 'numpy' in sys.modules else 'NO-NUMPY', file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert proc.stderr.strip().splitlines()[-1] == "NO-NUMPY", proc.stderr[-2000:]
