@@ -112,14 +112,17 @@ def main() -> int:
                     got[how] = events(path, ruleset, how)
             else:
                 got[how] = events(path, ruleset, how)
-        name = hashlib.sha1(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode()).hexdigest()[:16]
+        # named and headed by the path inside the checkout: a recording made by another
+        # checkout (``git archive COMMIT | tar -x -C DIR``, the code before) compares with this one
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        name = hashlib.sha1(str(shown).encode()).hexdigest()[:16]
         lines = got["blocks"]
         for how in ways[1:]:
             if got[how] != lines:
                 differ += 1
                 print(f"DIFFERS ({how} vs blocks): {path}")
         rec = args.dir / f"{name}.jsonl"
-        text = f"# {path}\n" + "\n".join(lines) + "\n"
+        text = f"# {shown}\n" + "\n".join(lines) + "\n"
         checked += 1
         if args.mode == "record":
             rec.write_text(text, encoding="utf-8")

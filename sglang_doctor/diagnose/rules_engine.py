@@ -415,10 +415,43 @@ def _as_tuple(value: Any, bad, what: str) -> tuple[str, ...]:
     return ()
 
 
+class _LazyPattern:
+    """A regex of rule data that compiled before (the rule cache holds only data that loaded
+    without a problem): compiled on first use, so that a run pays only for the rules its
+    incidents reach (the pack's ~150 regexes cost 0.12-0.3 s to compile at start-up)."""
+
+    __slots__ = ("_source", "_rx")
+
+    def __init__(self, source: str):
+        self._source = source
+        self._rx = None
+
+    def __getattr__(self, name: str):
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = regex.compile(self._source, regex.MULTILINE)
+        return getattr(rx, name)
+
+
+_lazy_regexes = False  # True while RuleSet.load builds rules from the cache's (validated) data
+
+
+def _rules_from_cached(lazy: bool, data: Any, path: Path, repo_root: Path | None, problems: list[str]) -> list[Rule]:
+    """rules_from_data, with the regexes compiled on first use when ``lazy``."""
+    global _lazy_regexes
+    _lazy_regexes = lazy
+    try:
+        return rules_from_data(data, path, repo_root, problems)
+    finally:
+        _lazy_regexes = False
+
+
 def _compile(pattern: Any, bad, what: str):
     if not isinstance(pattern, str):
         bad(f"{what} must be a regex string")
         return None
+    if _lazy_regexes:
+        return _LazyPattern(pattern)
     try:
         return regex.compile(pattern, regex.MULTILINE)
     except regex.error as exc:
@@ -616,7 +649,8 @@ class RuleSet:
             for path in paths:
                 data, file_problems = files[str(path)]
                 file_problems = list(file_problems)
-                rules = rules_from_data(data, path, root, file_problems)
+                # data from the cache loaded without a problem before: its regexes compile on first use
+                rules = _rules_from_cached(cached is not None and not strict, data, path, root, file_problems)
                 ids: dict[str, str] = {}
                 for rule in rules:
                     also = seen.get(rule.id) or ids.get(rule.id)

@@ -44,6 +44,7 @@ the worker also indexes the block's newlines and drops the weak hits it can be s
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import re
@@ -319,8 +320,14 @@ def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = ()) -> tuple[t
 
     Strong and weak literals are reduced to covers separately (a strong literal must never
     be found only through a weak cover); a weak literal that holds a strong cover is
-    dropped (that cover finds its lines)."""
-    weak = set(weak)
+    dropped (that cover finds its lines).  Remembered: a scanner asks for the same set
+    for each of its finders (about 20 ms each for the rule pack's literals)."""
+    return _search_set(tuple(sorted(set(literals))), tuple(sorted(set(weak))))
+
+
+@functools.lru_cache(maxsize=8)
+def _search_set(literals: tuple[bytes, ...], weak_lits: tuple[bytes, ...]) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
+    weak = set(weak_lits)
     strong_covers = covers(lit for lit in literals if lit not in weak)
     weak_lits = [lit for lit in literals if lit in weak and not any(c in lit for c in strong_covers)]
     weak_covers = covers(weak_lits)
@@ -791,6 +798,7 @@ class LiteralIndex:
     one ``in`` per literal instead, as without ``ahocorasick_rs``."""
 
     LONG_TEXT = 1 << 16
+    BYTES_TEXT = 1 << 10  # from this length on, the text's UTF-8 bytes are searched (a 10 KB dump: 30 us, not 60)
 
     def __init__(self, literals: Iterable[str]):
         self.literals = tuple(sorted(set(literals)))
@@ -798,11 +806,17 @@ class LiteralIndex:
             import ahocorasick_rs
 
             self._ac = ahocorasick_rs.AhoCorasick(list(self.literals)) if self.literals else None
+            self._bytes_ac = ahocorasick_rs.BytesAhoCorasick([lit.encode() for lit in self.literals]) \
+                if self.literals else None
         except ImportError:
-            self._ac = None
+            self._ac = self._bytes_ac = None
 
     def found(self, text: str) -> set[str]:
         if self._ac is None or len(text) > self.LONG_TEXT:
             return {lit for lit in self.literals if lit in text}
         lits = self.literals
+        if len(text) >= self.BYTES_TEXT:
+            # UTF-8 is self-synchronising: a literal occurs in the bytes where it occurs in the text
+            data = text.encode("utf-8", "surrogatepass")
+            return {lits[i] for i, _, _ in self._bytes_ac.find_matches_as_indexes(data, overlapping=True)}
         return {lits[i] for i, _, _ in self._ac.find_matches_as_indexes(text, overlapping=True)}

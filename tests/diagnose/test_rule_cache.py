@@ -165,3 +165,29 @@ def test_a_rule_slow_on_every_incident_is_dropped_once_over_its_budget(tmp_path,
     assert rs.diagnose(incident(), None).rule == "user.slow"  # the match that crossed the budget counts
     assert rs.diagnose(incident(), None).rule == "unknown"  # later ones go without the rule
     assert len(rs.warnings) == 1 and "user.slow" in rs.warnings[0] and "budget" in rs.warnings[0]
+
+
+def test_rules_from_the_cache_compile_their_regexes_on_first_use(cache_home):
+    """Data from the cache loaded without a problem before, so its regexes are compiled when
+    a rule is first tried (start-up pays for none); a fresh parse and ``strict`` (lint)
+    compile every one at load, where a bad one is reported."""
+    fresh = RuleSet.load(user=False)
+    cached = RuleSet.load(user=False)
+    strict = RuleSet.load(user=False, strict=True)
+    lazy = 0
+    for a, b, c in zip(fresh.rules, cached.rules, strict.rules):
+        assert a.id == b.id == c.id
+        for attr in ("message", "line_rx"):
+            x, y, z = getattr(a, attr), getattr(b, attr), getattr(c, attr)
+            assert (x is None) == (y is None) == (z is None)
+            if x is None:
+                continue
+            assert not isinstance(x, rules_engine._LazyPattern) and not isinstance(z, rules_engine._LazyPattern)
+            lazy += isinstance(y, rules_engine._LazyPattern)
+            assert y._rx is None if isinstance(y, rules_engine._LazyPattern) else True
+            assert (y.pattern, y.flags, y.groupindex) == (x.pattern, x.flags, x.groupindex)
+    assert lazy > 100
+    example = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    for a, b in zip(fresh.rules, cached.rules):
+        if a.message is not None:
+            assert bool(a.message.search(example)) == bool(b.message.search(example))

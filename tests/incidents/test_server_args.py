@@ -34,3 +34,30 @@ def test_not_a_dump():
     assert find_dump("server_args=42") is None
     with pytest.raises(DumpError):
         parse_dump("nonsense")
+
+
+def test_one_parse_equals_field_by_field(seed_full):
+    """A whole dump of literals is read in one parse (_parse_call); cut or mutated dumps
+    field by field: both give the fields, values and raw values the field-by-field reader
+    gives."""
+    import random
+
+    from sglang_doctor.incidents import server_args
+
+    dump = find_dump(next(line for line in seed_full.read_text().splitlines() if "server_args=" in line))
+    fields, form = parse_dump(dump)
+    assert form == "dataclass" and server_args._parse_call(dump.strip()) == fields
+    assert server_args._parse_fields(dump.strip()[len("ServerArgs("):], dict_form=False) == fields
+    rng = random.Random(7)
+    for _ in range(300):
+        text = list(dump)
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(text))
+            text[k:k] = rng.choice(["", "=", ",", "'", '"', "\\", "(", ")", "[", "]", "{", "}", "<", ">",
+                                    ", a=<function f at 0x1>", ", b=name", ", é=1", ", c=2"])
+        text = "".join(text)[:rng.randint(1, len(dump) + 40)]
+        if not text.startswith("ServerArgs("):
+            continue
+        got, _ = parse_dump(text)
+        want = server_args._parse_fields(text.strip()[len("ServerArgs("):], dict_form=False)
+        assert got == want and [is_raw(v) for v in got.values()] == [is_raw(v) for v in want.values()]

@@ -233,6 +233,22 @@ def test_literal_index_ids_equal_a_loop_over_every_literal(parts):
     assert index.found(text) == {lit for lit in signals.LITERALS if lit in text}
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Error: ", "exit code", "crashed with exit code", "NCCL WARN", "Killed", "rc=",
+                                 "Exit code:", "x", " ", "\n", "é", "\udcff", "Received sigquit"]), max_size=30))
+def test_literal_index_on_long_texts_equals_a_loop_over_every_literal(parts):
+    """Long texts are searched as UTF-8 bytes (LiteralIndex.BYTES_TEXT): the same answer."""
+    from sglang_doctor.incidents import signals
+    from sglang_doctor.read.scanner import LiteralIndex
+
+    text = "".join(parts)
+    index = LiteralIndex(signals.LITERALS)
+    index.BYTES_TEXT = 0  # every text takes the bytes path
+    assert index.found(text) == {lit for lit in signals.LITERALS if lit in text}
+    long_text = "x" * LiteralIndex.BYTES_TEXT + text
+    assert LiteralIndex(signals.LITERALS).found(long_text) == {lit for lit in signals.LITERALS if lit in long_text}
+
+
 def _blocks(data: bytes, chunks: list[int]) -> list[bytes]:
     out, pos = [], 0
     for size in chunks:
