@@ -688,11 +688,14 @@ def judged_path(version: str, out: Path = DEFAULT_OUT) -> Path:
 
 
 def load_judged(version: str, out: Path = DEFAULT_OUT) -> list[dict]:
-    """The hand-judged sites of a release (judged-VERSION.yaml): key, right answer, sample."""
-    path = judged_path(version, out)
-    if not path.is_file():
-        return []
-    return list((_load_yaml(path) or {}).get("sites") or [])
+    """The hand-judged sites of a release: judged-VERSION.yaml, then each later hand check's
+    own file (judged-VERSION-sampleN.yaml, drawn with its own seed): key, right answer, sample."""
+    paths = [judged_path(version, out)] + sorted(out.glob(f"judged-{version}-sample*.yaml"))
+    judged: list[dict] = []
+    for path in paths:
+        if path.is_file():
+            judged += list((_load_yaml(path) or {}).get("sites") or [])
+    return judged
 
 
 def measure_judged(inv: dict, disp: Dispositions, judged: list[dict], verbose: bool = False) -> dict:
