@@ -303,7 +303,9 @@ def _ask_flag(ctx: Context, params: dict) -> Remediation | None:
     rem = Remediation(set={flag: placeholder}, needs_human=True, safe=False,
                       note=note or f"give {flag}{where} {placeholder}: only you know the value",
                       tradeoff=params.get("tradeoff"))
-    return trust.declare(rem, "catalogue" if templated else "rule")
+    if templated:  # the parser's line picked the flag; the catalogue only confirms its spelling
+        return trust.declare_log_named(rem, value_from="placeholder")
+    return trust.declare(rem, "rule")
 
 
 def _set(ctx: Context, params: dict) -> Remediation | None:
@@ -654,10 +656,11 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         if value is not None and value is not True and ctx.catalog.validate(flag, value) is not None:
             value = None
         if value is not None:
-            return Remediation(set={flag: value}, safe=False,
-                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
-                               tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
-                               or "the setting the message asks for; check what it does for your workload")
+            rem = Remediation(set={flag: value}, safe=False,
+                              note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
+                              tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
+                              or "the setting the message asks for; check what it does for your workload")
+            return trust.declare_log_named(rem, value_from="log" if value is not True else None)
     named: list[str] = []
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
@@ -684,7 +687,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         rem.note += f" (named by the message with {listed}; valid in SGLang {ctx.version})" if len(named) > 1 \
             else f" (named by the message; valid in SGLang {ctx.version})"
         rem.tradeoff = "the setting the message rejects changes; check what it does for your workload"
-        out.append(trust.declare(rem, "catalogue"))  # the catalogue's flag the message names; no value
+        # the message picked the flag (the catalogue only confirms it exists): advice
+        out.append(trust.declare_log_named(rem, value_from="placeholder" if rem.set else None))
     return out
 
 
