@@ -121,3 +121,22 @@ def test_a_scheduler_crash_while_serving_offers_the_isolation_steps_through_the_
     assert "--enable-mixed-chunk" in first["unset"] and "--enable-dp-attention" in first["unset"]
     assert first["safe"] is False
     assert any(a["set"].get("--disable-overlap-schedule") for a in rem["alternatives"])
+
+
+# -- turning a feature off when the log names no release ------------------------------------------
+
+
+def test_an_unnamed_release_gets_the_spelling_every_release_accepts_first():
+    d = Diagnosis(incident=Incident(kind="traceback", first_line=1, last_line=3), rule="test.rule",
+                  category="cuda_graph", remedies=[{"disable_feature": {"feature": "cuda_graph"}}],
+                  launch=Launch(index=0, line=1, server_args={}))
+    rem = remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                             model_config=None, warnings=[], version_source="newest catalogue")
+    assert rem.set == {"--disable-cuda-graph": True} and "every release" in rem.note
+    assert rem.alternatives[0].set == {"--cuda-graph-backend-decode": "disabled",
+                                       "--cuda-graph-backend-prefill": "disabled"}
+    # a log that names 0.5.23: its own spelling only
+    named = remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                               model_config=None, warnings=[], version_source="log")
+    assert named.set == {"--cuda-graph-backend-decode": "disabled", "--cuda-graph-backend-prefill": "disabled"}
+    assert not named.alternatives
