@@ -79,4 +79,5 @@ def guard(rem: Any, category: str, confidence: float) -> Any:
     rem.needs_human, rem.safe = True, False
     rem.note = (f"if this is {words} (a best guess, confidence {confidence:.2f}: the cause line is not in "
                 f"the text; check it first with the next step): {rem.note}")
+    rem.tradeoff = f"only if this is {words} (a guess); {rem.tradeoff}" if rem.tradeoff else f"only if this is {words} (a guess)"
     return rem
