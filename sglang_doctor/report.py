@@ -244,6 +244,8 @@ def _changes(rem: dict) -> list[str]:
 
 def _fix_line(rem: dict) -> str | None:
     changes = _changes(rem)
+    if changes and rem.get("needs_human"):  # a value only you know, or a step on a guess: never applied
+        return "advice, for you to decide: " + "  ".join(changes)
     if changes:
         return "fix: " + "  ".join(changes) + ("" if rem.get("safe", True) else "   (changes behaviour: asks first)")
     if rem.get("needs_human"):

@@ -18,7 +18,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sglang_doctor.remedy import assumed, launch_check, launch_command
+from sglang_doctor.remedy import assumed, guarded, launch_check, launch_command
 from sglang_doctor.remedy import tradeoffs, trust
 from sglang_doctor.model import Diagnosis, Remediation
 
@@ -303,7 +303,9 @@ def _ask_flag(ctx: Context, params: dict) -> Remediation | None:
     rem = Remediation(set={flag: placeholder}, needs_human=True, safe=False,
                       note=note or f"give {flag}{where} {placeholder}: only you know the value",
                       tradeoff=params.get("tradeoff"))
-    return trust.declare(rem, "catalogue" if templated else "rule")
+    if templated:  # the parser's line picked the flag; the catalogue only confirms its spelling
+        return trust.declare_log_named(rem, value_from="placeholder")
+    return trust.declare(rem, "rule")
 
 
 def _set(ctx: Context, params: dict) -> Remediation | None:
@@ -475,14 +477,48 @@ FEATURES: dict[str, dict[str, Any]] = {
 }
 
 
+def _portable_way(ctx: Context, ways: list[dict]) -> dict | None:
+    """When the log names no release: the way to turn a feature off that every known release
+    accepts (the newest may deprecate it but still takes it), if it is not already the first."""
+    if ctx.version_source != "newest catalogue" or len(ways) < 2:
+        return None
+    from sglang_doctor.remedy import flags
+
+    oldest = flags.shipped_catalog(flags.KNOWN_VERSIONS[0])
+    for way in ways[1:]:
+        names = list(way.get("set", {})) + list(way.get("unset", []))
+        if all(ctx.catalog.canonical(f) == f and oldest.canonical(f) == f for f in names):
+            return way
+    return None
+
+
 @remedy("disable_feature")
-def disable_feature(ctx: Context, params: dict) -> Remediation | None:
+def disable_feature(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     feature = params.get("feature")
     spec = FEATURES.get(feature)
     if spec is None:
         ctx.warnings.append(f"unknown feature {feature!r}")
         return None
-    for way in spec["ways"]:
+    portable = _portable_way(ctx, spec["ways"])
+    if portable is not None:
+        # a pasted log of an unnamed release: the spelling every release accepts first, the
+        # newest release's own spelling next
+        from sglang_doctor.remedy import flags
+
+        span = f"{flags.KNOWN_VERSIONS[0]} to {ctx.version}"
+        found = []
+        for ways in ([portable], [w for w in spec["ways"] if w is not portable]):
+            rem = _disable(ctx, params, feature, spec, ways)
+            if rem is not None and ways[0] is portable:
+                rem.note += f" (accepted by every release {span}; the log does not name its release)"
+            if rem is not None:
+                found.append(rem)
+        return found or None
+    return _disable(ctx, params, feature, spec, spec["ways"])
+
+
+def _disable(ctx: Context, params: dict, feature: str, spec: dict, ways: list[dict]) -> Remediation | None:
+    for way in ways:
         flags = list(way.get("set", {})) + list(way.get("unset", []))
         if not all(ctx.catalog.canonical(f) == f for f in flags):
             continue
@@ -507,6 +543,45 @@ def disable_feature(ctx: Context, params: dict) -> Remediation | None:
             return Remediation(set=sets, unset=unsets, note=f"turn {feature.replace('_', ' ')} off",
                                tradeoff=params.get("tradeoff") or spec["tradeoff"])
     return None
+
+
+# Off-by-default switches that change the model's forward pass (how batches are mixed, how
+# attention is laid out over ranks, compilation, micro-batch overlap).  A crash inside the
+# forward while serving is most often on a path one of them turned on, and turning off what
+# the launch enabled, then adding it back one at a time, is the first isolation step
+# maintainers ask for (e.g. sgl-project/sglang#3423: "Turning off DPA is all fine";
+# #10179: --enable-mixed-chunk).  Only the switches the target release's catalogue has are
+# used.
+FORWARD_SWITCHES = ("--enable-mixed-chunk", "--enable-dp-attention", "--enable-torch-compile",
+                    "--enable-two-batch-overlap", "--enable-single-batch-overlap",
+                    "--enable-piecewise-cuda-graph", "--enable-dp-lm-head")
+
+
+@remedy("isolate_features")
+def isolate_features(ctx: Context, params: dict) -> Remediation | None:
+    """Turn off the optional forward-path switches the launch turned on (``FORWARD_SWITCHES``).
+
+    With the launch's settings known (command or dump): only the switches that are on, or
+    nothing when none is.  Unknown settings are not "off": the removal names every switch of
+    the release, on the condition that the launch sets it.  It is ranked where the rule puts
+    it (not after unconditional changes): what a launch turned on beyond the defaults is the
+    likelier cause of a forward crash than the default path.  Never applied unattended."""
+    wanted = params.get("flags") or FORWARD_SWITCHES
+    switches = [f for f in wanted if ctx.catalog.canonical(f) == f]
+    tradeoff = params.get("tradeoff") or ("each switch is a throughput or latency feature: turn them back on one "
+                                          "at a time; the one that brings the crash back is the cause to report")
+    if not switches:
+        return None
+    if ctx.settings_unknown:
+        return Remediation(unset=switches, safe=False, tradeoff=tradeoff,
+                           note="turn off the optional forward-path features your launch sets ("
+                                + ", ".join(switches) + "; the launch's settings are not in the log), relaunch, "
+                                "then add them back one at a time")
+    on = [f for f in switches if ctx.current(f) not in (None, False)]
+    if not on:
+        return None
+    return Remediation(unset=on, safe=False, tradeoff=tradeoff,
+                       note=f"turn off {', '.join(on)} (on in this launch), relaunch, then add back one at a time")
 
 
 # -- arguments -----------------------------------------------------------------------------
@@ -654,10 +729,11 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         if value is not None and value is not True and ctx.catalog.validate(flag, value) is not None:
             value = None
         if value is not None:
-            return Remediation(set={flag: value}, safe=False,
-                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
-                               tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
-                               or "the setting the message asks for; check what it does for your workload")
+            rem = Remediation(set={flag: value}, safe=False,
+                              note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
+                              tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
+                              or "the setting the message asks for; check what it does for your workload")
+            return trust.declare_log_named(rem, value_from="log" if value is not True else None)
     named: list[str] = []
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
@@ -684,7 +760,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         rem.note += f" (named by the message with {listed}; valid in SGLang {ctx.version})" if len(named) > 1 \
             else f" (named by the message; valid in SGLang {ctx.version})"
         rem.tradeoff = "the setting the message rejects changes; check what it does for your workload"
-        out.append(trust.declare(rem, "catalogue"))  # the catalogue's flag the message names; no value
+        # the message picked the flag (the catalogue only confirms it exists): advice
+        out.append(trust.declare_log_named(rem, value_from="placeholder" if rem.set else None))
     return out
 
 
@@ -857,8 +934,15 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     """The remediation of a diagnosis: its rule's remedies, first concrete one first.
 
     ``evidence`` is the log's other failed launches: a change one of them already ran and
-    died of the same way is not proposed again (``weigh``)."""
-    if not diagnosis.remedies:
+    died of the same way is not proposed again (``weigh``).  A failure no rule knew gets the
+    guarded next step of the fallback's best guess, if that category has one (remedy/guarded.py):
+    advice worded as a condition on the guess, never applied unattended."""
+    entries = diagnosis.remedies
+    guessed, confidence = (None, 0.0)
+    if not entries and diagnosis.rule == "unknown":
+        guessed, confidence = guarded.guess_of(diagnosis.fallback)
+        entries = guarded.entries(guessed)
+    if not entries:
         return None
     command_known = command is not None
     if command is None and diagnosis.launch is not None and diagnosis.launch.server_args:
@@ -866,7 +950,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     ctx = Context(diagnosis, command, command_known, version, catalog, hardware, model_config,
                   warnings if warnings is not None else [], version_source)
     found: list[Remediation] = []
-    for entry in diagnosis.remedies:
+    for entry in entries:
         ((name, params),) = entry.items()
         op = REGISTRY.get(name)
         if op is None:
@@ -890,6 +974,8 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         rem.untrusted = trust.check(rem, diagnosis, catalog)
         if rem.untrusted:
             rem.safe = False  # advice: shown, never applied by ``run --yes``
+        if guessed is not None:
+            guarded.guard(rem, guessed, confidence)
     best, *rest = found
     best.alternatives = rest
     return best
@@ -911,6 +997,7 @@ def _state_cost(rem: Remediation, name: str, params: Any) -> None:
 # Where the values of each remedy come from when its parameters are plain (not templates).
 # A remedy missing here declares its own sources or is never applied unattended.
 _SOURCES = {"raise_flag": "planner", "lower_flag": "planner", "plan_memory": "planner", "set_flag": "rule",
+            "isolate_features": "rule",
             "unset_flag": "rule", "set_env": "rule", "disable_feature": "rule", "allocator_fragmentation": "rule"}
 
 

@@ -22,6 +22,13 @@ Every change of a ``Remediation`` says where it came from (``Remediation.provena
    incident that precedes the launch's configuration dump (or the value is the user's own,
    taken from the command: ``value_from: command``).
 
+A change whose *flag* the log's text picked (an argument check's message naming
+``--foo-bar``, the parser's line naming the flag it rejected) is declared with
+``declare_log_named``: source ``log``, ``flag_from: log``, ``checked_against: catalogue`` (the
+flag exists in the target release and a value passed its type and choices).  The catalogue
+vouches for the spelling, not for the choice of flag: ``check`` always refuses such a change,
+so it is advice a human confirms, never applied by ``run --yes``.
+
 A change without a declared source is never trusted.  Anything ``check`` refuses is shown
 as advice (``untrusted`` reasons in the JSON) and needs a human's yes.
 """
@@ -59,6 +66,20 @@ def declare(rem: Remediation, source: str, *, line: int | None = None, value_fro
     return rem
 
 
+def declare_log_named(rem: Remediation, *, value_from: str | None = None, line: int | None = None) -> Remediation:
+    """Record that every change of ``rem`` names a flag the log's text picked, spelled and
+    checked against the release's catalogue (``value_from``: where a value came from, e.g.
+    ``log`` or ``placeholder``).  Overrides what was recorded before: the log chose the flag."""
+    for key in keys(rem):
+        entry: dict[str, Any] = {"source": "log", "flag_from": "log", "checked_against": "catalogue"}
+        if value_from is not None:
+            entry["value_from"] = value_from
+        if line is not None:
+            entry["line"] = line
+        rem.provenance[key] = entry
+    return rem
+
+
 def check(rem: Remediation, diagnosis: Diagnosis | None, catalog: Any) -> list[str]:
     """Why ``rem`` may not be applied unattended; empty when every change is trusted."""
     reasons: list[str] = []
@@ -70,6 +91,10 @@ def check(rem: Remediation, diagnosis: Diagnosis | None, catalog: Any) -> list[s
             continue
         if source != "log":
             reasons.append(f"{key}: no declared source")
+            continue
+        if entry.get("flag_from") == "log":  # the log chose the flag: a human decides
+            reasons.append(f"{key}: a flag the log's text named (checked against the release's catalogue); "
+                           "confirm it is the setting to change")
             continue
         if origin_problem is False:
             origin_problem = startup_problem(diagnosis)

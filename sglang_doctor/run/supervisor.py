@@ -354,7 +354,9 @@ class Supervisor:
         unknown runtime failure) restarts the same command while attempts are left."""
         rem = diagnosis.remediation
         return (self.opts.mode == "foreground" and self.attempts[-1].get("ready_seconds") is not None
-                and diagnosis.incident.after_ready and (rem is None or not rem.needs_human)
+                and diagnosis.incident.after_ready
+                # an unknown rule's remediation is only the guarded advice of a best guess
+                # (remedy/guarded.py): it does not stop the restart
                 and (diagnosis.rule == "unknown" or rem is None))
 
     def _approved(self, choice: Remediation, lines: list[str], command: list[str], env: dict,

@@ -15,7 +15,7 @@ import subprocess
 from conftest import doctor_cmd
 
 from sglang_doctor.model import Diagnosis, ExceptionInfo, Incident, Launch
-from sglang_doctor.remedy import flags, remedies
+from sglang_doctor.remedy import flags, remedies, trust
 
 V059 = flags.load_catalog("0.5.9")
 V0523 = flags.load_catalog("0.5.23")
@@ -81,7 +81,22 @@ def test_a_named_value_flag_is_the_change_with_its_value_left_to_the_user():
     rem = _remediate(d)
     assert rem.set == {"--dcp-size": "<a value the message accepts>"}
     assert rem.needs_human and rem.safe is False and rem.command is None  # advice, never applied
-    assert rem.provenance["--dcp-size"]["source"] == "catalogue" and not rem.untrusted
+    # the message picked the flag; the catalogue only confirms it exists in the release
+    assert rem.provenance["--dcp-size"] == {"source": "log", "flag_from": "log", "checked_against": "catalogue",
+                                            "value_from": "placeholder"}
+    assert rem.untrusted and "log's text named" in rem.untrusted[0]
+    assert trust.check(rem, d, V0523)  # never applied unattended
+
+
+def test_a_flag_and_value_the_message_advises_are_log_picked_advice():
+    d = _diagnosis([{"flag_named": {}}],
+                   message="FlashInfer is not supported on this GPU; please use --attention-backend triton instead.")
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "triton"} and rem.safe is False
+    assert rem.provenance["--attention-backend"] == {"source": "log", "flag_from": "log",
+                                                     "checked_against": "catalogue", "value_from": "log"}
+    assert rem.untrusted  # shown as advice; run --yes refuses it (trust.check is the one gate)
+    assert trust.check(rem, d, V0523) == rem.untrusted
 
 
 def test_a_switch_named_as_the_conflict_is_removed_not_turned_on():
@@ -130,7 +145,11 @@ def test_the_parsers_flag_is_asked_for_with_its_choices():
     rem = _remediate(d)
     assert rem.set == {"--kv-cache-dtype": "<one of 'auto', 'fp8_e5m2', 'fp8_e4m3'>"}
     assert rem.needs_human and rem.safe is False and rem.command is None
-    assert rem.provenance["--kv-cache-dtype"]["source"] == "catalogue"
+    # the parser's line picked the flag: honest provenance, and never applied without a human
+    assert rem.provenance["--kv-cache-dtype"]["source"] == "log"
+    assert rem.provenance["--kv-cache-dtype"]["flag_from"] == "log"
+    assert rem.provenance["--kv-cache-dtype"]["checked_against"] == "catalogue"
+    assert trust.check(rem, d, V0523)
 
 
 def test_a_required_argument_with_its_alias_is_named_by_its_first_spelling():

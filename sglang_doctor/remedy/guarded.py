@@ -1,0 +1,83 @@
+"""Guarded next steps for a failure whose cause is not in the text ("if this is X, try Y").
+
+When no rule knew a failure, the fallback (diagnose/fallback.py) names a best-guess category
+with its confidence.  For the categories where one flag or variable change is what
+maintainers usually give for that kind of failure, this module proposes it, worded as a
+condition on the guess and always as advice: every change is ``needs_human`` and not
+``safe`` (``run`` never relaunches on an ``unknown`` rule anyway, run/supervisor.py).  A
+category with no usual flag change (host memory, arguments, model loading, ports) gets none:
+the fallback's one command that fetches the missing part stays the answer.
+
+The entries are rule-file remedy entries (remedies.REGISTRY names), so the flags are spelled
+and validated for the target release like any rule's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# best-guess category -> (what the guess means, in words; the remedy entries, best first)
+GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    # torch OOM at prefill, graph capture or a big request: more room for activations
+    "memory.cuda_oom": ("a CUDA out-of-memory", [
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5}},
+        {"lower_flag": {"flag": "--chunked-prefill-size", "factor": 0.5, "min": 512}},
+    ]),
+    # the pool did not fit: more of the GPU for the pool, or the planner's sizes
+    "memory.kv_pool": ("a KV cache pool that did not fit", [
+        {"raise_flag": {"flag": "--mem-fraction-static", "by": 0.03, "max": 0.93}},
+        {"plan_memory": {"goal": "fit_pools"}},
+    ]),
+    "cuda_graph": ("a CUDA graph capture failure", [
+        {"lower_flag": {"flag": "--cuda-graph-max-bs-decode", "factor": 0.5, "min": 8}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
+        {"disable_feature": {"feature": "cuda_graph"}},
+    ]),
+    # one machine's GPUs talking over PCIe: SGLang's own all-reduce, then NCCL's P2P path
+    "nccl": ("a GPU-to-GPU communication failure on one machine", [
+        {"disable_feature": {"feature": "custom_all_reduce"}},
+        {"set_env": {"name": "NCCL_P2P_DISABLE", "value": "1", "pcie_only": True,
+                     "tradeoff": "GPU-to-GPU traffic goes through host memory: slower all-reduce on PCIe"}},
+    ]),
+    # an attention kernel this GPU cannot run: the portable Triton backend
+    "kernel.unsupported_hw": ("an attention kernel this GPU does not support", [
+        {"set_flag": {"flag": "--attention-backend", "value": "triton",
+                      "tradeoff": "Triton attention runs on every CUDA GPU; usually a little slower than FlashInfer/FA3"}},
+    ]),
+    # a FlashInfer JIT build that failed: an attention backend that needs no JIT build
+    "kernel.build": ("a failed FlashInfer JIT build", [
+        {"set_flag": {"flag": "--attention-backend", "value": "triton",
+                      "tradeoff": "Triton attention needs no nvcc build; usually a little slower than FlashInfer"}},
+    ]),
+    # a crash in the forward pass while serving: what the launch turned on, then the
+    # scheduler's overlap and CUDA graphs, each to narrow it down
+    "runtime.crash": ("a crash in the model's forward pass while serving", [
+        {"isolate_features": {}},
+        {"disable_feature": {"feature": "overlap_schedule"}},
+        {"disable_feature": {"feature": "cuda_graph"}},
+    ]),
+}
+
+
+def entries(category: str | None) -> list[dict[str, Any]]:
+    """The remedy entries to try when the best guess is ``category`` (none when unknown)."""
+    return list(GUARDED[category][1]) if category in GUARDED else []
+
+
+def guess_of(fallback: dict[str, Any] | None) -> tuple[str | None, float]:
+    guess = (fallback or {}).get("best_guess") or {}
+    try:
+        confidence = float(guess.get("confidence") or 0.0)
+    except (TypeError, ValueError):
+        confidence = 0.0
+    return guess.get("category"), confidence
+
+
+def guard(rem: Any, category: str, confidence: float) -> Any:
+    """Word ``rem`` as a step that holds only if the guess is right, and make it advice."""
+    words = GUARDED[category][0]
+    rem.needs_human, rem.safe = True, False
+    rem.note = (f"if this is {words} (a best guess, confidence {confidence:.2f}: the cause line is not in "
+                f"the text; check it first with the next step): {rem.note}")
+    rem.tradeoff = f"only if this is {words} (a guess); {rem.tradeoff}" if rem.tradeoff else f"only if this is {words} (a guess)"
+    return rem

@@ -1,0 +1,142 @@
+"""Guarded next steps when the cause is not in the text, and the isolation step for a crash
+while serving (remedy/guarded.py, remedies.isolate_features).
+
+A failure no rule knew gets the usual change of its best-guess category, worded as a
+condition on the guess and always advice (``needs_human``, not ``safe``); a category with no
+usual flag change gets none.  The isolation step removes the off-by-default forward-path
+switches the launch turned on; unknown settings are not "off".
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import doctor_cmd
+
+from sglang_doctor.model import Diagnosis, Incident, Launch
+from sglang_doctor.remedy import flags, guarded, remedies
+
+V0523 = flags.load_catalog("0.5.23")
+V046 = flags.load_catalog("0.4.6")
+
+
+def _fallback(category: str | None, confidence: float = 0.35, server_args: dict | None = None,
+              rule: str = "unknown") -> Diagnosis:
+    incident = Incident(kind="traceback", first_line=1, last_line=3)
+    fallback = {"missing": "the traceback was cut above its last line", "next_step": "sglang-doctor explain LOG",
+                "best_guess": {"category": category, "confidence": confidence, "why": "test"}}
+    return Diagnosis(incident=incident, rule=rule, category=category or "other", fallback=fallback,
+                     launch=Launch(index=0, line=1, server_args=server_args or {}))
+
+
+def _remediate(d: Diagnosis, catalog=V0523, command=None):
+    return remedies.remediate(d, command=command, version=catalog.version, catalog=catalog, hardware=None,
+                              model_config=None, warnings=[])
+
+
+def _all(rem):
+    return [rem, *rem.alternatives]
+
+
+def test_a_cuda_oom_guess_gets_the_fraction_down_as_guarded_advice():
+    rem = _remediate(_fallback("memory.cuda_oom", 0.4))
+    assert "--mem-fraction-static" in rem.set
+    assert "--chunked-prefill-size" in rem.alternatives[0].set
+    for option in _all(rem):
+        assert option.needs_human and option.safe is False  # never applied by run on its own
+        assert option.note.startswith("if this is a CUDA out-of-memory (a best guess, confidence 0.40")
+
+
+def test_each_guarded_step_is_spelled_for_the_release():
+    rem = _remediate(_fallback("cuda_graph"), catalog=V046)
+    assert "--cuda-graph-max-bs" in rem.set  # 0.4.6 has no per-phase --cuda-graph-max-bs-decode
+    assert any(o.set.get("--disable-cuda-graph") is True for o in _all(rem))
+
+
+def test_a_category_with_no_usual_flag_change_gets_no_step():
+    for category in ("memory.host_oom", "args.invalid", "model.load", "network.port", "other", None):
+        assert _remediate(_fallback(category)) is None, category
+
+
+def test_a_rule_that_knew_the_failure_is_not_guarded():
+    d = _fallback("memory.cuda_oom", rule="some.rule")  # a rule without remedies stays without
+    assert _remediate(d) is None
+
+
+def test_every_guarded_category_names_a_known_remedy():
+    for category, (_words, entries) in guarded.GUARDED.items():
+        for entry in entries:
+            ((name, _params),) = entry.items()
+            assert name in remedies.REGISTRY, (category, name)
+
+
+# -- isolating a crash while serving --------------------------------------------------------------
+
+
+def _crash(server_args: dict | None = None) -> Diagnosis:
+    return Diagnosis(incident=Incident(kind="traceback", first_line=1, last_line=3), rule="test.rule",
+                     category="runtime.crash", remedies=[{"isolate_features": {}}],
+                     launch=Launch(index=0, line=1, server_args=server_args or {}))
+
+
+def test_unknown_settings_name_every_switch_on_its_condition():
+    rem = _remediate(_crash())
+    assert {"--enable-mixed-chunk", "--enable-dp-attention", "--enable-torch-compile"} <= set(rem.unset)
+    assert "--enable-piecewise-cuda-graph" not in rem.unset  # not a flag of 0.5.23
+    assert rem.safe is False and "your launch sets" in rem.note and rem.tradeoff
+
+
+def test_a_dump_names_only_the_switches_that_are_on():
+    rem = _remediate(_crash({"model_path": "/m", "enable_dp_attention": True, "enable_mixed_chunk": False}))
+    assert rem.unset == ["--enable-dp-attention"] and rem.safe is False
+    assert _remediate(_crash({"model_path": "/m", "enable_dp_attention": False, "enable_mixed_chunk": False})) is None
+
+
+def test_the_users_command_decides():
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--enable-mixed-chunk"]
+    assert _remediate(_crash(), command=cmd).unset == ["--enable-mixed-chunk"]
+    assert _remediate(_crash(), command=cmd[:-1]) is None
+
+
+def test_a_scheduler_crash_while_serving_offers_the_isolation_steps_through_the_cli(tmp_path):
+    log = tmp_path / "serving.log"
+    log.write_text(
+        "[2025-09-08 20:08:40] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
+        "[2025-09-08 20:08:41] The server is fired up and ready to roll!\n"
+        "[2025-09-08 20:08:48 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2680, in run_scheduler_process\n'
+        "    scheduler.event_loop_overlap()\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 900, in event_loop_overlap\n'
+        "    batch_result = self.run_batch(batch)\n"
+        "ZeroDivisionError: division by zero\n")
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", "--sglang-version", "0.5.9", str(log)),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    (ev,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
+    assert ev["category"] == "runtime.crash"
+    rem = ev["remediation"]
+    assert rem["needs_human"]
+    first = rem["alternatives"][0]
+    assert "--enable-mixed-chunk" in first["unset"] and "--enable-dp-attention" in first["unset"]
+    assert first["safe"] is False
+    assert any(a["set"].get("--disable-overlap-schedule") for a in rem["alternatives"])
+
+
+# -- turning a feature off when the log names no release ------------------------------------------
+
+
+def test_an_unnamed_release_gets_the_spelling_every_release_accepts_first():
+    d = Diagnosis(incident=Incident(kind="traceback", first_line=1, last_line=3), rule="test.rule",
+                  category="cuda_graph", remedies=[{"disable_feature": {"feature": "cuda_graph"}}],
+                  launch=Launch(index=0, line=1, server_args={}))
+    rem = remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                             model_config=None, warnings=[], version_source="newest catalogue")
+    assert rem.set == {"--disable-cuda-graph": True} and "every release" in rem.note
+    assert rem.alternatives[0].set == {"--cuda-graph-backend-decode": "disabled",
+                                       "--cuda-graph-backend-prefill": "disabled"}
+    # a log that names 0.5.23: its own spelling only
+    named = remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                               model_config=None, warnings=[], version_source="log")
+    assert named.set == {"--cuda-graph-backend-decode": "disabled", "--cuda-graph-backend-prefill": "disabled"}
+    assert not named.alternatives
