@@ -79,6 +79,27 @@ BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Erro
 # after other words is a no-op the scanner may skip.  Each regex matches every message its
 # signals' regexes match (tests/incidents/test_incidents.py holds it to that).
 HEAD_ONLY_LITERALS: dict[str, str] = {": error: ": r"loc\(|\S+(?: serve)?: error: "}
+# A record-start line whose message *is* an exception line ("[... TP0] ValueError: ...",
+# "[... TP1] torch.OutOfMemoryError: ...", behind any outer prefix): the bare-only literals
+# that end an exception's type matter there (assemble._record_exception).  Byte regex, matched
+# at the message's start: a (dotted) type ending in Error/Exception, a wrapper's "(Inner)",
+# or a dotted module path and a class (triton.runtime.errors.OutOfResources), then ": " and
+# a message.
+RECORD_EXCEPTION_HEAD = (r"(?:(?:[A-Za-z_][\w]*\.)*[A-Za-z_][\w]*(?:Error|Exception)(?:\([A-Za-z_][\w.]*\))?"
+                         r"|(?:[a-z_][a-z0-9_]*\.)+[A-Z][\w]*): \S")
+_RECORD_EXCEPTION_LITERALS = ("Error: ", "Exception: ")
+_RECORD_EXCEPTION = re.compile(RECORD_EXCEPTION_HEAD)
+
+
+def _record_exception(message: str) -> tracebacks.ExceptionInfo | None:
+    """The exception a record's message is (``ValueError: ...`` after SGLang's prefix), or
+    None: a warning type, or a message that merely holds an exception's words later on."""
+    if not _RECORD_EXCEPTION.match(message):
+        return None
+    exc = tracebacks.bare_exception(message.strip())
+    if exc is None or exc.type.endswith("Warning"):
+        return None
+    return exc
 
 
 def weak_literals(rule_literals=()) -> tuple[list[str], dict[str, str]]:
@@ -96,6 +117,9 @@ def weak_literals(rule_literals=()) -> tuple[list[str], dict[str, str]]:
     for lit in HEAD_ONLY_LITERALS:
         if lit in rules:
             heads[lit] = f"{heads[lit]}|{signals.WARNING_LINE_BYTES}"
+    for lit in _RECORD_EXCEPTION_LITERALS:
+        # an exception line behind SGLang's prefix forms an incident (_record_exception)
+        heads[lit] = f"{RECORD_EXCEPTION_HEAD}|{heads[lit]}" if lit in heads else RECORD_EXCEPTION_HEAD
     return bare, heads
 
 TRIGGER_LITERALS: tuple[str, ...] = tuple(
@@ -232,8 +256,14 @@ class Assembler:
             return
         found = self._literals.found(message)
         sig = self._classify(message, found)
-        if sig is not None:
+        # an exception line logged behind SGLang's own prefix with no traceback above it
+        # ("[... TP0] ValueError: ..."): an incident of its own, like the unprefixed one
+        exc = _record_exception(message)
+        if sig is not None and (exc is None or sig[0].role != "evidence"):
             self._signal(line, prefix.ranks, sig, events)
+            return
+        if exc is not None:
+            self._exception_line(Line(line.number, message, line.raw, line.cut), prefix.ranks, sig, events)
             return
         self._record = _Record(prefix.ranks, "normal")
         self._normal(line, prefix.ranks, message, events, found)
@@ -288,20 +318,7 @@ class Assembler:
             self._signal(line, ranks, sig, events)
             return
         if exc is not None:
-            # a bare exception line; when it also holds a failure signal's words
-            # ("DistBackendError: NCCL error in: ...") the exception names the failure and the
-            # signal's name joins the incident as evidence
-            builder = tracebacks.TracebackBuilder(text, headless=True)
-            builder.offer(text)
-            self._open_group(events, line)
-            self._group.builders.append(builder)
-            self._group.add_ranks(ranks)
-            self._group.lines.append(line)
-            if sig is not None:
-                self._group.signal_names.append(sig[0].name)
-                for k, v in sig[1].items():
-                    self._group.captures.setdefault(k, v)
-            self._record = _Record(ranks, "traceback", builder)
+            self._exception_line(line, ranks, sig, events)
             return
         group = self._group
         if (group is not None and group.signal_lines and not group.builders and text.strip()
@@ -312,6 +329,23 @@ class Assembler:
             group.lines.append(line)
             return
         self._normal(line, ranks, text, events, found)
+
+    def _exception_line(self, line: Line, ranks: tuple[str, ...], sig, events: list[Event]) -> None:
+        """A bare exception line (``line.text`` is the exception, any prefix gone) opens an
+        incident; when it also holds a failure signal's words ("DistBackendError: NCCL error
+        in: ...") the exception names the failure and the signal's name joins it as evidence."""
+        text = line.text
+        builder = tracebacks.TracebackBuilder(text, headless=True)
+        builder.offer(text)
+        self._open_group(events, line)
+        self._group.builders.append(builder)
+        self._group.add_ranks(ranks)
+        self._group.lines.append(line)
+        if sig is not None:
+            self._group.signal_names.append(sig[0].name)
+            for k, v in sig[1].items():
+                self._group.captures.setdefault(k, v)
+        self._record = _Record(ranks, "traceback", builder)
 
     def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
                 literals: set[str] | None = None) -> None:
