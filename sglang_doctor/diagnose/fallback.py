@@ -192,6 +192,9 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     if diagnosis.layer != "fallback":
         ruled = {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
                  "why": f"rule {diagnosis.rule} matched what the text holds"}
+        placed = _more_precise_place(diagnosis)
+        if placed is not None:
+            return placed
         if assumed_context(diagnosis) is None:
             return ruled
         # the rule stands on an assumed context only: what the text's own evidence says
@@ -210,6 +213,37 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
         return found
     return {"category": diagnosis.category, "confidence": round(min(diagnosis.confidence, 0.2), 3),
             "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
+
+
+# The pieces that say where a cut traceback stopped, function by function (diagnose/evidence.py)
+_PLACE_PIECES = ("deepest_frame", "cut_call")
+
+
+def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
+    """A class rule's answer for a traceback cut before its exception line rests on the module
+    it stopped in; when the function it stopped in (the deepest frame, or the call the text was
+    cut inside) names another category and nothing in the text weighs more for the rule's, that
+    place is the better guess (model_loader's _initialize_model builds the model class: an
+    unsupported architecture, not a weight that failed to load).  None when the rule's stands."""
+    inc = diagnosis.incident
+    if diagnosis.layer != "class" or inc.kind != "traceback" or (inc.exception is not None and inc.exception.type):
+        return None
+    pieces = evidence.collect(diagnosis)
+    place = next((p for p in pieces if p.name in _PLACE_PIECES and p.weight > 0), None)
+    if place is None or place.category in (diagnosis.category, "other"):
+        return None
+    score: dict[str, float] = {}
+    for p in pieces:
+        score[p.category] = score.get(p.category, 0.0) + p.weight
+    if score.get(place.category, 0.0) <= score.get(diagnosis.category, 0.0):
+        return None
+    found = evidence.weigh(pieces, context_known=inc.after_ready_known)
+    if found is None or found["category"] != place.category:
+        return None
+    found = dict(found, confidence=round(min(found["confidence"], diagnosis.confidence - 0.05), 3))
+    found["why"] = (f"rule {diagnosis.rule} ({diagnosis.category}) matched on the module the cut traceback stopped in; "
+                    f"the function it stopped in says more: {found['why']}")
+    return found
 
 
 WORDS_NAME = 0.35  # the weight a word of the failure's own message needs to name the category
