@@ -127,6 +127,8 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
     "cuda_error": ("runtime.crash", 0.35, "a CUDA error"),
     "watchdog_timeout": ("runtime.crash", 0.35, "SGLang's scheduler watchdog fired: a forward pass hung"),
     "segfault": ("runtime.crash", 0.3, "a native crash (segmentation fault)"),
+    "aborted": ("runtime.crash", 0.3, "the process aborted (SIGABRT): a C++ assertion or an uncaught C++ exception "
+                "(torch, NCCL, a CUDA library)"),
     "cpp_terminate": ("runtime.crash", 0.3, "a C++ exception terminated the process"),
     "faulthandler": ("runtime.crash", 0.3, "Python's faulthandler reported a fatal error"),
     "scheduler_died": ("memory.host_oom", 0.4, "a scheduler died during initialization with no Python error"),
@@ -295,7 +297,7 @@ def from_native_stack(inc: Incident) -> list[Evidence]:
     that crashed ("Current thread 0x... (most recent call first):", then ``File "...", line N
     in f`` lines, the most recent first): the first SGLang frame looked up in ``WHERE``, or a
     library of ``LIBRARIES`` it had called into.  Other threads' stacks say nothing of it."""
-    if not set(inc.signal_names) & {"faulthandler", "segfault"}:
+    if not set(inc.signal_names) & {"faulthandler", "segfault", "aborted"}:
         return []
     stack: list[Frame] = []
     inside = False
@@ -464,6 +466,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
                 out.append(Evidence("milestone", category, 0.25,
                                     f"the last start-up milestone before it ({last.name}, line {last.line}) "
                                     f"puts it in {phase}"))
+            out += _low_memory(last, phase)
     phase = inc.captures.get("progress_phase")
     category = _PHASE_CATEGORY.get(phase or "")
     if category:
@@ -472,6 +475,25 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
                             f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
                             f"shows {where} under way"))
     return out
+
+
+LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little
+
+
+def _low_memory(last, phase: str) -> list[Evidence]:
+    """The last milestone shows almost no free GPU memory (``avail mem=0.41 GB``): the next
+    step ran out of it, the KV pool when the pools were being sized (SGLang's "Not enough
+    memory"), else an allocation (a CUDA OOM while capturing graphs or warming up)."""
+    try:
+        avail = float(last.figures.get("avail_mem_gb"))
+    except (TypeError, ValueError):
+        return []
+    if avail >= LOW_AVAIL_GB:
+        return []
+    category = "memory.kv_pool" if phase == "startup.memory_pool" else "memory.cuda_oom"
+    return [Evidence("low_memory", category, 0.3,
+                     f"the last start-up line before it ({last.name}, line {last.line}) shows only {avail:g} GB of GPU "
+                     f"memory free for {phase}")]
 
 
 # Words that name a part of a launch, wherever they are in the failure's own text (its

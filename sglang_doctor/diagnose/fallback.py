@@ -94,7 +94,7 @@ def missing_part(incident: Incident) -> str | None:
         return "only an exit status is here: the error that made the process exit is not in the text"
     if names & {"killed", "oom_killer"}:
         return "no Python error: the process was killed from outside, so its own log stops without a cause"
-    if names & {"segfault", "faulthandler"}:
+    if names & {"segfault", "faulthandler", "aborted"}:
         # (faulthandler's "Fatal Python error: Segmentation fault" and its thread dump is the
         # Python side of the same native crash)
         return "a native crash: the Python side printed nothing, and the native backtrace does not name the cause"
@@ -167,7 +167,7 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
     names = set(incident.signal_names)
     if names & {"killed", "oom_killer"} or (incident.captures.get("exit_code") in _EXIT_KILLED):
         return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
-    if names & {"segfault", "faulthandler"}:
+    if names & {"segfault", "faulthandler", "aborted"}:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
     if "c10d_peer_gone" in names or "nccl_watchdog" in names:
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
