@@ -80,15 +80,28 @@ BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Erro
 # signals' regexes match (tests/incidents/test_incidents.py holds it to that).
 HEAD_ONLY_LITERALS: dict[str, str] = {": error: ": r"loc\(|\S+(?: serve)?: error: "}
 # A record-start line whose message *is* an exception line ("[... TP0] ValueError: ...",
-# "[... TP1] torch.OutOfMemoryError: ...", behind any outer prefix): the bare-only literals
-# that end an exception's type matter there (assemble._record_exception).  Byte regex, matched
-# at the message's start: a (dotted) type ending in Error/Exception, a wrapper's "(Inner)",
-# or a dotted module path and a class (triton.runtime.errors.OutOfResources), then ": " and
-# a message.
+# "[... TP1] torch.OutOfMemoryError: ...", behind any outer prefix) opens an incident
+# (_record_exception).  Matched at the message's start: a (dotted) type ending in
+# Error/Exception, a wrapper's "(Inner)", or a dotted module path and a class
+# (triton.runtime.errors.OutOfResources), then ": " and a message.
 RECORD_EXCEPTION_HEAD = (r"(?:(?:[A-Za-z_][\w]*\.)*[A-Za-z_][\w]*(?:Error|Exception)(?:\([A-Za-z_][\w.]*\))?"
                          r"|(?:[a-z_][a-z0-9_]*\.)+[A-Z][\w]*): \S")
-_RECORD_EXCEPTION_LITERALS = ("Error: ", "Exception: ")
 _RECORD_EXCEPTION = re.compile(RECORD_EXCEPTION_HEAD)
+# What the block scanner searches for such a line: the end of SGLang's header ("] ") and a
+# builtin exception type, or a library's dotted one ("torch.OutOfMemoryError").  A trigger of
+# its own, so the bare-only "Error: " stays a certain drop on the (many) record-start lines that
+# hold it later in a warning's message (a head condition on it cost every such line a regex).
+RECORD_EXCEPTION_LITERALS: tuple[str, ...] = tuple(
+    [f"] {name}: " for name in (
+        "Exception", "ValueError", "RuntimeError", "AssertionError", "TypeError", "KeyError", "AttributeError",
+        "ImportError", "ModuleNotFoundError", "OSError", "IOError", "IndexError", "NotImplementedError",
+        "FileNotFoundError", "PermissionError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+        "BrokenPipeError", "TimeoutError", "MemoryError", "NameError", "ZeroDivisionError", "RecursionError",
+        "SystemError", "OverflowError", "EOFError", "UnicodeDecodeError", "LookupError", "ArithmeticError")]
+    + [f".{name}: " for name in (
+        "OutOfMemoryError", "DistBackendError", "DistNetworkError", "DistStoreError", "DistError", "ZMQError",
+        "HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "LocalEntryNotFoundError", "SafetensorError",
+        "CompilationError", "RayTaskError", "RaySystemError")])
 
 
 def _record_exception(message: str) -> tracebacks.ExceptionInfo | None:
@@ -117,9 +130,6 @@ def weak_literals(rule_literals=()) -> tuple[list[str], dict[str, str]]:
     for lit in HEAD_ONLY_LITERALS:
         if lit in rules:
             heads[lit] = f"{heads[lit]}|{signals.WARNING_LINE_BYTES}"
-    for lit in _RECORD_EXCEPTION_LITERALS:
-        # an exception line behind SGLang's prefix forms an incident (_record_exception)
-        heads[lit] = f"{RECORD_EXCEPTION_HEAD}|{heads[lit]}" if lit in heads else RECORD_EXCEPTION_HEAD
     return bare, heads
 
 TRIGGER_LITERALS: tuple[str, ...] = tuple(
@@ -130,6 +140,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL}
+        | set(RECORD_EXCEPTION_LITERALS)
     )
 )
 
