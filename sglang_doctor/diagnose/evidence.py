@@ -85,9 +85,21 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     ("srt/layers/attention/", None, "kernel.unsupported_hw", "it stopped inside an attention kernel"),
     ("srt/layers/quantization/", None, "kernel.unsupported_hw", "it stopped inside a quantization kernel"),
     ("srt/layers/moe/", None, "kernel.unsupported_hw", "it stopped inside a MoE kernel"),
+    # building the model class from its config comes before any weight is read: SGLang's
+    # get_model_architecture raises "Model architectures [...] are not supported for now" there,
+    # and the model's __init__ refuses a variant (a quantization, a head layout) it has no code for
+    ("", ("_initialize_model", "get_model_architecture", "get_architecture_class_name", "resolve_transformers_arch"),
+     "model.unsupported", "it stopped building the model class from its configuration, before any weight was read "
+     "(the architecture lookup and the model's constructor): most often an architecture or variant this release "
+     "does not support"),
     ("srt/model_loader/", None, "model.load", "it stopped loading the model"),
     ("srt/models/", ("load_weights",), "model.load", "it stopped in the model's load_weights"),
-    ("", ("load_model", "_initialize_model", "get_model"), "model.load", "it stopped loading the model"),
+    ("", ("load_model", "get_model"), "model.load", "it stopped loading the model"),
+    # the speculative-decoding draft worker's constructor checks that the draft model, the
+    # algorithm and the attention backend it inherits fit together (eagle_worker*.py __init__)
+    ("", ("maybe_init_draft_worker", "init_draft_worker"), "args.invalid",
+     "it stopped building the speculative-decoding draft worker, whose constructor checks that the draft model, "
+     "the algorithm and the attention backend it inherits fit together (launch flags)"),
     ("srt/configs/", None, "model.load", "it stopped reading the model's configuration"),
     ("srt/models/", ("forward",), "kernel.unsupported_hw",
      "it stopped inside a model's forward pass, where kernels for this GPU run"),
@@ -115,6 +127,8 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
     "cuda_error": ("runtime.crash", 0.35, "a CUDA error"),
     "watchdog_timeout": ("runtime.crash", 0.35, "SGLang's scheduler watchdog fired: a forward pass hung"),
     "segfault": ("runtime.crash", 0.3, "a native crash (segmentation fault)"),
+    "aborted": ("runtime.crash", 0.3, "the process aborted (SIGABRT): a C++ assertion or an uncaught C++ exception "
+                "(torch, NCCL, a CUDA library)"),
     "cpp_terminate": ("runtime.crash", 0.3, "a C++ exception terminated the process"),
     "faulthandler": ("runtime.crash", 0.3, "Python's faulthandler reported a fatal error"),
     "scheduler_died": ("memory.host_oom", 0.4, "a scheduler died during initialization with no Python error"),
@@ -208,11 +222,26 @@ def from_signals(inc: Incident) -> list[Evidence]:
     return out
 
 
+def _cut_function(inc: Incident, ours: list[Frame]) -> str | None:
+    """The deepest frame's whole function name when its ``File ...`` line was cut inside it
+    (``in _in``) and the frame above it shows the call (``model = _initialize_model(``)."""
+    if not inc.truncated or len(ours) < 2 or ours[-1] is not inc.frames[-1] or ours[-1].source:
+        return None
+    prefix = ours[-1].function.rsplit(".", 1)[-1]
+    called = _called(ours[-2].source)
+    if called and prefix and prefix.isidentifier() and called.startswith(prefix) and called != prefix:
+        return called
+    return None
+
+
 def from_frames(inc: Incident) -> list[Evidence]:
     ours = sglang_frames(inc.frames)
+    whole = _cut_function(inc, ours)
     for depth, f in enumerate(reversed(ours)):
         path = f.file.replace("\\", "/")
         called = _called(f.source) if depth == 0 else None
+        if depth == 0 and whole:
+            f = Frame(file=f.file, line=f.line, function=whole, source=f.source)
         for part, functions, category, why in WHERE:
             if called and functions is not None and not part and _fits(path, called, part, functions):
                 # the deepest frame's source line shows what it was calling when the text stopped
@@ -268,7 +297,7 @@ def from_native_stack(inc: Incident) -> list[Evidence]:
     that crashed ("Current thread 0x... (most recent call first):", then ``File "...", line N
     in f`` lines, the most recent first): the first SGLang frame looked up in ``WHERE``, or a
     library of ``LIBRARIES`` it had called into.  Other threads' stacks say nothing of it."""
-    if not set(inc.signal_names) & {"faulthandler", "segfault"}:
+    if not set(inc.signal_names) & {"faulthandler", "segfault", "aborted"}:
         return []
     stack: list[Frame] = []
     inside = False
@@ -323,10 +352,16 @@ def from_cut_call(inc: Incident) -> list[Evidence]:
         prefix, where = m.group(1), f"the call {m.group(1)}... in {last.function} ({_short(last)})"
     else:
         prefix = last.function.rsplit(".", 1)[-1]
-        if len(prefix) < 5 or not prefix.isidentifier():
+        if not prefix or not prefix.isidentifier():
             return []
         where = f"the frame line's function name {prefix}... ({_short(last)})"
-    hits = _completions(prefix)
+    hits = _completions(prefix) if last.source or len(prefix) >= 5 else set()
+    if not hits and not last.source:
+        # the places of WHERE named by this file's path complete even a short cut name
+        # (sglang/api.py "in R" -> Runtime)
+        path = last.file.replace("\\", "/")
+        hits = {(category, why, name) for part, functions, category, why in WHERE if part and part in path and functions
+                for name in functions if name.startswith(prefix) and name != prefix}
     if len({h[0] for h in hits}) != 1:
         return []
     category, why, name = sorted(hits)[0]
@@ -353,8 +388,42 @@ def from_header(inc: Incident) -> list[Evidence]:
     return []
 
 
+# Allocating a tensor on the device: torch's factory functions, the DeviceContext every torch
+# call goes through inside ``with torch.device(...)`` (torch/utils/_device.py, how models are
+# built on the GPU), a quantization method's create_weights.
+_ALLOCATING = re.compile(r"\btorch\.(?:empty|zeros|ones|full|randn|rand|empty_like|zeros_like|empty_strided)\(|"
+                         r"\.create_weights\(")
+
+
+def from_allocation(inc: Incident) -> list[Evidence]:
+    """The traceback was cut in the middle of allocating device memory: where a cut traceback
+    stops at an allocation, the exception it lost is most often CUDA running out of memory."""
+    if not inc.truncated or not inc.frames or (inc.exception is not None and inc.exception.type):
+        return []
+    last = inc.frames[-1]
+    path = last.file.replace("\\", "/")
+    if path.endswith("/torch/utils/_device.py"):
+        return [Evidence("allocation", "memory.cuda_oom", 0.35,
+                         "the traceback stops in torch's device context (torch/utils/_device.py), which every tensor "
+                         "allocation on the GPU goes through while a model is built: most often it ran out of memory")]
+    for f in reversed(inc.frames[-2:]):
+        if f.source and _ALLOCATING.search(f.source):
+            return [Evidence("allocation", "memory.cuda_oom", 0.3,
+                             f"the traceback stops at an allocation ({f.source.strip()[:60]!r} in {f.function}): "
+                             "most often it ran out of memory")]
+    return []
+
+
 def from_thread(inc: Incident) -> list[Evidence]:
     func = inc.captures.get("thread_func")
+    if not func and inc.frames and inc.frames[0].function in ("_bootstrap_inner", "_bootstrap") \
+            and inc.frames[0].file.replace("\\", "/").endswith("threading.py"):
+        # a thread's own traceback (threading's _bootstrap_inner at its top): SGLang's threads
+        # (the overlap scheduler's forward thread, the watchdog, the detokenizer's and the
+        # tokenizer manager's loops) do their work while serving
+        return [Evidence("thread", "runtime.crash", 0.2,
+                         "the traceback is a background thread's (threading's _bootstrap_inner at its top): SGLang's "
+                         "threads do their work while serving")]
     if not func:
         return []
     for part, functions, category, why in WHERE:
@@ -397,6 +466,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
                 out.append(Evidence("milestone", category, 0.25,
                                     f"the last start-up milestone before it ({last.name}, line {last.line}) "
                                     f"puts it in {phase}"))
+            out += _low_memory(last, phase)
     phase = inc.captures.get("progress_phase")
     category = _PHASE_CATEGORY.get(phase or "")
     if category:
@@ -405,6 +475,25 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
                             f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
                             f"shows {where} under way"))
     return out
+
+
+LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little
+
+
+def _low_memory(last, phase: str) -> list[Evidence]:
+    """The last milestone shows almost no free GPU memory (``avail mem=0.41 GB``): the next
+    step ran out of it, the KV pool when the pools were being sized (SGLang's "Not enough
+    memory"), else an allocation (a CUDA OOM while capturing graphs or warming up)."""
+    try:
+        avail = float(last.figures.get("avail_mem_gb"))
+    except (TypeError, ValueError):
+        return []
+    if avail >= LOW_AVAIL_GB:
+        return []
+    category = "memory.kv_pool" if phase == "startup.memory_pool" else "memory.cuda_oom"
+    return [Evidence("low_memory", category, 0.3,
+                     f"the last start-up line before it ({last.name}, line {last.line}) shows only {avail:g} GB of GPU "
+                     f"memory free for {phase}")]
 
 
 # Words that name a part of a launch, wherever they are in the failure's own text (its
@@ -482,8 +571,11 @@ def from_words(inc: Incident) -> list[Evidence]:
     own = failure_words(inc)
     out = _words(own, 1.0, "the failure's message") if own.strip() else []
     named = {ev.name for ev in out}
+    # (a traceback's indented lines are its code, whose names are variables, not the failure's words)
+    code = inc.kind == "traceback"
     rest = "\n".join(line.text for line in inc.lines
-                     if line not in inc.signals and 'File "' not in line.text and not _DUMP.search(line.text))
+                     if line not in inc.signals and 'File "' not in line.text and not _DUMP.search(line.text)
+                     and not (code and line.text[:1].isspace()))
     out += [ev for ev in _words(rest, 0.5, "the incident's lines") if ev.name not in named]
     return out
 
@@ -513,7 +605,7 @@ def _known_before_serving(diagnosis: Diagnosis) -> bool:
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
-              + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+              + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
         # error or a faulthandler dump in a start-up step is that step's failure, not one

@@ -94,7 +94,7 @@ def missing_part(incident: Incident) -> str | None:
         return "only an exit status is here: the error that made the process exit is not in the text"
     if names & {"killed", "oom_killer"}:
         return "no Python error: the process was killed from outside, so its own log stops without a cause"
-    if names & {"segfault", "faulthandler"}:
+    if names & {"segfault", "faulthandler", "aborted"}:
         # (faulthandler's "Fatal Python error: Segmentation fault" and its thread dump is the
         # Python side of the same native crash)
         return "a native crash: the Python side printed nothing, and the native backtrace does not name the cause"
@@ -167,7 +167,7 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
     names = set(incident.signal_names)
     if names & {"killed", "oom_killer"} or (incident.captures.get("exit_code") in _EXIT_KILLED):
         return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
-    if names & {"segfault", "faulthandler"}:
+    if names & {"segfault", "faulthandler", "aborted"}:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
     if "c10d_peer_gone" in names or "nccl_watchdog" in names:
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
@@ -192,6 +192,9 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     if diagnosis.layer != "fallback":
         ruled = {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
                  "why": f"rule {diagnosis.rule} matched what the text holds"}
+        placed = _more_precise_place(diagnosis)
+        if placed is not None:
+            return placed
         if assumed_context(diagnosis) is None:
             return ruled
         # the rule stands on an assumed context only: what the text's own evidence says
@@ -210,6 +213,37 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
         return found
     return {"category": diagnosis.category, "confidence": round(min(diagnosis.confidence, 0.2), 3),
             "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
+
+
+# The pieces that say where a cut traceback stopped, function by function (diagnose/evidence.py)
+_PLACE_PIECES = ("deepest_frame", "cut_call")
+
+
+def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
+    """A class rule's answer for a traceback cut before its exception line rests on the module
+    it stopped in; when the function it stopped in (the deepest frame, or the call the text was
+    cut inside) names another category and nothing in the text weighs more for the rule's, that
+    place is the better guess (model_loader's _initialize_model builds the model class: an
+    unsupported architecture, not a weight that failed to load).  None when the rule's stands."""
+    inc = diagnosis.incident
+    if diagnosis.layer != "class" or inc.kind != "traceback" or (inc.exception is not None and inc.exception.type):
+        return None
+    pieces = evidence.collect(diagnosis)
+    place = next((p for p in pieces if p.name in _PLACE_PIECES and p.weight > 0), None)
+    if place is None or place.category in (diagnosis.category, "other"):
+        return None
+    score: dict[str, float] = {}
+    for p in pieces:
+        score[p.category] = score.get(p.category, 0.0) + p.weight
+    if score.get(place.category, 0.0) <= score.get(diagnosis.category, 0.0):
+        return None
+    found = evidence.weigh(pieces, context_known=inc.after_ready_known)
+    if found is None or found["category"] != place.category:
+        return None
+    found = dict(found, confidence=round(min(found["confidence"], diagnosis.confidence - 0.05), 3))
+    found["why"] = (f"rule {diagnosis.rule} ({diagnosis.category}) matched on the module the cut traceback stopped in; "
+                    f"the function it stopped in says more: {found['why']}")
+    return found
 
 
 WORDS_NAME = 0.35  # the weight a word of the failure's own message needs to name the category

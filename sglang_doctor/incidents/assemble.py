@@ -79,6 +79,40 @@ BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Erro
 # after other words is a no-op the scanner may skip.  Each regex matches every message its
 # signals' regexes match (tests/incidents/test_incidents.py holds it to that).
 HEAD_ONLY_LITERALS: dict[str, str] = {": error: ": r"loc\(|\S+(?: serve)?: error: "}
+# A record-start line whose message *is* an exception line ("[... TP0] ValueError: ...",
+# "[... TP1] torch.OutOfMemoryError: ...", behind any outer prefix) opens an incident
+# (_record_exception).  Matched at the message's start: a (dotted) type ending in
+# Error/Exception, a wrapper's "(Inner)", or a dotted module path and a class
+# (triton.runtime.errors.OutOfResources), then ": " and a message.
+RECORD_EXCEPTION_HEAD = (r"(?:(?:[A-Za-z_][\w]*\.)*[A-Za-z_][\w]*(?:Error|Exception)(?:\([A-Za-z_][\w.]*\))?"
+                         r"|(?:[a-z_][a-z0-9_]*\.)+[A-Z][\w]*): \S")
+_RECORD_EXCEPTION = re.compile(RECORD_EXCEPTION_HEAD)
+# What the block scanner searches for such a line: the end of SGLang's header ("] ") and a
+# builtin exception type, or a library's dotted one ("torch.OutOfMemoryError").  A trigger of
+# its own, so the bare-only "Error: " stays a certain drop on the (many) record-start lines that
+# hold it later in a warning's message (a head condition on it cost every such line a regex).
+RECORD_EXCEPTION_LITERALS: tuple[str, ...] = tuple(
+    [f"] {name}: " for name in (
+        "Exception", "ValueError", "RuntimeError", "AssertionError", "TypeError", "KeyError", "AttributeError",
+        "ImportError", "ModuleNotFoundError", "OSError", "IOError", "IndexError", "NotImplementedError",
+        "FileNotFoundError", "PermissionError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+        "BrokenPipeError", "TimeoutError", "MemoryError", "NameError", "ZeroDivisionError", "RecursionError",
+        "SystemError", "OverflowError", "EOFError", "UnicodeDecodeError", "LookupError", "ArithmeticError")]
+    + [f".{name}: " for name in (
+        "OutOfMemoryError", "DistBackendError", "DistNetworkError", "DistStoreError", "DistError", "ZMQError",
+        "HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "LocalEntryNotFoundError", "SafetensorError",
+        "CompilationError", "RayTaskError", "RaySystemError")])
+
+
+def _record_exception(message: str) -> tracebacks.ExceptionInfo | None:
+    """The exception a record's message is (``ValueError: ...`` after SGLang's prefix), or
+    None: a warning type, or a message that merely holds an exception's words later on."""
+    if not _RECORD_EXCEPTION.match(message):
+        return None
+    exc = tracebacks.bare_exception(message.strip())
+    if exc is None or exc.type.endswith("Warning"):
+        return None
+    return exc
 
 
 def weak_literals(rule_literals=()) -> tuple[list[str], dict[str, str]]:
@@ -106,6 +140,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL}
+        | set(RECORD_EXCEPTION_LITERALS)
     )
 )
 
@@ -232,8 +267,14 @@ class Assembler:
             return
         found = self._literals.found(message)
         sig = self._classify(message, found)
-        if sig is not None:
+        # an exception line logged behind SGLang's own prefix with no traceback above it
+        # ("[... TP0] ValueError: ..."): an incident of its own, like the unprefixed one
+        exc = _record_exception(message)
+        if sig is not None and (exc is None or sig[0].role != "evidence"):
             self._signal(line, prefix.ranks, sig, events)
+            return
+        if exc is not None:
+            self._exception_line(Line(line.number, message, line.raw, line.cut), prefix.ranks, sig, events)
             return
         self._record = _Record(prefix.ranks, "normal")
         self._normal(line, prefix.ranks, message, events, found)
@@ -288,20 +329,7 @@ class Assembler:
             self._signal(line, ranks, sig, events)
             return
         if exc is not None:
-            # a bare exception line; when it also holds a failure signal's words
-            # ("DistBackendError: NCCL error in: ...") the exception names the failure and the
-            # signal's name joins the incident as evidence
-            builder = tracebacks.TracebackBuilder(text, headless=True)
-            builder.offer(text)
-            self._open_group(events, line)
-            self._group.builders.append(builder)
-            self._group.add_ranks(ranks)
-            self._group.lines.append(line)
-            if sig is not None:
-                self._group.signal_names.append(sig[0].name)
-                for k, v in sig[1].items():
-                    self._group.captures.setdefault(k, v)
-            self._record = _Record(ranks, "traceback", builder)
+            self._exception_line(line, ranks, sig, events)
             return
         group = self._group
         if (group is not None and group.signal_lines and not group.builders and text.strip()
@@ -312,6 +340,23 @@ class Assembler:
             group.lines.append(line)
             return
         self._normal(line, ranks, text, events, found)
+
+    def _exception_line(self, line: Line, ranks: tuple[str, ...], sig, events: list[Event]) -> None:
+        """A bare exception line (``line.text`` is the exception, any prefix gone) opens an
+        incident; when it also holds a failure signal's words ("DistBackendError: NCCL error
+        in: ...") the exception names the failure and the signal's name joins it as evidence."""
+        text = line.text
+        builder = tracebacks.TracebackBuilder(text, headless=True)
+        builder.offer(text)
+        self._open_group(events, line)
+        self._group.builders.append(builder)
+        self._group.add_ranks(ranks)
+        self._group.lines.append(line)
+        if sig is not None:
+            self._group.signal_names.append(sig[0].name)
+            for k, v in sig[1].items():
+                self._group.captures.setdefault(k, v)
+        self._record = _Record(ranks, "traceback", builder)
 
     def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
                 literals: set[str] | None = None) -> None:

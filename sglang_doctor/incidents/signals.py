@@ -65,6 +65,10 @@ SIGNALS: tuple[Signal, ...] = (
        "evidence"),
     _s("c10d_peer_gone", ("sendBytes failed", "recvValue failed", "recvBytes failed"),
        r"\[c10d\] (?:sendBytes|recvValue|recvBytes) failed.*(?:Broken pipe|Connection reset|closed)", "evidence"),
+    # SIGABRT as the shell reports it ("Aborted (core dumped)", "bash: line 1: 123 Aborted
+    # (core dumped) python ..."): a C++ assertion or an uncaught C++ exception (torch, NCCL, a
+    # CUDA library) ended the process; not SGLang's "Aborted by AbortReq." of a request
+    _s("aborted", ("Aborted (core dumped)", " Aborted  "), r"(?:^|\d )Aborted +\(core dumped\)", "evidence"),
     _s("bus_error", ("Bus error",), r"^(?:\S+: line \d+: +\d+ )?Bus error\b|\bBus error \(core dumped\)", "evidence"),
     _s("device_assert", ("Assertion `",), r"Assertion `(?P<assertion>.+)` failed", "evidence"),
     _s("pool_profiled_negative", ("is larger than the profiled value -",),

@@ -1,0 +1,109 @@
+"""Where a cut traceback stopped, said more precisely (diagnose/evidence.py, fallback.py):
+building the model class is not loading weights, an allocation cut short is most often an
+OOM, a background thread works while serving, the speculative draft worker's constructor
+checks launch flags, a frame line cut inside its function name is completed by its caller's
+call, and a traceback's code lines are not the failure's words.  Each fragment is written
+from SGLang's own frame layout (0.4.x-0.5.x), cut before its exception line."""
+
+import pytest
+
+from sglang_doctor.diagnose.rules_engine import RuleSet
+from sglang_doctor.pipeline import StreamPipeline
+
+P = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
+HEAD = (f"[2025-04-10 07:26:56 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        f'  File "{P}/managers/scheduler.py", line 1809, in run_scheduler_process\n'
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n")
+LOAD = (HEAD + f'  File "{P}/model_executor/model_runner.py", line 379, in load_model\n'
+        "    self.model = get_model(\n"
+        f'  File "{P}/model_loader/__init__.py", line 22, in get_model\n'
+        "    return loader.load_model(\n"
+        f'  File "{P}/model_loader/loader.py", line 366, in load_model\n')
+
+
+@pytest.fixture(scope="module")
+def pack():
+    return RuleSet.load(user=False)
+
+
+def answer(pack, text):
+    pipe = StreamPipeline(pack, remediate=False)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    (ev,) = [e for e in events if e["event"] == "incident"]
+    return ev, ev["fallback"]["best_guess"]
+
+
+def test_building_the_model_class_is_not_loading_its_weights(pack):
+    # cut inside the frame line of _initialize_model; the caller's source line names the call
+    ev, guess = answer(pack, LOAD + "    model = _initialize_model(\n"
+                                    f'  File "{P}/model_loader/loader.py", line 145, in _in')
+    assert guess["category"] == "model.unsupported"
+    assert "_initialize_model" in guess["why"] and ev["rule"] == "class.model.load"
+    assert guess["confidence"] < ev["confidence"]  # below the rule layer's
+
+
+def test_a_cut_inside_load_weights_stays_model_load(pack):
+    _, guess = answer(pack, LOAD + "    self.load_weights_and_postprocess(\n"
+                                   f'  File "{P}/models/llama.py", line 480, in load_weights\n'
+                                   "    param = params_dict[name]\n")
+    assert guess["category"] == "model.load"
+
+
+def test_a_traceback_cut_at_a_device_allocation_is_most_often_oom(pack):
+    text = (f'  File "{P}/models/llama.py", line 39, in __init__\n'
+            "    self.gate_up_proj = MergedColumnParallelLinear(\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layers/linear.py", line 81, in create_weights\n'
+            "    weight = Parameter(torch.empty(output_size_per_partition,\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/torch/utils/_device.py", line 78, in __torch_function__\n')
+    _, guess = answer(pack, text)
+    assert guess["category"] == "memory.cuda_oom"
+    assert any(e["name"] == "allocation" for e in guess["evidence"])
+
+
+def test_an_allocation_with_its_exception_line_is_no_allocation_evidence(pack):
+    text = (f'  File "{P}/models/llama.py", line 39, in __init__\n'
+            "    weight = torch.empty(n, m)\n"
+            "RuntimeError: Error \n")
+    _, guess = answer(pack, text)
+    assert not any(e["name"] == "allocation" for e in guess.get("evidence", ()))
+
+
+def test_a_background_threads_traceback_is_a_serving_crash_guess(pack):
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
+            "    self")
+    _, guess = answer(pack, text)
+    assert guess["category"] == "runtime.crash"
+    assert [e["name"] for e in guess["evidence"]] == ["thread"]
+
+
+def test_the_draft_worker_constructor_checks_launch_flags(pack):
+    text = (HEAD + f'  File "{P}/managers/scheduler.py", line 682, in init_model_worker\n'
+            "    self.maybe_init_draft_worker()\n"
+            f'  File "{P}/managers/scheduler.py", line 666, in maybe_init_draft_worker\n'
+            "    self.draft_worker = DraftWorkerClass(**draft_worker_kwargs)\n"
+            f'  File "{P}/speculative/eagle_worker_v2.py", lin')
+    _, guess = answer(pack, text)
+    assert guess["category"] == "args.invalid" and "draft worker" in guess["why"]
+
+
+def test_a_short_cut_function_name_is_completed_by_the_files_own_places(pack):
+    text = ("Traceback (most recent call last):\n"
+            '  File "/srv/worker.py", line 12, in <module>\n'
+            "    runtime = sgl.Runtime(\n"
+            '  File "/usr/local/lib/python3.11/site-packages/sglang/api.py", line 39, in R')
+    _, guess = answer(pack, text)
+    assert guess["category"] == "args.invalid" and "Runtime" in guess["why"]
+
+
+def test_a_tracebacks_code_lines_are_not_the_failures_words(pack):
+    text = (HEAD + f'  File "{P}/managers/tp_worker.py", line 84, in __init__\n'
+            "    self.model_runner = ModelRunner(\n"
+            "                        ~~~~~~~~~~~^\n"
+            "        model_config=self.model_config,\n"
+            "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+            "    ...<13 lines>...\n"
+            "        token_to_kv_pool_allocato")
+    ev, guess = answer(pack, text)
+    assert ev["layer"] == "fallback"
+    assert not any(e["name"] == "words:kv_pool" for e in guess.get("evidence", ()))
