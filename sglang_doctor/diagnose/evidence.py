@@ -616,16 +616,21 @@ def collect(diagnosis: Diagnosis) -> list[Evidence]:
 # -- weighing ------------------------------------------------------------------------------
 
 
+def scores(evidence: list[Evidence]) -> dict[str, float]:
+    """Each category's summed weight, in the order the categories first appear."""
+    score: dict[str, float] = {}
+    for ev in evidence:
+        score[ev.category] = score.get(ev.category, 0.0) + ev.weight
+    return score
+
+
 def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
     """The best guess from the evidence, or None when nothing points anywhere."""
-    score: dict[str, float] = {}
+    score = scores(evidence)
+    order = list(score)
     top: dict[str, float] = {}
     count: dict[str, int] = {}
-    order: list[str] = []
     for ev in evidence:
-        if ev.category not in score:
-            order.append(ev.category)
-        score[ev.category] = score.get(ev.category, 0.0) + ev.weight
         if ev.weight > 0:
             top[ev.category] = max(top.get(ev.category, 0.0), ev.weight)
             count[ev.category] = count.get(ev.category, 0) + 1

@@ -139,9 +139,7 @@ def over_assumption(diagnosis: Diagnosis) -> Diagnosis | None:
     if not diagnosis.assumed_only:
         return None
     pieces = evidence.collect(diagnosis)
-    score: dict[str, float] = {}
-    for p in pieces:
-        score[p.category] = score.get(p.category, 0.0) + p.weight
+    score = evidence.scores(pieces)
     found = evidence.weigh(pieces, context_known=False)
     if found is None or found["category"] in (diagnosis.category, "other"):
         return None
@@ -232,9 +230,7 @@ def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
     place = next((p for p in pieces if p.name in _PLACE_PIECES and p.weight > 0), None)
     if place is None or place.category in (diagnosis.category, "other"):
         return None
-    score: dict[str, float] = {}
-    for p in pieces:
-        score[p.category] = score.get(p.category, 0.0) + p.weight
+    score = evidence.scores(pieces)
     if score.get(place.category, 0.0) <= score.get(diagnosis.category, 0.0):
         return None
     found = evidence.weigh(pieces, context_known=inc.after_ready_known)

@@ -967,8 +967,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     if not found:
         return None
     # what holds only if the launch had a setting the log does not show goes after the rest
-    found = [r for r in found if not any(r is c for c in ctx.conditional)] + \
-            [r for r in found if any(r is c for c in ctx.conditional)]
+    found.sort(key=lambda r: any(r is c for c in ctx.conditional))  # stable: order kept within each
     for rem in found:
         rem.command = _fixed_command(command, rem, catalog, ctx.warnings)
         rem.untrusted = trust.check(rem, diagnosis, catalog)
