@@ -10,8 +10,12 @@ part's ``labels.yaml``:
 - fix: for the files whose labels give ``fix_flags`` / ``fix_env``, a hit when every labelled
   flag and variable is in the remediation's ``set`` / ``unset`` / ``env`` or in its first
   alternative (numbers compared loosely: any number; ``null`` means the flag is unset;
-  ``<...>`` placeholders accept any value; a comma-separated value such as ``no_proxy``'s
-  is compared as a set of items);
+  ``<...>`` placeholders accept any value, but ``<lower ...>`` / ``<higher ...>`` not a change
+  the other way; a comma-separated value such as ``no_proxy``'s is compared as a set of items).
+  The remediation is the primary incident's, or, for a text that formed no incident, the
+  guarded step of the summary's fallback (``fallback.guarded``).  Fix hits are split into
+  firm (a rule named the failure) and guarded (advice on the fallback's best guess, "if this
+  is X: try Y", needs_human);
 - false alarms: healthy logs (category ``none``) that produce any incident;
 - crashes: an exit status other than 0/1, a timeout, or a Python traceback on stderr;
 - no-cause fragments (``evidence_in_log: false``): whether the honest fallback was given
@@ -56,6 +60,7 @@ class FileResult:
     best_guess_label: str | None = None
     fix_wanted: bool = False
     fix_hit: bool | None = None
+    fix_from: str | None = None  # "firm" (a rule's remediation) or "guarded" (advice on a best guess)
     incidents: int = 0
     fallback_from_summary: bool = False  # no incident; the summary's fallback answered
     notes: list[str] = field(default_factory=list)
@@ -136,6 +141,18 @@ def _value_matches(wanted, got) -> bool:
     return wanted == got
 
 
+def _wrong_way(wanted, rem: dict) -> bool:
+    """A ``<lower ...>`` / ``<higher ...>`` placeholder and a change the other way."""
+    if not (isinstance(wanted, str) and wanted.startswith("<")):
+        return False
+    words = wanted[1:].lower()
+    if words.startswith(("lower", "smaller", "less")):
+        return rem.get("remedy") == "raise_flag"
+    if words.startswith(("higher", "larger", "more", "raise")):
+        return rem.get("remedy") == "lower_flag"
+    return False
+
+
 def _remediation_has(rem: dict, flags: dict, env: dict) -> bool:
     sets = rem.get("set") or {}
     unset = set(rem.get("unset") or [])
@@ -144,7 +161,7 @@ def _remediation_has(rem: dict, flags: dict, env: dict) -> bool:
         if value is None:
             if flag not in unset:
                 return False
-        elif flag not in sets or not _value_matches(value, sets[flag]):
+        elif flag not in sets or not _value_matches(value, sets[flag]) or _wrong_way(value, rem):
             return False
     for name, value in (env or {}).items():
         if name not in envs or (value is not None and not _value_matches(value, envs[name])):
@@ -153,7 +170,10 @@ def _remediation_has(rem: dict, flags: dict, env: dict) -> bool:
 
 
 def fix_hit(incident: dict | None, flags: dict, env: dict) -> bool:
-    rem = (incident or {}).get("remediation")
+    return remediation_hit((incident or {}).get("remediation"), flags, env)
+
+
+def remediation_hit(rem: dict | None, flags: dict, env: dict) -> bool:
     if not rem:
         return False
     if _remediation_has(rem, flags, env):
@@ -189,7 +209,14 @@ def score_file(path: Path, label: dict, part: str, timeout: float) -> FileResult
     flags, env = label.get("fix_flags") or {}, label.get("fix_env") or {}
     if flags or env:
         res.fix_wanted = True
-        res.fix_hit = fix_hit(primary, flags, env)
+        if primary is not None:
+            res.fix_hit = fix_hit(primary, flags, env)
+            guessed = primary.get("rule") == "unknown" or primary.get("layer") == "fallback"
+        else:  # no incident: the guarded step of the summary's fallback, if its guess has one
+            res.fix_hit = remediation_hit((res.fallback or {}).get("guarded"), flags, env)
+            guessed = True
+        if res.fix_hit:
+            res.fix_from = "guarded" if guessed else "firm"
     return res
 
 
@@ -242,6 +269,8 @@ def summarize(results: list[FileResult]) -> dict:
         "files": len(results),
         "category": _ratio(sum(r.category_hit for r in evident), len(evident)),
         "fix": _ratio(sum(bool(r.fix_hit) for r in fixes), len(fixes)),
+        "fix_from": {"firm": sum(r.fix_from == "firm" for r in fixes),
+                     "guarded": sum(r.fix_from == "guarded" for r in fixes)},
         "false_alarms": {"count": sum(r.incidents > 0 for r in healthy), "healthy": len(healthy)},
         "crashes": sum(r.crash is not None for r in results),
         "no_cause": {
@@ -264,7 +293,9 @@ def _fmt(r: dict) -> str:
 def print_summary(part: str, s: dict) -> None:
     print(f"== {part}: {s['files']} files")
     print(f"  category (cause in text)   {_fmt(s['category'])}")
-    print(f"  fix (labels give one)      {_fmt(s['fix'])}")
+    src = s["fix_from"]
+    print(f"  fix (labels give one)      {_fmt(s['fix'])}   "
+          f"(hits: {src['firm']} firm fix, {src['guarded']} guarded advice on a best guess)")
     print(f"  false alarms on healthy    {s['false_alarms']['count']} of {s['false_alarms']['healthy']}")
     print(f"  crashes                    {s['crashes']}")
     nc = s["no_cause"]
@@ -291,7 +322,7 @@ def print_verbose(results: list[FileResult]) -> None:
             marks.append(("guess-ok" if guess == r.best_guess_label else "GUESS-MISS")
                          + f" fallback={'yes' if r.fallback else 'NO'} guess={guess} answer={r.predicted}/{r.rule}")
         if r.fix_wanted:
-            marks.append("fix-hit" if r.fix_hit else "FIX-MISS")
+            marks.append(f"fix-hit ({r.fix_from})" if r.fix_hit else "FIX-MISS")
         if r.crash:
             marks.append(f"CRASH {r.crash[:200]}")
         print(f"  {r.file[:64]:<64} [{r.category}] " + "; ".join(marks))

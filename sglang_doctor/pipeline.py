@@ -149,8 +149,40 @@ class StreamPipeline:
 
             note = no_incident(self.assembler.launches, self._tail, self.lines_seen)
             if note is not None:
+                guarded = self._guarded_step(note)
+                if guarded is not None:
+                    note["guarded"] = guarded
                 out["fallback"] = note
         return out
+
+    def _guarded_step(self, note: dict) -> dict | None:
+        """The guarded next step of a no-incident text's best guess (remedy/guarded.py), the
+        same one an incident no rule knew gets: "if this is X (a best guess): try Y", always
+        ``needs_human``.  None when the guess's category has no usual change, or when this
+        pipeline gives no remedies."""
+        if not (self.remediate and self.ruleset is not None):
+            return None
+        try:
+            from sglang_doctor.remedy import guarded
+        except ImportError:
+            return None
+        category, _ = guarded.guess_of(note)
+        if not guarded.entries(category):
+            return None
+        launches = self.assembler.launches
+        launch = launches[-1] if launches else None
+        line = max(self.lines_seen, 1)
+        # no failure is in the text: an empty incident stands for the one the guess is about
+        diagnosis = Diagnosis(incident=Incident(kind="signal", first_line=line, last_line=line), rule="unknown",
+                              category="other", phase="unknown", launch=launch, layer="fallback", fallback=note)
+        self._add_remediation(diagnosis)
+        rem = diagnosis.remediation
+        if rem is None:
+            return None
+        for step in [rem, *rem.alternatives]:  # no failure is in the text: the step holds only if one came
+            step.note = _if_it_failed(step.note)
+            step.tradeoff = _if_it_failed(step.tradeoff)
+        return rem.to_json()
 
     # -- internals ---------------------------------------------------------------------
 
@@ -481,3 +513,14 @@ def diagnose_file(path: str | os.PathLike, ruleset: Any = None, **kwargs) -> lis
         out += [ev["_diagnosis"] for ev in pipe.feed(block) if ev["event"] == "incident"]
     out += [ev["_diagnosis"] for ev in pipe.finish() if ev["event"] == "incident"]
     return out
+
+
+def _if_it_failed(text: str | None) -> str | None:
+    """A guarded step's "if this is X" for a text with no failure in it: "if the server did
+    fail after these lines and that is X"."""
+    if not text:
+        return text
+    for start in ("if this is ", "only if this is "):
+        if text.startswith(start):
+            return start.replace("this is ", "the server did fail after these lines and that was ") + text[len(start):]
+    return text

@@ -229,7 +229,14 @@ def summary_text(ev: dict) -> str:
     lines = ev.get("lines")
     return f"summary: {n} incident{'s' if n != 1 else ''} in {launches} launch{'es' if launches != 1 else ''}" + (
         f", {lines} line{'s' if lines != 1 else ''} read" if lines is not None else ""
-    ) + "".join("\n  " + line for line in fallback_lines(ev))
+    ) + "".join("\n  " + line for line in fallback_lines(ev) + summary_guarded_lines(ev))
+
+
+def summary_guarded_lines(ev: dict) -> list[str]:
+    """The guarded next step of a no-incident text's best guess (pipeline ``_guarded_step``):
+    the same "advice, for you to decide:" lines an incident's remediation gets."""
+    rem = (ev.get("fallback") or {}).get("guarded")
+    return _remediation_lines(rem) if isinstance(rem, dict) else []
 
 
 def _changes(rem: dict) -> list[str]:

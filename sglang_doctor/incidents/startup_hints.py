@@ -5,7 +5,9 @@ whether the server had been ready (``Incident.after_ready_known`` is False).  Th
 itself often does:
 
 - ``frames``: a frame of a start-up constructor (``in_startup_constructor``), a frame whose
-  source line builds one (``scheduler = Scheduler(``), or a frame that runs at import time
+  source line builds one (``scheduler = Scheduler(``), a launcher's frame waiting for the
+  server to come up (``_wait_and_warmup``, ``_wait_for_scheduler_ready``, a wrapper's
+  ``_wait_server_healthy``), or a frame that runs at import time
   (``<module>``, a class body, a ``def`` / ``class`` / ``import`` statement): code that runs
   before the server serves anything.  This is as good as a milestone: the incident is known
   to be before ready.
@@ -34,6 +36,15 @@ _STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel
 # the modules that build and check the launch arguments (ServerArgs and its groups, the
 # launcher that calls them): they run once, before any worker starts
 _ARGS_MODULES = ("/srt/server_args.py", "/srt/arg_groups/", "/srt/server_args_config_parser.py", "/sglang/launch_server.py")
+# a launcher waiting for the server to come up: what raises inside it is the server dying (or
+# not answering) before it was ready.  SGLang's own: http_server._wait_and_warmup (0.4.x to
+# 0.5.2x), engine._wait_for_scheduler_ready (0.5.2x), utils.wait_for_server /
+# wait_for_http_ready, test_utils._wait_for_server_health; and the same wait in the programs
+# that launch SGLang (slime's SGLangEngine._wait_server_healthy, wait_server_ready, ...).
+# Only waits on the server, its HTTP endpoint or its schedulers: a queue's or a buffer's
+# wait_until_ready (shm_broadcast) is no launch.
+_LAUNCH_WAIT = re.compile(
+    r"^_*(?:a?wait(?:_for|_until)?_(?:server|http|scheduler|engine)s?(?:_\w*)?|wait_and_warmup)$")
 # a source line Python runs when it imports a module or defines a class
 _IMPORT_TIME = re.compile(r"^\s*(?:def |async def |class |import |from \S+ import |@)")
 # exception types that name code that does not fit together (a package version mismatch):
@@ -67,6 +78,9 @@ def frames_reason(frames: list[Frame]) -> str | None:
             return f"a frame is in a start-up step ({f.function})"
         if f.source and _BUILDS.search(f.source):
             return f"a frame builds a start-up object ({f.source.strip()[:60]})"
+        if _LAUNCH_WAIT.match(f.function.rsplit(".", 1)[-1].strip()):
+            return (f"a frame waits for the server to come up ({f.function} in {path.rsplit('/', 1)[-1]}): "
+                    "it failed before the server was ready")
     if frames and _import_time(frames[-1]):
         f = frames[-1]
         return f"its deepest frame runs at import time ({f.function} in {f.file.rsplit('/', 1)[-1]})"

@@ -1,0 +1,61 @@
+"""bench/accuracy.py counts a fix from the guarded step of the summary's fallback (a text that
+formed no incident), says which fix hits were firm and which guarded advice, and does not
+take a change the wrong way for a ``<lower ...>`` placeholder.  Real files, the real CLI."""
+
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+KV_LINE = "[2026-05-09 10:00:01 TP0] KV Cache is allocated. #tokens: 274934, K size: 8.99 GB, V size: 8.99 GB\n"
+OOM = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 300, in capture
+    out = run_once()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.02 GiB is free.
+"""
+
+
+@pytest.fixture(scope="module")
+def accuracy():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import accuracy
+    finally:
+        sys.path.pop(0)
+    return accuracy
+
+
+def label(name: str, category: str, flags: dict, evidence: bool) -> dict:
+    return {"file": name, "category": category, "evidence_in_log": evidence, "best_guess_category": category,
+            "fix_flags": flags}
+
+
+def test_a_fix_from_the_summary_fallback_counts_as_guarded(accuracy, tmp_path):
+    path = tmp_path / "kv.log"
+    path.write_text(KV_LINE)
+    res = accuracy.score_file(path, label(path.name, "memory.kv_pool", {"--mem-fraction-static": "<higher>"}, False),
+                              "t", 120)
+    assert res.incidents == 0 and res.fallback_from_summary
+    assert res.fix_hit is True and res.fix_from == "guarded"
+    s = accuracy.summarize([res])
+    assert s["fix"]["hits"] == 1 and s["fix_from"] == {"firm": 0, "guarded": 1}
+
+
+def test_a_lower_placeholder_is_not_met_by_a_raise(accuracy, tmp_path):
+    path = tmp_path / "kv.log"
+    path.write_text(KV_LINE)
+    wanted = {"--mem-fraction-static": "<lower than the value used>"}
+    res = accuracy.score_file(path, label(path.name, "memory.cuda_oom", wanted, False), "t", 120)
+    assert res.fix_hit is False and res.fix_from is None
+
+
+def test_a_rule_s_fix_counts_as_firm(accuracy, tmp_path):
+    path = tmp_path / "oom.log"
+    path.write_text(OOM)
+    wanted = {"--mem-fraction-static": "<lower than the value used>"}
+    res = accuracy.score_file(path, label(path.name, "memory.cuda_oom", wanted, True), "t", 120)
+    assert res.incidents == 1 and res.rule != "unknown", res
+    assert res.fix_hit is True and res.fix_from == "firm"
+    assert accuracy.summarize([res])["fix_from"] == {"firm": 1, "guarded": 0}
