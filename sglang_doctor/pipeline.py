@@ -155,6 +155,10 @@ class StreamPipeline:
                 out["fallback"] = note
         return out
 
+    # A text that shows the server serving, and no failure, is most often a healthy paste: turning
+    # features off on the guess "if it crashed while serving" alone would be advice on a healthy log.
+    _NO_ADVICE_WITHOUT_A_FAILURE = ("runtime.crash",)
+
     def _guarded_step(self, note: dict) -> dict | None:
         """The guarded next step of a no-incident text's best guess (remedy/guarded.py), the
         same one an incident no rule knew gets: "if this is X (a best guess): try Y", always
@@ -167,7 +171,7 @@ class StreamPipeline:
         except ImportError:
             return None
         category, _ = guarded.guess_of(note)
-        if not guarded.entries(category):
+        if category in self._NO_ADVICE_WITHOUT_A_FAILURE or not guarded.entries(category):
             return None
         launches = self.assembler.launches
         launch = launches[-1] if launches else None

@@ -38,13 +38,27 @@ def test_a_fragment_ending_at_the_kv_pool_gets_the_guarded_step_in_json():
 
 def test_text_and_rich_output_print_it_as_advice(tmp_path):
     for fmt in ("text", "rich"):
-        out = pipe(DECODE_LINE, fmt)
+        out = pipe(KV_LINE, fmt)
         assert out.returncode == 0, out.stderr
         text = " ".join(out.stdout.split())  # rich wraps at its width
-        assert "best guess: runtime.crash" in text
-        assert "advice, for you to decide: remove --enable-mixed-chunk" in text
-        assert "if the server did fail after these lines and that was a crash in the model's forward pass" in text
+        assert "best guess: memory.kv_pool" in text
+        assert "advice, for you to decide:" in text and "--mem-fraction-static" in text
+        assert "if the server did fail after these lines and that was a KV cache pool" in text
         assert "fix:" not in text  # never a firm fix
+
+
+def test_a_text_that_shows_the_server_serving_gets_no_advice():
+    # a healthy decode line: the guess "a crash while serving" rests on the phase alone, and
+    # turning features off on it would be advice on a healthy log
+    for fmt in ("json", "text"):
+        out = pipe(DECODE_LINE, fmt)
+        assert out.returncode == 0, out.stderr
+        if fmt == "json":
+            fb = summary_of(out.stdout)["fallback"]
+            assert fb["best_guess"]["category"] == "runtime.crash"
+            assert "guarded" not in fb
+        else:
+            assert "advice, for you to decide" not in out.stdout and "--enable-mixed-chunk" not in out.stdout
 
 
 def test_a_guess_with_no_usual_change_gets_none(tmp_path):
