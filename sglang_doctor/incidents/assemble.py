@@ -43,6 +43,10 @@ _REQUEST_LEVEL = re.compile(
     r"is longer than the model's context length|exceeds the maximum allowed length|"
     r"is longer than the context length|Input length \(\d+ tokens\) exceeds")
 REQUEST_ERROR_LITERAL = "Error in request"
+# uvicorn's logger.error for an exception one request's handler raised: it answers that request
+# with a 500 and goes on serving, so the traceback under it is one request's (like SGLang's own
+# "Error in request"); a server that died says so elsewhere (its scheduler's traceback, sigquit)
+ASGI_ERROR_LITERAL = "Exception in ASGI application"
 # Python's threading excepthook: "Exception in thread Thread-3 (forward_thread_func):"
 _THREAD_HEADER = re.compile(r"^Exception in thread [^(]*?(?:\((?P<thread_func>\w+)\))?:\s*$")
 THREAD_HEADER_LITERAL = "Exception in thread"
@@ -139,7 +143,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         | set(progress.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
-           IGNORED_LITERAL}
+           IGNORED_LITERAL, ASGI_ERROR_LITERAL}
         | set(RECORD_EXCEPTION_LITERALS)
     )
 )
@@ -360,7 +364,7 @@ class Assembler:
 
     def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
                 literals: set[str] | None = None) -> None:
-        if REQUEST_ERROR_LITERAL in message:
+        if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message:
             self._request_error = line.number
         # ``literals``: the literals _classify found in the message; no milestone literal
         # among them means no milestone, without a loop over every milestone literal
@@ -393,8 +397,8 @@ class Assembler:
     def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
         request_level = self._request_error is not None and 0 < line.number - self._request_error <= 1
-        if request_level and self._group is not None and self._group.builders:
-            self._close_group(events)  # a request's traceback is never part of a failure
+        if self._group is not None and self._group.builders and (request_level or self._group.request_level):
+            self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
         self._open_group(events, line)
         if request_level and not self._group.lines:
             self._group.request_level = True

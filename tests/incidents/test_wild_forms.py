@@ -114,6 +114,33 @@ def test_request_error_traceback_is_not_an_incident():
     assert incs == []
 
 
+ASGI_HEAD = ('[2025-06-11 06:19:30] INFO:     10.0.0.1:40106 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+             "[2025-06-11 06:19:30] ERROR:    Exception in ASGI application\n"
+             "Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3/site-packages/uvicorn/protocols/http/h11_impl.py", line 403, in run_asgi\n'
+             "    result = await app(  # type: ignore[func-returns-value]\n")
+
+
+@pytest.mark.parametrize("ending", [
+    "",  # the paste was cut inside the frames
+    f'  File "{P}/entrypoints/http_server.py", line 9, in openai_v1_chat_completions\n    x()\n'
+    "KeyError: 'tool_calls'\n",
+])
+def test_uvicorn_asgi_exception_is_one_requests_not_an_incident(ending):
+    # uvicorn answers the request with a 500 and goes on serving
+    incs, _ = incidents_of(ASGI_HEAD + ending)
+    assert incs == []
+
+
+def test_a_crash_after_an_asgi_exception_is_still_an_incident():
+    log = (ASGI_HEAD + "KeyError: 'tool_calls'\n"
+           "[2025-06-11 06:19:40 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+           f'  File "{P}/managers/scheduler.py", line 9, in event_loop_normal\n    x()\n'
+           "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "RuntimeError"
+
+
 def test_input_longer_than_context_is_not_an_incident():
     incs, _ = incidents_of("ValueError: The input (85050 tokens) is longer than the model's context length (32768 tokens).\n")
     assert incs == []
