@@ -178,6 +178,7 @@ class _Group:
     signal_names: list[str] = field(default_factory=list)
     captures: dict[str, str] = field(default_factory=dict)
     request_level: bool = False  # a traceback SGLang logged for one failed request
+    awaits_child: bool = False  # only the parent's sigquit so far: the child's traceback may follow
 
     def add_ranks(self, ranks: tuple[str, ...]) -> None:
         label = records.rank_label(ranks)
@@ -327,6 +328,8 @@ class Assembler:
         sig = self._classify(text, found)
         exc = (tracebacks.bare_exception(text.strip())
                if ((":" in text or "(" in text) and not text[:1].isspace()) else None)
+        if exc is None and text.endswith((":", ": ")) and not text[:1].isspace():
+            exc = tracebacks.open_exception(text.strip())  # "ImportError: " + message lines below
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
         if sig is not None and (exc is None or sig[0].role != "evidence"):
@@ -337,6 +340,7 @@ class Assembler:
             return
         group = self._group
         if (group is not None and group.signal_lines and not group.builders and text.strip()
+                and not group.awaits_child
                 and len(group.lines) < _MAX_BARE_CONTINUATION and milestones.match(text) is None):
             # Native libraries (NCCL, torch's c10 logger) print several unprefixed lines per
             # failure ("NCCL INFO ... -> 6", "Exception ... detected by watchdog"): they
@@ -448,6 +452,7 @@ class Assembler:
             # end of the incident already reported, not a new failure.
             self._record = _Record(ranks, "normal")
             return
+        was_open = self._group is not None
         self._open_group(events, line)
         group = self._group
         group.lines.append(line)
@@ -458,9 +463,15 @@ class Assembler:
         group.add_ranks(ranks)
         self._record = _Record(ranks, "signal")
         if sig.role == "terminal":
-            self._close_group(events)
             self._went_down = True
             self._record = _Record(ranks, "normal")
+            if was_open:
+                self._close_group(events)
+            # else: the parent's reaction came first (two processes' output interleaves): the
+            # failed child's traceback that follows right after it is the same incident; the
+            # next ordinary line closes it as before
+            else:
+                group.awaits_child = True
 
     # -- groups ------------------------------------------------------------------------
 

@@ -105,6 +105,23 @@ def bare_exception(text: str) -> ExceptionInfo | None:
     return None
 
 
+def open_exception(text: str) -> ExceptionInfo | None:
+    """An exception line whose message starts on the next line: a named exception type and a
+    colon that ends the line (``ImportError:``), as Python prints an exception whose message
+    begins with a newline (sgl_kernel's loader, textwrap'd messages).  Not the bare words
+    ``Error:`` / ``Exception:`` (a heading), not a warning type; the message lines that
+    follow are the builder's to collect."""
+    if not text.endswith(":"):
+        return None
+    exc = strict_exception(text)
+    if exc is None or exc.message:
+        return None
+    last = exc.type.rsplit(".", 1)[-1]
+    if last in _EXC_SUFFIXES or last.endswith("Warning"):
+        return None
+    return exc
+
+
 def inner_type(etype: str) -> str:
     """``RayTaskError(OutOfMemoryError)`` -> ``OutOfMemoryError``; else the type as is."""
     if etype.endswith(")") and "(" in etype:
