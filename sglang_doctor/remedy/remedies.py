@@ -533,7 +533,9 @@ def _portable_way(ctx: Context, ways: list[dict]) -> dict | None:
         return None
     from sglang_doctor.remedy import flags
 
-    catalogs = [flags.shipped_catalog(v) for v in releases if v != ctx.version]
+    # the range's oldest and newest release (a flag both have is, in practice, in between too;
+    # rebuilding every catalogue of the range would cost half a second)
+    catalogs = [flags.shipped_catalog(releases[0])] if releases[0] != ctx.version else []
     for way in ways[1:]:
         names = list(way.get("set", {})) + list(way.get("unset", []))
         if all(ctx.catalog.canonical(f) == f and all(c.canonical(f) == f for c in catalogs) for f in names):
