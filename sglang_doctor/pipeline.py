@@ -291,16 +291,25 @@ class StreamPipeline:
             hint = launch.version_hint if launch is not None else None
             if launch is not None and launch.sglang_version_range is not None:
                 hint = f"{launch.sglang_version_range.newest}-fields"  # newest release the dump fits
+            frames = None
+            if not log_version and not self.version and hint is None:
+                frames = _frame_range(diagnosis)  # no header, no dump: what the traceback's frames say
+                if frames is not None:
+                    hint = f"{frames.newest}-frames"
             version, source = flags.resolve_version(log_version, self.version, hint)
             catalog = flags.load_catalog(version, prefer_shipped=True)
             diagnosis.remediation = remedies.remediate(
                 diagnosis, command=self.command, version=catalog.version, catalog=catalog,
                 hardware=self.hardware, model_config=self._model_config_for(launch), warnings=self.warnings,
                 evidence=self.evidence(launch), version_source=source,
+                version_range=frames.releases if frames is not None and source == "frame paths" else None,
             )
             if diagnosis.remediation is not None:
                 diagnosis.remediation.target = {"sglang_version": catalog.version, "version_source": source,
                                                 "flags_from": catalog.source}
+                if frames is not None and source == "frame paths":
+                    # inferred, and from what (docs/DESIGN.md "SGLang releases")
+                    diagnosis.remediation.target["inferred_range"] = frames.to_json()
         except Exception as exc:  # a remedy must never take the diagnosis down with it
             self.warnings.append(f"remediation failed for {diagnosis.rule}: {type(exc).__name__}: {exc}")
 
@@ -382,6 +391,19 @@ def _release_range(launch: Launch):
         return None
     launch.sglang_version_range = found
     return found
+
+
+def _frame_range(diagnosis: Diagnosis):
+    """The releases the SGLang frames of an incident's lines fit (remedy/frame_releases.py),
+    for a log that names no release and has no dump.  None when they say nothing."""
+    try:
+        from sglang_doctor.remedy import frame_releases
+    except ImportError:
+        return None
+    try:
+        return frame_releases.frame_range(line.text for line in diagnosis.incident.lines)
+    except Exception:  # noqa: BLE001 - a version guess must never take the reading down
+        return None
 
 
 def _escape(literal: str) -> str:

@@ -331,6 +331,18 @@ def _gib(value: Any) -> str:
         return ""
 
 
+def _inferred_release(rem: dict) -> str | None:
+    """"flags for SGLang V, inferred from ..." when the release the flags are spelled for was
+    inferred from the traceback's frames (remedy/frame_releases.py), else None."""
+    target = rem.get("target") or {}
+    found = target.get("inferred_range")
+    if target.get("version_source") != "frame paths" or not isinstance(found, dict):
+        return None
+    frames = ", ".join(str(f) for f in (found.get("frames") or [])[:3])
+    return (f"flags for SGLang {target.get('sglang_version')}: the log names no release; its traceback "
+            f"frames ({frames}) fit SGLang {found.get('spec')} (inferred)")
+
+
 def _remediation_lines(rem: dict | None) -> list[str]:
     """The remediation as plain text lines (text mode)."""
     if not rem:
@@ -339,6 +351,9 @@ def _remediation_lines(rem: dict | None) -> list[str]:
     fix = _fix_line(rem)
     if fix:
         out.append(fix)
+    inferred = _inferred_release(rem)
+    if inferred:
+        out.append("     " + inferred)
     if rem.get("note"):
         out.append("     " + rem["note"].replace("\n", "\n     "))
     if rem.get("untrusted"):  # docs/DESIGN.md "Trust"
@@ -453,6 +468,9 @@ def _rich_remediation(rem: dict) -> list[tuple[Any, bool]]:
     fix = _fix_line(rem)
     if fix:
         out.append((Text(fix, style="bold green"), False))
+    inferred = _inferred_release(rem)
+    if inferred:
+        out.append((_hanging("  ", inferred), False))
     for line in (rem.get("note") or "").split("\n"):
         if line.strip():
             out.append((_hanging("  ", line), False))

@@ -44,6 +44,7 @@ _RELEASE_WORDS = {
     "log style": " (guessed from the log's style)",
     "dump fields": " (the newest release whose settings match the log's dump)",
     "rule spelling": " (the newest release with that spelling; the log does not name the release)",
+    "frame paths": " (the newest release the log's traceback frames fit; the log does not name the release)",
 }
 
 

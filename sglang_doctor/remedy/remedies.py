@@ -36,9 +36,25 @@ class Context:
     model_config: dict | None
     warnings: list[str]
     version_source: str | None = None  # flags.resolve_version's source of ``version``
+    # the releases a guessed version was chosen from (oldest first; ``version`` is the newest):
+    # the traceback frames' range when version_source is "frame paths"
+    version_range: tuple[str, ...] | None = None
     # changes proposed on a condition the log cannot show ("remove --x if your launch sets
     # it"): ranked after the changes that do not depend on it (``remediate``)
     conditional: list = dataclasses.field(default_factory=list)
+
+    @property
+    def guessed_range(self) -> tuple[str, ...] | None:
+        """The releases the log may come from when its release is a guess (none named, no
+        dump): every shipped release, or the range its traceback frames fit; None when the
+        release is known (printed, given, or fitted to the dump)."""
+        if self.version_source == "newest catalogue":
+            from sglang_doctor.remedy import flags
+
+            return flags.KNOWN_VERSIONS
+        if self.version_source == "frame paths" and self.version_range:
+            return tuple(self.version_range)
+        return None
 
     @property
     def settings_unknown(self) -> bool:
@@ -136,23 +152,33 @@ def _as_type(spec: Any, number: float) -> Any:
     return int(round(number))
 
 
+def _span(releases: tuple[str, ...] | list[str]) -> str:
+    return releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]}"
+
+
+def _why_guessed(ctx: Context) -> str:
+    if ctx.version_source == "frame paths":
+        return f"the log does not name the release; its traceback frames fit SGLang {_span(ctx.guessed_range or ())}"
+    return "the log does not name the release"
+
+
 def _for_unnamed_release(ctx: Context, written: str) -> tuple[Context, str | None]:
     """The context to spell a rule's flag in, and why it differs from ``ctx``'s.
 
-    When the log names no release (the target is only the newest catalogue) and the newest
-    release has no flag spelled as the rule wrote it, the change is spelled as the releases
-    that have it (checked against the newest of them): pasted logs come from every release,
-    and the rule's other entries give the newer spelling as a separate alternative."""
-    if ctx.version_source != "newest catalogue" or not written or ctx.catalog.canonical(written) is not None:
+    When the release is a guess (``ctx.guessed_range``: none named, or only the range the
+    traceback frames fit; the target is its newest release) and that release has no flag
+    spelled as the rule wrote it, nor any other spelling of it, the change is spelled as the
+    releases of the range that have it (checked against the newest of them)."""
+    releases = ctx.guessed_range
+    if not releases or not written or ctx.catalog.canonical(written) is not None:
         return ctx, None
     from sglang_doctor.remedy import flags
 
-    having = [v for v in flags.KNOWN_VERSIONS if flags.shipped_catalog(v).canonical(written) == written]
+    having = [v for v in releases if flags.shipped_catalog(v).canonical(written) == written]
     if not having:
         return ctx, None
     newest = having[-1]
-    span = newest if len(having) == 1 else f"{having[0]} to {newest}"
-    why = (f"as SGLang {span} spell it: the log does not name the release, and {ctx.version} "
+    why = (f"as SGLang {_span(having)} spell it: {_why_guessed(ctx)}, and {ctx.version} "
            f"has no {written}")
     return dataclasses.replace(ctx, catalog=flags.shipped_catalog(newest), version=newest,
                                version_source="rule spelling"), why
@@ -166,14 +192,35 @@ def _spelled(rem: Remediation | None, spelled: str | None) -> Remediation | None
     return rem
 
 
+def _other_spelling(ctx: Context, written: str, used: str) -> str | None:
+    """When the release is a guess and releases of its range spell ``used`` as ``written``:
+    the clause naming them (one change, two names: the other name goes in the note, never in
+    a second change)."""
+    releases = ctx.guessed_range
+    if not releases or not written or written == used:
+        return None
+    from sglang_doctor.remedy import flags
+
+    having = [v for v in releases if flags.shipped_catalog(v).canonical(written) == written]
+    if not having:
+        return None
+    return f"SGLang {_span(having)} spell it {written}: {_why_guessed(ctx)}"
+
+
 def _both_spellings(ctx: Context, params: dict, make: Callable[[Context, dict], "Remediation | None"]):
-    """``make``'s change spelled as the rule wrote it and, when the log names no release and
-    the newest release spells the flag otherwise, also in the newest spelling (in that order)."""
-    older, spelled = _for_unnamed_release(ctx, params.get("flag", ""))
-    if spelled is None:
-        return make(ctx, params)
-    found = [rem for rem in (_spelled(make(older, params), spelled), make(ctx, params)) if rem is not None]
-    return found or None
+    """``make``'s change, once, in one spelling: the target release's, naming the rule's
+    spelling when releases of a guessed range use it; or, when the target release has no
+    spelling of the flag at all, the spelling of the newest release of the range that has it."""
+    written = params.get("flag", "")
+    older, spelled = _for_unnamed_release(ctx, written)
+    own = ctx.flag(written) if written else None
+    if spelled is not None and own is None:
+        return _spelled(make(older, params), spelled)
+    rem = make(ctx, params)
+    other = _other_spelling(ctx, written, own) if rem is not None and own else None
+    if other:
+        rem.note += f" ({other})"
+    return rem
 
 
 def _move(ctx: Context, params: dict, up: bool) -> "Remediation | list[Remediation] | None":
@@ -478,17 +525,23 @@ FEATURES: dict[str, dict[str, Any]] = {
 
 
 def _portable_way(ctx: Context, ways: list[dict]) -> dict | None:
-    """When the log names no release: the way to turn a feature off that every known release
-    accepts (the newest may deprecate it but still takes it), if it is not already the first."""
-    if ctx.version_source != "newest catalogue" or len(ways) < 2:
+    """When the release is a guess: the way to turn a feature off that every release of the
+    guessed range accepts (the newest may deprecate it but still takes it), if it is not
+    already the first."""
+    releases = ctx.guessed_range
+    if not releases or len(ways) < 2:
         return None
     from sglang_doctor.remedy import flags
 
-    oldest = flags.shipped_catalog(flags.KNOWN_VERSIONS[0])
+    # the range's oldest and newest release (a flag both have is, in practice, in between too;
+    # rebuilding every catalogue of the range would cost half a second)
+    catalogs = [flags.shipped_catalog(releases[0])] if releases[0] != ctx.version else []
     for way in ways[1:]:
         names = list(way.get("set", {})) + list(way.get("unset", []))
-        if all(ctx.catalog.canonical(f) == f and oldest.canonical(f) == f for f in names):
-            return way
+        if all(ctx.catalog.canonical(f) == f and all(c.canonical(f) == f for c in catalogs) for f in names):
+            first = next((w for w in ways if all(ctx.catalog.canonical(f) == f for f in
+                                                 list(w.get("set", {})) + list(w.get("unset", [])))), None)
+            return None if first is way else way
     return None
 
 
@@ -501,19 +554,16 @@ def disable_feature(ctx: Context, params: dict) -> "Remediation | list[Remediati
         return None
     portable = _portable_way(ctx, spec["ways"])
     if portable is not None:
-        # a pasted log of an unnamed release: the spelling every release accepts first, the
-        # newest release's own spelling next
-        from sglang_doctor.remedy import flags
-
-        span = f"{flags.KNOWN_VERSIONS[0]} to {ctx.version}"
-        found = []
-        for ways in ([portable], [w for w in spec["ways"] if w is not portable]):
-            rem = _disable(ctx, params, feature, spec, ways)
-            if rem is not None and ways[0] is portable:
-                rem.note += f" (accepted by every release {span}; the log does not name its release)"
-            if rem is not None:
-                found.append(rem)
-        return found or None
+        # a log of a guessed release: the spelling every release of the range accepts, once
+        # (the target release's own spelling is the same change under other names: named in
+        # the note, never offered as a second change)
+        rem = _disable(ctx, params, feature, spec, [portable])
+        if rem is not None:
+            newest = next((w for w in spec["ways"] if w is not portable), {})
+            names = " ".join(f"{f} {v}" if v is not True else f for f, v in newest.get("set", {}).items())
+            rem.note += (f" (accepted by every release {_span(ctx.guessed_range or ())}: {_why_guessed(ctx)}"
+                         + (f"; newer releases also spell it {names}" if names else "") + ")")
+        return rem
     return _disable(ctx, params, feature, spec, spec["ways"])
 
 
@@ -930,7 +980,8 @@ def _typed(spec: Any, value: Any) -> Any:
 def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, catalog: Any, hardware: Any,
               model_config: dict | None, warnings: list[str] | None = None,
               evidence: list["EarlierLaunch"] | None = None,
-              version_source: str | None = None) -> Remediation | None:
+              version_source: str | None = None,
+              version_range: tuple[str, ...] | None = None) -> Remediation | None:
     """The remediation of a diagnosis: its rule's remedies, first concrete one first.
 
     ``evidence`` is the log's other failed launches: a change one of them already ran and
@@ -948,7 +999,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     if command is None and diagnosis.launch is not None and diagnosis.launch.server_args:
         command = launch_command.from_server_args(diagnosis.launch.server_args, catalog)
     ctx = Context(diagnosis, command, command_known, version, catalog, hardware, model_config,
-                  warnings if warnings is not None else [], version_source)
+                  warnings if warnings is not None else [], version_source, tuple(version_range or ()) or None)
     found: list[Remediation] = []
     for entry in entries:
         ((name, params),) = entry.items()
@@ -961,7 +1012,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
             rem.remedy = rem.remedy or name
             _state_cost(rem, name, params)
             _declare_sources(rem, name, params)
-            if not any(_same_change(rem, other) for other in found):
+            if not any(_same_change(rem, other) or _renamed_twin(ctx, rem, other) for other in found):
                 found.append(rem)
     found = weigh(ctx, found, evidence or [])
     if not found:
@@ -1016,6 +1067,35 @@ def _declare_sources(rem: Remediation, name: str, params: Any) -> None:
 def _same_change(a: Remediation, b: Remediation) -> bool:
     return (a.set, sorted(a.unset), a.env, a.needs_human, a.note if a.needs_human else "") == \
            (b.set, sorted(b.unset), b.env, b.needs_human, b.note if b.needs_human else "")
+
+
+def _renamed_twin(ctx: Context, a: Remediation, b: Remediation) -> bool:
+    """Whether ``a`` is ``b``'s change under other flag names: a rule lists a flag's spellings
+    across releases (``--cuda-graph-max-bs-decode`` and ``--cuda-graph-max-bs``) so that any
+    release finds one, and two spellings of one change must not take the fix and its first
+    alternative (a different mechanism belongs there).  The names are followed to the target
+    release's spelling (``flags.translate``); a step's size may differ (each spelling's
+    release has its own default), a set value may not."""
+    if not (a.set or a.unset) or not (b.set or b.unset) or a.remedy != b.remedy or a.env != b.env:
+        return False
+    if set(a.set) == set(b.set) and sorted(a.unset) == sorted(b.unset):
+        return False  # the same names: _same_change decides
+    from sglang_doctor.remedy import flags
+
+    def own(name: str) -> str | None:
+        return ctx.catalog.canonical(name) or flags.translate(name, ctx.catalog)
+
+    def names(rem: Remediation) -> tuple | None:
+        sets = {own(f): v for f, v in rem.set.items()}
+        unsets = sorted(own(f) or "" for f in rem.unset)
+        if None in sets or "" in unsets:
+            return None
+        if rem.remedy in ("lower_flag", "raise_flag"):
+            return tuple(sorted(sets)), tuple(unsets)
+        return tuple(sorted((f, repr(v)) for f, v in sets.items())), tuple(unsets)
+
+    key_a, key_b = names(a), names(b)
+    return key_a is not None and key_a == key_b
 
 
 def _fixed_command(command: list[str] | None, rem: Remediation, catalog: Any, warnings: list[str]) -> list[str] | None:

@@ -181,14 +181,14 @@ def _graph_flags(rem):
     return [(flag, c) for c in _changes(rem) for flag in c["set"] if flag.startswith("--cuda-graph-max-bs")]
 
 
-def test_with_no_release_named_both_spellings_are_offered_each_with_its_releases():
+def test_with_no_release_named_one_spelling_is_offered_and_the_other_named_in_its_note():
+    # one change under two names must not take the fix and its first alternative: the newest
+    # release's spelling is the change, the older releases' spelling is named in its note
     (inc,) = _incidents(GRAPH_LINE)
-    found = dict(_graph_flags(inc["remediation"]))
-    assert set(found) == {"--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"}
-    old = found["--cuda-graph-max-bs"]
-    assert "0.4.0 to 0.5.19" in old["note"] and "0.5.23 has no --cuda-graph-max-bs" in old["tradeoff"]
-    assert old["safe"] is False
-    assert "spell it" not in found["--cuda-graph-max-bs-decode"]["note"]
+    found = _graph_flags(inc["remediation"])
+    assert [f for f, _ in found] == ["--cuda-graph-max-bs-decode"]
+    (_, change), = found
+    assert "0.4.0 to 0.5.19 spell it --cuda-graph-max-bs" in change["note"]
 
 
 def test_a_named_release_gets_its_own_spelling_only():
@@ -242,6 +242,9 @@ def test_a_rule_naming_only_the_old_spelling_still_offers_the_new_one(tmp_path):
     log.write_text(GRAPH_RUNNER_FRAMES, encoding="utf-8")
     (inc,) = _incidents(log)
     assert inc["rule"] == "class.cuda_graph.runner"
-    assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"]
+    # the frames (srt/model_executor/cuda_graph_runner.py) fit only releases that spell it
+    # --cuda-graph-max-bs: that spelling, once (remedy/frame_releases.py)
+    assert inc["remediation"]["target"]["version_source"] == "frame paths"
+    assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs"]
     (inc,) = _incidents(log, "--sglang-version", "0.5.23")
     assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs-decode"]

@@ -1,0 +1,132 @@
+"""Which SGLang releases could have written a log, from its traceback frames.
+
+Most pasted logs are fragments: no launch header, no ServerArgs dump (remedy/release_range.py
+needs one), only a traceback.  Its frames still say which release wrote it: SGLang's modules
+move and appear between releases (``srt/model_executor/cuda_graph_runner.py`` became
+``srt/model_executor/runner/...``), and functions come and go inside them.  The shipped
+``catalogs/frame-index.json`` (scripts/gen_frame_index.py, from every shipped release's
+wheel) records, for every module path under ``sglang/``, the runs of releases that had it,
+and for function names whose runs differ from their module's, theirs.
+
+``frame_range(texts)`` intersects the releases of every frame that names a known module:
+
+* a path the index does not know (a fork, a git checkout newer than the catalogues, a plugin)
+  is no evidence, and neither is a function name the index does not list for its module;
+* frames that no single release fits (a patched tree, a mixed install) give None: unknown,
+  never an error;
+* a range that spans every shipped release says nothing and gives None too.
+
+It is weaker evidence than a printed version or a dump: the pipeline uses it only when the
+log has neither (source "frame paths"), and the report says the version was inferred.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+# A Python traceback frame of a module in the sglang package (site-packages, a source
+# checkout's python/sglang, a container's /sgl-workspace): the path from "sglang/" on.
+# The last "sglang/" of the path is the package's (``/sgl-workspace/sglang/python/sglang/srt/``).
+_FRAME = re.compile(r'File "(?:[^"\n]*[/\\])?sglang[/\\](?P<path>[\w./\\-]+?\.py)", line (?P<line>\d+), in (?P<func>[\w<>]+)')
+
+
+@dataclass(frozen=True)
+class FrameRange:
+    """The shipped releases a log's frames fit, and the frames that decided it."""
+
+    releases: tuple[str, ...]       # oldest first
+    paths: tuple[str, ...]          # the known module paths that narrowed it (e.g. srt/managers/scheduler.py)
+
+    @property
+    def oldest(self) -> str:
+        return self.releases[0]
+
+    @property
+    def newest(self) -> str:
+        return self.releases[-1]
+
+    @property
+    def spec(self) -> str:
+        if len(self.releases) == 1:
+            return f"=={self.oldest}"
+        return f">={self.oldest},<={self.newest}"
+
+    def to_json(self) -> dict:
+        return {"spec": self.spec, "oldest": self.oldest, "newest": self.newest,
+                "releases": len(self.releases), "from": "frame paths", "frames": list(self.paths)}
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict:
+    from sglang_doctor.remedy import flags
+
+    with importlib.resources.files(flags._CATALOGUE_PACKAGE).joinpath("frame-index.json").open(encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _members(runs: str) -> frozenset[int]:
+    """"0-40,44-50" -> the release indices it covers."""
+    out = set()
+    for run in runs.split(","):
+        first, _, last = run.partition("-")
+        out.update(range(int(first), int(last) + 1))
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _functions_of(path: str) -> dict[str, str]:
+    """A module's function names whose releases differ from the module's: name -> runs."""
+    text = _index()["functions"].get(path, "")
+    return dict(item.rsplit(":", 1) for item in text.split())
+
+
+def frames(texts: Iterable[str]) -> list[tuple[str, str]]:
+    """(module path under sglang/, function) of every SGLang frame in the text, in order."""
+    found = []
+    for text in texts:
+        if "sglang" not in text or "File " not in text:
+            continue
+        for match in _FRAME.finditer(text):
+            found.append((match.group("path").replace("\\", "/"), match.group("func")))
+    return found
+
+
+def frame_range(texts: Iterable[str]) -> FrameRange | None:
+    """The releases the SGLang frames of these lines fit (None: no evidence, or a conflict)."""
+    seen = frames(texts)
+    if not seen:
+        return None
+    index = _index()
+    releases: list[str] = index["releases"]
+    everything = frozenset(range(len(releases)))
+    allowed = everything
+    used: list[str] = []
+    for path, func in dict.fromkeys(seen):
+        runs = index["paths"].get(path)
+        if runs is None:
+            continue  # not a module of any shipped release: no evidence
+        having = _members(runs)
+        func_runs = _functions_of(path).get(func)
+        if func_runs is not None:
+            having &= _members(func_runs)
+        if having == everything:
+            continue
+        allowed &= having
+        if path not in used:
+            used.append(path)
+        if not allowed:
+            return None  # no release fits every frame: unknown, not an error
+    if allowed == everything or not used:
+        return None
+    from sglang_doctor.remedy import flags
+
+    known = set(flags.KNOWN_VERSIONS)
+    fits = tuple(releases[i] for i in sorted(allowed) if releases[i] in known)
+    if not fits:
+        return None
+    return FrameRange(fits, tuple(used))
