@@ -12,7 +12,7 @@ the summary's for a text with no incident).  Three figures:
   part left out.  This is the figure that predicts a part nobody tuned on;
 - calibration: how often a guess at each confidence level was right (in-part).
 
-Usage: ``python bench/guess_cv.py [--weights 0.2,0.3,0.4,0.5] [--json]``.  Never run on the
+Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json]``.  Never run on the
 sealed parts (it reads only the tuned ones).
 """
 
@@ -73,7 +73,7 @@ def guess_of(path: Path) -> dict:
 
 
 def measure(parts, counts, weight: float) -> list[tuple[str, str, str | None, float]]:
-    """(part, label, guess, confidence) for every no-cause fragment of ``parts``, with the phase
+    """(part, label, guess, confidence, file) for every no-cause fragment of ``parts``, with the phase
     prior ``counts`` at ``weight``."""
     saved = phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT
     phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT = counts, weight
@@ -82,7 +82,8 @@ def measure(parts, counts, weight: float) -> list[tuple[str, str, str | None, fl
         for part in parts:
             for lab in no_cause(part):
                 g = guess_of(ROOT / "corpus" / part / lab["file"])
-                out.append((part, lab.get("best_guess_category"), g.get("category"), float(g.get("confidence") or 0)))
+                out.append((part, lab.get("best_guess_category"), g.get("category"), float(g.get("confidence") or 0),
+                            lab["file"]))
         return out
     finally:
         phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT = saved
@@ -106,8 +107,9 @@ def calibration(rows) -> list[dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--weights", default="0.2,0.3,0.4,0.5,0.6")
+    ap.add_argument("--weights", default="0.3,0.4,0.5,0.6")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="list the misses (in-part)")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
     report: dict = {"in_part": {}, "out_of_part": {}, "calibration": []}
@@ -123,9 +125,14 @@ def main(argv=None) -> int:
         best = max(weights, key=lambda w: (scored[w], -abs(w - phase_prior.PRIOR_WEIGHT)))
         h, n = hits(measure((held,), counts, best))
         report["out_of_part"][held] = {"right": h, "total": n, "weight": best, "train_right": scored}
+    report["misses"] = [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "confidence": r[3]}
+                        for r in rows if r[1] != r[2]]
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
+    if args.verbose:
+        for m in report["misses"]:
+            print(f"miss  {m['file'][:70]:70} label {m['label']:22} guess {m['guess']} ({m['confidence']:.2f})")
     for part, r in report["in_part"].items():
         print(f"in-part      {part:6} {r['right']:>3}/{r['total']:<3}")
     tot = [0, 0]
