@@ -28,10 +28,13 @@ The collectors, by name (the weights are stated where each piece is made):
   works while serving (TokenizerManager, DetokenizerManager, the overlap forward thread).
 - ``thread``: the thread the traceback came from (``Exception in thread ... (f):``).
 - ``exit_status``: -9 / 137 (SIGKILL) with no Python error.
-- ``ready``: the log shows the server had been ready.
-- ``milestone``: the last start-up milestone before the failure.
-- ``progress``: the last progress line before the failure (incidents/progress.py: loading
-  shards, capturing batches, a JIT build, batches being served).
+- ``prior:PHASE``: the phase the text shows (the ready line; the last start-up progress line
+  or milestone before the failure; the launch header with no milestone; a deepest frame in
+  CUDA graph capture, ``PHASE_PLACES``; frames of a start-up constructor), read through what
+  usually fails in it: one piece per category in proportion to the labelled failures of that
+  phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
+- ``progress``: the last progress line before the failure shows a JIT kernel build.
+- ``low_memory``: the last milestone shows almost no free GPU memory.
 - ``words:NAME``: a word of ``WORDS`` (an architecture, a platform, NCCL, the KV transport,
   an argument, the transformers version, the hub, OOM, the KV pool, CUDA graphs, a kernel
   build, a quantization method, a port) in the failure's own message (full weight), in the
@@ -44,6 +47,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sglang_doctor.diagnose import phase_prior
 from sglang_doctor.incidents import progress
 from sglang_doctor.incidents.milestones import phase_after
 from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
@@ -146,10 +150,6 @@ _EXIT_KILLED = ("-9", "137")
 _EXIT_SIGNALS = frozenset({"exit_code", "subprocess_crashed", "scheduler_died", "scheduler_dead"})
 _CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
 _CUT_NAME = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w{3,})$")  # the name a cut source line ends inside
-_PHASE_CATEGORY = {"startup.distributed": "nccl", "startup.load_weights": "model.load",
-                   "startup.memory_pool": "memory.kv_pool", "startup.cuda_graph": "cuda_graph",
-                   "startup.args": "args.invalid", "startup.warmup": "runtime.crash", "serving": "runtime.crash",
-                   progress.JIT_BUILD: "kernel.build"}
 # wrappers that ran SGLang and said what happened to it (ray, kubernetes), on any line
 _WRAPPERS: tuple[tuple[str, str, float, str], ...] = (
     ("OOMKilled", "memory.host_oom", 0.5, "kubernetes says the container was OOMKilled (its memory limit)"),
@@ -234,7 +234,16 @@ def _cut_function(inc: Incident, ours: list[Frame]) -> str | None:
     return None
 
 
-def from_frames(inc: Incident) -> list[Evidence]:
+# Places of ``WHERE`` that say which start-up step was under way rather than what failed in it:
+# CUDA graph capture runs every attention, MoE and quantization kernel for the first time, so a
+# traceback cut inside cuda_graph_runner is as often a kernel with no code for this GPU or a
+# kernel build as a capture failure (of the labelled tracebacks cut there, none was a capture
+# failure: scripts/guess_prior.py).  Such a frame gives the phase, read through the prior.
+PHASE_PLACES = {"cuda_graph": "startup.cuda_graph"}
+
+
+def _place(inc: Incident) -> Evidence | None:
+    """Where the traceback was when its text stopped: the deepest SGLang frame in ``WHERE``."""
     ours = sglang_frames(inc.frames)
     whole = _cut_function(inc, ours)
     for depth, f in enumerate(reversed(ours)):
@@ -245,14 +254,29 @@ def from_frames(inc: Incident) -> list[Evidence]:
         for part, functions, category, why in WHERE:
             if called and functions is not None and not part and _fits(path, called, part, functions):
                 # the deepest frame's source line shows what it was calling when the text stopped
-                return [Evidence("deepest_frame", category, 0.35, f"{why} ({f.function} was calling {called}, {_short(f)})")]
+                return Evidence("deepest_frame", category, 0.35, f"{why} ({f.function} was calling {called}, {_short(f)})")
             if not _fits(path, f.function, part, functions):
                 continue
             if depth == 0:
-                return [Evidence("deepest_frame", category, 0.4, f"{why} ({f.function} in {_short(f)})")]
-            return [Evidence("outer_frame", category, 0.3, f"{why} ({f.function} in {_short(f)}, {depth} frame(s) "
-                                                           "above the deepest)")]
-    return []
+                return Evidence("deepest_frame", category, 0.4, f"{why} ({f.function} in {_short(f)})")
+            return Evidence("outer_frame", category, 0.3, f"{why} ({f.function} in {_short(f)}, {depth} frame(s) "
+                                                          "above the deepest)")
+    return None
+
+
+def from_frames(inc: Incident) -> list[Evidence]:
+    place = _place(inc)
+    if place is None or place.category in PHASE_PLACES:
+        return []  # (a place that names a phase is read by from_context, through the prior)
+    return [place]
+
+
+def frame_phase(inc: Incident) -> tuple[str, str] | None:
+    """The start-up step the deepest SGLang frame shows (``PHASE_PLACES``), and why."""
+    place = _place(inc)
+    if place is None or place.category not in PHASE_PLACES:
+        return None
+    return PHASE_PLACES[place.category], place.why
 
 
 # Libraries SGLang calls into, by a part of the frame's path: when the traceback went on below
@@ -447,11 +471,15 @@ def from_exit_status(inc: Incident) -> list[Evidence]:
 
 
 def from_context(diagnosis: Diagnosis) -> list[Evidence]:
-    """Whether the server had been ready, the last milestone and the last progress line."""
+    """The phase the text shows (the ready line, the last milestone or progress line, start-up
+    frames), read through what usually fails in it (``phase_prior``), and what the last
+    milestone and progress line say beyond it (almost no free memory; a JIT build)."""
     inc = diagnosis.incident
-    out: list[Evidence] = []
+    found = phase_prior.observed_phase(diagnosis)
+    if found is None or found[0] == phase_prior.STARTUP:
+        found = frame_phase(inc) or found
+    out: list[Evidence] = phase_prior.pieces(*found) if found else []
     if inc.after_ready:
-        out.append(Evidence("ready", "runtime.crash", 0.3, "the server had been ready before it failed"))
         return out
     launch = diagnosis.launch
     if launch is not None:
@@ -460,20 +488,11 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
             if ms.line < inc.first_line:
                 last = ms
         if last is not None:
-            phase = phase_after(last.name)
-            category = _PHASE_CATEGORY.get(phase)
-            if category:
-                out.append(Evidence("milestone", category, 0.25,
-                                    f"the last start-up milestone before it ({last.name}, line {last.line}) "
-                                    f"puts it in {phase}"))
-            out += _low_memory(last, phase)
-    phase = inc.captures.get("progress_phase")
-    category = _PHASE_CATEGORY.get(phase or "")
-    if category:
-        where = "a JIT kernel build" if phase == progress.JIT_BUILD else phase
-        out.append(Evidence("progress", category, 0.3,
+            out += _low_memory(last, phase_after(last.name))
+    if inc.captures.get("progress_phase") == progress.JIT_BUILD:
+        out.append(Evidence("progress", "kernel.build", 0.3,
                             f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
-                            f"shows {where} under way"))
+                            "shows a JIT kernel build under way"))
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sglang_doctor.diagnose import evidence
+from sglang_doctor.diagnose import evidence, phase_prior
 from sglang_doctor.incidents import progress
 from sglang_doctor.incidents.milestones import phase_after
 from sglang_doctor.incidents.tracebacks import in_startup_constructor, sglang_frames
@@ -300,9 +300,6 @@ _LAST_LINE: tuple[tuple[str, str], ...] = (
     ("Init torch distributed ends", "startup.load_weights"), ("Init torch distributed", "startup.distributed"), ("KV Cache is allocated", "startup.memory_pool"),
     ("Memory pool end", "startup.cuda_graph"),
 ) + progress.PROGRESS
-_PHASE_CATEGORY = {"startup.distributed": "nccl", "startup.load_weights": "model.load",
-                   "startup.memory_pool": "memory.kv_pool", "startup.cuda_graph": "cuda_graph",
-                   "startup.warmup": "runtime.crash", "serving": "runtime.crash", progress.JIT_BUILD: "kernel.build"}
 
 
 def _last_lines(tail: bytes, n: int = 3) -> list[str]:
@@ -341,8 +338,11 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     elif launch is not None and launch.milestones:
         phase = phase_after(launch.milestones[-1].name)
         why = f"the last start-up step seen is {launch.milestones[-1].name}"
-    category = _PHASE_CATEGORY.get(phase or "")
-    pieces = [evidence.Evidence("phase", category, 0.25, why + "; if it failed, it failed there")] if category else []
+    pieces = []
+    if phase is not None and phase in phase_prior.COUNTS:
+        pieces = phase_prior.pieces(phase, why + "; if it failed, it failed there")
+    elif phase == progress.JIT_BUILD:
+        pieces = [evidence.Evidence("phase", "kernel.build", 0.25, why + "; if it failed, it failed there")]
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))

@@ -33,7 +33,7 @@ def test_a_fragment_ending_at_the_kv_pool_gets_the_guarded_step_in_json():
     assert "--mem-fraction-static" in step["set"]
     # it is said to be a guess, on a failure the text does not show
     assert step["note"].startswith("if the server did fail after these lines and that was a KV cache pool")
-    assert "a best guess, confidence 0.30" in step["note"]
+    assert f"a best guess, confidence {fb['best_guess']['confidence']:.2f}" in step["note"]
 
 
 def test_text_and_rich_output_print_it_as_advice(tmp_path):

@@ -3,7 +3,7 @@ shipped rule pack on fragments whose cause line is missing."""
 
 import pytest
 
-from sglang_doctor.diagnose import evidence
+from sglang_doctor.diagnose import evidence, phase_prior
 from sglang_doctor.diagnose.evidence import Evidence
 from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.model import Incident, Line
@@ -49,7 +49,9 @@ def test_a_cut_name_that_fits_several_places_is_no_evidence(pack):
 def test_the_progress_line_before_a_cut_traceback_is_the_phase(pack):
     text = "Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]\n" + SCHED
     ev, guess = guess_of(pack, text)
-    assert guess["category"] == "model.load" and names(guess) == ["progress"]
+    # read through what usually fails while loading weights (diagnose/phase_prior.py)
+    assert guess["category"] == next(iter(phase_prior.shares("startup.load_weights")))
+    assert set(names(guess)) == {"prior:startup.load_weights"}
     assert "line 1" in guess["why"] and "startup.load_weights" in guess["why"]
     # a start-up progress line says the server was not ready: context known, no lowering
     assert "does not say whether the server had been ready" not in guess["why"]
@@ -60,8 +62,8 @@ def test_a_milestone_after_the_progress_line_replaces_it(pack):
             "[2025-02-09 22:50:07 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=30.00 GB, "
             "mem usage=14.00 GB.\n" + SCHED)
     _, guess = guess_of(pack, text)
-    assert "progress" not in names(guess) and "milestone" in names(guess)
-    assert guess["category"] == "memory.kv_pool"
+    assert set(names(guess)) == {"prior:startup.memory_pool"} and "load_weights_end" in guess["why"]
+    assert guess["category"] == next(iter(phase_prior.shares("startup.memory_pool")))
 
 
 def test_the_running_phase_sigquit_handler_means_the_launch_had_finished(pack):
@@ -113,7 +115,7 @@ def test_a_wrapper_that_says_it_killed_the_worker_for_memory_is_host_memory():
 def test_the_explanation_names_the_evidence_it_used(pack):
     text = "Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]\n" + SCHED
     ev, _ = guess_of(pack, text)
-    assert "(evidence: progress)" in ev["explanation"]
+    assert "(evidence: prior:startup.load_weights)" in ev["explanation"]
 
 
 def test_a_library_below_sglangs_frames_is_where_it_failed(pack):
