@@ -7,7 +7,7 @@ the summary's for a text with no incident).  Three figures:
 
 - in-part: the phase prior (diagnose/phase_prior.py) counted from every tuned part, the
   shipped settings: what ``bench/accuracy.py`` reports;
-- out-of-part (rotated): for each part, the prior counted from the other two parts' labels
+- out-of-part (rotated): for each part, the prior counted from the other tuned parts' labels
   only, and its weight chosen on those two parts from ``--weights``; then measured on the
   part left out.  This is the figure that predicts a part nobody tuned on;
 - calibration: how often a guess at each confidence level was right (in-part).
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     for part, r in report["out_of_part"].items():
         tot[0] += r["right"]
         tot[1] += r["total"]
-        print(f"out-of-part  {part:6} {r['right']:>3}/{r['total']:<3} (prior from the other two, weight {r['weight']}; "
+        print(f"out-of-part  {part:6} {r['right']:>3}/{r['total']:<3} (prior from the other parts, weight {r['weight']}; "
               f"on them: {r['train_right']})")
     print(f"out-of-part  all    {tot[0]:>3}/{tot[1]:<3} {100 * tot[0] / max(tot[1], 1):.1f}%")
     for b in report["calibration"]:

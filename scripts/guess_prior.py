@@ -2,7 +2,7 @@
 the tuned corpus parts: per labelled phase, how many failures were of each category
 (``category``, or ``best_guess_category`` when the cause is not in the text).
 
-Usage: ``python scripts/guess_prior.py [--write] [PART ...]`` (default: dev fresh late; prints
+Usage: ``python scripts/guess_prior.py [--write] [PART ...]`` (default: dev fresh late field; prints
 the JSON, or writes it with ``--write``).  The sealed parts are never read.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-TUNED_PARTS = ("dev", "fresh", "late")
+TUNED_PARTS = ("dev", "fresh", "late", "field")
 
 
 def count(parts=TUNED_PARTS, root: Path = ROOT) -> dict[str, dict[str, int]]:
