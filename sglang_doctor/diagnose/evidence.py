@@ -30,6 +30,8 @@ The collectors, by name (the weights are stated where each piece is made):
 - ``exit_status``: -9 / 137 (SIGKILL) with no Python error.
 - ``ready``: the log shows the server had been ready.
 - ``milestone``: the last start-up milestone before the failure.
+- ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
+  pool (nearly) full, or requests retracted (incidents/serving.py).
 - ``progress``: the last progress line before the failure (incidents/progress.py: loading
   shards, capturing batches, a JIT build, batches being served).
 - ``words:NAME``: a word of ``WORDS`` (an architecture, a platform, NCCL, the KV transport,
@@ -45,6 +47,7 @@ import re
 from dataclasses import dataclass
 
 from sglang_doctor.incidents import progress
+from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import phase_after
 from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
 from sglang_doctor.model import Diagnosis, Frame, Incident
@@ -451,7 +454,10 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     out: list[Evidence] = []
     if inc.after_ready:
-        out.append(Evidence("ready", "runtime.crash", 0.3, "the server had been ready before it failed"))
+        why = "the server had been ready before it failed"
+        if inc.captures.get("serving_from"):
+            why += " (the scheduler's batch lines before it show it serving)"
+        out.append(Evidence("ready", "runtime.crash", 0.3, why))
         return out
     launch = diagnosis.launch
     if launch is not None:
@@ -602,9 +608,17 @@ def _known_before_serving(diagnosis: Diagnosis) -> bool:
     return phase_after(last) not in ("startup.warmup", "serving")
 
 
+def from_serving(inc: Incident) -> list[Evidence]:
+    """What the scheduler's last batch lines before the failure show (incidents/serving.py):
+    a full KV / state pool or retracted requests."""
+    if not inc.serving:
+        return []
+    return [Evidence(name, category, weight, why) for name, category, weight, why in serving.evidence(inc.serving)]
+
+
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    pieces = (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
+    pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
               + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA

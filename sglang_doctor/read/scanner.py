@@ -373,8 +373,16 @@ class Scanner:
         engine: str | None = None,
         weak: Iterable[str] = (),
         weak_heads: Mapping[str, str] | None = None,
+        keep: tuple[bytes, Callable[[str], bool], int] | None = None,
     ):
         self._sink = sink
+        # keep = (needle, accept, k): of the lines skipped since the last line passed on, the
+        # last k whose text ``accept``s (and holds ``needle``) are passed on before the next
+        # one, in order (incidents/serving.py: the scheduler's batch lines, most of a serving
+        # log, of which the assembler keeps the last few): a reader of every line leaves the
+        # same last k in the sink's hands
+        self._keep = keep
+        self._kept: list[tuple[int, bytes]] = []
         self._is_active = is_active
         self._lits = line_literals(literals)
         # weak_heads: weak literals that do matter on a record-start line whose message
@@ -571,10 +579,14 @@ class Scanner:
             self._carry = partial
 
     def _emit_line(self, line: Line) -> None:
+        if self._kept:
+            self._flush_kept()
         self.number = line.number + 1
         self._sink(line)
 
     def _emit(self, raw: bytes) -> None:
+        if self._kept:
+            self._flush_kept()
         line = make_line(self.number, raw, self.keep_raw)
         self.number += 1
         self._sink(line)
@@ -627,7 +639,14 @@ class Scanner:
                 self._resolve()
                 if self._record is not None:
                     number, rec = self._record
-                    self._sink(make_line(number, rec, self.keep_raw))
+                    if self._kept:  # the kept lines and the record start, in their order
+                        if number > self._kept[-1][0]:
+                            self._kept.append((number, rec))
+                        elif all(n != number for n, _ in self._kept):
+                            self._kept = sorted(self._kept + [(number, rec)])
+                        self._flush_kept()
+                    else:
+                        self._sink(make_line(number, rec, self.keep_raw))
             self._record = self._pending = None
             self._emit(raw)
             pos = nl + 1
@@ -702,6 +721,8 @@ class Scanner:
             return False
         if text.startswith("[") and records.is_record_start(text[:256]):
             self._record, self._pending = (self.number, raw), None
+        if self._keep is not None and self._keep[1](make_line(self.number, raw, False).text):
+            self._kept = (self._kept + [(self.number, raw)])[-self._keep[2]:]
         self.number += 1
         return True
 
@@ -721,6 +742,42 @@ class Scanner:
             self._resolve()
         self._pending = (buf, lo, hi, self.number)
         self.number += self._count(buf, lo, hi)
+        if self._keep is not None:
+            self._keep_from(buf, lo, hi)
+
+    def _keep_from(self, buf: bytes, lo: int, hi: int) -> None:
+        """Add the last lines of the skipped run buf[lo:hi] (just counted: ``self.number`` is
+        the number of the line after it) that ``keep`` accepts to ``_kept``, searched from the
+        end (in a serving log the last batch line is a few hundred bytes back)."""
+        needle, accept, k = self._keep
+        rfind, find = buf.rfind, buf.find
+        found: list[tuple[int, int]] = []
+        cur = hi
+        while len(found) < k:
+            i = rfind(needle, lo, cur)
+            if i < 0:
+                break
+            s = rfind(b"\n", lo, i) + 1 or lo
+            e = find(b"\n", i, hi)
+            if accept(make_line(0, buf[s:e], False).text):
+                found.append((s, e))
+            cur = s
+        if not found:
+            return
+        number = self.number  # of the line after the run
+        end = hi
+        new: list[tuple[int, bytes]] = []
+        for s, e in found:
+            number -= self._count(buf, s, end)
+            end = s
+            new.append((number, buf[s:e]))
+        new.reverse()
+        self._kept = (self._kept + new)[-k:]
+
+    def _flush_kept(self) -> None:
+        kept, self._kept = self._kept, []
+        for number, raw in kept:
+            self._sink(make_line(number, raw, self.keep_raw))
 
     def _count(self, buf: bytes, lo: int, hi: int) -> int:
         """``buf.count(b"\\n", lo, hi)``, from the block's newline index when it has one."""
