@@ -78,7 +78,7 @@ class StreamPipeline:
         weak, weak_heads = incidents_mod.weak_literals(rule_literals)
         self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast,
                                weak=weak, weak_heads=weak_heads,
-                               keep=(serving.NEEDLE, serving.is_batch, serving.KEEP))
+                               keep=(serving.NEEDLE, serving.BATCH_BYTES, serving.KEEP))
         self.incident_count = 0
         self.started = time.monotonic()
         self.warnings: list[str] = _UniqueList()

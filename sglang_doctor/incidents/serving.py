@@ -38,7 +38,6 @@ from typing import Any
 from sglang_doctor.read import records
 
 KEEP = 4  # batch lines the state keeps: the last ones before a failure
-BATCH_PREFIXES = ("Prefill batch", "Decode batch")
 # what the block scanner searches the skipped text for (both prefixes end with it)
 NEEDLE = b" batch"
 RETRACT_LITERALS = ("KV cache pool is full. Retract requests.", "Decode out of memory happened.")
@@ -57,25 +56,28 @@ FULL_USAGE = 0.85
 STALL_SECONDS = 60.0
 
 
+# A batch line: up to three bracketed headers (SGLang's, an outer one such as kubectl's, 0.2.x's
+# ``[gpu_id=0]``; a compose, journald or ray prefix before them), then the batch's words.  No
+# quote in a header, so a logged request (a repr) whose text holds the words is not one.  The
+# block scanner matches the same pattern over the raw bytes of the lines it skips, so both
+# agree on which lines are batch lines (read/scanner.py ``keep``).
+BATCH_PATTERN = r"(?:[^\]\n'\"]{0,80}\] ?){0,3}(?P<kind>Prefill|Decode) batch(?: \[\d+\])?[.,] "
+BATCH_BYTES = re.compile(BATCH_PATTERN.encode())
+_BATCH_TEXT = re.compile(BATCH_PATTERN)
+
+
 def batch_message(text: str) -> str | None:
     """The message of a batch line (``Decode batch, #running-req: ...``), or None.
 
-    ``text`` is a whole line as the reader gives it (any outer prefix, SGLang's header).
-    The block scanner and the assembler call this same function on the same text, so both
-    agree on which lines are batch lines."""
+    ``text`` is a whole line as the reader gives it (any outer prefix, SGLang's header)."""
     if "batch" not in text:
         return None
-    end = records.outer_prefix_end(text)
-    message = records.parse_prefix(text[end:] if end else text).message
-    if message.startswith("[gpu_id="):  # 0.2/0.3: "[gpu_id=0] Prefill batch. ..."
-        message = message[message.find("] ") + 2:]
-    if message.startswith(BATCH_PREFIXES) and _BATCH_HEAD.match(message):
-        return message
-    return None
+    m = _BATCH_TEXT.match(text)
+    return text[m.start("kind"):] if m is not None else None
 
 
 def is_batch(text: str) -> bool:
-    return batch_message(text) is not None
+    return "batch" in text and _BATCH_TEXT.match(text) is not None
 
 
 def retracted(message: str) -> int | None:

@@ -373,15 +373,17 @@ class Scanner:
         engine: str | None = None,
         weak: Iterable[str] = (),
         weak_heads: Mapping[str, str] | None = None,
-        keep: tuple[bytes, Callable[[str], bool], int] | None = None,
+        keep: tuple[bytes, "re.Pattern[bytes]", int] | None = None,
     ):
         self._sink = sink
-        # keep = (needle, accept, k): of the lines skipped since the last line passed on, the
-        # last k whose text ``accept``s (and holds ``needle``) are passed on before the next
-        # one, in order (incidents/serving.py: the scheduler's batch lines, most of a serving
-        # log, of which the assembler keeps the last few): a reader of every line leaves the
-        # same last k in the sink's hands
+        # keep = (needle, pattern, k): of the lines skipped since the last line passed on, the
+        # last k that hold ``needle`` and that ``pattern`` matches at their start are passed on
+        # before the next one, in order (incidents/serving.py: the scheduler's batch lines,
+        # most of a serving log, of which the assembler keeps the last few): a reader of every
+        # line leaves the same last k in the sink's hands.  The pattern is matched over the raw
+        # bytes; a line whose text differs from them (a \r rewrite, ESC, NUL) by its text.
         self._keep = keep
+        self._keep_text = re.compile(keep[1].pattern.decode()) if keep is not None else None
         self._kept: list[tuple[int, bytes]] = []
         self._is_active = is_active
         self._lits = line_literals(literals)
@@ -721,7 +723,7 @@ class Scanner:
             return False
         if text.startswith("[") and records.is_record_start(text[:256]):
             self._record, self._pending = (self.number, raw), None
-        if self._keep is not None and self._keep[1](make_line(self.number, raw, False).text):
+        if self._keep is not None and self._keep_text.match(text):
             self._kept = (self._kept + [(self.number, raw)])[-self._keep[2]:]
         self.number += 1
         return True
@@ -749,8 +751,8 @@ class Scanner:
         """Add the last lines of the skipped run buf[lo:hi] (just counted: ``self.number`` is
         the number of the line after it) that ``keep`` accepts to ``_kept``, searched from the
         end (in a serving log the last batch line is a few hundred bytes back)."""
-        needle, accept, k = self._keep
-        rfind, find = buf.rfind, buf.find
+        needle, pattern, k = self._keep
+        rfind, find, match = buf.rfind, buf.find, pattern.match
         found: list[tuple[int, int]] = []
         cur = hi
         while len(found) < k:
@@ -759,7 +761,11 @@ class Scanner:
                 break
             s = rfind(b"\n", lo, i) + 1 or lo
             e = find(b"\n", i, hi)
-            if accept(make_line(0, buf[s:e], False).text):
+            if find(b"\r", s, e) < 0:
+                ok = match(buf, s, e) is not None
+            else:  # the text is the line's last \r segment
+                ok = self._keep_text.match(make_line(0, buf[s:e], False).text) is not None
+            if ok:
                 found.append((s, e))
             cur = s
         if not found:
