@@ -176,14 +176,22 @@ def state(batches: list[tuple[int, str]], retraction: tuple[int, str] | None,
     if retraction is not None:
         out["retraction_line"] = retraction[0]
         out["retracted"] = retracted(retraction[1])
+    # PD decode servers count their retracted requests in the batch line (#retracted-req)
+    in_batch = [f.get("retracted_req") for _, _, f in parsed if isinstance(f.get("retracted_req"), int)]
+    if in_batch and max(in_batch) > 0:
+        out["retracted_req"] = max(in_batch)
     started, ended = _time(last_text), _time(failure_text or "")
     if started is not None and ended is not None and ended >= started:
         out["seconds_before"] = int((ended - started).total_seconds())
     return out
 
 
+def _retracting(record: dict[str, Any]) -> bool:
+    return "retraction_line" in record or bool(record.get("retracted_req"))
+
+
 def pool_full(record: dict[str, Any]) -> bool:
-    return (record.get("peak_usage") or 0.0) >= FULL_USAGE or "retraction_line" in record
+    return (record.get("peak_usage") or 0.0) >= FULL_USAGE or _retracting(record)
 
 
 def stalled(record: dict[str, Any]) -> bool:
@@ -208,6 +216,8 @@ def describe(record: dict[str, Any]) -> str:
         parts.append(f"{last['queue_req']} queued" + (" (growing)" if record.get("queue_growing") else ""))
     if "retraction_line" in record:
         parts.append(f"requests retracted (KV cache pool full) at line {record['retraction_line']}")
+    elif record.get("retracted_req"):
+        parts.append(f"{record['retracted_req']} requests retracted (KV cache pool full)")
     if stalled(record):
         parts.append("no batch logged since: the scheduler had stopped while requests were running")
     return ", ".join(parts)
@@ -220,10 +230,12 @@ def evidence(record: dict[str, Any]) -> list[tuple[str, str, float, str]]:
     out: list[tuple[str, str, float, str]] = []
     if pool_full(record):
         peak = record.get("peak_usage")
-        why = (f"the last batch lines before it show the KV/state pool at {peak:.2f}" if peak is not None
-               else "the scheduler retracted requests before it")
-        if "retraction_line" in record and peak is not None:
-            why += " and requests retracted (KV cache pool is full)"
-        weight = 0.4 if (peak or 0.0) >= 0.97 or "retraction_line" in record else 0.35
+        if peak is not None and peak >= FULL_USAGE:
+            why = f"the last batch lines before it show the KV/state pool at {peak:.2f}"
+            if _retracting(record):
+                why += " and requests retracted (KV cache pool is full)"
+        else:
+            why = "the scheduler retracted requests (its KV cache pool was full) just before it"
+        weight = 0.4 if (peak or 0.0) >= 0.97 or _retracting(record) else 0.35
         out.append(("serving:pool_full", "memory.kv_pool", weight, why))
     return out

@@ -237,3 +237,21 @@ def test_real_server_killed_while_serving_shows_its_last_batch(tmp_path):
     assert record["last_batch_line"] == before[-1][0]
     assert record["last_batch"] == serving.parse(serving.batch_message(before[-1][1]))
     assert record["serving"] is True and first["phase"] == "serving"
+
+
+def test_retractions_before_a_cut_traceback(ruleset):
+    """SGLang's own retraction lines (0.4.x wording, from corpus/dev/060, a healthy log on its
+    own) after decode batches, then a scheduler traceback cut after its first line: the state
+    records the retraction and the pool is the best guess; PD decode's ``#retracted-req`` too."""
+    retract = (ROOT / "corpus" / "dev" / "060-none-decode-out-of-memory-retract-dsr1.log").read_text().splitlines()[0]
+    head = (FIXTURES / "runtime" / "scheduler_watchdog_059.log").read_text().splitlines()
+    decode = [t for t in head if "Decode batch" in t]
+    for extra, key in ((retract, "retraction_line"),
+                       (decode[-1].replace("#queue-req: 0", "#retracted-req: 2, #queue-req: 0"), "retracted_req")):
+        lines = decode + [extra, "[2026-05-12 16:05:02 TP0] Scheduler hit an exception: Traceback (most recent call last):"]
+        pipe = StreamPipeline(ruleset)
+        events = pipe.feed(("\n".join(lines) + "\n").encode()) + pipe.finish()
+        (d,) = [e["_diagnosis"] for e in events if e["event"] == "incident"]
+        assert key in d.incident.serving, d.incident.serving
+        assert d.fallback["best_guess"]["category"] == "memory.kv_pool", d.fallback["best_guess"]
+        assert "retracted" in d.incident.serving["summary"]
