@@ -538,7 +538,7 @@ class Assembler:
             after_ready_known=(launch.ready_line is not None or launch.line is not None
                                or any(ms.line < lines[0].number for ms in launch.milestones)),
         )
-        self._add_serving(incident, lines[0])
+        self._add_serving(incident, lines)
         if primary is not None:
             incident.chain = primary.chain
             incident.exception = incident.chain[-1] if incident.chain else None
@@ -566,17 +566,21 @@ class Assembler:
             incident.captures.setdefault("progress_line", str(self._progress[0]))
         return incident
 
-    def _add_serving(self, incident: Incident, first: Line) -> None:
+    def _add_serving(self, incident: Incident, lines: list[Line]) -> None:
         """The serving state the launch's last batch lines before the incident show
         (serving.py).  Batch lines of a server that was serving (not only the warm-up's) say it
         had come up, whether or not the text shows the ready line: after ready, and known."""
+        first = lines[0]
         batches = [b for b in self._batches if b[0] < first.number]
         if not batches:
             return
         retraction = self._retraction
         if retraction is not None and not batches[0][0] <= retraction[0] < first.number:
             retraction = None
-        record = serving.state(batches, retraction, first.text)
+        # the failure's time: its first line that carries SGLang's date and time (a native
+        # library's line, torch's "[rank0]:[E1203 ...]", has none)
+        timed = next((ln.text for ln in lines[:50] if serving.timestamp(ln.text) is not None), first.text)
+        record = serving.state(batches, retraction, timed)
         if record is None:
             return
         record["summary"] = serving.describe(record)

@@ -130,6 +130,13 @@ def usage(fields: dict[str, Any]) -> float | None:
     return found[1] if found else None
 
 
+def timestamp(text: str) -> datetime | None:
+    """The date and time of SGLang's header on a line (behind any outer prefix), or None."""
+    if "[" not in text[:200]:
+        return None
+    return _time(text)
+
+
 def _time(text: str) -> datetime | None:
     end = records.outer_prefix_end(text)
     stamp = records.parse_prefix(text[end:] if end else text).timestamp

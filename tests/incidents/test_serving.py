@@ -130,6 +130,17 @@ def test_hang_before_a_watchdog(ruleset):
     assert "scheduler had stopped while requests were running" in record["summary"]
 
 
+def test_stall_before_an_nccl_collective_timeout(ruleset):
+    """fixtures/nccl/collective_timeout_0523.log: the incident starts with torch's own lines
+    (no SGLang date); its time is its first line that has one: decode batches had stopped
+    about 600 s (NCCL's timeout) before, with 10 requests running."""
+    (d,) = diagnose_file(FIXTURES / "nccl" / "collective_timeout_0523.log", ruleset, remediate=False)
+    assert d.category == "nccl"
+    record = d.incident.serving
+    assert 600 <= record["seconds_before"] < 660 and record["last_batch"]["running_req"] == 10
+    assert serving.stalled(record)
+
+
 def test_warm_up_batch_alone_is_not_serving():
     """The server's own warm-up request logs one prefill batch before the ready line: a
     failure right after it is not a crash while serving (the launch is still starting)."""
