@@ -125,6 +125,9 @@ class Incident:
     # whether the log says so: False for a fragment with no ready line, no launch header and
     # no start-up milestone before the failure (then after_ready is only a default)
     after_ready_known: bool = True
+    # the scheduler's last batch lines before the failure (incidents/serving.py: usage, running
+    # and queued requests, a retraction, seconds from the last batch to the failure), or None
+    serving: dict[str, Any] | None = None
 
     @property
     def traceback(self) -> str:
@@ -235,6 +238,8 @@ class Diagnosis:
         }
         if self.fallback is not None:
             out["fallback"] = self.fallback
+        if inc.serving is not None:
+            out["serving"] = dict(inc.serving)
         return out
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from sglang_doctor.incidents import assemble as incidents_mod
+from sglang_doctor.incidents import serving
 from sglang_doctor.incidents import signals
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.model import Diagnosis, Incident, Launch, Line
@@ -76,7 +77,8 @@ class StreamPipeline:
         self._events: list[dict] = []
         weak, weak_heads = incidents_mod.weak_literals(rule_literals)
         self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast,
-                               weak=weak, weak_heads=weak_heads)
+                               weak=weak, weak_heads=weak_heads,
+                               keep=(serving.NEEDLE, serving.BATCH_BYTES, serving.KEEP))
         self.incident_count = 0
         self.started = time.monotonic()
         self.warnings: list[str] = _UniqueList()

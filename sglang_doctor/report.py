@@ -390,6 +390,12 @@ def _header(ev: dict) -> str:
     return "; ".join(bits)
 
 
+def serving_line(ev: dict) -> str | None:
+    """What the scheduler's last batch lines showed before the failure (incidents/serving.py)."""
+    summary = (ev.get("serving") or {}).get("summary")
+    return f"serving: {summary}" if summary else None
+
+
 def traceback_title(ev: dict) -> str:
     """The traceback's label, true to what the log holds of it."""
     end, top = bool(ev.get("truncated")), bool(ev.get("truncated_top"))
@@ -410,6 +416,8 @@ def text_incident(ev: dict) -> str:
         f"-- incident [{ev.get('category')}] {ev.get('rule')}: {ev.get('title')}",
         "   " + _header(ev),
     ]
+    if serving_line(ev):
+        out.append("   " + serving_line(ev))
     if ev.get("explanation"):
         out.append("   " + ev["explanation"].strip().replace("\n", "\n   "))
     out += ["   " + line for line in fallback_lines(ev)]
@@ -434,6 +442,8 @@ def rich_incident(ev: dict, diagnosis: Diagnosis | None) -> list[tuple[Any, bool
     exc = ev.get("exception") or {}
     root_line = f"{exc.get('type')}: {exc.get('message', '').splitlines()[0] if exc.get('message') else ''}" if exc else None
     parts: list[Any] = [Text(_header(ev), style="dim")]
+    if serving_line(ev):
+        parts.append(Text(serving_line(ev), style="dim"))
     if ev.get("explanation"):
         parts.append(Text(ev["explanation"].strip()))
     if fallback_lines(ev):

@@ -35,6 +35,8 @@ The collectors, by name (the weights are stated where each piece is made):
   phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.
 - ``low_memory``: the last milestone shows almost no free GPU memory.
+- ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
+  pool (nearly) full, or requests retracted (incidents/serving.py).
 - ``words:NAME``: a word of ``WORDS`` (an architecture, a platform, NCCL, the KV transport,
   an argument, the transformers version, the hub, OOM, the KV pool, CUDA graphs, a kernel
   build, a quantization method, a port) in the failure's own message (full weight), in the
@@ -49,6 +51,7 @@ from dataclasses import dataclass
 
 from sglang_doctor.diagnose import phase_prior
 from sglang_doctor.incidents import progress
+from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import phase_after
 from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
 from sglang_doctor.model import Diagnosis, Frame, Incident
@@ -621,9 +624,17 @@ def _known_before_serving(diagnosis: Diagnosis) -> bool:
     return phase_after(last) not in ("startup.warmup", "serving")
 
 
+def from_serving(inc: Incident) -> list[Evidence]:
+    """What the scheduler's last batch lines before the failure show (incidents/serving.py):
+    a full KV / state pool or retracted requests."""
+    if not inc.serving:
+        return []
+    return [Evidence(name, category, weight, why) for name, category, weight, why in serving.evidence(inc.serving)]
+
+
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    pieces = (from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
+    pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
               + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA

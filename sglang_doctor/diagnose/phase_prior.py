@@ -97,6 +97,8 @@ def observed_phase(diagnosis: Diagnosis) -> tuple[str, str] | None:
     constructor or SGLang's launch-phase sigquit handler (some start-up step)."""
     inc = diagnosis.incident
     if inc.after_ready:
+        if inc.captures.get("serving_from"):
+            return "serving", "the server had been ready before it failed (the scheduler's batch lines before it show it serving)"
         return "serving", "the server had been ready before it failed"
     phase = inc.captures.get("progress_phase")
     if phase and phase != progress.JIT_BUILD and phase in COUNTS:

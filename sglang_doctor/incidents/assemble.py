@@ -25,6 +25,7 @@ from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
+from sglang_doctor.incidents import serving
 from sglang_doctor.incidents import signals
 from sglang_doctor.incidents import startup_hints
 from sglang_doctor.incidents import tracebacks
@@ -141,6 +142,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
         | set(progress.LITERALS)
+        | set(serving.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL, ASGI_ERROR_LITERAL}
@@ -196,7 +198,9 @@ class Assembler:
         for i, sig in enumerate(self._signals):
             for lit in sig.literals:
                 self._by_literal.setdefault(lit, []).append(i)
-        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS) | set(progress.LITERALS))
+        self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS) | set(progress.LITERALS)
+                                      | set(serving.LITERALS))
+        self._retract_literals = frozenset(serving.LITERALS)
         self._milestone_literals = frozenset(milestones.LITERALS)
         self._progress_literals = frozenset(progress.LITERALS)
         self._record: _Record | None = None
@@ -207,6 +211,10 @@ class Assembler:
         self._request_error: int | None = None  # line of the last "Error in request:" record
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
         self._progress: tuple[int, str] | None = None  # (line, phase) of the last progress line
+        # the launch's last serving.KEEP batch lines (line, text) and last retraction line: the
+        # block scanner hands over the last ones of the text it skips (serving.py)
+        self._batches: list[tuple[int, str]] = []
+        self._retraction: tuple[int, str] | None = None
 
     # -- public ------------------------------------------------------------------------
 
@@ -221,6 +229,12 @@ class Assembler:
         )
 
     def feed(self, line: Line) -> list[Event]:
+        if "batch" in line.text and serving.is_batch(line.text):
+            batches = self._batches
+            if not batches or batches[-1][0] < line.number:
+                batches.append((line.number, line.text))
+                if len(batches) > serving.KEEP:
+                    del batches[0]
         if " pid=" in line.text:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
@@ -370,6 +384,9 @@ class Assembler:
                 literals: set[str] | None = None) -> None:
         if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message:
             self._request_error = line.number
+        if (literals is None or not self._retract_literals.isdisjoint(literals)) \
+                and serving.retracted(message) is not None:
+            self._retraction = (line.number, message)
         # ``literals``: the literals _classify found in the message; no milestone literal
         # among them means no milestone, without a loop over every milestone literal
         found = None
@@ -532,6 +549,7 @@ class Assembler:
             after_ready_known=(launch.ready_line is not None or launch.line is not None
                                or any(ms.line < lines[0].number for ms in launch.milestones)),
         )
+        self._add_serving(incident, lines)
         if primary is not None:
             incident.chain = primary.chain
             incident.exception = incident.chain[-1] if incident.chain else None
@@ -558,6 +576,34 @@ class Assembler:
             incident.captures.setdefault("progress_phase", self._progress[1])
             incident.captures.setdefault("progress_line", str(self._progress[0]))
         return incident
+
+    def _add_serving(self, incident: Incident, lines: list[Line]) -> None:
+        """The serving state the launch's last batch lines before the incident show
+        (serving.py).  Batch lines of a server that was serving (not only the warm-up's) say it
+        had come up, whether or not the text shows the ready line: after ready, and known."""
+        first = lines[0]
+        batches = [b for b in self._batches if b[0] < first.number]
+        if not batches:
+            return
+        retraction = self._retraction
+        if retraction is not None and not batches[0][0] <= retraction[0] < first.number:
+            retraction = None
+        # the failure's time: its first line that carries SGLang's date and time (a native
+        # library's line, torch's "[rank0]:[E1203 ...]", has none)
+        timed = next((ln.text for ln in lines[:50] if serving.timestamp(ln.text) is not None), first.text)
+        record = serving.state(batches, retraction, timed)
+        if record is None:
+            return
+        record["summary"] = serving.describe(record)
+        incident.serving = record
+        launch = self.launch
+        if record["serving"] and not incident.after_ready:
+            # (a launch that shows its start-up but no ready line: an Engine, which never logs
+            # one, or a ready line the text lost)
+            incident.after_ready, incident.after_ready_known = True, True
+            incident.captures.setdefault("serving_from", "batch lines")
+        elif not incident.after_ready_known and launch.ready_line is None:
+            incident.captures.setdefault("serving_from", "a warm-up-like batch line")
 
     @staticmethod
     def _request_rejected(primary: tracebacks.TracebackBuilder | None) -> bool:
@@ -589,6 +635,8 @@ class Assembler:
         self._stopping = False
         self._went_down = False
         self._progress = None
+        self._batches = []
+        self._retraction = None
         events.append(Event("launch", launch, line=line.number))
 
 

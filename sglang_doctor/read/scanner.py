@@ -373,8 +373,18 @@ class Scanner:
         engine: str | None = None,
         weak: Iterable[str] = (),
         weak_heads: Mapping[str, str] | None = None,
+        keep: tuple[bytes, "re.Pattern[bytes]", int] | None = None,
     ):
         self._sink = sink
+        # keep = (needle, pattern, k): of the lines skipped since the last line passed on, the
+        # last k that hold ``needle`` and that ``pattern`` matches at their start are passed on
+        # before the next one, in order (incidents/serving.py: the scheduler's batch lines,
+        # most of a serving log, of which the assembler keeps the last few): a reader of every
+        # line leaves the same last k in the sink's hands.  The pattern is matched over the raw
+        # bytes; a line whose text differs from them (a \r rewrite, ESC, NUL) by its text.
+        self._keep = keep
+        self._keep_text = re.compile(keep[1].pattern.decode()) if keep is not None else None
+        self._kept: list[tuple[int, bytes]] = []
         self._is_active = is_active
         self._lits = line_literals(literals)
         # weak_heads: weak literals that do matter on a record-start line whose message
@@ -571,10 +581,14 @@ class Scanner:
             self._carry = partial
 
     def _emit_line(self, line: Line) -> None:
+        if self._kept:
+            self._flush_kept()
         self.number = line.number + 1
         self._sink(line)
 
     def _emit(self, raw: bytes) -> None:
+        if self._kept:
+            self._flush_kept()
         line = make_line(self.number, raw, self.keep_raw)
         self.number += 1
         self._sink(line)
@@ -627,7 +641,14 @@ class Scanner:
                 self._resolve()
                 if self._record is not None:
                     number, rec = self._record
-                    self._sink(make_line(number, rec, self.keep_raw))
+                    if self._kept:  # the kept lines and the record start, in their order
+                        if number > self._kept[-1][0]:
+                            self._kept.append((number, rec))
+                        elif all(n != number for n, _ in self._kept):
+                            self._kept = sorted(self._kept + [(number, rec)])
+                        self._flush_kept()
+                    else:
+                        self._sink(make_line(number, rec, self.keep_raw))
             self._record = self._pending = None
             self._emit(raw)
             pos = nl + 1
@@ -702,6 +723,8 @@ class Scanner:
             return False
         if text.startswith("[") and records.is_record_start(text[:256]):
             self._record, self._pending = (self.number, raw), None
+        if self._keep is not None and self._keep_text.match(text):
+            self._kept = (self._kept + [(self.number, raw)])[-self._keep[2]:]
         self.number += 1
         return True
 
@@ -721,6 +744,46 @@ class Scanner:
             self._resolve()
         self._pending = (buf, lo, hi, self.number)
         self.number += self._count(buf, lo, hi)
+        if self._keep is not None:
+            self._keep_from(buf, lo, hi)
+
+    def _keep_from(self, buf: bytes, lo: int, hi: int) -> None:
+        """Add the last lines of the skipped run buf[lo:hi] (just counted: ``self.number`` is
+        the number of the line after it) that ``keep`` accepts to ``_kept``, searched from the
+        end (in a serving log the last batch line is a few hundred bytes back)."""
+        needle, pattern, k = self._keep
+        rfind, find, match = buf.rfind, buf.find, pattern.match
+        found: list[tuple[int, int]] = []
+        cur = hi
+        while len(found) < k:
+            i = rfind(needle, lo, cur)
+            if i < 0:
+                break
+            s = rfind(b"\n", lo, i) + 1 or lo
+            e = find(b"\n", i, hi)
+            if find(b"\r", s, e) < 0:
+                ok = match(buf, s, e) is not None
+            else:  # the text is the line's last \r segment
+                ok = self._keep_text.match(make_line(0, buf[s:e], False).text) is not None
+            if ok:
+                found.append((s, e))
+            cur = s
+        if not found:
+            return
+        number = self.number  # of the line after the run
+        end = hi
+        new: list[tuple[int, bytes]] = []
+        for s, e in found:
+            number -= self._count(buf, s, end)
+            end = s
+            new.append((number, buf[s:e]))
+        new.reverse()
+        self._kept = (self._kept + new)[-k:]
+
+    def _flush_kept(self) -> None:
+        kept, self._kept = self._kept, []
+        for number, raw in kept:
+            self._sink(make_line(number, raw, self.keep_raw))
 
     def _count(self, buf: bytes, lo: int, hi: int) -> int:
         """``buf.count(b"\\n", lo, hi)``, from the block's newline index when it has one."""

@@ -59,9 +59,29 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 
 
-def entries(category: str | None) -> list[dict[str, Any]]:
-    """The remedy entries to try when the best guess is ``category`` (none when unknown)."""
-    return list(GUARDED[category][1]) if category in GUARDED else []
+# The same guesses for a failure while serving (the phase is ``serving``: the server had been
+# ready, or its batch lines show it serving), where they mean something else: a KV pool that
+# filled up under the load (the scheduler's last batch lines show it full, or retracting) is
+# relieved by admitting less at once, or by a bigger pool.
+GUARDED_SERVING: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "memory.kv_pool": ("a KV cache / state pool that filled up under the load", [
+        {"lower_flag": {"flag": "--max-running-requests", "factor": 0.5, "min": 1,
+                        "tradeoff": "fewer requests decode at once: lower throughput, the rest wait in the queue"}},
+        {"lower_flag": {"flag": "--chunked-prefill-size", "factor": 0.5, "min": 512}},
+        {"raise_flag": {"flag": "--mem-fraction-static", "by": 0.03, "max": 0.93}},
+    ]),
+}
+
+
+def _table(phase: str | None, category: str | None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    return GUARDED_SERVING if phase == "serving" and category in GUARDED_SERVING else GUARDED
+
+
+def entries(category: str | None, phase: str | None = None) -> list[dict[str, Any]]:
+    """The remedy entries to try when the best guess is ``category`` (none when unknown);
+    ``phase`` ``serving`` picks the serving-time meaning of the guess where it differs."""
+    table = _table(phase, category)
+    return list(table[category][1]) if category in table else []
 
 
 def guess_of(fallback: dict[str, Any] | None) -> tuple[str | None, float]:
@@ -73,9 +93,9 @@ def guess_of(fallback: dict[str, Any] | None) -> tuple[str | None, float]:
     return guess.get("category"), confidence
 
 
-def guard(rem: Any, category: str, confidence: float) -> Any:
+def guard(rem: Any, category: str, confidence: float, phase: str | None = None) -> Any:
     """Word ``rem`` as a step that holds only if the guess is right, and make it advice."""
-    words = GUARDED[category][0]
+    words = _table(phase, category)[category][0]
     rem.needs_human, rem.safe = True, False
     rem.note = (f"if this is {words} (a best guess, confidence {confidence:.2f}: the cause line is not in "
                 f"the text; check it first with the next step): {rem.note}")

@@ -992,7 +992,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     guessed, confidence = (None, 0.0)
     if not entries and diagnosis.rule == "unknown":
         guessed, confidence = guarded.guess_of(diagnosis.fallback)
-        entries = guarded.entries(guessed)
+        entries = guarded.entries(guessed, diagnosis.phase)
     if not entries:
         return None
     command_known = command is not None
@@ -1025,7 +1025,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         if rem.untrusted:
             rem.safe = False  # advice: shown, never applied by ``run --yes``
         if guessed is not None:
-            guarded.guard(rem, guessed, confidence)
+            guarded.guard(rem, guessed, confidence, diagnosis.phase)
     best, *rest = found
     best.alternatives = rest
     return best

@@ -12,6 +12,10 @@ from sglang_doctor.read.scanner import Scanner
 P = "/env/lib/python3.12/site-packages/sglang/srt"
 NORMAL = [
     "[2026-12-02 15:56:05 TP0] Decode batch, #running-req: 1, #token: 37, token usage: 0.00, cuda graph: True, gen throughput (token/s): 0.46, #queue-req: 0",
+    "[2026-12-02 15:56:09 DP1 TP1] Prefill batch, #new-seq: 3, #new-token: 60, #cached-token: 0, token usage: 0.91, #running-req: 2, #queue-req: 7",
+    "sglang-1  | [2026-12-02 15:56:11 TP0] Decode batch. #running-req: 4, #token: 141, token usage: 0.97, gen throughput (token/s): 9.42, #queue-req: 40",
+    "[2026-12-02 15:56:12 TP0] Receive: obj=GenerateReqInput(text='a Decode batch, #running-req: 1 here')",
+    "Capturing batches (bs=8 avail_mem=20.1 GB):  50%",
     "[2026-12-02 15:14:18] INFO:     127.0.0.1:33788 - \"GET /model_info HTTP/1.1\" 200 OK",
     "[2026-12-02 15:54:36 TP1] Load weight begin. avail mem=21.06 GB",
     "[2026-12-02 15:54:37 TP1] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 20000, K size: 0.00 GB, V size: 0.00 GB",
@@ -57,8 +61,8 @@ def reference(data: bytes):
     for line in splitter.feed(data) + splitter.finish():
         out += asm.feed(line)
     out += asm.flush()
-    return [(e.kind, e.incident.first_line, e.incident.last_line, e.incident.traceback) if e.incident else
-            (e.kind, e.line) for e in out], splitter.next_number - 1
+    return [(e.kind, e.incident.first_line, e.incident.last_line, e.incident.traceback, e.incident.serving)
+             if e.incident else (e.kind, e.line) for e in out], splitter.next_number - 1
 
 
 def fast(data: bytes, chunks: list[int]):
@@ -74,7 +78,7 @@ def fast(data: bytes, chunks: list[int]):
     for e in events:
         if e["event"] == "incident":
             inc = e["_diagnosis"].incident
-            out.append(("incident", inc.first_line, inc.last_line, inc.traceback))
+            out.append(("incident", inc.first_line, inc.last_line, inc.traceback, inc.serving))
         elif e["event"] in ("milestone", "ready", "launch"):
             out.append((e["event"], e["line"]))
     return out, pipe.lines_seen
@@ -146,7 +150,8 @@ def test_every_search_engine_equals_the_reference(engine, log, chunks, monkeypat
         pos += size
     events += pipe.feed(data[pos:]) + pipe.finish()
     got = [("incident", e["_diagnosis"].incident.first_line, e["_diagnosis"].incident.last_line,
-            e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
+            e["_diagnosis"].incident.traceback, e["_diagnosis"].incident.serving) if e["event"] == "incident"
+            else (e["event"], e["line"])
            for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
     assert got == reference(data)[0]
 
@@ -215,7 +220,8 @@ def test_every_engine_equals_the_reference_on_dirty_lines(engine, log, monkeypat
     pipe.scanner._engine = engine
     events = pipe.feed(data) + pipe.finish()
     got = [("incident", e["_diagnosis"].incident.first_line, e["_diagnosis"].incident.last_line,
-            e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
+            e["_diagnosis"].incident.traceback, e["_diagnosis"].incident.serving) if e["event"] == "incident"
+            else (e["event"], e["line"])
            for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
     assert got == reference(data)[0]
 
@@ -273,7 +279,8 @@ def test_blocks_searched_ahead_in_a_thread_equal_the_reference(log, chunks, monk
         events += pipe.feed(block)
     events += pipe.finish()
     got = [("incident", e["_diagnosis"].incident.first_line, e["_diagnosis"].incident.last_line,
-            e["_diagnosis"].incident.traceback) if e["event"] == "incident" else (e["event"], e["line"])
+            e["_diagnosis"].incident.traceback, e["_diagnosis"].incident.serving) if e["event"] == "incident"
+            else (e["event"], e["line"])
            for e in events if e["event"] in ("incident", "milestone", "ready", "launch")]
     assert got == reference(data)[0]
     assert pipe.lines_seen == reference(data)[1]
