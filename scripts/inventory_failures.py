@@ -387,6 +387,9 @@ class Dispositions:
         exception: exception class names (last dotted part)
         message:   regex searched in the template's literal text (case-insensitive)
         phase / phase_not: the site's phase (``phases:``) is / is not this one
+        path_not:  fnmatch globs the site's file matches none of
+        names_setting: the message does (true) / does not (false) name a setting a user makes
+                   (a --flag, an SGLANG_* switch, a flag's foo_bar field: the engine's test)
     """
 
     def __init__(self, data: dict):
@@ -407,7 +410,7 @@ class Dispositions:
             pat["_message"] = re.compile(pat["message"], re.I)
         if "function" in pat:
             pat["_function"] = re.compile(pat["function"])
-        for key in ("path", "exception", "kind"):
+        for key in ("path", "path_not", "exception", "kind"):
             if isinstance(pat.get(key), str):
                 pat[key] = [pat[key]]
         return pat
@@ -415,6 +418,8 @@ class Dispositions:
     @staticmethod
     def _fits(pat: dict, site: dict, phase: str | None = None) -> bool:
         if "path" in pat and not any(fnmatch.fnmatchcase(site["file"], g) for g in pat["path"]):
+            return False
+        if "path_not" in pat and any(fnmatch.fnmatchcase(site["file"], g) for g in pat["path_not"]):
             return False
         if "kind" in pat and site["kind"].split(".")[0] not in pat["kind"]:
             return False
@@ -428,6 +433,11 @@ class Dispositions:
             return False
         if "_message" in pat and not pat["_message"].search(template_literal(site["template"])):
             return False
+        if "names_setting" in pat:
+            from sglang_doctor.diagnose.rules_engine import names_setting
+
+            if names_setting(template_literal(site["template"])) != pat["names_setting"]:
+                return False
         return True
 
     def phase(self, site: dict) -> str:
@@ -618,9 +628,20 @@ def by_phase_categories(rules_dir: Path = ROOT / "rules") -> tuple[dict[str, str
     return {}, "other"
 
 
-def right_answer(site: dict, disp: Dispositions, categories: dict[str, str], phase: str) -> str | None:
-    """The right answer for a site: a category, ``none`` (no incident) or ``excluded``."""
+def class_phase_categories(rules_dir: Path = ROOT / "rules") -> dict[str, dict[str, str]]:
+    """Class id -> its ``category_by_phase`` (the classes whose category is the phase's)."""
+    data = _load_yaml(rules_dir / "classes.yaml") or {}
+    return {r["id"]: dict(r["category_by_phase"]) for r in data.get("rules", [])
+            if isinstance(r, dict) and r.get("category_by_phase")}
+
+
+def right_answer(site: dict, disp: Dispositions, categories: dict[str, str], phase: str,
+                 class_by_phase: dict[str, dict[str, str]] | None = None) -> str | None:
+    """The right answer for a site: a category, ``none`` (no incident) or ``excluded``; a class
+    whose category follows the phase (``category_by_phase``) gives the phase's."""
     kind, _, name = site["disposition"].partition(":")
+    if kind == "class" and class_by_phase and name in class_by_phase:
+        return class_by_phase[name].get(phase, categories.get(name))
     if kind in ("rule", "class"):
         return categories.get(name)
     if kind == "waiver":
@@ -645,6 +666,7 @@ def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False
     ruleset = RuleSet.load(builtin=True, user=False)
     categories = class_categories()
     categories.update({r.id: r.category for r in ruleset.rules})
+    class_by_phase = class_phase_categories()
     groups: dict[str, list[int]] = {}
     wrong: Counter = Counter()
     excluded = 0
@@ -652,7 +674,7 @@ def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False
         if i % every:
             continue
         phase = disp.phase(site)
-        want = right_answer(site, disp, categories, phase)
+        want = right_answer(site, disp, categories, phase, class_by_phase)
         kind, _, name = site["disposition"].partition(":")
         group = "rule" if kind == "rule" else site["disposition"]
         if want == "excluded":

@@ -10,7 +10,9 @@ flat as the pack grows.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -49,7 +51,7 @@ RULE_KEYS = {
 }
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
-              "truncated", "deepest_frame_module", "message_any"}
+              "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -86,6 +88,8 @@ class Rule:
     truncated: bool | None = None  # match only incidents whose end is (not) missing
     deepest_frame: tuple[str, ...] = ()  # "path part" or "path part:function" of the deepest SGLang frame
     message_any: tuple[str, ...] = ()  # lower-case keywords, one of which is in the exception/signal text
+    deepest_not: tuple[str, ...] = ()  # the deepest SGLang frame is in none of these (same form as deepest_frame)
+    names_setting: bool | None = None  # the exception message does (not) name a setting a user makes
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     counter_examples: list[str] = field(default_factory=list)
@@ -99,9 +103,10 @@ class Rule:
 
     @property
     def conditions(self) -> int:
-        return sum(bool(x) for x in (self.kind, self.exceptions, self.message, self.frames_any, self.frames_all,
-                                     self.frames_sequence, self.line_rx, self.context, self.deepest_frame,
-                                     self.message_any)) + (self.after_ready is not None) + (self.truncated is not None)
+        return (sum(bool(x) for x in (self.kind, self.exceptions, self.message, self.frames_any, self.frames_all,
+                                      self.frames_sequence, self.line_rx, self.context, self.deepest_frame,
+                                      self.message_any, self.deepest_not)) + (self.after_ready is not None)
+                + (self.truncated is not None) + (self.names_setting is not None))
 
     @property
     def frames_only(self) -> bool:
@@ -496,6 +501,12 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
         rule.context = {k: v for k, v in context.items() if k != "__line__"}
     rule.deepest_frame = _as_tuple(match.get("deepest_frame_module"), bad, "match.deepest_frame_module")
     rule.message_any = tuple(k.lower() for k in _as_tuple(match.get("message_any"), bad, "match.message_any"))
+    rule.deepest_not = _as_tuple(match.get("deepest_frame_module_not"), bad, "match.deepest_frame_module_not")
+    if "names_setting" in match:
+        if isinstance(match["names_setting"], bool):
+            rule.names_setting = match["names_setting"]
+        else:
+            bad("match.names_setting must be true or false")
     if "after_ready" in match:
         if isinstance(match["after_ready"], bool):
             rule.after_ready = match["after_ready"]
@@ -756,8 +767,13 @@ class RuleSet:
                     memo[key] = text
             if not any(k in text for k in rule.message_any):
                 return None
+        if rule.names_setting is not None:
+            if not chain or any(names_setting(e.message) for e in chain) != rule.names_setting:
+                return None
         frames = incident.frames
         if rule.deepest_frame and not _deepest_hit(rule.deepest_frame, frames):
+            return None
+        if rule.deepest_not and (not sglang_frames(frames) or _deepest_hit(rule.deepest_not, frames)):
             return None
         if rule.frames_any and not any(_frame_hit(p, f) for p in rule.frames_any for f in frames):
             return None
@@ -872,9 +888,31 @@ def _deepest_hit(patterns: tuple[str, ...], frames) -> bool:
         part, sep, function = pattern.rpartition(":")
         if not sep or "/" in function:
             part, function = pattern, ""
-        if part in path and (not function or func == function):
+        if part in path and (not function or func == function
+                             or ("*" in function and fnmatch.fnmatchcase(func, function))):
             return True
     return False
+
+
+# a flag-shaped word (--foo-bar), an environment switch, or a multi-word field that is the
+# field of an SGLang flag (page_size: --page-size)
+_FLAG_WORD = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
+_ENV_WORD = re.compile(r"\b(?:SGLANG|NCCL|MOONCAKE|CUDA|PYTORCH|TORCH|FLASHINFER|HF|NVSHMEM|UCX)_[A-Z0-9_]{2,}\b")
+_SHORT_FLAG_WORD = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*\b")
+_FIELD_WORD = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+def names_setting(message: str) -> bool:
+    """The message names a setting a user makes: a ``--flag``, an environment switch
+    (``SGLANG_*``, ``NCCL_*``, ...) or the ``foo_bar`` field of an SGLang flag.  A value check
+    that names none of them checks a value SGLang computed (its own invariant), not one a
+    user gave."""
+    text = message[:2000]
+    if _FLAG_WORD.search(text) or _ENV_WORD.search(text):
+        return True
+    if any(is_sglang_flag(w) for w in _SHORT_FLAG_WORD.findall(text)):  # --port, --sidecar
+        return True
+    return any(is_sglang_flag(w) for w in _FIELD_WORD.findall(text))
 
 
 def _neg(rule_id: str) -> tuple[int, ...]:

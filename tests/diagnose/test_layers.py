@@ -234,3 +234,66 @@ def test_a_warning_sglang_worked_around_is_not_an_incident(tmp_path):
     out = subprocess.run(doctor_cmd("explain", "--format", "json", str(log)), capture_output=True, text=True)
     assert out.returncode == 0, out.stdout
     assert not [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
+
+
+SETTING_RULES = """\
+rules:
+  - id: class.t.own_value
+    category: other
+    phase: auto
+    title: t
+    confidence: 0.4
+    match:
+      kind: traceback
+      names_setting: false
+      deepest_frame_module: [srt/]
+      deepest_frame_module_not: [srt/models/]
+      message_any: [must be positive]
+    explanation: e
+  - id: class.t.graph_function
+    category: cuda_graph
+    phase: auto
+    title: t
+    confidence: 0.4
+    match:
+      kind: traceback
+      deepest_frame_module: ["srt/:*cuda_graph*"]
+    explanation: e
+"""
+
+
+def _raised_in(path, function, message):
+    return (f"Traceback (most recent call last):\n  File \"{P}/managers/scheduler.py\", line 1, in run\n    x()\n"
+            f"  File \"{P}/{path}\", line 9, in {function}\n    raise ValueError(m)\nValueError: {message}\n")
+
+
+@pytest.mark.parametrize("path, message, named", [
+    ("layers/attention/plan.py", "batch_size, query_length, and max_pages must be positive", "class.t.own_value"),
+    ("layers/attention/plan.py", "--chunked-prefill-size must be positive", "unknown"),       # a flag
+    ("layers/attention/plan.py", "chunked_prefill_size must be positive", "unknown"),         # a flag's field
+    ("layers/attention/plan.py", "SGLANG_FOO_BAR must be positive", "unknown"),               # a switch
+    ("models/kimi.py", "dim must be positive", "unknown"),                                   # deepest_frame_module_not
+])
+def test_names_setting_and_deepest_frame_module_not(tmp_path, path, message, named):
+    """A value check naming no setting is SGLang's own; one naming a --flag, an SGLANG_* switch
+    or an SGLang flag's field is not; deepest_frame_module_not vetoes by where it was raised."""
+    (tmp_path / "r.yaml").write_text(SETTING_RULES)
+    ruleset = RuleSet.load([tmp_path], builtin=False, user=False)
+    (ev,) = diagnose(ruleset, _raised_in(path, "run", message))
+    assert ev["rule"] == named
+
+
+def test_deepest_function_glob(tmp_path):
+    (tmp_path / "r.yaml").write_text(SETTING_RULES)
+    ruleset = RuleSet.load([tmp_path], builtin=False, user=False)
+    (ev,) = diagnose(ruleset, _raised_in("layers/attention/wave_backend.py", "_build_cuda_graph_forward_metadata", "x"))
+    assert ev["rule"] == "class.t.graph_function"
+    (ev,) = diagnose(ruleset, _raised_in("layers/attention/wave_backend.py", "forward_decode", "x"))
+    assert ev["rule"] == "unknown"
+
+
+def test_names_setting_must_be_a_boolean(tmp_path):
+    (tmp_path / "r.yaml").write_text(SETTING_RULES.replace("names_setting: false", "names_setting: maybe"))
+    with pytest.raises(RuleLoadError) as info:
+        RuleSet.load([tmp_path], builtin=False, user=False, strict=True)
+    assert any("names_setting must be true or false" in p for p in info.value.problems)
