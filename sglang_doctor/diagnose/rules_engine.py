@@ -33,8 +33,13 @@ REGEX_TIMEOUT = 0.05
 # SLOW_MATCH per incident on average, is dropped for the rest of it: a regex just under
 # REGEX_TIMEOUT on every incident would otherwise never be stopped (a fast rule over a
 # great many incidents is not "slow" and stays).
+# The cost is the matching thread's own CPU time (time.thread_time), not wall time: other
+# processes on a busy machine, or one stall, must not change which rules a log is matched
+# against (that made diagnoses depend on the machine's load).  A rule is judged only after
+# SLOW_TRIES incidents, so a one-off cost (a first compile) cannot drop it either.
 RULE_TIME_BUDGET = 1.0
 SLOW_MATCH = 0.005
+SLOW_TRIES = 5
 TRUNCATED_FRAMES_ONLY_FACTOR = 0.6
 ASSUMED_FACTOR = 0.85  # per condition the log did not say and that was assumed
 CLASS_PREFIX = "class."  # class rules (rules/classes.yaml): matched after every specific rule
@@ -812,7 +817,7 @@ class RuleSet:
         for rule in self.candidates(incident):
             if rule.id in self.too_slow:
                 continue
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             assumed: list[str] = []
             try:
                 captures = self._match(rule, incident, launch, assumed, memo)
@@ -824,9 +829,9 @@ class RuleSet:
                                      f"{rule.source}:{rule.line}); skipped for the rest of this run")
                 continue
             finally:
-                spent = self.spent[rule.id] = self.spent.get(rule.id, 0.0) + time.perf_counter() - t0
+                spent = self.spent[rule.id] = self.spent.get(rule.id, 0.0) + time.thread_time() - t0
                 tries = self.tries[rule.id] = self.tries.get(rule.id, 0) + 1
-            if spent > RULE_TIME_BUDGET and spent / tries > SLOW_MATCH and rule.id not in self.too_slow:
+            if tries >= SLOW_TRIES and spent > RULE_TIME_BUDGET and spent / tries > SLOW_MATCH and rule.id not in self.too_slow:
                 # systematically slow (each match under REGEX_TIMEOUT): this match counts,
                 # later incidents go without the rule
                 self.too_slow.add(rule.id)

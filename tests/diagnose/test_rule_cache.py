@@ -154,6 +154,7 @@ def test_a_rule_slow_on_every_incident_is_dropped_once_over_its_budget(tmp_path,
     rs = RuleSet.load([user_dir(tmp_path, slow)], builtin=False, user=False)
     monkeypatch.setattr(rules_engine, "RULE_TIME_BUDGET", 0.0)
     monkeypatch.setattr(rules_engine, "SLOW_MATCH", 0.0)
+    monkeypatch.setattr(rules_engine, "SLOW_TRIES", 1)
 
     def incident():
         inc = Incident(kind="traceback", first_line=1, last_line=1, lines=[Line(1, "RuntimeError: xxxy")],
@@ -165,6 +166,31 @@ def test_a_rule_slow_on_every_incident_is_dropped_once_over_its_budget(tmp_path,
     assert rs.diagnose(incident(), None).rule == "user.slow"  # the match that crossed the budget counts
     assert rs.diagnose(incident(), None).rule == "unknown"  # later ones go without the rule
     assert len(rs.warnings) == 1 and "user.slow" in rs.warnings[0] and "budget" in rs.warnings[0]
+
+
+def test_a_rule_is_judged_slow_only_after_several_incidents(tmp_path, monkeypatch):
+    """One costly try (a first compile, a stall on a busy machine) must not drop a rule: a
+    log's diagnosis may not depend on the machine's load.  With the budget at zero, the rule
+    still answers for the first SLOW_TRIES - 1 incidents and is dropped after the next."""
+    from sglang_doctor.model import ExceptionInfo, Incident, Line
+
+    slow = RULE.replace("user.cached", "user.slow").replace("exception: RuntimeError",
+                                                               "exception: RuntimeError\n      message: 'x+y'")
+    rs = RuleSet.load([user_dir(tmp_path, slow)], builtin=False, user=False)
+    monkeypatch.setattr(rules_engine, "RULE_TIME_BUDGET", 0.0)
+    monkeypatch.setattr(rules_engine, "SLOW_MATCH", 0.0)
+
+    def incident():
+        inc = Incident(kind="traceback", first_line=1, last_line=1, lines=[Line(1, "RuntimeError: xxxy")],
+                       ranks=[], signals=[], launch_index=0, after_ready=False)
+        inc.exception = ExceptionInfo("RuntimeError", "xxxy")
+        inc.chain = [inc.exception]
+        return inc
+
+    got = [rs.diagnose(incident(), None).rule for _ in range(rules_engine.SLOW_TRIES + 1)]
+    assert rules_engine.SLOW_TRIES > 1
+    assert got == ["user.slow"] * rules_engine.SLOW_TRIES + ["unknown"]
+    assert len(rs.warnings) == 1 and "user.slow" in rs.warnings[0]
 
 
 def test_rules_from_the_cache_compile_their_regexes_on_first_use(cache_home):
