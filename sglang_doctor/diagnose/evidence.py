@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from sglang_doctor.diagnose import phase_prior
 from sglang_doctor.incidents import progress
 from sglang_doctor.incidents import serving
-from sglang_doctor.incidents.milestones import phase_after
+from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
 from sglang_doctor.model import Diagnosis, Frame, Incident
 
@@ -486,10 +486,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
         return out
     launch = diagnosis.launch
     if launch is not None:
-        last = None
-        for ms in launch.milestones:
-            if ms.line < inc.first_line:
-                last = ms
+        last = last_before(launch, inc.first_line)
         if last is not None:
             out += _low_memory(last, phase_after(last.name))
     if inc.captures.get("progress_phase") == progress.JIT_BUILD:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sglang_doctor.diagnose import evidence, phase_prior
 from sglang_doctor.incidents import progress
-from sglang_doctor.incidents.milestones import phase_after
+from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.tracebacks import in_startup_constructor, sglang_frames
 from sglang_doctor.model import Diagnosis, Incident, Launch
 
@@ -41,11 +41,8 @@ def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
         where = f" The deepest SGLang frame is {f.function} ({f.file.split('/sglang/')[-1]}:{f.line})."
     phase = "serving" if incident.after_ready else "unknown"
     if launch is not None and not incident.after_ready:
-        last = None
-        for ms in launch.milestones:
-            if ms.line < incident.first_line:
-                last = ms.name
-        phase = phase_after(last) if (launch.line is not None or launch.milestones) else "unknown"
+        last = last_before(launch, incident.first_line)
+        phase = phase_after(last.name if last else None) if (launch.line is not None or launch.milestones) else "unknown"
     return Diagnosis(
         incident=incident,
         rule="unknown",

@@ -36,7 +36,7 @@ import json
 from pathlib import Path
 
 from sglang_doctor.incidents import progress
-from sglang_doctor.incidents.milestones import phase_after
+from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.model import Diagnosis
 
 DATA = Path(__file__).with_name("phase_prior.json")
@@ -105,10 +105,7 @@ def observed_phase(diagnosis: Diagnosis) -> tuple[str, str] | None:
         return phase, f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) shows {phase}"
     launch = diagnosis.launch
     if launch is not None:
-        last = None
-        for ms in launch.milestones:
-            if ms.line < inc.first_line:
-                last = ms
+        last = last_before(launch, inc.first_line)
         if last is not None:
             return phase_after(last.name), f"the last start-up milestone before it is {last.name} (line {last.line})"
         if launch.line is not None and inc.after_ready_known:

@@ -24,7 +24,7 @@ import yaml
 
 from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
-from sglang_doctor.incidents.milestones import phase_after
+from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.tracebacks import inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
@@ -935,8 +935,5 @@ def _fill(template: str, values: dict) -> str:
 def _last_milestone(launch: Launch | None, incident: Incident) -> str | None:
     if launch is None:
         return None
-    last = None
-    for ms in launch.milestones:
-        if ms.line < incident.first_line:
-            last = ms.name
-    return last
+    last = last_before(launch, incident.first_line)
+    return last.name if last else None

@@ -161,6 +161,15 @@ def _figures(groups: dict[str, str | None]) -> dict[str, Any]:
     return out
 
 
+def last_before(launch, line: int):
+    """The last start-up milestone of ``launch`` logged before ``line``, or None."""
+    last = None
+    for ms in launch.milestones:
+        if ms.line < line:
+            last = ms
+    return last
+
+
 def phase_after(name: str | None) -> str:
     """The start-up phase a failure falls in, given the last milestone seen before it."""
     if name is None:

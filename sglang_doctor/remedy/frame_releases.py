@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from sglang_doctor.remedy.release_range import ReleaseSpan
+
 # A Python traceback frame of a module in the sglang package (site-packages, a source
 # checkout's python/sglang, a container's /sgl-workspace): the path from "sglang/" on.
 # The last "sglang/" of the path is the package's (``/sgl-workspace/sglang/python/sglang/srt/``).
@@ -36,25 +38,11 @@ _FRAME = re.compile(r'File "(?:[^"\n]*[/\\])?sglang[/\\](?P<path>[\w./\\-]+?\.py
 
 
 @dataclass(frozen=True)
-class FrameRange:
+class FrameRange(ReleaseSpan):
     """The shipped releases a log's frames fit, and the frames that decided it."""
 
     releases: tuple[str, ...]       # oldest first
     paths: tuple[str, ...]          # the known module paths that narrowed it (e.g. srt/managers/scheduler.py)
-
-    @property
-    def oldest(self) -> str:
-        return self.releases[0]
-
-    @property
-    def newest(self) -> str:
-        return self.releases[-1]
-
-    @property
-    def spec(self) -> str:
-        if len(self.releases) == 1:
-            return f"=={self.oldest}"
-        return f">={self.oldest},<={self.newest}"
 
     def to_json(self) -> dict:
         return {"spec": self.spec, "oldest": self.oldest, "newest": self.newest,

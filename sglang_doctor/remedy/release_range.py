@@ -20,12 +20,11 @@ from typing import Iterable
 from sglang_doctor.remedy import flags
 
 
-@dataclass(frozen=True)
-class ReleaseRange:
-    """The shipped releases whose ServerArgs fields match a dump."""
+class ReleaseSpan:
+    """What a range of shipped releases (``self.releases``, oldest first) says about itself;
+    shared by the dump's range here and the frames' range (frame_releases.FrameRange)."""
 
-    releases: tuple[str, ...]     # oldest first
-    complete: bool                # whether absent fields counted as evidence
+    releases: tuple[str, ...]
 
     @property
     def oldest(self) -> str:
@@ -41,6 +40,14 @@ class ReleaseRange:
         if len(self.releases) == 1:
             return f"=={self.oldest}"
         return f">={self.oldest},<={self.newest}"
+
+
+@dataclass(frozen=True)
+class ReleaseRange(ReleaseSpan):
+    """The shipped releases whose ServerArgs fields match a dump."""
+
+    releases: tuple[str, ...]     # oldest first
+    complete: bool                # whether absent fields counted as evidence
 
     def to_json(self) -> dict:
         return {"spec": self.spec, "oldest": self.oldest, "newest": self.newest,

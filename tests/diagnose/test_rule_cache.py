@@ -144,11 +144,20 @@ def test_bad_file_in_the_config_directory_warns_and_explain_goes_on(tmp_path):
     assert lint.returncode == 2 and "broken.yaml" in lint.stderr
 
 
+def _slow_rule_incident():
+    """A one-line RuntimeError the slow test rule matches."""
+    from sglang_doctor.model import ExceptionInfo, Incident, Line
+
+    inc = Incident(kind="traceback", first_line=1, last_line=1, lines=[Line(1, "RuntimeError: xxxy")],
+                   ranks=[], signals=[], launch_index=0, after_ready=False)
+    inc.exception = ExceptionInfo("RuntimeError", "xxxy")
+    inc.chain = [inc.exception]
+    return inc
+
+
 def test_a_rule_slow_on_every_incident_is_dropped_once_over_its_budget(tmp_path, monkeypatch):
     """Item 13: a regex just under the per-match timeout, on every incident, is stopped by the
     per-rule budget (made small here, so that no timing decides the test)."""
-    from sglang_doctor.model import ExceptionInfo, Incident, Line
-
     slow = RULE.replace("user.cached", "user.slow").replace("exception: RuntimeError",
                                                                "exception: RuntimeError\n      message: 'x+y'")
     rs = RuleSet.load([user_dir(tmp_path, slow)], builtin=False, user=False)
@@ -156,15 +165,8 @@ def test_a_rule_slow_on_every_incident_is_dropped_once_over_its_budget(tmp_path,
     monkeypatch.setattr(rules_engine, "SLOW_MATCH", 0.0)
     monkeypatch.setattr(rules_engine, "SLOW_TRIES", 1)
 
-    def incident():
-        inc = Incident(kind="traceback", first_line=1, last_line=1, lines=[Line(1, "RuntimeError: xxxy")],
-                       ranks=[], signals=[], launch_index=0, after_ready=False)
-        inc.exception = ExceptionInfo("RuntimeError", "xxxy")
-        inc.chain = [inc.exception]
-        return inc
-
-    assert rs.diagnose(incident(), None).rule == "user.slow"  # the match that crossed the budget counts
-    assert rs.diagnose(incident(), None).rule == "unknown"  # later ones go without the rule
+    assert rs.diagnose(_slow_rule_incident(), None).rule == "user.slow"  # the match that crossed the budget counts
+    assert rs.diagnose(_slow_rule_incident(), None).rule == "unknown"  # later ones go without the rule
     assert len(rs.warnings) == 1 and "user.slow" in rs.warnings[0] and "budget" in rs.warnings[0]
 
 
@@ -172,22 +174,13 @@ def test_a_rule_is_judged_slow_only_after_several_incidents(tmp_path, monkeypatc
     """One costly try (a first compile, a stall on a busy machine) must not drop a rule: a
     log's diagnosis may not depend on the machine's load.  With the budget at zero, the rule
     still answers for the first SLOW_TRIES - 1 incidents and is dropped after the next."""
-    from sglang_doctor.model import ExceptionInfo, Incident, Line
-
     slow = RULE.replace("user.cached", "user.slow").replace("exception: RuntimeError",
                                                                "exception: RuntimeError\n      message: 'x+y'")
     rs = RuleSet.load([user_dir(tmp_path, slow)], builtin=False, user=False)
     monkeypatch.setattr(rules_engine, "RULE_TIME_BUDGET", 0.0)
     monkeypatch.setattr(rules_engine, "SLOW_MATCH", 0.0)
 
-    def incident():
-        inc = Incident(kind="traceback", first_line=1, last_line=1, lines=[Line(1, "RuntimeError: xxxy")],
-                       ranks=[], signals=[], launch_index=0, after_ready=False)
-        inc.exception = ExceptionInfo("RuntimeError", "xxxy")
-        inc.chain = [inc.exception]
-        return inc
-
-    got = [rs.diagnose(incident(), None).rule for _ in range(rules_engine.SLOW_TRIES + 1)]
+    got = [rs.diagnose(_slow_rule_incident(), None).rule for _ in range(rules_engine.SLOW_TRIES + 1)]
     assert rules_engine.SLOW_TRIES > 1
     assert got == ["user.slow"] * rules_engine.SLOW_TRIES + ["unknown"]
     assert len(rs.warnings) == 1 and "user.slow" in rs.warnings[0]
