@@ -21,6 +21,19 @@ def doctor_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "sglang_doctor", *args]
 
 
+def explain_one_incident(path, *extra: str) -> dict:
+    """``explain --format json PATH`` as a real subprocess: it exits 1 (incidents found) and
+    reports exactly one incident, which is returned."""
+    import json
+    import subprocess
+
+    r = subprocess.run(doctor_cmd("explain", "--format", "json", str(path), *extra),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    (inc,) = [e for e in map(json.loads, r.stdout.splitlines()) if e["event"] == "incident"]
+    return inc
+
+
 def processes_mentioning(text: str) -> list[int]:
     """Live (not zombie) processes other than this one whose command line contains ``text``."""
     import os

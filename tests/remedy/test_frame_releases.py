@@ -6,10 +6,9 @@ with its ServerArgs dump line removed (what a paste without the start-up lines l
 
 from __future__ import annotations
 
-import json
 import subprocess
 
-from conftest import FIXTURES, ROOT, doctor_cmd
+from conftest import FIXTURES, ROOT, doctor_cmd, explain_one_incident
 
 from sglang_doctor.remedy import flags, frame_releases
 
@@ -29,11 +28,7 @@ def _without_dump(path, tmp_path):
 
 
 def _incident(path, *extra):
-    r = subprocess.run(doctor_cmd("explain", "--format", "json", str(path), *extra),
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1, r.stderr
-    (inc,) = [e for e in map(json.loads, r.stdout.splitlines()) if e["event"] == "incident"]
-    return inc
+    return explain_one_incident(path, *extra)
 
 
 def _changes(rem):

@@ -4,20 +4,13 @@ failure, spelled for the release the log shows, with its trade-off."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
 
-from conftest import FIXTURES, doctor_cmd
+from conftest import FIXTURES, explain_one_incident
 
 
 def _primary(path, *extra):
-    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(path), *extra),
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1, out.stderr
-    (inc,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
-    return inc
+    return explain_one_incident(path, *extra)
 
 
 def _changes(rem):
