@@ -476,7 +476,7 @@ def from_exit_status(inc: Incident) -> list[Evidence]:
 def context_phase(diagnosis: Diagnosis) -> tuple[str, str] | None:
     """The phase the text shows for an incident and how (``phase_prior.observed_phase``; a
     deepest frame in a start-up step of ``PHASE_PLACES`` names the step when no milestone
-    does), or None.  scripts/guess_prior.py counts the labels by this same phase."""
+    does), or None."""
     found = phase_prior.observed_phase(diagnosis)
     if found is None or found[0] == phase_prior.STARTUP:
         found = frame_phase(diagnosis.incident) or found

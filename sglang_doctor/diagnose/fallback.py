@@ -201,6 +201,15 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
     if "c10d_peer_gone" in names or "nccl_watchdog" in names:
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
+    if (missing or "").startswith("only an exit status"):
+        code = next((incident.captures[k] for k in ("exit_code", "status", "rc") if incident.captures.get(k)), None)
+        if code is None or not re.fullmatch(r"-?\d{1,3}", code):
+            # "Rank N scheduler is dead" with no status: a process that leaves no Python error was
+            # most often killed from outside
+            return ("sudo dmesg -T | grep -i -E 'killed process|out of memory'   # no Python error and no exit "
+                    "status: was it the OOM killer?")
+        return (f"grep -n -B5 -A80 -E 'hit an exception|Traceback' LOG   # the process's own error, printed "
+                f"before it exited with status {code} (the rank's own log if it writes one)")
     if under_ray(incident) and (missing or wrapper_death(incident)):
         return (f"grep -rn -B5 -A80 -E 'hit an exception|Traceback' {RAY_LOGS}   # on the node that ran the server: "
                 "ray keeps each worker's whole output (worker-*.out/.err) there")
@@ -358,8 +367,7 @@ def _last_lines(tail: bytes, n: int = 3) -> list[str]:
 def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | None]:
     """The phase a text with no failure in it ends in, and how it shows it: its last lines (a
     batch line, a capture bar, a weight-loading line), else the ready line, else the last
-    start-up milestone; (None, None) when it shows none.  scripts/guess_prior.py counts the
-    labels of such texts by this phase."""
+    start-up milestone; (None, None) when it shows none."""
     launch = launches[-1] if launches else None
     for text in _last_lines(tail):
         phase = next((p for lit, p in _LAST_LINE if lit in text), None)

@@ -9,25 +9,19 @@ as often a kernel that has no code for the GPU (capture is the first time every 
 or a kernel build as the capture itself.  So the prior spreads: each category gets a share of
 ``PRIOR_WEIGHT`` in proportion to how often a failure in that phase was that category.
 
-Where the numbers come from: ``COUNTS`` is, per phase *as the tool sees it in the text*, the
-number of labelled failures of the tuned corpus parts (corpus/dev, fresh, late, field:
-``labels.yaml``'s ``category``, or ``best_guess_category`` when the cause is not in the text) of
-each category, in ``phase_prior.json`` (``python scripts/guess_prior.py --write`` runs the tool
-on every labelled file and writes it again; a test keeps the two in step).  Until session 9 the
-rows were the labeller's ``phase``; but the labeller knew the thread and the tool knows only
-the text, so a file the labeller placed in load_weights whose text shows only frames of
-``Scheduler.__init__`` counted where the tool would never look it up.  Counting by the phase
-the tool reads (``evidence.context_phase``: the ready line, the last progress line or
-milestone, a deepest frame in a start-up step, frames of a start-up constructor, which is the
-``startup`` row; ``fallback.text_phase`` for a text with no failure) conditions the prior on
-exactly what it is applied to.  The counts agree with where SGLang raises (``sglang/srt``): the
+Where the numbers come from: ``COUNTS`` is, per phase, the number of labelled failures of
+the tuned corpus parts (corpus/dev, corpus/fresh, corpus/late: ``labels.yaml``'s ``phase``
+and its ``category``, or ``best_guess_category`` when the cause is not in the text) of each
+category, in ``phase_prior.json`` (``python scripts/guess_prior.py --write`` writes it again
+from the labels; a test keeps the two in step).  The counts agree with where SGLang raises (``sglang/srt``): the
 argument checks (server_args.py, the model config) raise before any milestone, NCCL and the
 process groups are set up between "Init torch distributed begin" and "ends", weights are
 read between "Load weight begin" and "end", the pools are sized after that, and capture
 runs every attention / MoE / quantization kernel for the first time; after the ready line
-the scheduler's event loop does the work.  A text that shows no phase gets no prior: its
-``none`` row is counted but not used (measured with bench/guess_cv.py, leave-one-part-out:
-using it turned right "other" guesses into wrong ones, 69 -> 66 of 121).
+the scheduler's event loop does the work.  A text that shows no phase gets no prior: the
+``unknown`` row (failures whose phase the labeller could not tell) is kept in the counts but
+not used, since the labeller knew the thread and the tool does not (measured with
+bench/guess_cv.py: using it turned three right "other" guesses into wrong ones for one gained).
 
 A share is smoothed towards the whole table's (``SMOOTHING`` pseudo-counts) so that a phase
 with few labelled failures does not name a category on two files, and categories with a
@@ -55,11 +49,10 @@ def _load() -> dict[str, dict[str, int]]:
         return {}
 
 
-# Labelled failures per (phase the tool sees, category) in the tuned corpus parts
+# Labelled failures per (phase, category) in corpus/dev + corpus/fresh + corpus/late
 # (phase_prior.json, written by ``python scripts/guess_prior.py --write``; a test keeps it in
 # step with the labels).
 COUNTS: dict[str, dict[str, int]] = _load()
-NONE = "none"  # the text shows no phase: counted, not used (see the module's docstring)
 STARTUP = "startup"  # a start-up step the text does not name (frames of a start-up constructor)
 
 # The weight a category holding every failure of its phase would get.  bench/guess_cv.py scores
@@ -72,7 +65,7 @@ MIN_SHARE = 0.15  # a smaller share gives no piece
 
 
 def _row(phase: str, counts: dict[str, dict[str, int]]) -> dict[str, int]:
-    if phase == STARTUP and phase not in counts:  # every start-up step together
+    if phase == STARTUP:  # every start-up step together
         row: dict[str, int] = {}
         for name, cats in counts.items():
             if name.startswith("startup."):
@@ -108,7 +101,7 @@ def observed_phase(diagnosis: Diagnosis) -> tuple[str, str] | None:
             return "serving", "the server had been ready before it failed (the scheduler's batch lines before it show it serving)"
         return "serving", "the server had been ready before it failed"
     phase = inc.captures.get("progress_phase")
-    if phase and phase != progress.JIT_BUILD:
+    if phase and phase != progress.JIT_BUILD and phase in COUNTS:
         return phase, f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) shows {phase}"
     launch = diagnosis.launch
     if launch is not None:
@@ -137,6 +130,6 @@ def pieces(phase: str, how: str, counts: dict[str, dict[str, int]] | None = None
         if share < MIN_SHARE:
             break
         out.append(Evidence(f"prior:{phase}", cat, round(PRIOR_WEIGHT * share, 3),
-                            f"{how}; {row.get(cat, 0)} of the {n} labelled failures whose text shows {phase} were "
-                            f"{cat} (share {share:.2f})"))
+                            f"{how}; {row.get(cat, 0)} of the {n} labelled failures in {phase} were {cat} "
+                            f"(share {share:.2f})"))
     return out
