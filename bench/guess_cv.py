@@ -3,7 +3,7 @@
 For the fragments of the tuned corpus parts whose cause is not in the text
 (``evidence_in_log: false``), runs the pipeline in this process and compares the best guess
 with ``best_guess_category``, as bench/accuracy.py does (the primary incident's fallback, or
-the summary's for a text with no incident).  Three figures:
+the summary's for a text with no incident).  Four figures:
 
 - in-part: the phase prior (diagnose/phase_prior.py) counted from every tuned part, the
   shipped settings: what ``bench/accuracy.py`` reports;
