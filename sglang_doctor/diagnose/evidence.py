@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass
 
 from sglang_doctor.diagnose import phase_prior
-from sglang_doctor.incidents import progress
+from sglang_doctor.incidents import milestones, progress
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
@@ -473,14 +473,22 @@ def from_exit_status(inc: Incident) -> list[Evidence]:
     return []
 
 
+def context_phase(diagnosis: Diagnosis) -> tuple[str, str] | None:
+    """The phase the text shows for an incident and how (``phase_prior.observed_phase``; a
+    deepest frame in a start-up step of ``PHASE_PLACES`` names the step when no milestone
+    does), or None."""
+    found = phase_prior.observed_phase(diagnosis)
+    if found is None or found[0] == phase_prior.STARTUP:
+        found = frame_phase(diagnosis.incident) or found
+    return found
+
+
 def from_context(diagnosis: Diagnosis) -> list[Evidence]:
     """The phase the text shows (the ready line, the last milestone or progress line, start-up
     frames), read through what usually fails in it (``phase_prior``), and what the last
     milestone and progress line say beyond it (almost no free memory; a JIT build)."""
     inc = diagnosis.incident
-    found = phase_prior.observed_phase(diagnosis)
-    if found is None or found[0] == phase_prior.STARTUP:
-        found = frame_phase(inc) or found
+    found = context_phase(diagnosis)
     out: list[Evidence] = phase_prior.pieces(*found) if found else []
     if inc.after_ready:
         return out
@@ -570,6 +578,20 @@ _DUMP = re.compile(r"server_args=|ServerArgs\(|^\s*[,)]?\s*\w+=\S*,|"
                    r"-m\s+sglang(?:_router)?\.launch_\w+|\bsglang(?:\.launch_server| serve)\b")
 
 
+# Lines that announce a step the server reached (a start-up milestone, a progress bar, the
+# scheduler's batch lines): the phase the best guess reads (phase_prior) comes from them, and the
+# words in them are the step's own name, printed by every healthy launch ("KV Cache is allocated",
+# "Capture cuda graph begin", "Loading safetensors checkpoint shards", a batch line's "cuda graph:
+# True"), not a word of a failure.  Reading them as words too counted one line twice, for the
+# category of the step the server had *reached* (docs/GUESS-MISSES.md, group E/F).
+_STEP_LITERALS: tuple[str, ...] = milestones.LITERALS + progress.LITERALS + ("Prefill batch", "Decode batch")
+
+
+def step_line(text: str) -> bool:
+    """The line announces a start-up step or a batch the server ran (see ``_STEP_LITERALS``)."""
+    return any(lit in text for lit in _STEP_LITERALS)
+
+
 def _words(text: str, scale: float, source: str) -> list[Evidence]:
     out = []
     for name, rx, category, weight, why in WORDS:
@@ -594,7 +616,7 @@ def from_words(inc: Incident) -> list[Evidence]:
     code = inc.kind == "traceback"
     rest = "\n".join(line.text for line in inc.lines
                      if line not in inc.signals and 'File "' not in line.text and not _DUMP.search(line.text)
-                     and not (code and line.text[:1].isspace()))
+                     and not step_line(line.text) and not (code and line.text[:1].isspace()))
     out += [ev for ev in _words(rest, 0.5, "the incident's lines") if ev.name not in named]
     return out
 
@@ -602,7 +624,7 @@ def from_words(inc: Incident) -> list[Evidence]:
 def from_text(lines: list[str]) -> list[Evidence]:
     """Words of the lines a fragment ends with, when no failure is in them (half weight);
     a ``server_args`` dump names every feature whether it is used or not: left out."""
-    return _words("\n".join(t for t in lines if not _DUMP.search(t)), 0.5, "the last lines")
+    return _words("\n".join(t for t in lines if not _DUMP.search(t) and not step_line(t)), 0.5, "the last lines")
 
 
 def _known_before_serving(diagnosis: Diagnosis) -> bool:

@@ -10,6 +10,7 @@ part.  ``LOG`` in a command stands for the log file on the server.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sglang_doctor.diagnose import evidence, phase_prior
@@ -79,6 +80,9 @@ def missing_part(incident: Incident) -> str | None:
             if not incident.frames:
                 return "the traceback was cut right after its first line: no frame and no exception line"
             return "the traceback was cut above its last line: the exception that names the cause is missing"
+        if wrapper_death(incident):
+            return ("the program that ran SGLang says the server process died: the server's own error is in the "
+                    "server's output, not in these lines")
         if incident.exception.message.strip().lower() in ("", "error", "error:", "failed", "none"):
             return (f"the exception line ({incident.exception.type}: {incident.exception.message.strip()}) says "
                     "nothing beyond its type: the cause is in the lines printed before it")
@@ -157,8 +161,39 @@ def over_assumption(diagnosis: Diagnosis) -> Diagnosis | None:
     return out
 
 
+# A program that ran SGLang under ray: an RL framework's rollout engine (slime, verl, AReaL,
+# OpenRLHF run the server inside a ray actor), seen in the frames' paths or a ``ray::Actor.method()``
+# line (the reader strips ray's ``(Actor pid=N)`` prefixes, so they are not seen here).  Ray keeps
+# each worker's whole output in its session's log directory on that node
+# (``/tmp/ray/session_latest/logs/worker-*.out|err``); what reaches the driver may be cut or
+# deduplicated.
+_RAY_FRAMES = re.compile(r"/(?:ray|slime|verl|areal|openrlhf)/", re.IGNORECASE)
+_RAY_LINE = re.compile(r"\bray::\w")
+# the wrapper's own message that the server it started died (slime's sglang_engine.py
+# ``_wait_server_healthy``: "Server process terminated unexpectedly."; ray's ActorDiedError)
+_WRAPPER_DEATH = re.compile(r"\b(?:server|engine|process|worker|actor)\b.{0,40}\b(?:terminated|died|exited|is dead)\b|"
+                            r"ActorDiedError", re.IGNORECASE)
+RAY_LOGS = "/tmp/ray/session_latest/logs/"
+
+
+def under_ray(incident: Incident) -> bool:
+    """The incident came from a program that runs SGLang under ray (see ``_RAY_FRAMES``)."""
+    return (any(_RAY_FRAMES.search(f.file.replace("\\", "/")) for f in incident.frames)
+            or any(_RAY_LINE.search(line.text) for line in incident.lines[:200]))
+
+
+def wrapper_death(incident: Incident) -> bool:
+    """A traceback of the program that ran SGLang (no SGLang frame) whose exception says the
+    server process died: the server's own error is in the server's output, not in this text."""
+    exc = incident.exception
+    if incident.kind != "traceback" or exc is None or sglang_frames(incident.frames):
+        return False
+    return bool(_WRAPPER_DEATH.search(f"{exc.type}: {exc.message}"))
+
+
 def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
-    """The one command that gets the missing part (``LOG`` = the server's log file)."""
+    """The one command that gets the missing part (``LOG`` = the server's log file, the whole
+    file, not the pasted part)."""
     names = set(incident.signal_names)
     if names & {"killed", "oom_killer"} or (incident.captures.get("exit_code") in _EXIT_KILLED):
         return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
@@ -166,15 +201,33 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
     if "c10d_peer_gone" in names or "nccl_watchdog" in names:
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
+    if (missing or "").startswith("only an exit status"):
+        code = next((incident.captures[k] for k in ("exit_code", "status", "rc") if incident.captures.get(k)), None)
+        if code is None or not re.fullmatch(r"-?\d{1,3}", code):
+            # "Rank N scheduler is dead" with no status: a process that leaves no Python error was
+            # most often killed from outside
+            return ("sudo dmesg -T | grep -i -E 'killed process|out of memory'   # no Python error and no exit "
+                    "status: was it the OOM killer?")
+        return (f"grep -n -B5 -A80 -E 'hit an exception|Traceback' LOG   # the process's own error, printed "
+                f"before it exited with status {code} (the rank's own log if it writes one)")
+    if under_ray(incident) and (missing or wrapper_death(incident)):
+        return (f"grep -rn -B5 -A80 -E 'hit an exception|Traceback' {RAY_LOGS}   # on the node that ran the server: "
+                "ray keeps each worker's whole output (worker-*.out/.err) there")
     if (names & set(_TERMINAL) and incident.kind == "signal") or (missing or "").startswith("only the parent's sigquit"):
-        return "grep -n -B2 -A80 'hit an exception' LOG   # the child's traceback, above the sigquit line"
+        return "grep -n -B5 -A80 'hit an exception' LOG   # the child's traceback, above the sigquit line"
+    if wrapper_death(incident):
+        return ("grep -n -B5 -A80 -E 'hit an exception|Traceback' LOG   # LOG = the server's own output (its stdout/"
+                "stderr), not the program's that started it")
+    if (missing or "").startswith("the exception line ("):
+        return ("grep -n -B40 -A2 'Traceback (most recent call last)' LOG   # the lines printed before the traceback "
+                "(an error or warning line, a C++ message) name the cause")
     if incident.kind == "traceback" and missing:
-        if fragment:  # a tail or a paste: the file it came from has the rest
-            return "sglang-doctor explain LOG   # the whole log file, not a tail (or: grep -n -B2 -A80 'Traceback' LOG)"
-        return "grep -n -B2 -A80 'Traceback (most recent call last)' LOG   # the whole traceback, on the server"
+        also = " (or: sglang-doctor explain LOG)" if fragment else ""
+        return (f"grep -n -B5 -A80 'Traceback (most recent call last)' LOG   # on the whole log file: the traceback's "
+                f"missing part and its exception line{also}")
     if fragment:
         return "sglang-doctor explain LOG   # on the whole log file, not a tail of it"
-    return "grep -n -B2 -A80 'Traceback (most recent call last)' LOG"
+    return "grep -n -B5 -A80 'Traceback (most recent call last)' LOG"
 
 
 # -- the best guess --------------------------------------------------------------------
@@ -311,6 +364,22 @@ def _last_lines(tail: bytes, n: int = 3) -> list[str]:
     return out
 
 
+def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | None]:
+    """The phase a text with no failure in it ends in, and how it shows it: its last lines (a
+    batch line, a capture bar, a weight-loading line), else the ready line, else the last
+    start-up milestone; (None, None) when it shows none."""
+    launch = launches[-1] if launches else None
+    for text in _last_lines(tail):
+        phase = next((p for lit, p in _LAST_LINE if lit in text), None)
+        if phase is not None:
+            return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
+    if launch is not None and launch.ready_line is not None:
+        return "serving", "the server had been ready"
+    if launch is not None and launch.milestones:
+        return phase_after(launch.milestones[-1].name), f"the last start-up step seen is {launch.milestones[-1].name}"
+    return None, None
+
+
 def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, Any] | None:
     """For a text with no failure in it that is not a whole launch (no ``server_args`` dump
     followed by the ready line): say that no failure is here, where its cause would be if the
@@ -321,20 +390,7 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     launch = launches[-1] if launches else None
     if launch is not None and launch.line is not None and launch.ready_line is not None:
         return None  # a whole launch that became ready: nothing is missing
-    phase, last = None, ""
-    for text in _last_lines(tail):
-        phase = next((p for lit, p in _LAST_LINE if lit in text), None)
-        if phase is not None:
-            last = text
-            break
-    why = None
-    if phase is not None:
-        why = f"the text ends while the server is at {phase} ({last[:80]!r})"
-    elif launch is not None and launch.ready_line is not None:
-        phase, why = "serving", "the server had been ready"
-    elif launch is not None and launch.milestones:
-        phase = phase_after(launch.milestones[-1].name)
-        why = f"the last start-up step seen is {launch.milestones[-1].name}"
+    phase, why = text_phase(launches, tail)
     pieces = []
     if phase is not None and phase in phase_prior.COUNTS:
         pieces = phase_prior.pieces(phase, why + "; if it failed, it failed there")
