@@ -45,6 +45,7 @@ the worker also indexes the block's newlines and drops the weak hits it can be s
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import queue
 import re
@@ -241,6 +242,67 @@ class AhoFinder(_Finder):
         return out, weak
 
 
+class NativeFinder(_Finder):
+    """Start offsets of literal hits from the optional C extension (``read/_native.c``):
+    the first occurrence of each literal in each line, as ``FindFinder.pairs`` gives, in
+    one pass that also finds the first ``\\r``, ESC, NUL and `` pid=`` of each line
+    (``scan``, for read/vector.py).  Its windows are picked from the first block it
+    searches (which of them are rare in this log only changes the speed, never the lines).
+    ImportError when the extension was not built (no C compiler at install)."""
+
+    name = "native"
+    parallel = True  # the pass releases the GIL
+    PID = b" pid="
+
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
+        try:
+            _native = importlib.import_module("sglang_doctor.read._native")
+        except ImportError as exc:  # not built: no compiler at install
+            raise ImportError("sglang_doctor.read._native is not built") from exc
+        if not literals or min(map(len, literals)) < 3:
+            raise ImportError("the native engine needs literals of 3 bytes or more")  # (make_finder: next engine)
+        super().__init__(literals, weak)
+        self._native = _native
+        self._matcher = None
+
+    def _matcher_for(self, buf: bytes, pos: int, end: int):
+        if self._matcher is None:
+            self._matcher = self._native.Matcher(self._lits + (self.PID,), buf[pos:min(end, pos + SUB_BLOCK)])
+        return self._matcher
+
+    def _pairs(self, buf: bytes, pos: int, end: int) -> tuple[bytes, bytes]:
+        return self._matcher_for(buf, pos, end).scan(buf, pos, end)
+
+    def pairs(self, buf: bytes, pos: int, end: int) -> list[tuple[int, int]]:
+        """(offset, literal id): the first hit of each literal in each line."""
+        raw = memoryview(self._pairs(buf, pos, end)[0]).cast("q")
+        pid = len(self._lits)
+        return [(raw[k], raw[k + 1]) for k in range(0, len(raw), 2) if raw[k + 1] != pid]
+
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
+        return self._split(self.pairs(buf, pos, end))
+
+    def arrays(self, np, buf: bytes, pos: int, end: int):
+        return self.scan(np, buf, pos, end)[0]
+
+    def scan(self, np, buf: bytes, pos: int, end: int):
+        """((offsets, literal ids), (offsets, needle ids)) as int64 arrays: the literal hits
+        (``arrays``) and what ``vector.Marks.find`` gives (ids 0 ``\\r``, 1 `` pid=``, 2
+        ESC, 3 NUL), the first of each in each line of buf[pos:end]."""
+        pairs, marks = self._pairs(buf, pos, end)
+        got = np.frombuffer(pairs, np.int64).reshape(-1, 2)
+        mk = np.frombuffer(marks, np.int64).reshape(-1, 2)
+        pid = got[:, 1] == len(self._lits)
+        lits = got[~pid]
+        mark_pos = np.concatenate((mk[:, 0], got[pid, 0]))
+        mark_ids = np.concatenate((mk[:, 1], np.full(int(pid.sum()), 1, np.int64)))
+        return (lits[:, 0].copy(), lits[:, 1].copy()), (mark_pos, mark_ids)
+
+    def newline_bits(self, buf: bytes, lo: int, bits, k0: int, k1: int) -> None:
+        """``vector.pack_newlines`` in C."""
+        self._native.newline_bits(buf, lo, bits, k0, k1)
+
+
 def aho_groups(literals: tuple[bytes, ...]) -> list[tuple[int, ...]]:
     """The literal ids of each automaton.
 
@@ -311,7 +373,7 @@ class HyperscanFinder(_Finder):
         return out, weak
 
 
-ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder}
+ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder, "native": NativeFinder}
 SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
 
 
@@ -342,7 +404,7 @@ def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: It
     # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
     # ns/B, docs/PERFORMANCE.md); with many more covers (user rules) Hyperscan wins
     order = (AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_COVERS else (HyperscanFinder, AhoFinder)
-    for cls in order:
+    for cls in (NativeFinder,) + order:  # the C extension when it was built: one pass for all covers
         try:
             return cls(lits, weak_set)
         except ImportError:
