@@ -264,10 +264,20 @@ class NativeFinder(_Finder):
         super().__init__(literals, weak)
         self._native = _native
         self._matcher = None
+        self._searches = 0
+
+    REPICK = 8  # searches between two picks of the windows
+    SAMPLE = 16, 1 << 14  # slices, bytes each: the sample the windows are picked from
 
     def _matcher_for(self, buf: bytes, pos: int, end: int):
-        if self._matcher is None:
-            self._matcher = self._native.Matcher(self._lits + (self.PID,), buf[pos:min(end, pos + SUB_BLOCK)])
+        """The matcher, its windows picked again every REPICK searches from a sample spread
+        over the bytes searched (a log's start-up and serving parts differ)."""
+        if self._matcher is None or self._searches % self.REPICK == 0:
+            count, size = self.SAMPLE
+            step = max((end - pos) // count, size)
+            sample = b"".join(buf[p:min(p + size, end)] for p in range(pos, end, step))
+            self._matcher = self._native.Matcher(self._lits + (self.PID,), sample)
+        self._searches += 1
         return self._matcher
 
     def _pairs(self, buf: bytes, pos: int, end: int) -> tuple[bytes, bytes]:
