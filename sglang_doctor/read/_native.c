@@ -373,19 +373,31 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         Py_ssize_t e = i + 64 < hi ? i + 64 : hi;
 #ifdef HAVE_SSE2
         if (e - i == 64) {
-            /* CR, ESC, NUL in [i, e) */
-            const __m128i cr = _mm_set1_epi8('\r'), esc = _mm_set1_epi8(0x1b), zero = _mm_setzero_si128();
-            uint64_t bits = 0;
-            for (int q = 0; q < 4; q++) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(buf + i + 16 * q));
-                __m128i t = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, esc)),
-                                         _mm_cmpeq_epi8(v, zero));
-                bits |= (uint64_t)(uint16_t)_mm_movemask_epi8(t) << (16 * q);
-            }
-            while (bits) {
-                int b = __builtin_ctzll(bits);
-                bits &= bits - 1;
-                mark(buf, i + b, hi, mlast, marks);
+            /* CR, ESC, NUL in [i, e): per kind, only the bits past the line of its last
+             * mark (a NUL- or ESC-dense line costs one mark, not one test per byte) */
+            static const char needles[4] = {'\r', 0, 0x1b, 0};
+            __m128i v[4];
+            for (int q = 0; q < 4; q++)
+                v[q] = _mm_loadu_si128((const __m128i *)(buf + i + 16 * q));
+            for (int kind = 0; kind < 4; kind++) {
+                if (kind == 1 || mlast[kind] >= e - 1)
+                    continue;
+                const __m128i c = _mm_set1_epi8(needles[kind]);
+                uint64_t bits = 0;
+                for (int q = 0; q < 4; q++)
+                    bits |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[q], c)) << (16 * q);
+                while (bits) {
+                    Py_ssize_t from = mlast[kind] + 1 - i;  /* bits below this are on a marked line */
+                    if (from >= 64)
+                        break;
+                    if (from > 0)
+                        bits &= ~((UINT64_C(1) << from) - 1);
+                    if (!bits)
+                        break;
+                    int b = __builtin_ctzll(bits);
+                    bits &= bits - 1;
+                    mark(buf, i + b, hi, mlast, marks);
+                }
             }
         } else
 #endif
