@@ -26,7 +26,9 @@ lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the
 ``fast`` extra) when installed and the covers are many, else an Aho-Corasick automaton (``ahocorasick_rs``, a
 normal dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for
 a few dozen literals per automaton (the covers are split by first byte, then into groups:
-``aho_groups``).  ``bytes.find`` per
+``aho_groups``).  Before Aho-Corasick comes the optional C extension (``NativeFinder``,
+read/_native.c, built at install when a C compiler is there): one pass for all covers that
+also finds each line's first ``\\r``, ESC, NUL and `` pid=`` and the newline bits.  ``bytes.find`` per
 literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
 an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
 numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
