@@ -26,7 +26,9 @@ lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the
 ``fast`` extra) when installed and the covers are many, else an Aho-Corasick automaton (``ahocorasick_rs``, a
 normal dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for
 a few dozen literals per automaton (the covers are split by first byte, then into groups:
-``aho_groups``).  ``bytes.find`` per
+``aho_groups``).  Before Aho-Corasick comes the optional C extension (``NativeFinder``,
+read/_native.c, built at install when a C compiler is there): one pass for all covers that
+also finds each line's first ``\\r``, ESC, NUL and `` pid=`` and the newline bits.  ``bytes.find`` per
 literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
 an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
 numbers.  A block dense with hits (a line of ``Error: Error: ...``) is capped: past
@@ -45,6 +47,7 @@ the worker also indexes the block's newlines and drops the weak hits it can be s
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import queue
 import re
@@ -241,6 +244,77 @@ class AhoFinder(_Finder):
         return out, weak
 
 
+class NativeFinder(_Finder):
+    """Start offsets of literal hits from the optional C extension (``read/_native.c``):
+    the first occurrence of each literal in each line, as ``FindFinder.pairs`` gives, in
+    one pass that also finds the first ``\\r``, ESC, NUL and `` pid=`` of each line
+    (``scan``, for read/vector.py).  Its windows are picked from the first block it
+    searches (which of them are rare in this log only changes the speed, never the lines).
+    ImportError when the extension was not built (no C compiler at install)."""
+
+    name = "native"
+    parallel = True  # the pass releases the GIL
+    PID = b" pid="
+
+    def __init__(self, literals: tuple[bytes, ...], weak: frozenset[bytes] = frozenset()):
+        try:
+            _native = importlib.import_module("sglang_doctor.read._native")
+        except ImportError as exc:  # not built: no compiler at install
+            raise ImportError("sglang_doctor.read._native is not built") from exc
+        if not literals or min(map(len, literals)) < 3:
+            raise ImportError("the native engine needs literals of 3 bytes or more")  # (make_finder: next engine)
+        super().__init__(literals, weak)
+        self._native = _native
+        self._matcher = None
+        self._searches = 0
+
+    REPICK = 8  # searches between two picks of the windows
+    SAMPLE = 16, 1 << 14  # slices, bytes each: the sample the windows are picked from
+
+    def _matcher_for(self, buf: bytes, pos: int, end: int):
+        """The matcher, its windows picked again every REPICK searches from a sample spread
+        over the bytes searched (a log's start-up and serving parts differ)."""
+        if self._matcher is None or self._searches % self.REPICK == 0:
+            count, size = self.SAMPLE
+            step = max((end - pos) // count, size)
+            sample = b"".join(buf[p:min(p + size, end)] for p in range(pos, end, step))
+            self._matcher = self._native.Matcher(self._lits + (self.PID,), sample)
+        self._searches += 1
+        return self._matcher
+
+    def _pairs(self, buf: bytes, pos: int, end: int) -> tuple[bytes, bytes]:
+        return self._matcher_for(buf, pos, end).scan(buf, pos, end)
+
+    def pairs(self, buf: bytes, pos: int, end: int) -> list[tuple[int, int]]:
+        """(offset, literal id): the first hit of each literal in each line."""
+        raw = memoryview(self._pairs(buf, pos, end)[0]).cast("q")
+        pid = len(self._lits)
+        return [(raw[k], raw[k + 1]) for k in range(0, len(raw), 2) if raw[k + 1] != pid]
+
+    def hits(self, buf: bytes, pos: int, end: int) -> tuple[list[int], dict[int, bytes]]:
+        return self._split(self.pairs(buf, pos, end))
+
+    def arrays(self, np, buf: bytes, pos: int, end: int):
+        return self.scan(np, buf, pos, end)[0]
+
+    def scan(self, np, buf: bytes, pos: int, end: int):
+        """((offsets, literal ids), (offsets, needle ids)) as int64 arrays: the literal hits
+        (``arrays``) and what ``vector.Marks.find`` gives (ids 0 ``\\r``, 1 `` pid=``, 2
+        ESC, 3 NUL), the first of each in each line of buf[pos:end]."""
+        pairs, marks = self._pairs(buf, pos, end)
+        got = np.frombuffer(pairs, np.int64).reshape(-1, 2)
+        mk = np.frombuffer(marks, np.int64).reshape(-1, 2)
+        pid = got[:, 1] == len(self._lits)
+        lits = got[~pid]
+        mark_pos = np.concatenate((mk[:, 0], got[pid, 0]))
+        mark_ids = np.concatenate((mk[:, 1], np.full(int(pid.sum()), 1, np.int64)))
+        return (lits[:, 0].copy(), lits[:, 1].copy()), (mark_pos, mark_ids)
+
+    def newline_bits(self, buf: bytes, lo: int, bits, k0: int, k1: int) -> None:
+        """``vector.pack_newlines`` in C."""
+        self._native.newline_bits(buf, lo, bits, k0, k1)
+
+
 def aho_groups(literals: tuple[bytes, ...]) -> list[tuple[int, ...]]:
     """The literal ids of each automaton.
 
@@ -311,7 +385,7 @@ class HyperscanFinder(_Finder):
         return out, weak
 
 
-ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder}
+ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": HyperscanFinder, "native": NativeFinder}
 SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
 
 
@@ -340,8 +414,12 @@ def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: It
     if engine is not None:
         return ENGINES[engine](lits, weak_set)
     # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
-    # ns/B, docs/PERFORMANCE.md); with many more covers (user rules) Hyperscan wins
-    order = (AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_COVERS else (HyperscanFinder, AhoFinder)
+    # ns/B, docs/PERFORMANCE.md); with many more covers (user rules) Hyperscan wins.  The C
+    # extension, when it was built, beats Aho-Corasick (one pass for all covers, 28% less
+    # CPU on the reading path) and costs about what Hyperscan does (session 9), so Hyperscan
+    # keeps its place when installed (the ``fast`` extra)
+    order = (NativeFinder, AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_COVERS \
+        else (HyperscanFinder, NativeFinder, AhoFinder)
     for cls in order:
         try:
             return cls(lits, weak_set)

@@ -316,22 +316,37 @@ class WeakFilter:
         ``helper``: (an executor with a thread of its own, a second finder) to search and
         index the second half of the block at the same time as this thread does the first
         (the engine and numpy release the GIL: two cores, about half the wall time)."""
+        native = hasattr(finder, "newline_bits")  # scanner.NativeFinder: hits, marks and newlines in C
+
+        def pack(k0: int, k1: int) -> None:
+            if native:
+                finder.newline_bits(block, lo, bits, k0, k1)
+            else:
+                pack_newlines(np, block, lo, hi, bits, k0, k1)
+
+        def find(f, a: int, b: int):
+            """((offsets, ids), marks) of block[a:b]."""
+            if native:
+                return f.scan(np, block, a, b)
+            return f.arrays(np, block, a, b), self._marks.find(np, block, a, b)
+
+        bits = newline_bits(np, lo, hi)
         if helper is None or hi - lo < 2 * CHUNK:
-            return self.sift(np, block, lo, hi, *finder.arrays(np, block, lo, hi))
+            pack(0, hi - lo)
+            (pos, ids), marks = find(finder, lo, hi)
+            return self.sift(np, block, lo, hi, pos, ids, BlockIndex(np, block, lo, hi, bits), marks)
         pool, other = helper
         mid = block.find(b"\n", (lo + hi) // 2, hi) + 1 or hi  # a line boundary: no literal straddles it
         kmid = (hi - lo) // 2 // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
-        bits = newline_bits(np, lo, hi)
 
         def second_half():
-            pack_newlines(np, block, lo, hi, bits, kmid, hi - lo)
-            return other.arrays(np, block, mid, hi), self._marks.find(np, block, mid, hi)
+            pack(kmid, hi - lo)
+            return find(other, mid, hi)
 
         later = pool.submit(second_half)
         try:
-            pos, ids = finder.arrays(np, block, lo, mid)
-            pack_newlines(np, block, lo, hi, bits, 0, kmid)
-            marks = self._marks.find(np, block, lo, mid)
+            (pos, ids), marks = find(finder, lo, mid)
+            pack(0, kmid)
         finally:
             (pos2, ids2), marks2 = later.result()
         return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),

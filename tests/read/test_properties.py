@@ -126,7 +126,8 @@ def test_scanner_byte_by_byte_equals_one_read(seed_full):
     assert fast(data, [1] * len(data))[0] == fast(data, [])[0]
 
 
-ENGINE_MODULES = {"find": None, "aho-corasick": "ahocorasick_rs", "hyperscan": "hyperscan"}
+ENGINE_MODULES = {"find": None, "aho-corasick": "ahocorasick_rs", "hyperscan": "hyperscan",
+                  "native": "sglang_doctor.read._native"}  # (the C extension: built when a compiler was there)
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINE_MODULES))

@@ -102,7 +102,8 @@ def rule_pack():
 
 @pytest.mark.parametrize("engine,sub_block,chunk", [("aho-corasick", 1 << 20, 1 << 20), ("aho-corasick", 96, 1 << 20),
                                                     ("find", 1 << 20, 1 << 20), ("aho-corasick", 96, 64),
-                                                    ("aho-corasick", 1 << 20, 8)])
+                                                    ("aho-corasick", 1 << 20, 8), ("native", 1 << 20, 1 << 20),
+                                                    ("native", 96, 64), ("native", 1 << 20, 8)])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.sampled_from(WEAK), max_size=60), cut=st.lists(st.integers(1, 400), max_size=8))
@@ -111,6 +112,9 @@ def test_read_ahead_with_numpy_equals_every_line_read(engine, sub_block, chunk, 
     (whose ': error: ' has a head condition), each engine, blocks and sub-blocks of any size,
     and (a small CHUNK, two CPUs) each block searched and indexed in two halves by two threads."""
     from sglang_doctor.read import scanner as scanner_mod
+
+    if engine == "native":
+        pytest.importorskip("sglang_doctor.read._native")
 
     monkeypatch.setattr(scanner_mod, "SMALL_BLOCK", 0)
     monkeypatch.setattr(scanner_mod, "SUB_BLOCK", sub_block)
@@ -156,10 +160,11 @@ def test_the_worker_filter_drops_the_weak_lines_the_scanner_drops():
     assert index.count(lo, hi) == block.count(b"\n", lo, hi)
 
 
+@pytest.mark.parametrize("engine", ["aho-corasick", "native"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.sampled_from(WEAK), min_size=1, max_size=80), chunk=st.sampled_from([8, 64, 256]))
-def test_a_block_searched_in_two_halves_gives_what_one_search_gives(lines, chunk, rule_pack, monkeypatch):
+def test_a_block_searched_in_two_halves_gives_what_one_search_gives(engine, lines, chunk, rule_pack, monkeypatch):
     """The worker's helper thread (second half of the block, its part of the newline index)
     changes nothing: same hits, weak hits, dirty lines and line counts as one thread."""
     from sglang_doctor.read import scanner as scanner_mod
@@ -168,8 +173,10 @@ def test_a_block_searched_in_two_halves_gives_what_one_search_gives(lines, chunk
     monkeypatch.setattr(vector, "CHUNK", chunk)
     monkeypatch.setattr(scanner_mod, "_cpus", lambda: 2)
     block = b"first line, searched by the caller\n" + ("\n".join(lines) + "\n").encode()
+    if engine == "native":
+        pytest.importorskip("sglang_doctor.read._native")
     sc = StreamPipeline(rule_pack, remediate=False).scanner
-    sc._engine = "aho-corasick"
+    sc._engine = engine
     finder = sc._worker_finder()
     helper = sc._helper(finder)
     assert helper is not None

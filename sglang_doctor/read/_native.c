@@ -1,0 +1,608 @@
+/* One native pass over a block for the scanner (read/scanner.py, NativeFinder).
+ *
+ * Optional: built by setuptools when a C compiler is there (setup.py marks the extension
+ * optional); without it the scanner uses its other engines and gives the same lines.
+ *
+ * Matcher(literals) finds, in buf[lo:hi], the first occurrence of each literal in each
+ * line that holds one (what scanner.FindFinder.pairs gives, one bytes.find pass per
+ * literal), in one pass over the bytes:
+ *   - every literal has a 4-byte anchor (the window of it least likely to occur in a log,
+ *     by a fixed byte-frequency guess; a 3-byte literal's anchor is the literal with any
+ *     4th byte); a bitmap of hashed anchors is tested at every position and a hit is
+ *     verified exactly (anchor key, then memcmp of the whole literal, within [lo, hi));
+ *   - in the same pass, per 64-byte stride, the first CR, ESC and NUL of each line
+ *     (SSE2 where there is SSE2).
+ * newline_bits(buf, lo, bits, k0, k1) sets the bits of the newlines of buf[lo+k0:lo+k1]
+ * (bit k of the array is byte lo+k), as read/vector.pack_newlines does.
+ * The GIL is released while the bytes are searched.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#define HAVE_SSE2 1
+#endif
+
+#define HBITS 17
+#define HSIZE (1u << HBITS)
+#define STRIDE 4      /* a window is hashed at every STRIDE-th position */
+#define MIN_HASHED (STRIDE + 2)  /* shorter literals are compared at every position instead */
+
+typedef struct {
+    uint32_t key;  /* the window's 3 bytes (a 4-byte load & key_mask) */
+    int32_t lit, off, next;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    int nlits;
+    unsigned char **lits;
+    Py_ssize_t *lens;
+    int *shorts;      /* the literals shorter than MIN_HASHED */
+    int *pick;        /* per literal: two of its byte offsets (short literals) */
+    int nshorts;
+    uint8_t *bitmap;  /* HSIZE bits */
+    int32_t *head;    /* HSIZE chain heads, -1 = none */
+    Entry *entries;
+    int nentries, capentries;
+} Matcher;
+
+typedef struct {
+    int64_t *data;
+    Py_ssize_t len, cap;
+    int failed;
+} Vec;
+
+static void vec_push2(Vec *v, int64_t a, int64_t b)
+{
+    if (v->failed)
+        return;
+    if (v->len + 2 > v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 1024;
+        int64_t *d = (int64_t *)realloc(v->data, (size_t)cap * sizeof(int64_t));
+        if (d == NULL) {
+            v->failed = 1;
+            return;
+        }
+        v->data = d;
+        v->cap = cap;
+    }
+    v->data[v->len++] = a;
+    v->data[v->len++] = b;
+}
+
+static inline uint32_t hash32(uint32_t x)
+{
+    x ^= x >> 15;
+    return (x * 2654435761u) >> (32 - HBITS);
+}
+
+static inline uint32_t load32(const unsigned char *p)
+{
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
+/* How common a byte is in a log (higher: more common); a guess, used only to pick
+ * anchors, never for what is found. */
+static int commonness(unsigned char c)
+{
+    if (c == ' ')
+        return 100;
+    if (c >= '0' && c <= '9')
+        return 60;
+    if (c >= 'a' && c <= 'z') {
+        static const char top[] = "etaoinsrhldcumfpgwybvkxjqz";
+        const char *f = strchr(top, c);
+        return 80 - (int)(f - top) * 2;
+    }
+    if (c >= 'A' && c <= 'Z')
+        return 20;
+    switch (c) {
+    case ':': case '.': case ',': case '-': case '[': case ']': case '=': case '/': case '_':
+    case '(': case ')': case '\'': case '"':
+        return 40;
+    case '\n':
+        return 30;
+    default:
+        return 10;
+    }
+}
+
+static int add_entry(Matcher *m, uint32_t key, int lit, int off)
+{
+    if (m->nentries == m->capentries) {
+        int cap = m->capentries ? m->capentries * 2 : 256;
+        Entry *e = (Entry *)PyMem_Realloc(m->entries, (size_t)cap * sizeof(Entry));
+        if (e == NULL)
+            return -1;
+        m->entries = e;
+        m->capentries = cap;
+    }
+    uint32_t h = hash32(key);
+    Entry *e = &m->entries[m->nentries];
+    e->key = key;
+    e->lit = lit;
+    e->off = off;
+    e->next = m->head[h];
+    m->head[h] = m->nentries++;
+    m->bitmap[h >> 3] |= (uint8_t)(1u << (h & 7));
+    return 0;
+}
+
+static void Matcher_dealloc(Matcher *self)
+{
+    if (self->lits) {
+        for (int i = 0; i < self->nlits; i++)
+            PyMem_Free(self->lits[i]);
+        PyMem_Free(self->lits);
+    }
+    PyMem_Free(self->lens);
+    PyMem_Free(self->shorts);
+    PyMem_Free(self->pick);
+    PyMem_Free(self->bitmap);
+    PyMem_Free(self->head);
+    PyMem_Free(self->entries);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define CBITS 16
+static uint32_t key_mask;  /* the first 3 bytes of a 4-byte load */
+
+static inline uint32_t count_slot(uint32_t x)
+{
+    return (x * 2246822519u) >> (32 - CBITS);
+}
+
+/* How often each 3-byte window occurs in the sample, hashed (collisions only add): used to
+ * pick rare windows. */
+static int count_windows(Py_buffer *sample, uint32_t **counts)
+{
+    uint32_t *c = (uint32_t *)PyMem_Calloc(1u << CBITS, sizeof(uint32_t));
+    if (c == NULL)
+        return -1;
+    counts[0] = c;
+    const unsigned char *b = (const unsigned char *)sample->buf;
+    Py_ssize_t n = sample->len < (1 << 20) ? sample->len : (1 << 20);
+    for (Py_ssize_t p = 0; p + 4 <= n; p++)
+        c[count_slot(load32(b + p) & key_mask)]++;
+    return 0;
+}
+
+static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts);
+
+static int Matcher_init(Matcher *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *seq;
+    Py_buffer sample = {0};
+    uint32_t *counts[1] = {NULL};
+    if (self->lits != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Matcher is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O|y*", &seq, &sample))
+        return -1;
+    if (sample.buf != NULL) {
+        int ok = sample.len >= 4096 && count_windows(&sample, counts) == 0;
+        PyBuffer_Release(&sample);
+        if (!ok && counts[0] != NULL) {
+            PyMem_Free(counts[0]);
+            counts[0] = NULL;
+        }
+    }
+    int rc = init_literals(self, seq, counts[0]);
+    PyMem_Free(counts[0]);
+    return rc;
+}
+
+static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
+{
+    PyObject *fast = PySequence_Fast(seq, "literals must be a sequence of bytes");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n < 1 || n > 100000) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "between 1 and 100000 literals");
+        return -1;
+    }
+    self->nlits = (int)n;
+    self->lits = (unsigned char **)PyMem_Calloc((size_t)n, sizeof(unsigned char *));
+    self->lens = (Py_ssize_t *)PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
+    self->shorts = (int *)PyMem_Calloc((size_t)n, sizeof(int));
+    self->pick = (int *)PyMem_Calloc((size_t)n * 2, sizeof(int));
+    self->bitmap = (uint8_t *)PyMem_Calloc(HSIZE / 8, 1);
+    self->head = (int32_t *)PyMem_Malloc(HSIZE * sizeof(int32_t));
+    if (!self->lits || !self->lens || !self->shorts || !self->pick || !self->bitmap || !self->head) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(self->head, 0xff, HSIZE * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
+        char *s;
+        Py_ssize_t len;
+        if (!PyBytes_Check(item) || PyBytes_AsStringAndSize(item, &s, &len) < 0) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_TypeError, "literals must be bytes");
+            return -1;
+        }
+        if (len < 1 || len > (1 << 20)) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_ValueError, "a literal of 0 or more than 1 MiB bytes");
+            return -1;
+        }
+        /* a newline only as the last byte: an occurrence then lies on one line */
+        const char *nl = memchr(s, '\n', (size_t)len);
+        if (nl != NULL && nl != s + len - 1) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_ValueError, "a literal with a newline before its end");
+            return -1;
+        }
+        self->lits[i] = (unsigned char *)PyMem_Malloc((size_t)len);
+        if (self->lits[i] == NULL)
+            goto nomem;
+        memcpy(self->lits[i], s, (size_t)len);
+        self->lens[i] = len;
+        if (len < MIN_HASHED) {  /* looked for at every position: its two rarest bytes, then all */
+            self->shorts[self->nshorts++] = (int)i;
+            int j1 = 0, j2 = len > 1 ? 1 : 0;
+            for (int j = 0; j < len; j++)
+                if (commonness(self->lits[i][j]) < commonness(self->lits[i][j1]))
+                    j1 = j;
+            j2 = j1 == 0 ? (len > 1 ? 1 : 0) : 0;
+            for (int j = 0; j < len; j++)
+                if (j != j1 && commonness(self->lits[i][j]) < commonness(self->lits[i][j2]))
+                    j2 = j;
+            self->pick[2 * i] = j1;
+            self->pick[2 * i + 1] = j2;
+            continue;
+        }
+        /* STRIDE consecutive 3-byte windows of the literal: the ones least often seen in
+         * the sample (else the ones with the rarest bytes by a fixed guess) */
+        const unsigned char *u = self->lits[i];
+        Py_ssize_t best = 0;
+        double best_score = -1;
+        for (Py_ssize_t k0 = 0; k0 + STRIDE - 1 <= len - 3; k0++) {
+            double score = 0;
+            for (Py_ssize_t k = k0; k < k0 + STRIDE; k++) {
+                if (counts != NULL) {
+                    unsigned char b[4] = {u[k], u[k + 1], u[k + 2], 0};
+                    score += 1.0 + counts[count_slot(load32(b) & key_mask)];
+                } else {
+                    score += commonness(u[k]) + commonness(u[k + 1]) + commonness(u[k + 2]);
+                }
+            }
+            if (best_score < 0 || score < best_score) {
+                best_score = score;
+                best = k0;
+            }
+        }
+        for (Py_ssize_t k = best; k < best + STRIDE; k++) {
+            unsigned char b[4] = {u[k], u[k + 1], u[k + 2], 0};
+            if (add_entry(self, load32(b) & key_mask, (int)i, (int)k) < 0)
+                goto nomem;
+        }
+    }
+    Py_DECREF(fast);
+    return 0;
+nomem:
+    Py_DECREF(fast);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* the end of the line holding p: the offset of its newline, or hi */
+static inline Py_ssize_t line_end(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi)
+{
+    const unsigned char *q = memchr(buf + p, '\n', (size_t)(hi - p));
+    return q ? (Py_ssize_t)(q - buf) : hi;
+}
+
+typedef struct {
+    Py_ssize_t *last;  /* per literal: end of the line of its last reported occurrence */
+    Py_ssize_t *first; /* per literal: that occurrence */
+    Py_ssize_t *slot;  /* per literal: its index in pairs */
+} State;
+
+/* an occurrence of literal lit at s (verified): the first of its line is kept */
+static inline void found(State *st, const unsigned char *buf, Py_ssize_t hi, int lit, Py_ssize_t s, Vec *pairs)
+{
+    if (s <= st->last[lit]) {  /* same line (found out of order by the strided windows) */
+        if (s < st->first[lit] && !pairs->failed) {
+            st->first[lit] = s;
+            pairs->data[st->slot[lit]] = s;
+        }
+        return;
+    }
+    st->slot[lit] = pairs->len;
+    st->first[lit] = s;
+    vec_push2(pairs, s, lit);
+    st->last[lit] = line_end(buf, s, hi);
+}
+
+static inline void candidate(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
+                             Py_ssize_t i, uint32_t x, uint32_t h, State *st, Vec *pairs)
+{
+    for (int32_t j = m->head[h]; j >= 0; j = m->entries[j].next) {
+        const Entry *e = &m->entries[j];
+        if (x != e->key)
+            continue;
+        Py_ssize_t s = i - e->off;
+        Py_ssize_t len = m->lens[e->lit];
+        if (s < lo || s + len > hi)
+            continue;
+        if (s <= st->last[e->lit] && s >= st->first[e->lit])
+            continue;
+        if (memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
+            continue;
+        found(st, buf, hi, e->lit, s, pairs);
+    }
+}
+
+static inline void mark(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi, Py_ssize_t *mlast, Vec *marks)
+{
+    unsigned char c = buf[p];
+    int kind = c == '\r' ? 0 : c == 0x1b ? 2 : 3;
+    if (p <= mlast[kind])
+        return;
+    vec_push2(marks, p, kind);
+    mlast[kind] = line_end(buf, p, hi);
+}
+
+static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
+                 State *st, Vec *pairs, Vec *marks)
+{
+    Py_ssize_t mlast[4] = {lo - 1, lo - 1, lo - 1, lo - 1};
+    const uint8_t *bitmap = m->bitmap;
+    Py_ssize_t i = lo;
+    Py_ssize_t maxshort = 0;
+    for (int k = 0; k < m->nlits; k++) {
+        st->last[k] = lo - 1;
+        st->first[k] = lo - 1;
+    }
+    for (int k = 0; k < m->nshorts; k++)
+        if (m->lens[m->shorts[k]] > maxshort)
+            maxshort = m->lens[m->shorts[k]];
+    while (i < hi) {
+        Py_ssize_t e = i + 64 < hi ? i + 64 : hi;
+#ifdef HAVE_SSE2
+        if (e - i == 64) {
+            /* CR, ESC, NUL in [i, e): per kind, only the bits past the line of its last
+             * mark (a NUL- or ESC-dense line costs one mark, not one test per byte) */
+            static const char needles[4] = {'\r', 0, 0x1b, 0};
+            __m128i v[4];
+            for (int q = 0; q < 4; q++)
+                v[q] = _mm_loadu_si128((const __m128i *)(buf + i + 16 * q));
+            for (int kind = 0; kind < 4; kind++) {
+                if (kind == 1 || mlast[kind] >= e - 1)
+                    continue;
+                const __m128i c = _mm_set1_epi8(needles[kind]);
+                uint64_t bits = 0;
+                for (int q = 0; q < 4; q++)
+                    bits |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[q], c)) << (16 * q);
+                while (bits) {
+                    Py_ssize_t from = mlast[kind] + 1 - i;  /* bits below this are on a marked line */
+                    if (from >= 64)
+                        break;
+                    if (from > 0)
+                        bits &= ~((UINT64_C(1) << from) - 1);
+                    if (!bits)
+                        break;
+                    int b = __builtin_ctzll(bits);
+                    bits &= bits - 1;
+                    mark(buf, i + b, hi, mlast, marks);
+                }
+            }
+        } else
+#endif
+        {
+            for (Py_ssize_t p = i; p < e; p++) {
+                unsigned char c = buf[p];
+                if (c == '\r' || c == 0x1b || c == 0)
+                    mark(buf, p, hi, mlast, marks);
+            }
+        }
+        /* short literals starting in [i, e) */
+        if (m->nshorts) {
+#ifdef HAVE_SSE2
+            if (i + 64 + maxshort - 1 <= hi) {
+                for (int k = 0; k < m->nshorts; k++) {
+                    /* two of its bytes compared at every position, then the whole literal */
+                    int lit = m->shorts[k];
+                    const unsigned char *u = m->lits[lit];
+                    Py_ssize_t len = m->lens[lit];
+                    int j1 = m->pick[2 * lit], j2 = m->pick[2 * lit + 1];
+                    const __m128i c1 = _mm_set1_epi8((char)u[j1]), c2 = _mm_set1_epi8((char)u[j2]);
+                    uint64_t bits = 0;
+                    for (int q = 0; q < 4; q++) {
+                        __m128i acc = _mm_and_si128(
+                            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(buf + i + 16 * q + j1)), c1),
+                            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(buf + i + 16 * q + j2)), c2));
+                        bits |= (uint64_t)(uint16_t)_mm_movemask_epi8(acc) << (16 * q);
+                    }
+                    while (bits) {
+                        int b = __builtin_ctzll(bits);
+                        bits &= bits - 1;
+                        if (memcmp(buf + i + b, u, (size_t)len) == 0)
+                            found(st, buf, hi, lit, i + b, pairs);
+                    }
+                }
+            } else
+#endif
+            {
+                for (int k = 0; k < m->nshorts; k++) {
+                    int lit = m->shorts[k];
+                    Py_ssize_t len = m->lens[lit];
+                    for (Py_ssize_t p = i; p < e && p + len <= hi; p++)
+                        if (buf[p] == m->lits[lit][0] && memcmp(buf + p, m->lits[lit], (size_t)len) == 0)
+                            found(st, buf, hi, lit, p, pairs);
+                }
+            }
+        }
+        /* the hashed windows at every STRIDE-th position of [i, e) */
+        Py_ssize_t p = i;
+        for (; p < e && p + 4 <= hi; p += STRIDE) {
+            uint32_t x = load32(buf + p) & key_mask;
+            uint32_t h = hash32(x);
+            if (bitmap[h >> 3] & (1u << (h & 7)))
+                candidate(m, buf, lo, hi, p, x, h, st, pairs);
+        }
+        for (; p < e; p += STRIDE) {  /* the last positions: zero-padded */
+            unsigned char b[4] = {0, 0, 0, 0};
+            memcpy(b, buf + p, (size_t)(hi - p));
+            uint32_t x = load32(b) & key_mask;
+            uint32_t h = hash32(x);
+            if (bitmap[h >> 3] & (1u << (h & 7)))
+                candidate(m, buf, lo, hi, p, x, h, st, pairs);
+        }
+        i = e;
+    }
+}
+
+static int get_range(Py_buffer *view, Py_ssize_t *lo, Py_ssize_t *hi)
+{
+    if (*lo < 0 || *hi > view->len || *lo > *hi) {
+        PyErr_SetString(PyExc_ValueError, "range outside the buffer");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *vec_bytes(Vec *v)
+{
+    PyObject *out = PyBytes_FromStringAndSize((const char *)v->data, v->len * (Py_ssize_t)sizeof(int64_t));
+    free(v->data);
+    v->data = NULL;
+    return out;
+}
+
+/* scan(buf, lo, hi) -> (pairs, marks): bytes of native int64 pairs, (offset, literal id)
+ * and (offset, kind: 0 CR, 2 ESC, 3 NUL) */
+static PyObject *Matcher_scan(Matcher *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &lo, &hi))
+        return NULL;
+    if (get_range(&view, &lo, &hi) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Vec pairs = {0}, marks = {0};
+    State st;
+    st.last = (Py_ssize_t *)malloc((size_t)self->nlits * 3 * sizeof(Py_ssize_t));
+    if (st.last == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    st.first = st.last + self->nlits;
+    st.slot = st.first + self->nlits;
+    Py_BEGIN_ALLOW_THREADS
+    scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks);
+    Py_END_ALLOW_THREADS
+    free(st.last);
+    PyBuffer_Release(&view);
+    if (pairs.failed || marks.failed) {
+        free(pairs.data);
+        free(marks.data);
+        return PyErr_NoMemory();
+    }
+    PyObject *a = vec_bytes(&pairs);
+    PyObject *b = vec_bytes(&marks);
+    if (a == NULL || b == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", a, b);
+}
+
+static PyMethodDef Matcher_methods[] = {
+    {"scan", (PyCFunction)Matcher_scan, METH_VARARGS, "scan(buf, lo, hi) -> (pairs, marks) as int64 bytes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject MatcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sglang_doctor.read._native.Matcher",
+    .tp_basicsize = sizeof(Matcher),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "First occurrence of each literal in each line, and the first CR/ESC/NUL of each line.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Matcher_init,
+    .tp_dealloc = (destructor)Matcher_dealloc,
+    .tp_methods = Matcher_methods,
+};
+
+/* newline_bits(buf, lo, bits, k0, k1): bits[k0/8 : ceil(k1/8)] = the newline bits of
+ * buf[lo+k0 : lo+k1] (little bit order); k0 a multiple of 8 */
+static PyObject *newline_bits(PyObject *mod, PyObject *args)
+{
+    Py_buffer view, out;
+    Py_ssize_t lo, k0, k1;
+    if (!PyArg_ParseTuple(args, "y*nw*nn", &view, &lo, &out, &k0, &k1))
+        return NULL;
+    PyObject *result = NULL;
+    if (k0 < 0 || (k0 & 7) || lo < 0 || k1 < k0 || lo + k1 > view.len || (k1 + 7) / 8 > out.len) {
+        PyErr_SetString(PyExc_ValueError, "range outside the buffers");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    const unsigned char *b = (const unsigned char *)view.buf + lo;
+    uint8_t *o = (uint8_t *)out.buf;
+    Py_ssize_t k = k0;
+#ifdef HAVE_SSE2
+    const __m128i nl = _mm_set1_epi8('\n');
+    for (; k + 16 <= k1; k += 16) {
+        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(b + k)), nl));
+        o[k >> 3] = (uint8_t)m;
+        o[(k >> 3) + 1] = (uint8_t)(m >> 8);
+    }
+#endif
+    for (; k < k1; k += 8) {
+        uint8_t v = 0;
+        for (int j = 0; j < 8 && k + j < k1; j++)
+            v |= (uint8_t)((b[k + j] == '\n') << j);
+        o[k >> 3] = v;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_native", "One native pass over a block (read/scanner.py).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    static const unsigned char first3[4] = {0xff, 0xff, 0xff, 0};
+    key_mask = load32(first3);
+    if (PyType_Ready(&MatcherType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&MatcherType);
+    if (PyModule_AddObject(m, "Matcher", (PyObject *)&MatcherType) < 0) {
+        Py_DECREF(&MatcherType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,113 @@
+"""The optional C extension (read/_native.c) against the stdlib engine it must equal.
+
+``NativeFinder.pairs`` must be exactly ``FindFinder.pairs`` (the first occurrence of each
+literal in each line), its marks the first ``\\r``/ESC/NUL/`` pid=`` of each line, and its
+newline bits ``vector.pack_newlines``'s, on any bytes and any range.  Skipped when the
+extension was not built (an install without a C compiler)."""
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sglang_doctor.read import scanner, vector
+
+native = pytest.importorskip("sglang_doctor.read._native")
+
+# short ones (compared at every position), ones ending with a newline, shared prefixes,
+# ones that overlap themselves, and the pack's weak ones
+LITERALS = (b"rc=", b"Error\n", b"Error: ", b"Error(", b"Exception: ", b": error: ", b'File "', b"Traceback",
+            b"Not enough memory", b"NCCL WARN", b"aaaaaaa", b"abababab", b"Killed", b"exit code", b"\xff\xfeEnd")
+PIECES = LITERALS + (b"\n", b"\r", b"\x1b", b"\x00", b"\x00" * 70, b" pid=", b"Erro", b"rc", b"a" * 65, b"ab" * 40,
+                     b"[2026-12-02 15:56:05 TP0] ", b"Decode batch, #running-req: 1 ", b"x" * 200)
+
+
+@st.composite
+def buffers(draw):
+    parts = draw(st.lists(st.one_of(st.sampled_from(PIECES), st.binary(max_size=40)), max_size=60))
+    data = b"".join(parts)
+    lo = draw(st.integers(0, len(data)))
+    hi = draw(st.integers(lo, len(data)))
+    return data, lo, hi
+
+
+def first_per_line(data: bytes, needle: bytes, lo: int, hi: int) -> set:
+    return set(vector.first_per_line(data, needle, lo, hi)) if len(needle) == 1 else \
+        {p for p in vector.first_per_line(data, needle, lo, hi) if p + len(needle) <= hi}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(buffers(), st.sampled_from([b"", b"sample " * 1000, b"Error: rc= aaaa\n" * 400]))
+def test_native_pairs_and_marks_equal_one_find_per_literal(buf, sample):
+    data, lo, hi = buf
+    lits = tuple(sorted(LITERALS))
+    finder = scanner.NativeFinder(lits)
+    if sample:  # windows picked from counts in a sample (not from this data): any windows give the same pairs
+        finder._matcher = native.Matcher(lits + (finder.PID,), sample)
+        finder._searches = 1  # (not picked again before the REPICK-th search)
+    want = scanner.FindFinder(lits).pairs(data, lo, hi)
+    got = finder.pairs(data, lo, hi)
+    assert sorted(got) == sorted(want)
+    assert finder.hits(data, lo, hi) == scanner.FindFinder(lits).hits(data, lo, hi)
+    (pos, ids), (mark_pos, mark_ids) = finder.scan(np, data, lo, hi)
+    assert sorted(zip(pos.tolist(), ids.tolist())) == sorted(want)
+    marks = set(zip(mark_pos.tolist(), mark_ids.tolist()))
+    for i, needle in enumerate(vector.Marks.NEEDLES):
+        assert {p for p, k in marks if k == i} == first_per_line(data, needle, lo, hi), needle
+
+
+@settings(max_examples=200, deadline=None)
+@given(buffers(), st.integers(0, 64))
+def test_native_newline_bits_equal_numpys(buf, k0_words):
+    data, lo, hi = buf
+    k0 = min(k0_words * 8, (hi - lo) // 8 * 8)
+    bits = vector.newline_bits(np, lo, hi)
+    want = bits.copy()
+    native.newline_bits(data, lo, bits, k0, hi - lo)
+    vector.pack_newlines(np, data, lo, hi, want, k0, hi - lo)
+    assert bits.tobytes() == want.tobytes()
+
+
+def test_a_literal_at_every_offset_of_a_long_line_and_across_strides():
+    lits = tuple(sorted(LITERALS))
+    for lit in LITERALS:
+        for at in range(0, 140):
+            data = b"z" * at + lit + b"y" * (140 - at) + b"\n" + b"w" * at + lit
+            for lo, hi in ((0, len(data)), (1, len(data) - 1), (at, at + len(lit))):
+                assert sorted(scanner.NativeFinder(lits).pairs(data, lo, hi)) == \
+                    sorted(scanner.FindFinder(lits).pairs(data, lo, hi)), (lit, at, lo, hi)
+
+
+def test_dense_lines_give_one_hit_per_line_and_literal():
+    lits = (b"Error: ", b"rc=")
+    data = b"Error: rc=" * 100000 + b"\n" + b"Error: \n" * 1000
+    got = scanner.NativeFinder(lits).pairs(data, 0, len(data))
+    assert sorted(got) == sorted(scanner.FindFinder(lits).pairs(data, 0, len(data)))
+    assert len(got) == 2 + 1000
+
+
+def test_the_matcher_refuses_what_it_cannot_search():
+    with pytest.raises(ValueError):
+        native.Matcher([b"a\nb"])
+    with pytest.raises(ValueError):
+        native.Matcher([])
+    with pytest.raises(TypeError):
+        native.Matcher(["text"])
+    with pytest.raises(ImportError):  # make_finder takes the next engine then
+        scanner.NativeFinder((b"ab", b"Traceback"))
+    m = native.Matcher([b"Traceback"])
+    with pytest.raises(ValueError):
+        m.scan(b"abc", 2, 10)
+    assert m.scan(b"", 0, 0) == (b"", b"")
+
+
+def test_without_the_extension_the_default_engine_is_the_one_before(monkeypatch):
+    """An install without a C compiler: the same engines as before, whatever they find."""
+    monkeypatch.setitem(sys.modules, "sglang_doctor.read._native", None)
+    finder = scanner.make_finder((b"Traceback", b"NCCL WARN"))
+    assert finder.name in ("aho-corasick", "hyperscan", "find")
+    assert scanner.make_finder((b"Traceback",), "find").name == "find"
+    with pytest.raises(ImportError):
+        scanner.NativeFinder((b"Traceback",))
