@@ -1290,3 +1290,7 @@ def _planner_doubt(ctx: Context, rem: Remediation) -> str | None:
     if p.fits:
         return None
     return f"the memory planner predicts it still does not fit ({(p.failing or 'headroom').replace('_', ' ')})"
+
+
+# the class-level operations (switch_backend, drop_feature) register themselves on import
+from sglang_doctor.remedy import class_remedies as _class_remedies  # noqa: E402,F401

@@ -1,0 +1,146 @@
+"""Class-level remedies: the standard change for a *kind* of failure, when no specific rule
+knew the exact message (rules/classes.yaml) and only where it failed is known.
+
+Two operations, each a named entry a rule's ``remedy`` list can use:
+
+- ``switch_backend``: the failure is in a kernel backend (an attention backend's module, a
+  backend's own refusal): pick another backend of the rule's ranked ``choices`` than the one
+  the launch used.  The one in use is the launch's own setting (command or dump), else the
+  backend whose module the traceback's frames pass through; it is only used to *skip* a
+  choice, so log text never becomes the value (every value is a rule's, validated against
+  the target release's catalogue: docs/CONTRACT.md "Trust").
+- ``drop_feature``: the failure is inside an optional feature the launch turned on (LoRA,
+  HiCache, speculative decoding, a MoE runner backend, a quantization override): remove the
+  flags that turn it on.  With the launch's settings known, only the ones it set (a value
+  other than the release's default); unknown settings are not "off", so then the removal is
+  proposed on the condition that the launch sets them, ranked after unconditional changes.
+
+Both are suggestions for the class of failure, never applied unattended (``safe`` False):
+the rule's confidence is already below a specific rule's, and the note says it is a
+class-level suggestion.  Threads that confirm them: docs/FIXES-SEEN.md.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sglang_doctor.model import Remediation
+from sglang_doctor.remedy import trust
+from sglang_doctor.remedy.remedies import Context, _equal, remedy
+
+# srt/layers/attention/<module> -> the --attention-backend value that runs it
+_BACKEND_MODULES: tuple[tuple[str, str], ...] = (
+    ("flashinfer_mla_backend", "flashinfer"),
+    ("flashinfer_backend", "flashinfer"),
+    ("trtllm_mla_backend", "trtllm_mla"),
+    ("trtllm_mha_backend", "trtllm_mha"),
+    ("flashattention_backend", "fa3"),
+    ("flashmla_backend", "flashmla"),
+    ("cutlass_mla_backend", "cutlass_mla"),
+    ("torch_native_backend", "torch_native"),
+    ("aiter_backend", "aiter"),
+    ("wave_backend", "wave"),
+    ("triton_backend", "triton"),
+    ("triton_ops/", "triton"),
+)
+# the installed package a frame belongs to, for the backends that ship as their own package
+_BACKEND_PACKAGES: tuple[tuple[str, str], ...] = (("/flashinfer/", "flashinfer"),)
+_ROCM = re.compile(r"\b(?:rocm|hip(?:BLAS|_runtime)?|gfx9\d\d|aiter|MI[123]\d\d[XA]?)\b", re.IGNORECASE)
+
+CLASS_NOTE = "a class-level suggestion: no specific rule knew this message"
+
+
+def _backend_in_use(ctx: Context, flag: str) -> str | None:
+    """The backend the failed launch ran: its own setting, else the deepest attention-backend
+    module among the traceback's frames (only ever compared with the rule's choices)."""
+    stated = ctx.stated(flag)
+    if isinstance(stated, str) and stated:
+        return stated
+    return _frames_backend(ctx)
+
+
+def _frames_backend(ctx: Context) -> str | None:
+    for frame in reversed(ctx.diagnosis.incident.frames):
+        path = frame.file.replace("\\", "/")
+        if "layers/attention/" in path:
+            tail = path.split("layers/attention/", 1)[1]
+            for module, backend in _BACKEND_MODULES:
+                if module in tail:
+                    return backend
+        for package, backend in _BACKEND_PACKAGES:
+            if package in path and "/sglang/" not in path:
+                return backend
+    return None
+
+
+def _on_rocm(ctx: Context) -> bool:
+    vendor = str(getattr(ctx.hardware, "vendor", "") or "").lower()
+    if vendor:
+        return vendor in ("amd", "rocm")
+    inc = ctx.diagnosis.incident
+    text = "\n".join(line.text for line in inc.lines[:400]) + "\n" + "\n".join(f.file for f in inc.frames)
+    return bool(_ROCM.search(text))
+
+
+@remedy("switch_backend")
+def switch_backend(ctx: Context, params: dict) -> Remediation | None:
+    """``{flag: --attention-backend, choices: [flashinfer, triton], cuda_only: [flashinfer]}``:
+    the first choice that is not the backend in use, exists in the target release and passes
+    its choices; a CUDA-only choice is skipped on ROCm.  ``when_frames``: only when the
+    traceback passes through an attention backend's module (for a rule whose class also
+    covers failures elsewhere)."""
+    flag = ctx.flag(params.get("flag") or "--attention-backend")
+    if flag is None:
+        return None
+    if params.get("when_frames") and _frames_backend(ctx) is None:
+        return None  # the failure did not pass through a backend's module: not this fix
+    choices = [str(c) for c in params.get("choices") or ("flashinfer", "triton")]
+    cuda_only = {str(c) for c in params.get("cuda_only") or ("flashinfer",)}
+    in_use = _backend_in_use(ctx, flag)
+    rocm = _on_rocm(ctx)
+    for choice in choices:
+        if choice == in_use or (rocm and choice in cuda_only):
+            continue
+        if _equal(ctx.stated(flag), choice):
+            continue
+        if ctx.catalog.validate(flag, choice) is not None:
+            continue
+        was = f"the {in_use} backend failed here" if in_use else "the backend in use failed here"
+        rem = Remediation(set={flag: choice}, safe=False,
+                          note=f"set {flag} {choice}: {was}; {CLASS_NOTE}",
+                          tradeoff=params.get("tradeoff") or f"{choice} kernels may be slower for this model; "
+                                                             "check the model card's recommended backend")
+        return trust.declare(rem, "rule")
+    return None
+
+
+@remedy("drop_feature")
+def drop_feature(ctx: Context, params: dict) -> Remediation | None:
+    """``{flags: [...], feature: WORDS}``: remove the flags that turn the feature on.  A flag
+    is "on" when the launch states a value other than False and the release's default."""
+    wanted = [f for f in (ctx.flag(str(name)) for name in params.get("flags") or []) if f is not None]
+    flags = list(dict.fromkeys(wanted))
+    if not flags:
+        return None
+    feature = params.get("feature") or "the feature"
+    tradeoff = params.get("tradeoff") or f"the launch runs without {feature}; turn it back on once the rest works"
+    if ctx.settings_unknown:
+        rem = Remediation(unset=flags, safe=False, tradeoff=tradeoff,
+                          note=f"launch without {feature}: remove {' '.join(flags)} if your launch sets it "
+                               f"(the launch's settings are not in the log); {CLASS_NOTE}")
+        ctx.conditional.append(rem)
+        return trust.declare(rem, "rule")
+    on = []
+    for flag in flags:
+        value = ctx.stated(flag)
+        spec = ctx.catalog.spec(flag)
+        default = spec.default if spec is not None else None
+        if value is None or value is False or _equal(value, default) or value in ("", [], "none", "None"):
+            continue
+        on.append(flag)
+    if not on:
+        return None
+    rem = Remediation(unset=on, safe=False, tradeoff=tradeoff,
+                      note=f"launch without {feature}: remove {' '.join(on)} (set in this launch); {CLASS_NOTE}")
+    return trust.declare(rem, "rule")

@@ -1,0 +1,83 @@
+"""Class-level remedies (remedy/class_remedies.py): the other attention backend than the one
+that failed, and removing the flags of an optional feature the failure happened in."""
+
+from __future__ import annotations
+
+from sglang_doctor.model import Diagnosis, Frame, Incident, Launch, Line
+from sglang_doctor.remedy import flags, remedies, trust
+
+V059 = flags.load_catalog("0.5.9")
+V0523 = flags.load_catalog("0.5.23")
+
+ATTN = "/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/attention/{}.py"
+
+
+def _diagnosis(remedy: list[dict], server_args: dict | None = None, frames: list[str] = (),
+               text: str = "") -> Diagnosis:
+    inc = Incident(kind="traceback", first_line=1, last_line=1,
+                   frames=[Frame(file=f, line=1, function="f") for f in frames],
+                   lines=[Line(number=1, text=text)] if text else [])
+    launch = Launch(index=0, line=1, server_args=server_args or {})
+    return Diagnosis(incident=inc, rule="class.test", category="args.invalid", remedies=remedy, launch=launch)
+
+
+def _remediate(d: Diagnosis, catalog=V0523):
+    return remedies.remediate(d, command=None, version=catalog.version, catalog=catalog, hardware=None,
+                              model_config=None)
+
+
+def test_the_backend_whose_module_failed_is_not_proposed_again():
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("flashinfer_backend")])
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "triton"}
+    assert "flashinfer backend failed" in rem.note and "class-level" in rem.note
+    assert rem.safe is False and not trust.check(rem, d, V0523)  # a rule's value: trusted, still asked
+
+
+def test_the_first_choice_when_another_backend_failed():
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("triton_backend")])
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("flashattention_backend")])
+    assert _remediate(d, V059).set == {"--attention-backend": "flashinfer"}
+
+
+def test_the_launchs_own_setting_wins_over_the_frames():
+    d = _diagnosis([{"switch_backend": {}}], {"attention_backend": "triton"}, frames=[ATTN.format("flashinfer_backend")])
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+
+
+def test_flashinfer_is_skipped_on_rocm():
+    d = _diagnosis([{"switch_backend": {}}], frames=["/opt/rocm/lib/python3.10/site-packages/sglang/srt/layers/attention/aiter_backend.py"],
+                   text="RuntimeError: HIP error: invalid device function")
+    assert _remediate(d).set == {"--attention-backend": "triton"}
+
+
+def test_when_frames_needs_an_attention_module_in_the_traceback():
+    d = _diagnosis([{"switch_backend": {"when_frames": True}}],
+                   frames=["/x/sglang/srt/layers/quantization/fp8_kernel.py"])
+    assert _remediate(d) is None
+    d = _diagnosis([{"switch_backend": {"when_frames": True}}],
+                   frames=["/x/sglang/srt/model_executor/model_runner.py", ATTN.format("triton_ops/decode_attention")])
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+
+
+def test_a_feature_set_in_the_launch_is_removed_and_the_default_is_not():
+    entry = {"drop_feature": {"flags": ["--moe-runner-backend", "--moe-a2a-backend", "--enable-eplb"], "feature": "x"}}
+    rem = _remediate(_diagnosis([entry], {"moe_runner_backend": "flashinfer_cutlass", "moe_a2a_backend": "none",
+                                          "enable_eplb": False, "model_path": "/m"}))
+    assert rem.unset == ["--moe-runner-backend"] and rem.safe is False
+    assert _remediate(_diagnosis([entry], {"moe_runner_backend": "auto", "model_path": "/m"})) is None
+
+
+def test_unknown_settings_make_the_removal_conditional_and_ranked_after_a_firm_change():
+    entries = [{"drop_feature": {"flags": ["--speculative-algorithm"], "feature": "speculative decoding"}},
+               {"set_flag": {"flag": "--disable-cuda-graph", "value": True}}]
+    rem = _remediate(_diagnosis(entries))
+    assert rem.set == {"--disable-cuda-graph": True}
+    (alt,) = rem.alternatives
+    assert alt.unset == ["--speculative-algorithm"] and "if your launch sets it" in alt.note
+
+
+def test_a_flag_the_release_does_not_have_is_left_out():
+    entry = {"drop_feature": {"flags": ["--enable-hierarchical-cache", "--no-such-flag"], "feature": "x"}}
+    assert _remediate(_diagnosis([entry])).unset == ["--enable-hierarchical-cache"]
