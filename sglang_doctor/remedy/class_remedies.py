@@ -144,3 +144,35 @@ def drop_feature(ctx: Context, params: dict) -> Remediation | None:
     rem = Remediation(unset=on, safe=False, tradeoff=tradeoff,
                       note=f"launch without {feature}: remove {' '.join(on)} (set in this launch); {CLASS_NOTE}")
     return trust.declare(rem, "rule")
+
+
+# a module in the traceback -> the optional feature (remedies.FEATURES) that runs it
+FRAME_FEATURES: tuple[tuple[str, str], ...] = (
+    ("device_communicators/custom_all_reduce", "custom_all_reduce"),
+    ("model_executor/cuda_graph_runner", "cuda_graph"),
+    ("torch/_inductor/", "torch_compile"),
+    ("torch/_dynamo/", "torch_compile"),
+)
+
+
+@remedy("disable_in_frames")
+def disable_in_frames(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
+    """Turn off the optional feature whose own module the traceback passes through (deepest
+    first): SGLang's custom all-reduce, CUDA graphs, torch.compile.  ``features``: the subset
+    of ``FRAME_FEATURES``' names to consider (all by default).  The way to turn it off is
+    ``disable_feature``'s, spelled for the target release."""
+    from sglang_doctor.remedy.remedies import disable_feature
+
+    allowed = set(params.get("features") or (name for _, name in FRAME_FEATURES))
+    for frame in reversed(ctx.diagnosis.incident.frames):
+        path = frame.file.replace("\\", "/")
+        for module, feature in FRAME_FEATURES:
+            if feature in allowed and module in path:
+                result = disable_feature(ctx, {"feature": feature, "tradeoff": params.get("tradeoff")}
+                                         if params.get("tradeoff") else {"feature": feature})
+                for rem in result if isinstance(result, list) else [result] if result else []:
+                    rem.note += f" (the failure is in {module.rsplit('/', 1)[-1] or module}; {CLASS_NOTE})"
+                    rem.safe = False
+                    trust.declare(rem, "rule")
+                return result
+    return None

@@ -81,3 +81,20 @@ def test_unknown_settings_make_the_removal_conditional_and_ranked_after_a_firm_c
 def test_a_flag_the_release_does_not_have_is_left_out():
     entry = {"drop_feature": {"flags": ["--enable-hierarchical-cache", "--no-such-flag"], "feature": "x"}}
     assert _remediate(_diagnosis([entry])).unset == ["--enable-hierarchical-cache"]
+
+
+def test_the_feature_whose_module_failed_is_turned_off_in_the_releases_spelling():
+    frames = ["/x/sglang/srt/distributed/parallel_state.py",
+              "/x/sglang/srt/distributed/device_communicators/custom_all_reduce.py"]
+    rem = _remediate(_diagnosis([{"disable_in_frames": {}}], frames=frames))
+    assert rem.set == {"--disable-custom-all-reduce": True} and rem.safe is False
+    assert "custom_all_reduce" in rem.note
+
+
+def test_a_feature_outside_the_rules_subset_or_already_off_is_no_change():
+    frames = ["/x/sglang/srt/model_executor/cuda_graph_runner.py"]
+    assert _remediate(_diagnosis([{"disable_in_frames": {"features": ["custom_all_reduce"]}}], frames=frames)) is None
+    frames = ["/x/sglang/srt/distributed/device_communicators/custom_all_reduce.py"]
+    assert _remediate(_diagnosis([{"disable_in_frames": {}}], {"disable_custom_all_reduce": True, "model_path": "/m"},
+                                 frames=frames)) is None
+    assert _remediate(_diagnosis([{"disable_in_frames": {}}], frames=["/x/sglang/srt/distributed/pynccl.py"])) is None
