@@ -6,7 +6,8 @@ Two operations, each a named entry a rule's ``remedy`` list can use:
 - ``switch_backend``: the failure is in a kernel backend (an attention backend's module, a
   backend's own refusal): pick another backend of the rule's ranked ``choices`` than the one
   the launch used.  The one in use is the launch's own setting (command or dump), else the
-  backend whose module the traceback's frames pass through; it is only used to *skip* a
+  backend whose module the traceback's frames pass through, else the one the message names
+  ("FlashAttention v3 Backend requires ..."); it is only used to *skip* a
   choice, so log text never becomes the value (every value is a rule's, validated against
   the target release's catalogue: docs/CONTRACT.md "Trust").
 - ``drop_feature``: the failure is inside an optional feature the launch turned on (LoRA,
@@ -57,7 +58,7 @@ def _backend_in_use(ctx: Context, flag: str) -> str | None:
     stated = ctx.stated(flag)
     if isinstance(stated, str) and stated:
         return stated
-    return _frames_backend(ctx)
+    return _frames_backend(ctx) or _message_backend(ctx)
 
 
 def _frames_backend(ctx: Context) -> str | None:
@@ -74,6 +75,30 @@ def _frames_backend(ctx: Context) -> str | None:
     return None
 
 
+# the words of a message that name the attention backend it is about (the backend in use)
+_MESSAGE_BACKENDS: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"\btrt-?llm[ _]?mla\b", re.IGNORECASE), "trtllm_mla"),
+    (re.compile(r"\btrt-?llm[ _]?mha\b", re.IGNORECASE), "trtllm_mha"),
+    (re.compile(r"\bflash[ _-]?infer\b|\bFlashInferAttnBackend\b", re.IGNORECASE), "flashinfer"),
+    (re.compile(r"\bfa4\b|flash[ _-]?attention[ _-]?(?:v|version )?4\b", re.IGNORECASE), "fa4"),
+    (re.compile(r"\bfa3\b|flash[ _-]?attention[ _-]?(?:v|version )?3\b|FlashAttentionBackend", re.IGNORECASE), "fa3"),
+    (re.compile(r"\bTritonAttnBackend\b|\btriton attention backend\b", re.IGNORECASE), "triton"),
+)
+
+
+def _message_backend(ctx: Context, *, about_attention: bool = False) -> str | None:
+    """The attention backend the failure's message is about, when it names one
+    (``about_attention``: only when the message also speaks of attention or a backend)."""
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    text = (text or "")[:2000]
+    if about_attention and not re.search(r"attention|attn|backend", text, re.IGNORECASE):
+        return None
+    # the backend named first is the subject ("FA3 requires ...; use flashinfer" is about FA3)
+    found = [(m.start(), backend) for pattern, backend in _MESSAGE_BACKENDS if (m := pattern.search(text))]
+    return min(found)[1] if found else None
+
+
 def _on_rocm(ctx: Context) -> bool:
     vendor = str(getattr(ctx.hardware, "vendor", "") or "").lower()
     if vendor:
@@ -88,13 +113,13 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
     """``{flag: --attention-backend, choices: [flashinfer, triton], cuda_only: [flashinfer]}``:
     the first choice that is not the backend in use, exists in the target release and passes
     its choices; a CUDA-only choice is skipped on ROCm.  ``when_frames``: only when the
-    traceback passes through an attention backend's module (for a rule whose class also
-    covers failures elsewhere)."""
+    traceback passes through an attention backend's module or the message names an attention
+    backend (for a rule whose class also covers failures elsewhere)."""
     flag = ctx.flag(params.get("flag") or "--attention-backend")
     if flag is None:
         return None
-    if params.get("when_frames") and _frames_backend(ctx) is None:
-        return None  # the failure did not pass through a backend's module: not this fix
+    if params.get("when_frames") and _frames_backend(ctx) is None and _message_backend(ctx, about_attention=True) is None:
+        return None  # neither a backend's module nor a backend named in the message: not this fix
     choices = [str(c) for c in params.get("choices") or ("flashinfer", "triton")]
     cuda_only = {str(c) for c in params.get("cuda_only") or ("flashinfer",)}
     in_use = _backend_in_use(ctx, flag)

@@ -98,3 +98,27 @@ def test_a_feature_outside_the_rules_subset_or_already_off_is_no_change():
     assert _remediate(_diagnosis([{"disable_in_frames": {}}], {"disable_custom_all_reduce": True, "model_path": "/m"},
                                  frames=frames)) is None
     assert _remediate(_diagnosis([{"disable_in_frames": {}}], frames=["/x/sglang/srt/distributed/pynccl.py"])) is None
+
+
+def _with_message(remedy: list[dict], message: str, server_args: dict | None = None) -> Diagnosis:
+    from sglang_doctor.model import ExceptionInfo
+
+    d = _diagnosis(remedy, server_args)
+    d.incident.exception = ExceptionInfo(type="ValueError", message=message)
+    return d
+
+
+def test_a_backend_the_message_names_counts_as_the_one_in_use():
+    d = _with_message([{"switch_backend": {"when_frames": True}}],
+                      "FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use `--attention-backend flashinfer`.")
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+    d = _with_message([{"switch_backend": {"when_frames": True}}],
+                      "TRTLLM MHA backend is only supported on Blackwell GPUs (SM100). Please use a different backend.")
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+    d = _with_message([{"switch_backend": {}}], "FlashInfer attention backend: unsupported head_dim 80")
+    assert _remediate(d).set == {"--attention-backend": "triton"}
+
+
+def test_a_kernel_message_that_is_not_about_attention_is_not_a_backend_switch():
+    d = _with_message([{"switch_backend": {"when_frames": True}}], "flashinfer fp8 blockscale gemm requires sm90 or newer")
+    assert _remediate(d) is None
