@@ -201,3 +201,38 @@ def disable_in_frames(ctx: Context, params: dict) -> "Remediation | list[Remedia
                     trust.declare(rem, "rule")
                 return result
     return None
+
+
+# "set SGLANG_X=1", "export NCCL_P2P_DISABLE=1", "setting SGLANG_X=true": a message that names
+# its own fix as an environment variable of SGLang's, torch's or NCCL's
+_ENV_ADVISED = re.compile(
+    r"\b(?:set|export|setting|by setting|use|with)\s+[`'\"]?((?:SGLANG|SGL|NCCL|GLOO|TORCH|PYTORCH|CUDA|MC|HF)_[A-Z0-9_]{2,60})"
+    r"\s*=\s*[`'\"]?([A-Za-z0-9_.:,-]{1,40})", re.IGNORECASE)
+_ENV_NEGATED = re.compile(r"\b(?:not|cannot|can't|don't|do not|never|unset)\b[^.;:\n]*$", re.IGNORECASE)
+
+
+@remedy("env_named")
+def env_named(ctx: Context, params: dict) -> Remediation | None:
+    """The environment variable and value a failure's message tells the user to set.
+
+    The name must look like one of SGLang's, torch's, NCCL's or CUDA's variables (upper case,
+    a known prefix) and the value a short plain token (``remedies._safe_env``); the log chose
+    both, so the change is advice (``declare_log_named``: ``run --yes`` never applies it)."""
+    from sglang_doctor.remedy.remedies import _safe_env
+
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    text = (text or "")[:4000]
+    for m in _ENV_ADVISED.finditer(text):
+        name, value = m.group(1), m.group(2).rstrip(".,")
+        if name != name.upper() or not value or not _safe_env(name, value):
+            continue
+        if _ENV_NEGATED.search(text[max(0, m.start() - 60):m.start()]):
+            continue
+        rem = Remediation(env={name: value}, safe=False,
+                          note=f"set {name}={value} in the server's environment: the message names it as the way out; "
+                               f"{CLASS_NOTE}",
+                          tradeoff=params.get("tradeoff") or "the message's own work-around: it usually skips a check "
+                                                             "or switches a path off; read what the message says it costs")
+        return trust.declare_log_named(rem, value_from="log")
+    return None

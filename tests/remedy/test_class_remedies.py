@@ -122,3 +122,21 @@ def test_a_backend_the_message_names_counts_as_the_one_in_use():
 def test_a_kernel_message_that_is_not_about_attention_is_not_a_backend_switch():
     d = _with_message([{"switch_backend": {"when_frames": True}}], "flashinfer fp8 blockscale gemm requires sm90 or newer")
     assert _remediate(d) is None
+
+
+def test_the_environment_variable_a_message_advises_is_advice_from_the_log():
+    msg = ("PyTorch 2.9.1 with CuDNN < 9.15 has a Conv3d bug. Please install nvidia-cudnn-cu12==9.16.0.29, "
+           "or set SGLANG_DISABLE_CUDNN_CHECK=1 to skip this check.")
+    d = _with_message([{"env_named": {}}, {"needs_human": {"reason": "x"}}], msg)
+    rem = _remediate(d)
+    assert rem.env == {"SGLANG_DISABLE_CUDNN_CHECK": "1"} and rem.safe is False
+    assert rem.provenance["env:SGLANG_DISABLE_CUDNN_CHECK"]["flag_from"] == "log"
+    assert trust.check(rem, d, V0523)  # the log chose it: never applied unattended
+
+
+def test_a_negated_unsafe_or_lower_case_variable_is_not_advised():
+    for msg in ("do not set SGLANG_ENABLE_JIT_DEEPGEMM=1 with this model",
+                "set SGLANG_X=$(reboot) to continue",
+                "set sglang_x=1 to continue",
+                "SGLANG_AITER_MLA_DECODE_BACKEND must be 'gluon' or 'asm', got cutlass"):
+        assert _remediate(_with_message([{"env_named": {}}], msg)) is None, msg
