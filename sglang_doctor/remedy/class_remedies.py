@@ -45,8 +45,11 @@ _BACKEND_MODULES: tuple[tuple[str, str], ...] = (
     ("triton_backend", "triton"),
     ("triton_ops/", "triton"),
 )
-# the installed package a frame belongs to, for the backends that ship as their own package
-_BACKEND_PACKAGES: tuple[tuple[str, str], ...] = (("/flashinfer/", "flashinfer"),)
+# the installed package's attention modules, for the backends that ship as their own package
+# (flashinfer's sampling, all-reduce or GEMM modules are not the attention backend)
+_BACKEND_PACKAGES: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"/flashinfer/(?:prefill|decode|attention|mla|cascade|sparse|page|pod|jit/attention)"), "flashinfer"),
+)
 _ROCM = re.compile(r"\b(?:rocm|hip(?:BLAS|_runtime)?|gfx9\d\d|aiter|MI[123]\d\d[XA]?)\b", re.IGNORECASE)
 
 CLASS_NOTE = "a class-level suggestion: no specific rule knew this message"
@@ -70,7 +73,7 @@ def _frames_backend(ctx: Context) -> str | None:
                 if module in tail:
                     return backend
         for package, backend in _BACKEND_PACKAGES:
-            if package in path and "/sglang/" not in path:
+            if package.search(path) and "/sglang/" not in path:
                 return backend
     return None
 

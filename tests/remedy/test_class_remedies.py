@@ -140,3 +140,11 @@ def test_a_negated_unsafe_or_lower_case_variable_is_not_advised():
                 "set sglang_x=1 to continue",
                 "SGLANG_AITER_MLA_DECODE_BACKEND must be 'gluon' or 'asm', got cutlass"):
         assert _remediate(_with_message([{"env_named": {}}], msg)) is None, msg
+
+
+def test_only_flashinfers_attention_modules_count_as_the_backend_in_use():
+    entry = [{"switch_backend": {"when_frames": True, "choices": ["triton"]}}]
+    prefill = "/usr/local/lib/python3.10/dist-packages/flashinfer/prefill.py"
+    assert _remediate(_diagnosis(entry, frames=[prefill])).set == {"--attention-backend": "triton"}
+    sampling = "/usr/local/lib/python3.10/dist-packages/flashinfer/sampling.py"
+    assert _remediate(_diagnosis(entry, frames=[sampling])) is None
