@@ -52,7 +52,7 @@ _BACKEND_PACKAGES: tuple[tuple[re.Pattern, str], ...] = (
 )
 _ROCM = re.compile(r"\b(?:rocm|hip(?:BLAS|_runtime)?|gfx9\d\d|aiter|MI[123]\d\d[XA]?)\b", re.IGNORECASE)
 
-CLASS_NOTE = "a class-level suggestion: no specific rule knew this message"
+CLASS_NOTE = "a class-level suggestion, from where the failure happened rather than from a known message"
 
 
 def _backend_in_use(ctx: Context, flag: str) -> str | None:
