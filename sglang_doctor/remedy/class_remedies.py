@@ -135,8 +135,10 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
         if ctx.catalog.validate(flag, choice) is not None:
             continue
         was = f"the {in_use} backend failed here" if in_use else "the backend in use failed here"
-        rem = Remediation(set={flag: choice}, safe=False,
-                          note=f"set {flag} {choice}: {was}; {CLASS_NOTE}",
+        note = f"set {flag} {choice}: {was}; {CLASS_NOTE}"
+        if params.get("plain_note"):  # a guarded step: the guess's own wording says the rest
+            note = f"set {flag} {choice}" + (f" (the {in_use} backend is the one in use)" if in_use else "")
+        rem = Remediation(set={flag: choice}, safe=False, note=note,
                           tradeoff=params.get("tradeoff") or f"{choice} kernels may be slower for this model; "
                                                              "check the model card's recommended backend")
         return trust.declare(rem, "rule")

@@ -149,3 +149,9 @@ def test_an_unnamed_release_gets_the_spelling_every_release_accepts_first():
                                model_config=None, warnings=[], version_source="log")
     assert named.set == {"--cuda-graph-backend-decode": "disabled", "--cuda-graph-backend-prefill": "disabled"}
     assert not named.alternatives
+
+
+def test_an_unsupported_kernel_guess_does_not_propose_the_backend_that_failed():
+    assert _remediate(_fallback("kernel.unsupported_hw")).set == {"--attention-backend": "triton"}
+    rem = _remediate(_fallback("kernel.unsupported_hw", server_args={"attention_backend": "triton", "model_path": "/m"}))
+    assert rem.set == {"--attention-backend": "flashinfer"} and rem.needs_human
