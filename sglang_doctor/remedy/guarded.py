@@ -62,6 +62,9 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
     # a crash in the forward pass while serving: what the launch turned on, then the
     # scheduler's overlap and CUDA graphs, each to narrow it down
     "runtime.crash": ("a crash in the model's forward pass while serving", [
+        # raised inside an attention backend's module (its frames are in the text): the other
+        # backend (the isolation step stays the first alternative)
+        {"switch_backend": {"when_frames": True, "plain_note": True}},
         {"isolate_features": {}},
         {"disable_feature": {"feature": "overlap_schedule"}},
         {"disable_feature": {"feature": "cuda_graph"}},

@@ -155,3 +155,14 @@ def test_an_unsupported_kernel_guess_does_not_propose_the_backend_that_failed():
     assert _remediate(_fallback("kernel.unsupported_hw")).set == {"--attention-backend": "triton"}
     rem = _remediate(_fallback("kernel.unsupported_hw", server_args={"attention_backend": "triton", "model_path": "/m"}))
     assert rem.set == {"--attention-backend": "flashinfer"} and rem.needs_human
+
+
+def test_a_crash_guess_inside_an_attention_backend_offers_the_other_backend_then_isolation():
+    from sglang_doctor.model import Frame
+
+    d = _fallback("runtime.crash")
+    d.incident.frames = [Frame(file="/x/sglang/srt/layers/attention/flashinfer_backend.py", line=1, function="forward")]
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "triton"} and rem.needs_human
+    assert rem.alternatives[0].remedy == "isolate_features"
+    assert _remediate(_fallback("runtime.crash")).remedy == "isolate_features"  # no frames: as before
