@@ -744,11 +744,16 @@ def _own_flags(ctx: Context) -> dict[str, Any]:
 # "--foo-bar" or a "foo_bar" server_args field named in an argument check's message; a value
 # when the message says which ("use --attention-backend triton", "specify --disable-x")
 _NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
-_ADVISED = re.compile(r"(?:use|set|specify|pass|add|enable|try|with|requires?|needs?)\s+(--[a-z][a-z0-9-]+)(?:[ =](?!--)([\w.+-]+))?",
+# the verb may be in -ing form ("consider using --x"), the flag and its value in quotes or
+# backticks ("please use `--moe-runner-backend cutlass`")
+_ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?)\s+"
+                      r"[`'\"]?(--[a-z][a-z0-9-]+)(?:[ =][`'\"]?(?!--)([\w.+-]+))?",
                       re.IGNORECASE)
 # words before an advised-looking flag that make it the conflict, not the advice
 # ("is not supported with --enable-dp-attention", "cannot be used with --x")
-_NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without)\b[^.;:\n]*$",
+# (a clause ends at a comma or "please": "FA3 is not supported on this GPU, please use --x" advises --x)
+_NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without)\b"
+                      r"(?:(?!\bplease\b)[^.;:,\n])*$",
                       re.IGNORECASE)
 # a message's words that make a named switch the thing to turn on, not off
 _TURN_ON = re.compile(r"\b(?:requires?|required|needs?|must be (?:set|enabled|on|true)|please (?:set|enable|add))\b",
