@@ -674,6 +674,13 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
                 continue
             value, value_from = own[name], "command"
         target = ctx.flag(name)  # the same setting under this version's spelling first
+        if target == name:
+            # the target release has the very flag the running parser rejected: the log's
+            # release is another (older) one, and there the flag is to be removed
+            notes.append(f"{name} exists in SGLang {ctx.version} but the running release rejected it: remove it "
+                         "(or upgrade SGLang to use it)")
+            unsets.append(name)
+            continue
         elsewhere = _versions_knowing(name, ctx.version)
         if target is None and elsewhere:
             # a flag of another version with no counterpart here: the nearest spelling would
