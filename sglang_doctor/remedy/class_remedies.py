@@ -126,6 +126,8 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
     choices = [str(c) for c in params.get("choices") or ("flashinfer", "triton")]
     cuda_only = {str(c) for c in params.get("cuda_only") or ("flashinfer",)}
     in_use = _backend_in_use(ctx, flag)
+    # named in the note only when it is one of the release's own choices (log text is never echoed)
+    shown = in_use if in_use is not None and ctx.catalog.validate(flag, in_use) is None else None
     rocm = _on_rocm(ctx)
     for choice in choices:
         if choice == in_use or (rocm and choice in cuda_only):
@@ -134,10 +136,10 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
             continue
         if ctx.catalog.validate(flag, choice) is not None:
             continue
-        was = f"the {in_use} backend failed here" if in_use else "the backend in use failed here"
+        was = f"the {shown} backend failed here" if shown else "the backend in use failed here"
         note = f"set {flag} {choice}: {was}; {CLASS_NOTE}"
         if params.get("plain_note"):  # a guarded step: the guess's own wording says the rest
-            note = f"set {flag} {choice}" + (f" (the {in_use} backend is the one in use)" if in_use else "")
+            note = f"set {flag} {choice}" + (f" (the {shown} backend is the one in use)" if shown else "")
         rem = Remediation(set={flag: choice}, safe=False, note=note,
                           tradeoff=params.get("tradeoff") or f"{choice} kernels may be slower for this model; "
                                                              "check the model card's recommended backend")

@@ -148,3 +148,9 @@ def test_only_flashinfers_attention_modules_count_as_the_backend_in_use():
     assert _remediate(_diagnosis(entry, frames=[prefill])).set == {"--attention-backend": "triton"}
     sampling = "/usr/local/lib/python3.10/dist-packages/flashinfer/sampling.py"
     assert _remediate(_diagnosis(entry, frames=[sampling])) is None
+
+
+def test_a_backend_value_the_release_does_not_know_is_not_echoed_into_the_note():
+    d = _diagnosis([{"switch_backend": {}}], {"attention_backend": "evil\x1b[31m", "model_path": "/m"})
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "flashinfer"} and "evil" not in rem.note and "\x1b" not in rem.note
