@@ -140,6 +140,9 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
         note = f"set {flag} {choice}: {was}; {CLASS_NOTE}"
         if params.get("plain_note"):  # a guarded step: the guess's own wording says the rest
             note = f"set {flag} {choice}" + (f" (the {shown} backend is the one in use)" if shown else "")
+        if choice in cuda_only and getattr(ctx.hardware, "gpu_name", None) is None:
+            # the platform is not known from the incident alone (ROCm's marks are often elsewhere)
+            note += f" (if these are NVIDIA GPUs: {choice} is CUDA-only; on ROCm use triton or aiter)"
         rem = Remediation(set={flag: choice}, safe=False, note=note,
                           tradeoff=params.get("tradeoff") or f"{choice} kernels may be slower for this model; "
                                                              "check the model card's recommended backend")

@@ -40,10 +40,9 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
                      "tradeoff": "GPU-to-GPU traffic goes through host memory: slower all-reduce on PCIe"}},
     ]),
     # an attention kernel this GPU cannot run: the portable Triton backend
-    # (the other one when the launch or the frames show Triton was the backend that failed)
     "kernel.unsupported_hw": ("an attention kernel this GPU does not support", [
-        {"switch_backend": {"choices": ["triton", "flashinfer"], "cuda_only": ["flashinfer"], "plain_note": True,
-                            "tradeoff": "Triton attention runs on every CUDA GPU; usually a little slower than FlashInfer/FA3"}},
+        {"set_flag": {"flag": "--attention-backend", "value": "triton",
+                      "tradeoff": "Triton attention runs on every CUDA GPU; usually a little slower than FlashInfer/FA3"}},
     ]),
     # a FlashInfer JIT build that failed: an attention backend that needs no JIT build
     "kernel.build": ("a failed FlashInfer JIT build", [

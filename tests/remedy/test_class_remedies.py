@@ -154,3 +154,9 @@ def test_a_backend_value_the_release_does_not_know_is_not_echoed_into_the_note()
     d = _diagnosis([{"switch_backend": {}}], {"attention_backend": "evil\x1b[31m", "model_path": "/m"})
     rem = _remediate(d)
     assert rem.set == {"--attention-backend": "flashinfer"} and "evil" not in rem.note and "\x1b" not in rem.note
+
+
+def test_a_cuda_only_choice_says_so_when_the_platform_is_unknown():
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("triton_backend")])
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "flashinfer"} and "on ROCm use triton or aiter" in rem.note

@@ -151,12 +151,6 @@ def test_an_unnamed_release_gets_the_spelling_every_release_accepts_first():
     assert not named.alternatives
 
 
-def test_an_unsupported_kernel_guess_does_not_propose_the_backend_that_failed():
-    assert _remediate(_fallback("kernel.unsupported_hw")).set == {"--attention-backend": "triton"}
-    rem = _remediate(_fallback("kernel.unsupported_hw", server_args={"attention_backend": "triton", "model_path": "/m"}))
-    assert rem.set == {"--attention-backend": "flashinfer"} and rem.needs_human
-
-
 def test_a_crash_guess_inside_an_attention_backend_offers_the_other_backend_then_isolation():
     from sglang_doctor.model import Frame
 
