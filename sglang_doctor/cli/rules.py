@@ -123,6 +123,8 @@ def describe_remedy(entry: dict) -> str:
         text = f"set {p.get('flag') or '--attention-backend'} to {choices}, whichever the failed launch did not use"
     elif name == "disable_in_frames":
         text = "turn off the optional feature (custom all-reduce, CUDA graphs, torch.compile) whose module the traceback passes"
+    elif name == "drop_in_frames":
+        text = "launch without the optional feature (speculative decoding, LoRA, HiCache, EP all-to-all, EPLB) whose package the traceback passes, if the launch set it"
     elif name == "env_named":
         text = "set the environment variable the message names as its work-around (advice: the log chose it)"
     elif name == "drop_feature":

@@ -246,3 +246,31 @@ def env_named(ctx: Context, params: dict) -> Remediation | None:
                                                              "or switches a path off; read what the message says it costs")
         return trust.declare_log_named(rem, value_from="log")
     return None
+
+
+# a module in the traceback -> (the flags that turn its optional feature on, the feature in words)
+FRAME_DROPS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("srt/speculative/", ("--speculative-algorithm",), "speculative decoding"),
+    ("srt/lora/", ("--enable-lora", "--lora-paths"), "LoRA adapters"),
+    ("srt/mem_cache/hicache", ("--enable-hierarchical-cache",), "the hierarchical cache"),
+    ("srt/mem_cache/hiradix_cache", ("--enable-hierarchical-cache",), "the hierarchical cache"),
+    ("srt/mem_cache/storage/", ("--enable-hierarchical-cache", "--hicache-storage-backend"), "the hierarchical cache's storage"),
+    ("srt/managers/cache_controller", ("--enable-hierarchical-cache",), "the hierarchical cache"),
+    ("srt/layers/moe/token_dispatcher/", ("--moe-a2a-backend",), "the expert-parallel all-to-all backend"),
+    ("srt/eplb/", ("--enable-eplb",), "expert-parallel load balancing"),
+)
+
+
+@remedy("drop_in_frames")
+def drop_in_frames(ctx: Context, params: dict) -> Remediation | None:
+    """``drop_feature`` for the optional feature whose own package the traceback passes
+    (deepest first): speculative decoding, LoRA, the hierarchical cache, the EP all-to-all
+    backend, EPLB.  Only flags the launch set (non-default); unknown settings: conditional."""
+    for frame in reversed(ctx.diagnosis.incident.frames):
+        path = frame.file.replace("\\", "/")
+        for module, flags, feature in FRAME_DROPS:
+            if module in path:
+                return drop_feature(ctx, {"flags": list(flags), "feature": feature,
+                                          "tradeoff": params.get("tradeoff")
+                                          or f"the launch runs without {feature} while the crash is narrowed down"})
+    return None

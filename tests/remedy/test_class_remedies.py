@@ -160,3 +160,17 @@ def test_a_cuda_only_choice_says_so_when_the_platform_is_unknown():
     d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("triton_backend")])
     rem = _remediate(d)
     assert rem.set == {"--attention-backend": "flashinfer"} and "on ROCm use triton or aiter" in rem.note
+
+
+def test_the_feature_whose_package_failed_is_dropped_when_the_launch_set_it():
+    frames = ["/x/sglang/srt/managers/scheduler.py", "/x/sglang/srt/speculative/eagle_worker.py"]
+    rem = _remediate(_diagnosis([{"drop_in_frames": {}}], {"speculative_algorithm": "EAGLE", "model_path": "/m"},
+                                frames=frames))
+    assert rem.unset == ["--speculative-algorithm"] and "speculative decoding" in rem.note
+    assert _remediate(_diagnosis([{"drop_in_frames": {}}], {"model_path": "/m"}, frames=frames)) is None
+    hicache = ["/x/sglang/srt/mem_cache/hiradix_cache.py"]
+    entries = [{"drop_in_frames": {}}, {"disable_feature": {"feature": "overlap_schedule"}}]
+    rem = _remediate(_diagnosis(entries, frames=hicache))  # unknown settings: after the firm change
+    assert rem.set == {"--disable-overlap-schedule": True}
+    assert rem.alternatives[0].unset == ["--enable-hierarchical-cache"]
+    assert _remediate(_diagnosis([{"drop_in_frames": {}}], frames=["/x/sglang/srt/layers/linear.py"])) is None
