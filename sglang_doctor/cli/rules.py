@@ -118,6 +118,17 @@ def describe_remedy(entry: dict) -> str:
         text = "move the server to a free port"
     elif name == "upgrade_sglang":
         text = f"upgrade SGLang" + (f" to {p['min_version']} or newer" if p.get("min_version") else "")
+    elif name == "switch_backend":
+        choices = " or ".join(str(c) for c in p.get("choices") or ("flashinfer", "triton"))
+        text = f"set {p.get('flag') or '--attention-backend'} to {choices}, whichever the failed launch did not use"
+    elif name == "disable_in_frames":
+        text = "turn off the optional feature (custom all-reduce, CUDA graphs, torch.compile) whose module the traceback passes"
+    elif name == "drop_in_frames":
+        text = "launch without the optional feature (speculative decoding, LoRA, HiCache, EP all-to-all, EPLB) whose package the traceback passes, if the launch set it"
+    elif name == "env_named":
+        text = "set the environment variable the message names as its work-around (advice: the log chose it)"
+    elif name == "drop_feature":
+        text = f"launch without {p.get('feature') or 'the feature'}: remove {' '.join(p.get('flags') or [])} if set"
     elif name == "needs_human":
         text = f"a person must act: {p.get('reason') or 'no launch flag can fix this'}"
     else:

@@ -5,7 +5,7 @@ with its confidence.  For the categories where one flag or variable change is wh
 maintainers usually give for that kind of failure, this module proposes it, worded as a
 condition on the guess and always as advice: every change is ``needs_human`` and not
 ``safe`` (``run`` never relaunches on an ``unknown`` rule anyway, run/supervisor.py).  A
-category with no usual flag change (host memory, arguments, model loading, ports) gets none:
+category with no usual flag change (host memory, arguments, ports) gets none:
 the fallback's one command that fetches the missing part stays the answer.
 
 The entries are rule-file remedy entries (remedies.REGISTRY names), so the flags are spelled
@@ -49,9 +49,21 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
         {"set_flag": {"flag": "--attention-backend", "value": "triton",
                       "tradeoff": "Triton attention needs no nvcc build; usually a little slower than FlashInfer"}},
     ]),
+    # a model that did not load: the one flag change model-loading failures take most often is
+    # the checkpoint's own code (transformers' "requires you to execute the configuration file
+    # ... set trust_remote_code=True"; docs/FIXES-SEEN.md); a wrong path, a gated repo or a
+    # partial download need the user, which the next step's command shows
+    "model.load": ("a model that failed to load", [
+        {"set_flag": {"flag": "--trust-remote-code", "value": True,
+                      "tradeoff": "runs the Python code shipped with the checkpoint: only for a repository you trust; "
+                                  "no help for a wrong path, a gated repo (HF_TOKEN) or a partial download"}},
+    ]),
     # a crash in the forward pass while serving: what the launch turned on, then the
     # scheduler's overlap and CUDA graphs, each to narrow it down
     "runtime.crash": ("a crash in the model's forward pass while serving", [
+        # raised inside an attention backend's module (its frames are in the text): the other
+        # backend (the isolation step stays the first alternative)
+        {"switch_backend": {"when_frames": True, "plain_note": True}},
         {"isolate_features": {}},
         {"disable_feature": {"feature": "overlap_schedule"}},
         {"disable_feature": {"feature": "cuda_graph"}},

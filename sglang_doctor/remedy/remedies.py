@@ -674,6 +674,13 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
                 continue
             value, value_from = own[name], "command"
         target = ctx.flag(name)  # the same setting under this version's spelling first
+        if target == name:
+            # the target release has the very flag the running parser rejected: the log's
+            # release is another (older) one, and there the flag is to be removed
+            notes.append(f"{name} exists in SGLang {ctx.version} but the running release rejected it: remove it "
+                         "(or upgrade SGLang to use it)")
+            unsets.append(name)
+            continue
         elsewhere = _versions_knowing(name, ctx.version)
         if target is None and elsewhere:
             # a flag of another version with no counterpart here: the nearest spelling would
@@ -744,11 +751,16 @@ def _own_flags(ctx: Context) -> dict[str, Any]:
 # "--foo-bar" or a "foo_bar" server_args field named in an argument check's message; a value
 # when the message says which ("use --attention-backend triton", "specify --disable-x")
 _NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
-_ADVISED = re.compile(r"(?:use|set|specify|pass|add|enable|try|with|requires?|needs?)\s+(--[a-z][a-z0-9-]+)(?:[ =](?!--)([\w.+-]+))?",
+# the verb may be in -ing form ("consider using --x"), the flag and its value in quotes or
+# backticks ("please use `--moe-runner-backend cutlass`")
+_ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?)\s+"
+                      r"[`'\"]?(--[a-z][a-z0-9-]+)(?:[ =][`'\"]?(?!--)([\w.+-]+))?",
                       re.IGNORECASE)
 # words before an advised-looking flag that make it the conflict, not the advice
 # ("is not supported with --enable-dp-attention", "cannot be used with --x")
-_NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without)\b[^.;:\n]*$",
+# (a clause ends at a comma or "please": "FA3 is not supported on this GPU, please use --x" advises --x)
+_NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without)\b"
+                      r"(?:(?!\bplease\b)[^.;:,\n])*$",
                       re.IGNORECASE)
 # a message's words that make a named switch the thing to turn on, not off
 _TURN_ON = re.compile(r"\b(?:requires?|required|needs?|must be (?:set|enabled|on|true)|please (?:set|enable|add))\b",
@@ -1290,3 +1302,7 @@ def _planner_doubt(ctx: Context, rem: Remediation) -> str | None:
     if p.fits:
         return None
     return f"the memory planner predicts it still does not fit ({(p.failing or 'headroom').replace('_', ' ')})"
+
+
+# the class-level operations (switch_backend, drop_feature) register themselves on import
+from sglang_doctor.remedy import class_remedies as _class_remedies  # noqa: E402,F401

@@ -55,8 +55,16 @@ def test_each_guarded_step_is_spelled_for_the_release():
 
 
 def test_a_category_with_no_usual_flag_change_gets_no_step():
-    for category in ("memory.host_oom", "args.invalid", "model.load", "network.port", "other", None):
+    for category in ("memory.host_oom", "args.invalid", "network.port", "other", None):
         assert _remediate(_fallback(category)) is None, category
+
+
+def test_a_model_that_failed_to_load_gets_the_checkpoints_own_code_as_guarded_advice():
+    rem = _remediate(_fallback("model.load"))
+    assert rem.set == {"--trust-remote-code": True} and rem.needs_human and not rem.safe
+    assert rem.note.startswith("if this is a model that failed to load") and "trust" in rem.tradeoff
+    assert _remediate(_fallback("model.load"), command=["sglang", "serve", "--model-path", "/m",
+                                                        "--trust-remote-code"]) is None  # already on
 
 
 def test_a_rule_that_knew_the_failure_is_not_guarded():
@@ -141,3 +149,14 @@ def test_an_unnamed_release_gets_the_spelling_every_release_accepts_first():
                                model_config=None, warnings=[], version_source="log")
     assert named.set == {"--cuda-graph-backend-decode": "disabled", "--cuda-graph-backend-prefill": "disabled"}
     assert not named.alternatives
+
+
+def test_a_crash_guess_inside_an_attention_backend_offers_the_other_backend_then_isolation():
+    from sglang_doctor.model import Frame
+
+    d = _fallback("runtime.crash")
+    d.incident.frames = [Frame(file="/x/sglang/srt/layers/attention/flashinfer_backend.py", line=1, function="forward")]
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "triton"} and rem.needs_human
+    assert rem.alternatives[0].remedy == "isolate_features"
+    assert _remediate(_fallback("runtime.crash")).remedy == "isolate_features"  # no frames: as before

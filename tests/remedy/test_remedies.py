@@ -131,6 +131,13 @@ def test_closest_flag_for_an_unrecognized_argument():
     assert "--mem-fraction-statc" in rem.unset
 
 
+def test_a_flag_the_target_release_has_but_the_running_parser_rejected_is_removed_not_set_and_unset():
+    d = diagnosis([{"closest_flag": {}}], {}, {"arguments": "--enable-piecewise-cuda-graph"})
+    rem = remediate(d, V059)  # 0.5.9 has the flag: the log's release is an older one
+    assert rem.unset == ["--enable-piecewise-cuda-graph"] and not rem.set
+    assert "rejected it" in rem.note
+
+
 def test_set_env_refuses_unsafe_values():
     d = diagnosis([{"set_env": {"name": "NCCL_P2P_DISABLE", "value": "1"}}, {"set_env": {"name": "X", "value": "$(id)"}}])
     rem = remediate(d)

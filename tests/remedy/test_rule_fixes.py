@@ -77,3 +77,13 @@ def test_every_change_a_rule_proposes_on_its_examples_states_its_trade_off():
                     if (change["set"] or change["unset"] or change["env"]) and not change.get("tradeoff"):
                         missing.append(f"{rule.id} ({Path(example).name}): {change['set'] or change['unset'] or change['env']}")
     assert not missing, missing
+
+
+def test_a_scheduler_exception_inside_the_attention_backend_offers_the_other_backend_first():
+    inc = _primary(FIXTURES / "runtime" / "scheduler_exception_in_flashinfer_backend.log")
+    assert inc["rule"] == "runtime.crash.scheduler_exception"
+    first = inc["remediation"]["alternatives"][0]
+    assert first["set"] == {"--attention-backend": "triton"} and first["safe"] is False
+    # the same crash outside any attention module keeps the isolation steps
+    other = _primary(FIXTURES / "runtime" / "scheduler_exception_after_ready_059.log")
+    assert all("--attention-backend" not in c["set"] for c in _changes(other["remediation"]))

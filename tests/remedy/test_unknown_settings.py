@@ -99,6 +99,20 @@ def test_a_flag_and_value_the_message_advises_are_log_picked_advice():
     assert trust.check(rem, d, V0523) == rem.untrusted
 
 
+def test_advice_in_backticks_or_after_using_is_the_flag_and_its_value():
+    for message, want in (("Consider using `--attention-backend triton` on this GPU.", {"--attention-backend": "triton"}),
+                          ("Unsupported for FP8 experts. Please use `--moe-runner-backend cutlass`.",
+                           {"--moe-runner-backend": "cutlass"})):
+        assert _remediate(_diagnosis([{"flag_named": {}}], message=message)).set == want, message
+
+
+def test_a_negation_in_an_earlier_clause_does_not_turn_the_advice_into_a_conflict():
+    d = _diagnosis([{"flag_named": {}}], message="FA3 is not supported on this GPU, please use --attention-backend=flashinfer")
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+    d = _diagnosis([{"flag_named": {}}], message="FA3 is not supported with --enable-dp-attention")
+    assert _remediate(d).unset == ["--enable-dp-attention"]
+
+
 def test_a_switch_named_as_the_conflict_is_removed_not_turned_on():
     d = _diagnosis([{"flag_named": {}}],
                    message="Speculative decoding is not supported with --enable-dp-attention on this platform.")

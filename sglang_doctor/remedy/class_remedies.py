@@ -1,0 +1,276 @@
+"""Class-level remedies: the standard change for a *kind* of failure, when no specific rule
+knew the exact message (rules/classes.yaml) and only where it failed is known.
+
+Two operations, each a named entry a rule's ``remedy`` list can use:
+
+- ``switch_backend``: the failure is in a kernel backend (an attention backend's module, a
+  backend's own refusal): pick another backend of the rule's ranked ``choices`` than the one
+  the launch used.  The one in use is the launch's own setting (command or dump), else the
+  backend whose module the traceback's frames pass through, else the one the message names
+  ("FlashAttention v3 Backend requires ..."); it is only used to *skip* a
+  choice, so log text never becomes the value (every value is a rule's, validated against
+  the target release's catalogue: docs/CONTRACT.md "Trust").
+- ``drop_feature``: the failure is inside an optional feature the launch turned on (LoRA,
+  HiCache, speculative decoding, a MoE runner backend, a quantization override): remove the
+  flags that turn it on.  With the launch's settings known, only the ones it set (a value
+  other than the release's default); unknown settings are not "off", so then the removal is
+  proposed on the condition that the launch sets them, ranked after unconditional changes.
+
+Both are suggestions for the class of failure, never applied unattended (``safe`` False):
+the rule's confidence is already below a specific rule's, and the note says it is a
+class-level suggestion.  Threads that confirm them: docs/FIXES-SEEN.md.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sglang_doctor.model import Remediation
+from sglang_doctor.remedy import trust
+from sglang_doctor.remedy.remedies import Context, _equal, remedy
+
+# srt/layers/attention/<module> -> the --attention-backend value that runs it
+_BACKEND_MODULES: tuple[tuple[str, str], ...] = (
+    ("flashinfer_mla_backend", "flashinfer"),
+    ("flashinfer_backend", "flashinfer"),
+    ("trtllm_mla_backend", "trtllm_mla"),
+    ("trtllm_mha_backend", "trtllm_mha"),
+    ("flashattention_backend", "fa3"),
+    ("flashmla_backend", "flashmla"),
+    ("cutlass_mla_backend", "cutlass_mla"),
+    ("torch_native_backend", "torch_native"),
+    ("aiter_backend", "aiter"),
+    ("wave_backend", "wave"),
+    ("triton_backend", "triton"),
+    ("triton_ops/", "triton"),
+)
+# the installed package's attention modules, for the backends that ship as their own package
+# (flashinfer's sampling, all-reduce or GEMM modules are not the attention backend)
+_BACKEND_PACKAGES: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"/flashinfer/(?:prefill|decode|attention|mla|cascade|sparse|page|pod|jit/attention)"), "flashinfer"),
+)
+_ROCM = re.compile(r"\b(?:rocm|hip(?:BLAS|_runtime)?|gfx9\d\d|aiter|MI[123]\d\d[XA]?)\b", re.IGNORECASE)
+
+CLASS_NOTE = "a class-level suggestion, from where the failure happened rather than from a known message"
+
+
+def _backend_in_use(ctx: Context, flag: str) -> str | None:
+    """The backend the failed launch ran: its own setting, else the deepest attention-backend
+    module among the traceback's frames (only ever compared with the rule's choices)."""
+    stated = ctx.stated(flag)
+    if isinstance(stated, str) and stated:
+        return stated
+    return _frames_backend(ctx) or _message_backend(ctx)
+
+
+def _frames_backend(ctx: Context) -> str | None:
+    for frame in reversed(ctx.diagnosis.incident.frames):
+        path = frame.file.replace("\\", "/")
+        if "layers/attention/" in path:
+            tail = path.split("layers/attention/", 1)[1]
+            for module, backend in _BACKEND_MODULES:
+                if module in tail:
+                    return backend
+        for package, backend in _BACKEND_PACKAGES:
+            if package.search(path) and "/sglang/" not in path:
+                return backend
+    return None
+
+
+# the words of a message that name the attention backend it is about (the backend in use)
+_MESSAGE_BACKENDS: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"\btrt-?llm[ _]?mla\b", re.IGNORECASE), "trtllm_mla"),
+    (re.compile(r"\btrt-?llm[ _]?mha\b", re.IGNORECASE), "trtllm_mha"),
+    (re.compile(r"\bflash[ _-]?infer\b|\bFlashInferAttnBackend\b", re.IGNORECASE), "flashinfer"),
+    (re.compile(r"\bfa4\b|flash[ _-]?attention[ _-]?(?:v|version )?4\b", re.IGNORECASE), "fa4"),
+    (re.compile(r"\bfa3\b|flash[ _-]?attention[ _-]?(?:v|version )?3\b|FlashAttentionBackend", re.IGNORECASE), "fa3"),
+    (re.compile(r"\bTritonAttnBackend\b|\btriton attention backend\b", re.IGNORECASE), "triton"),
+)
+
+
+def _message_backend(ctx: Context, *, about_attention: bool = False) -> str | None:
+    """The attention backend the failure's message is about, when it names one
+    (``about_attention``: only when the message also speaks of attention or a backend)."""
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    text = (text or "")[:2000]
+    if about_attention and not re.search(r"attention|attn|backend", text, re.IGNORECASE):
+        return None
+    # the backend named first is the subject ("FA3 requires ...; use flashinfer" is about FA3)
+    found = [(m.start(), backend) for pattern, backend in _MESSAGE_BACKENDS if (m := pattern.search(text))]
+    return min(found)[1] if found else None
+
+
+def _on_rocm(ctx: Context) -> bool:
+    vendor = str(getattr(ctx.hardware, "vendor", "") or "").lower()
+    if vendor:
+        return vendor in ("amd", "rocm")
+    inc = ctx.diagnosis.incident
+    text = "\n".join(line.text for line in inc.lines[:400]) + "\n" + "\n".join(f.file for f in inc.frames)
+    return bool(_ROCM.search(text))
+
+
+@remedy("switch_backend")
+def switch_backend(ctx: Context, params: dict) -> Remediation | None:
+    """``{flag: --attention-backend, choices: [flashinfer, triton], cuda_only: [flashinfer]}``:
+    the first choice that is not the backend in use, exists in the target release and passes
+    its choices; a CUDA-only choice is skipped on ROCm.  ``when_frames``: only when the
+    traceback passes through an attention backend's module or the message names an attention
+    backend (for a rule whose class also covers failures elsewhere)."""
+    flag = ctx.flag(params.get("flag") or "--attention-backend")
+    if flag is None:
+        return None
+    if params.get("when_frames") and _frames_backend(ctx) is None and _message_backend(ctx, about_attention=True) is None:
+        return None  # neither a backend's module nor a backend named in the message: not this fix
+    choices = [str(c) for c in params.get("choices") or ("flashinfer", "triton")]
+    cuda_only = {str(c) for c in params.get("cuda_only") or ("flashinfer",)}
+    in_use = _backend_in_use(ctx, flag)
+    # named in the note only when it is one of the release's own choices (log text is never echoed)
+    shown = in_use if in_use is not None and ctx.catalog.validate(flag, in_use) is None else None
+    rocm = _on_rocm(ctx)
+    for choice in choices:
+        if choice == in_use or (rocm and choice in cuda_only):
+            continue
+        if _equal(ctx.stated(flag), choice):
+            continue
+        if ctx.catalog.validate(flag, choice) is not None:
+            continue
+        was = f"the {shown} backend failed here" if shown else "the backend in use failed here"
+        note = f"set {flag} {choice}: {was}; {CLASS_NOTE}"
+        if params.get("plain_note"):  # a guarded step: the guess's own wording says the rest
+            note = f"set {flag} {choice}" + (f" (the {shown} backend is the one in use)" if shown else "")
+        if choice in cuda_only and getattr(ctx.hardware, "gpu_name", None) is None:
+            # the platform is not known from the incident alone (ROCm's marks are often elsewhere)
+            note += f" (if these are NVIDIA GPUs: {choice} is CUDA-only; on ROCm use triton or aiter)"
+        rem = Remediation(set={flag: choice}, safe=False, note=note,
+                          tradeoff=params.get("tradeoff") or f"{choice} kernels may be slower for this model; "
+                                                             "check the model card's recommended backend")
+        return trust.declare(rem, "rule")
+    return None
+
+
+@remedy("drop_feature")
+def drop_feature(ctx: Context, params: dict) -> Remediation | None:
+    """``{flags: [...], feature: WORDS}``: remove the flags that turn the feature on.  A flag
+    is "on" when the launch states a value other than False and the release's default."""
+    wanted = [f for f in (ctx.flag(str(name)) for name in params.get("flags") or []) if f is not None]
+    flags = list(dict.fromkeys(wanted))
+    if not flags:
+        return None
+    feature = params.get("feature") or "the feature"
+    tradeoff = params.get("tradeoff") or f"the launch runs without {feature}; turn it back on once the rest works"
+    if ctx.settings_unknown:
+        rem = Remediation(unset=flags, safe=False, tradeoff=tradeoff,
+                          note=f"launch without {feature}: remove {' '.join(flags)} if your launch sets it "
+                               f"(the launch's settings are not in the log); {CLASS_NOTE}")
+        ctx.conditional.append(rem)
+        return trust.declare(rem, "rule")
+    on = []
+    for flag in flags:
+        value = ctx.stated(flag)
+        spec = ctx.catalog.spec(flag)
+        default = spec.default if spec is not None else None
+        if value is None or value is False or _equal(value, default) or value in ("", [], "none", "None"):
+            continue
+        on.append(flag)
+    if not on:
+        return None
+    rem = Remediation(unset=on, safe=False, tradeoff=tradeoff,
+                      note=f"launch without {feature}: remove {' '.join(on)} (set in this launch); {CLASS_NOTE}")
+    return trust.declare(rem, "rule")
+
+
+# a module in the traceback -> the optional feature (remedies.FEATURES) that runs it
+FRAME_FEATURES: tuple[tuple[str, str], ...] = (
+    ("device_communicators/custom_all_reduce", "custom_all_reduce"),
+    ("model_executor/cuda_graph_runner", "cuda_graph"),
+    ("torch/_inductor/", "torch_compile"),
+    ("torch/_dynamo/", "torch_compile"),
+)
+
+
+@remedy("disable_in_frames")
+def disable_in_frames(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
+    """Turn off the optional feature whose own module the traceback passes through (deepest
+    first): SGLang's custom all-reduce, CUDA graphs, torch.compile.  ``features``: the subset
+    of ``FRAME_FEATURES``' names to consider (all by default).  The way to turn it off is
+    ``disable_feature``'s, spelled for the target release."""
+    from sglang_doctor.remedy.remedies import disable_feature
+
+    allowed = set(params.get("features") or (name for _, name in FRAME_FEATURES))
+    for frame in reversed(ctx.diagnosis.incident.frames):
+        path = frame.file.replace("\\", "/")
+        for module, feature in FRAME_FEATURES:
+            if feature in allowed and module in path:
+                result = disable_feature(ctx, {"feature": feature, "tradeoff": params.get("tradeoff")}
+                                         if params.get("tradeoff") else {"feature": feature})
+                for rem in result if isinstance(result, list) else [result] if result else []:
+                    rem.note += f" (the failure is in {module.rsplit('/', 1)[-1] or module}; {CLASS_NOTE})"
+                    rem.safe = False
+                    trust.declare(rem, "rule")
+                return result
+    return None
+
+
+# "set SGLANG_X=1", "export NCCL_P2P_DISABLE=1", "setting SGLANG_X=true": a message that names
+# its own fix as an environment variable of SGLang's, torch's or NCCL's
+_ENV_ADVISED = re.compile(
+    r"\b(?:set|export|setting|by setting|use|with)\s+[`'\"]?((?:SGLANG|SGL|NCCL|GLOO|TORCH|PYTORCH|CUDA|MC|HF)_[A-Z0-9_]{2,60})"
+    r"\s*=\s*[`'\"]?([A-Za-z0-9_.:,-]{1,40})", re.IGNORECASE)
+_ENV_NEGATED = re.compile(r"\b(?:not|cannot|can't|don't|do not|never|unset)\b[^.;:\n]*$", re.IGNORECASE)
+
+
+@remedy("env_named")
+def env_named(ctx: Context, params: dict) -> Remediation | None:
+    """The environment variable and value a failure's message tells the user to set.
+
+    The name must look like one of SGLang's, torch's, NCCL's or CUDA's variables (upper case,
+    a known prefix) and the value a short plain token (``remedies._safe_env``); the log chose
+    both, so the change is advice (``declare_log_named``: ``run --yes`` never applies it)."""
+    from sglang_doctor.remedy.remedies import _safe_env
+
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    text = (text or "")[:4000]
+    for m in _ENV_ADVISED.finditer(text):
+        name, value = m.group(1), m.group(2).rstrip(".,")
+        if name != name.upper() or not value or not _safe_env(name, value):
+            continue
+        if _ENV_NEGATED.search(text[max(0, m.start() - 60):m.start()]):
+            continue
+        rem = Remediation(env={name: value}, safe=False,
+                          note=f"set {name}={value} in the server's environment: the message names it as the way out; "
+                               f"{CLASS_NOTE}",
+                          tradeoff=params.get("tradeoff") or "the message's own work-around: it usually skips a check "
+                                                             "or switches a path off; read what the message says it costs")
+        return trust.declare_log_named(rem, value_from="log")
+    return None
+
+
+# a module in the traceback -> (the flags that turn its optional feature on, the feature in words)
+FRAME_DROPS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("srt/speculative/", ("--speculative-algorithm",), "speculative decoding"),
+    ("srt/lora/", ("--enable-lora", "--lora-paths"), "LoRA adapters"),
+    ("srt/mem_cache/hicache", ("--enable-hierarchical-cache",), "the hierarchical cache"),
+    ("srt/mem_cache/hiradix_cache", ("--enable-hierarchical-cache",), "the hierarchical cache"),
+    ("srt/mem_cache/storage/", ("--enable-hierarchical-cache", "--hicache-storage-backend"), "the hierarchical cache's storage"),
+    ("srt/managers/cache_controller", ("--enable-hierarchical-cache",), "the hierarchical cache"),
+    ("srt/layers/moe/token_dispatcher/", ("--moe-a2a-backend",), "the expert-parallel all-to-all backend"),
+    ("srt/eplb/", ("--enable-eplb",), "expert-parallel load balancing"),
+)
+
+
+@remedy("drop_in_frames")
+def drop_in_frames(ctx: Context, params: dict) -> Remediation | None:
+    """``drop_feature`` for the optional feature whose own package the traceback passes
+    (deepest first): speculative decoding, LoRA, the hierarchical cache, the EP all-to-all
+    backend, EPLB.  Only flags the launch set (non-default); unknown settings: conditional."""
+    for frame in reversed(ctx.diagnosis.incident.frames):
+        path = frame.file.replace("\\", "/")
+        for module, flags, feature in FRAME_DROPS:
+            if module in path:
+                return drop_feature(ctx, {"flags": list(flags), "feature": feature,
+                                          "tradeoff": params.get("tradeoff")
+                                          or f"the launch runs without {feature} while the crash is narrowed down"})
+    return None

@@ -1,0 +1,176 @@
+"""Class-level remedies (remedy/class_remedies.py): the other attention backend than the one
+that failed, and removing the flags of an optional feature the failure happened in."""
+
+from __future__ import annotations
+
+from sglang_doctor.model import Diagnosis, Frame, Incident, Launch, Line
+from sglang_doctor.remedy import flags, remedies, trust
+
+V059 = flags.load_catalog("0.5.9")
+V0523 = flags.load_catalog("0.5.23")
+
+ATTN = "/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/attention/{}.py"
+
+
+def _diagnosis(remedy: list[dict], server_args: dict | None = None, frames: list[str] = (),
+               text: str = "") -> Diagnosis:
+    inc = Incident(kind="traceback", first_line=1, last_line=1,
+                   frames=[Frame(file=f, line=1, function="f") for f in frames],
+                   lines=[Line(number=1, text=text)] if text else [])
+    launch = Launch(index=0, line=1, server_args=server_args or {})
+    return Diagnosis(incident=inc, rule="class.test", category="args.invalid", remedies=remedy, launch=launch)
+
+
+def _remediate(d: Diagnosis, catalog=V0523):
+    return remedies.remediate(d, command=None, version=catalog.version, catalog=catalog, hardware=None,
+                              model_config=None)
+
+
+def test_the_backend_whose_module_failed_is_not_proposed_again():
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("flashinfer_backend")])
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "triton"}
+    assert "flashinfer backend failed" in rem.note and "class-level" in rem.note
+    assert rem.safe is False and not trust.check(rem, d, V0523)  # a rule's value: trusted, still asked
+
+
+def test_the_first_choice_when_another_backend_failed():
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("triton_backend")])
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("flashattention_backend")])
+    assert _remediate(d, V059).set == {"--attention-backend": "flashinfer"}
+
+
+def test_the_launchs_own_setting_wins_over_the_frames():
+    d = _diagnosis([{"switch_backend": {}}], {"attention_backend": "triton"}, frames=[ATTN.format("flashinfer_backend")])
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+
+
+def test_flashinfer_is_skipped_on_rocm():
+    d = _diagnosis([{"switch_backend": {}}], frames=["/opt/rocm/lib/python3.10/site-packages/sglang/srt/layers/attention/aiter_backend.py"],
+                   text="RuntimeError: HIP error: invalid device function")
+    assert _remediate(d).set == {"--attention-backend": "triton"}
+
+
+def test_when_frames_needs_an_attention_module_in_the_traceback():
+    d = _diagnosis([{"switch_backend": {"when_frames": True}}],
+                   frames=["/x/sglang/srt/layers/quantization/fp8_kernel.py"])
+    assert _remediate(d) is None
+    d = _diagnosis([{"switch_backend": {"when_frames": True}}],
+                   frames=["/x/sglang/srt/model_executor/model_runner.py", ATTN.format("triton_ops/decode_attention")])
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+
+
+def test_a_feature_set_in_the_launch_is_removed_and_the_default_is_not():
+    entry = {"drop_feature": {"flags": ["--moe-runner-backend", "--moe-a2a-backend", "--enable-eplb"], "feature": "x"}}
+    rem = _remediate(_diagnosis([entry], {"moe_runner_backend": "flashinfer_cutlass", "moe_a2a_backend": "none",
+                                          "enable_eplb": False, "model_path": "/m"}))
+    assert rem.unset == ["--moe-runner-backend"] and rem.safe is False
+    assert _remediate(_diagnosis([entry], {"moe_runner_backend": "auto", "model_path": "/m"})) is None
+
+
+def test_unknown_settings_make_the_removal_conditional_and_ranked_after_a_firm_change():
+    entries = [{"drop_feature": {"flags": ["--speculative-algorithm"], "feature": "speculative decoding"}},
+               {"set_flag": {"flag": "--disable-cuda-graph", "value": True}}]
+    rem = _remediate(_diagnosis(entries))
+    assert rem.set == {"--disable-cuda-graph": True}
+    (alt,) = rem.alternatives
+    assert alt.unset == ["--speculative-algorithm"] and "if your launch sets it" in alt.note
+
+
+def test_a_flag_the_release_does_not_have_is_left_out():
+    entry = {"drop_feature": {"flags": ["--enable-hierarchical-cache", "--no-such-flag"], "feature": "x"}}
+    assert _remediate(_diagnosis([entry])).unset == ["--enable-hierarchical-cache"]
+
+
+def test_the_feature_whose_module_failed_is_turned_off_in_the_releases_spelling():
+    frames = ["/x/sglang/srt/distributed/parallel_state.py",
+              "/x/sglang/srt/distributed/device_communicators/custom_all_reduce.py"]
+    rem = _remediate(_diagnosis([{"disable_in_frames": {}}], frames=frames))
+    assert rem.set == {"--disable-custom-all-reduce": True} and rem.safe is False
+    assert "custom_all_reduce" in rem.note
+
+
+def test_a_feature_outside_the_rules_subset_or_already_off_is_no_change():
+    frames = ["/x/sglang/srt/model_executor/cuda_graph_runner.py"]
+    assert _remediate(_diagnosis([{"disable_in_frames": {"features": ["custom_all_reduce"]}}], frames=frames)) is None
+    frames = ["/x/sglang/srt/distributed/device_communicators/custom_all_reduce.py"]
+    assert _remediate(_diagnosis([{"disable_in_frames": {}}], {"disable_custom_all_reduce": True, "model_path": "/m"},
+                                 frames=frames)) is None
+    assert _remediate(_diagnosis([{"disable_in_frames": {}}], frames=["/x/sglang/srt/distributed/pynccl.py"])) is None
+
+
+def _with_message(remedy: list[dict], message: str, server_args: dict | None = None) -> Diagnosis:
+    from sglang_doctor.model import ExceptionInfo
+
+    d = _diagnosis(remedy, server_args)
+    d.incident.exception = ExceptionInfo(type="ValueError", message=message)
+    return d
+
+
+def test_a_backend_the_message_names_counts_as_the_one_in_use():
+    d = _with_message([{"switch_backend": {"when_frames": True}}],
+                      "FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use `--attention-backend flashinfer`.")
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+    d = _with_message([{"switch_backend": {"when_frames": True}}],
+                      "TRTLLM MHA backend is only supported on Blackwell GPUs (SM100). Please use a different backend.")
+    assert _remediate(d).set == {"--attention-backend": "flashinfer"}
+    d = _with_message([{"switch_backend": {}}], "FlashInfer attention backend: unsupported head_dim 80")
+    assert _remediate(d).set == {"--attention-backend": "triton"}
+
+
+def test_a_kernel_message_that_is_not_about_attention_is_not_a_backend_switch():
+    d = _with_message([{"switch_backend": {"when_frames": True}}], "flashinfer fp8 blockscale gemm requires sm90 or newer")
+    assert _remediate(d) is None
+
+
+def test_the_environment_variable_a_message_advises_is_advice_from_the_log():
+    msg = ("PyTorch 2.9.1 with CuDNN < 9.15 has a Conv3d bug. Please install nvidia-cudnn-cu12==9.16.0.29, "
+           "or set SGLANG_DISABLE_CUDNN_CHECK=1 to skip this check.")
+    d = _with_message([{"env_named": {}}, {"needs_human": {"reason": "x"}}], msg)
+    rem = _remediate(d)
+    assert rem.env == {"SGLANG_DISABLE_CUDNN_CHECK": "1"} and rem.safe is False
+    assert rem.provenance["env:SGLANG_DISABLE_CUDNN_CHECK"]["flag_from"] == "log"
+    assert trust.check(rem, d, V0523)  # the log chose it: never applied unattended
+
+
+def test_a_negated_unsafe_or_lower_case_variable_is_not_advised():
+    for msg in ("do not set SGLANG_ENABLE_JIT_DEEPGEMM=1 with this model",
+                "set SGLANG_X=$(reboot) to continue",
+                "set sglang_x=1 to continue",
+                "SGLANG_AITER_MLA_DECODE_BACKEND must be 'gluon' or 'asm', got cutlass"):
+        assert _remediate(_with_message([{"env_named": {}}], msg)) is None, msg
+
+
+def test_only_flashinfers_attention_modules_count_as_the_backend_in_use():
+    entry = [{"switch_backend": {"when_frames": True, "choices": ["triton"]}}]
+    prefill = "/usr/local/lib/python3.10/dist-packages/flashinfer/prefill.py"
+    assert _remediate(_diagnosis(entry, frames=[prefill])).set == {"--attention-backend": "triton"}
+    sampling = "/usr/local/lib/python3.10/dist-packages/flashinfer/sampling.py"
+    assert _remediate(_diagnosis(entry, frames=[sampling])) is None
+
+
+def test_a_backend_value_the_release_does_not_know_is_not_echoed_into_the_note():
+    d = _diagnosis([{"switch_backend": {}}], {"attention_backend": "evil\x1b[31m", "model_path": "/m"})
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "flashinfer"} and "evil" not in rem.note and "\x1b" not in rem.note
+
+
+def test_a_cuda_only_choice_says_so_when_the_platform_is_unknown():
+    d = _diagnosis([{"switch_backend": {}}], frames=[ATTN.format("triton_backend")])
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "flashinfer"} and "on ROCm use triton or aiter" in rem.note
+
+
+def test_the_feature_whose_package_failed_is_dropped_when_the_launch_set_it():
+    frames = ["/x/sglang/srt/managers/scheduler.py", "/x/sglang/srt/speculative/eagle_worker.py"]
+    rem = _remediate(_diagnosis([{"drop_in_frames": {}}], {"speculative_algorithm": "EAGLE", "model_path": "/m"},
+                                frames=frames))
+    assert rem.unset == ["--speculative-algorithm"] and "speculative decoding" in rem.note
+    assert _remediate(_diagnosis([{"drop_in_frames": {}}], {"model_path": "/m"}, frames=frames)) is None
+    hicache = ["/x/sglang/srt/mem_cache/hiradix_cache.py"]
+    entries = [{"drop_in_frames": {}}, {"disable_feature": {"feature": "overlap_schedule"}}]
+    rem = _remediate(_diagnosis(entries, frames=hicache))  # unknown settings: after the firm change
+    assert rem.set == {"--disable-overlap-schedule": True}
+    assert rem.alternatives[0].unset == ["--enable-hierarchical-cache"]
+    assert _remediate(_diagnosis([{"drop_in_frames": {}}], frames=["/x/sglang/srt/layers/linear.py"])) is None
