@@ -28,6 +28,8 @@ FLAGS: dict[str, dict[str, str]] = {
     "--cuda-graph-max-bs-prefill": {"lower": "longer prefills run without a prefill CUDA graph: slower short prefills"},
     "--cuda-graph-backend-decode": {"disabled": "no decode CUDA graphs: decode typically 20-40% slower"},
     "--cuda-graph-backend-prefill": {"disabled": "no prefill CUDA graphs: slower short prefills"},
+    "--disable-piecewise-cuda-graph": {"set": "no piecewise (prefill) CUDA graphs: slower short prefills; decode "
+                                              "graphs stay on"},
     "--max-running-requests": {"lower": "fewer requests served at once: lower throughput under load"},
     "--max-total-tokens": {"unset": "the pool is sized from memory again (the cap you set is gone)"},
     "--watchdog-timeout": {"raise": "a server that really hangs is killed later"},
