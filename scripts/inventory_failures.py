@@ -501,6 +501,8 @@ class RuleMatcher:
     def match(self, site: dict) -> str | None:
         kind = site["kind"].split(".")[0]
         exc = "AssertionError" if kind == "assert" else site["exception"].rsplit(".", 1)[-1]
+        if site["kind"].endswith(".raise"):  # the line, then a raise: both kinds of rule see it
+            kind, exc = "raise", _LOGGED_RAISE["raise"]
         texts = fillings(site.get("full") or site["template"])
         best = None
         for rule in self.rules:
@@ -718,7 +720,7 @@ def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False
         message = None
         if kind == "rule":  # the sample values that make the message the rule credited (a rank number, ...)
             rule = ruleset.get(name)
-            rx = None if rule is None else (rule.line_rx if site["kind"].startswith("log") or rule.message is None
+            rx = None if rule is None else (rule.line_rx if (site["kind"].startswith("log") and not site["kind"].endswith(".raise")) or rule.message is None
                                             else rule.message)
             message = next((t for t in fillings(site["template"]) if rx is not None and rx.search(t)), None)
         pipe = StreamPipeline(ruleset, remediate=False)
