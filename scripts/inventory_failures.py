@@ -7,7 +7,9 @@ For each SGLang release's wheel this reads every module under ``sglang/srt`` wit
 - ``raise X(message...)`` (a bare ``raise``, a re-raise of a bound name and ``raise X()``
   without a message are not sites: they carry no message of their own);
 - ``assert cond, message`` (an assert without a message is an internal check);
-- ``logger.error / critical / exception(message...)``.
+- ``logger.error / critical / exception(message...)``; one that a ``raise`` follows in the same
+  block is kind ``log.<method>.raise`` (the line is printed and the failure goes on): it is
+  disposed of as a raise and probed as the line followed by the raise's traceback.
 
 Each site records its file, line, function (``Class.method``), kind, exception type, and its
 message as a template: literal text with ``{expression}`` where an f-string, ``%`` or
@@ -275,11 +277,24 @@ class _Finder(ast.NodeVisitor):
         self.stack: list[str] = []
         self.functions: list[ast.AST] = []
         self.sites: list[dict] = []
+        self.raised_after: set[int] = set()  # logger calls a raise follows in their block
 
     def _scoped(self, node, name):
         self.stack.append(name)
         self.generic_visit(node)
         self.stack.pop()
+
+    def generic_visit(self, node):
+        # a logger call followed, later in the same block, by a raise: the line is printed
+        # and then the failure goes on (a traceback follows in the log), not handled
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list):
+                for i, stmt in enumerate(stmts):
+                    if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                            and any(isinstance(x, ast.Raise) for x in stmts[i + 1:])):
+                        self.raised_after.add(id(stmt.value))
+        super().generic_visit(node)
 
     def visit_ClassDef(self, node):
         self._scoped(node, node.name)
@@ -350,7 +365,8 @@ class _Finder(ast.NodeVisitor):
             owner = func.value
             name = owner.id if isinstance(owner, ast.Name) else (owner.attr if isinstance(owner, ast.Attribute) else "")
             if name in LOGGER_NAMES:
-                self._add(node, "log." + func.attr, "", self._message(node.args[0], list(node.args[1:])))
+                kind = "log." + func.attr + (".raise" if id(node) in self.raised_after else "")
+                self._add(node, kind, "", self._message(node.args[0], list(node.args[1:])))
         self.generic_visit(node)
 
 
@@ -375,6 +391,16 @@ def _load_yaml(path: Path):
     import yaml
 
     return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _pattern_kind(kind: str) -> str:
+    """raise / assert / log; a logged line a raise follows (``log.error.raise``) is a raise:
+    the failure goes on after the line, so the raise patterns (and their right answers) hold."""
+    return "raise" if kind.endswith(".raise") else kind.split(".")[0]
+
+
+# the exception a logged-then-raised site is taken to raise (its own is not in the site)
+_LOGGED_RAISE = {"raise": "RuntimeError"}
 
 
 class Dispositions:
@@ -421,9 +447,9 @@ class Dispositions:
             return False
         if "path_not" in pat and any(fnmatch.fnmatchcase(site["file"], g) for g in pat["path_not"]):
             return False
-        if "kind" in pat and site["kind"].split(".")[0] not in pat["kind"]:
+        if "kind" in pat and _pattern_kind(site["kind"]) not in pat["kind"]:
             return False
-        if "exception" in pat and site["exception"].rsplit(".", 1)[-1] not in pat["exception"]:
+        if "exception" in pat and (site["exception"] or _LOGGED_RAISE.get(_pattern_kind(site["kind"]), "")).rsplit(".", 1)[-1] not in pat["exception"]:
             return False
         if "_function" in pat and not pat["_function"].search(site["function"]):
             return False
@@ -475,6 +501,8 @@ class RuleMatcher:
     def match(self, site: dict) -> str | None:
         kind = site["kind"].split(".")[0]
         exc = "AssertionError" if kind == "assert" else site["exception"].rsplit(".", 1)[-1]
+        if site["kind"].endswith(".raise"):  # the line, then a raise: both kinds of rule see it
+            kind, exc = "raise", _LOGGED_RAISE["raise"]
         texts = fillings(site.get("full") or site["template"])
         best = None
         for rule in self.rules:
@@ -592,7 +620,8 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, 
 
     - a raise or assert: the scheduler's ``Scheduler hit an exception:`` traceback ending in
       the site's frame and ``ExceptionType: message`` (placeholders filled with sample values);
-    - a logged site: the logged line;
+    - a logged site: the logged line; a logged site a raise follows: the line, then the
+      scheduler's traceback through the site's frame (a RuntimeError with the line's words);
     - a rejected request (``right: none`` of request_level): what 0.5.23 logs for it, after
       the ready line: ``[http_server] Error: <message>`` and the 400 access line for a
       ValueError (entrypoints/http_server.py generate_request), ``Error in request: <message>``
@@ -600,6 +629,8 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, 
     """
     message = fillings(site["template"])[0] if message is None else message
     stamp = STAMP.format(30)
+    if site["kind"].endswith(".raise"):
+        site = {**site, "kind": "raise", "exception": "RuntimeError", "logged": message}
     if right == "none" and not site["kind"].startswith("log"):
         head = _context("serving")
         if site["kind"] == "raise" and site["exception"].rsplit(".", 1)[-1] == "ValueError":
@@ -613,6 +644,12 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, 
                 f'  File "{PREFIX}{site["file"]}", line {site["line"]}, in {func}\n    raise ...\n'
                 f"{exc}: {message}\n"
                 f'[{stamp}] INFO:     127.0.0.1:51734 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n')
+    if "logged" in site:
+        # a logged line a raise follows: the line, then the raise ends the scheduler (its
+        # traceback, through the site's function, with the words the line printed: the raised
+        # exception's own type and text are not in the site, a RuntimeError stands for it)
+        return (_context(phase) + f"[{stamp} TP0] {message}\n"
+                + _traceback(site, message, "Scheduler hit an exception: "))
     if site["kind"].startswith("log"):
         return _context(phase) + f"[{stamp} TP0] {message}\n"
     header = "Scheduler hit an exception: "
@@ -683,7 +720,7 @@ def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False
         message = None
         if kind == "rule":  # the sample values that make the message the rule credited (a rank number, ...)
             rule = ruleset.get(name)
-            rx = None if rule is None else (rule.line_rx if site["kind"].startswith("log") or rule.message is None
+            rx = None if rule is None else (rule.line_rx if (site["kind"].startswith("log") and not site["kind"].endswith(".raise")) or rule.message is None
                                             else rule.message)
             message = next((t for t in fillings(site["template"]) if rx is not None and rx.search(t)), None)
         pipe = StreamPipeline(ruleset, remediate=False)

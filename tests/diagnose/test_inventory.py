@@ -154,7 +154,7 @@ def test_templates_and_fillings_follow_the_source_forms():
     assert [(s["kind"], s["function"], s["template"]) for s in sites] == [
         ("raise", "f", "Not enough memory. Current value: mem_fraction_static={self.mem_fraction_static}"),
         ("assert", "g", "x={x} must be positive"),
-        ("log.error", "g", "bad {x} here"),
+        ("log.error.raise", "g", "bad {x} here"),  # a raise follows it: the failure goes on
         ("raise", "h", "Rank {i} died (exit code: {proc.exitcode})."),
     ]
     assert "mem_fraction_static=0.88" in " ".join(inv.fillings(sites[0]["template"]))
