@@ -193,18 +193,25 @@ def _spelled(rem: Remediation | None, spelled: str | None) -> Remediation | None
 
 
 def _other_spelling(ctx: Context, written: str, used: str) -> str | None:
-    """When the release is a guess and releases of its range spell ``used`` as ``written``:
+    """When the release is a guess and releases of its range spell the setting ``used`` names
+    otherwise (the rule's ``written`` name, or an older or newer name of the same setting):
     the clause naming them (one change, two names: the other name goes in the note, never in
     a second change)."""
     releases = ctx.guessed_range
-    if not releases or not written or written == used:
+    if not releases or not used:
         return None
     from sglang_doctor.remedy import flags
 
-    having = [v for v in releases if flags.shipped_catalog(v).canonical(written) == written]
-    if not having:
+    spellings: dict[str, list[str]] = {}
+    for version in releases:
+        catalog = flags.shipped_catalog(version)
+        name = written if written and catalog.canonical(written) == written else flags.translate(used, catalog)
+        if name and name != used:
+            spellings.setdefault(name, []).append(version)
+    if not spellings:
         return None
-    return f"SGLang {_span(having)} spell it {written}: {_why_guessed(ctx)}"
+    named = "; ".join(f"SGLang {_span(having)} spell it {name}" for name, having in spellings.items())
+    return f"{named}: {_why_guessed(ctx)}"
 
 
 def _both_spellings(ctx: Context, params: dict, make: Callable[[Context, dict], "Remediation | None"]):

@@ -104,3 +104,17 @@ def test_the_text_report_says_the_release_was_inferred_and_from_what():
     assert r.returncode == 1, r.stderr
     line = next(l for l in r.stdout.splitlines() if "inferred" in l and "flags for SGLang" in l)
     assert "tp_worker_overlap_thread.py" in line and ">=0.4.4" in line
+
+
+LATE_060 = next((ROOT / "corpus" / "late").glob("060-*.log"))  # frames only, no cause line: a guarded step
+
+
+def test_a_guarded_step_in_the_newest_spelling_names_the_range_s_older_spelling():
+    # the fallback's advice on a cuda_graph guess writes 0.5.23's --cuda-graph-max-bs-decode;
+    # releases of the frames' range before 0.5.14 know only --cuda-graph-max-bs, and the note
+    # must say so (before: only a rule's own written name was looked for in the range)
+    inc = _incident(LATE_060)
+    rem = inc["remediation"]  # the guarded advice on the best guess
+    assert rem["needs_human"] and inc["fallback"]["best_guess"]["category"] == "cuda_graph"
+    graph = next(c for c in _changes(rem) if "--cuda-graph-max-bs-decode" in c.get("set", {}))
+    assert "spell it --cuda-graph-max-bs:" in graph["note"] and "0.5.8" in graph["note"]
