@@ -44,6 +44,25 @@ _REQUEST_LEVEL = re.compile(
     r"is longer than the model's context length|exceeds the maximum allowed length|"
     r"is longer than the context length|Input length \(\d+ tokens\) exceeds")
 REQUEST_ERROR_LITERAL = "Error in request"
+# The OpenAI-compatible layer's request handler (OpenAIServingBase.handle_request)
+# catches every exception of one request, logs it ("Error in request: ...", with its traceback)
+# and answers that request with an error: a traceback through it is one request's, even when
+# the paste lost the "Error in request" line above it.
+_REQUEST_HANDLER = "entrypoints/openai/serving_base.py"
+# The HTTP stack's per-request dispatch: uvicorn's HTTP protocol (run_asgi answers 500 and logs
+# "Exception in ASGI application"), starlette's route handling and its exception wrapper.  Only
+# requests pass there; start-up (the ASGI lifespan) goes through routing.py's ``lifespan``.
+_HTTP_REQUEST_FRAMES = (("uvicorn/protocols/http/", None), ("starlette/routing.py", "handle"),
+                        ("starlette/_exception_handler.py", "wrapped_app"))
+
+
+def _request_frame(frame) -> bool:
+    """A frame that only one HTTP request's handling passes through."""
+    path = frame.file.replace("\\", "/")
+    if frame.function == "handle_request" and path.endswith(_REQUEST_HANDLER):
+        return True
+    return any(part in path and (function is None or frame.function == function)
+               for part, function in _HTTP_REQUEST_FRAMES)
 # uvicorn's logger.error for an exception one request's handler raised: it answers that request
 # with a 500 and goes on serving, so the traceback under it is one request's (like SGLang's own
 # "Error in request"); a server that died says so elsewhere (its scheduler's traceback, sigquit)
@@ -607,8 +626,13 @@ class Assembler:
 
     @staticmethod
     def _request_rejected(primary: tracebacks.TracebackBuilder | None) -> bool:
-        """A bare request rejection (input longer than the context): no server frame."""
-        if primary is None or not primary.chain:
+        """A bare request rejection (input longer than the context): no server frame; or a
+        traceback that went through the OpenAI-compatible layer's request handler."""
+        if primary is None:
+            return False
+        if any(_request_frame(f) for f in primary.frames):
+            return True
+        if not primary.chain:
             return False
         exc = primary.chain[-1]
         return (exc.type.rsplit(".", 1)[-1] == "ValueError" and _REQUEST_LEVEL.search(exc.message) is not None

@@ -213,3 +213,49 @@ def test_a_bare_exception_line_with_a_signal_word_keeps_its_exception():
     events = asm2.feed(Line(1, line, line.encode())) + asm2.flush()
     (inc,) = [e.incident for e in events if e.kind == "incident"]
     assert inc.kind == "signal"  # a signal line that is no exception stays a signal
+
+
+HANDLER_TRACEBACK = ("Traceback (most recent call last):\n"
+                     f'  File "{P}/entrypoints/openai/serving_base.py", line 45, in handle_request\n'
+                     "    return await self._handle_non_streaming_request(\n"
+                     f'  File "{P}/entrypoints/openai/serving_chat.py", line 785, in _build_chat_response\n'
+                     "    raise ValueError(\n"
+                     "ValueError: Expected 2 output messages (reasoning and final), but got 3.\n")
+
+
+@pytest.mark.parametrize("above", [
+    "",  # the paste lost the "Error in request" line
+    "[2025-08-08 16:52:59] Error in request: Expected 2 output messages\n--\n",  # a separator between
+])
+def test_a_traceback_through_the_openai_request_handler_is_one_requests(above):
+    # OpenAIServingBase.handle_request catches every exception of its request, logs it and
+    # answers that request with an error: the server goes on serving
+    incs, _ = incidents_of(above + HANDLER_TRACEBACK)
+    assert incs == []
+
+
+def test_a_scheduler_crash_is_not_taken_for_a_request_handler_error():
+    log = HANDLER_TRACEBACK.replace("entrypoints/openai/serving_base.py", "managers/scheduler.py")
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "ValueError"
+
+
+STARLETTE = "/usr/local/lib/python3.12/dist-packages/starlette"
+
+
+def test_frames_of_starlettes_request_dispatch_alone_are_one_requests():
+    # a paste cut inside the HTTP stack's frames of one request (ServerErrorMiddleware answers 500)
+    log = (f'  File "{STARLETTE}/middleware/errors.py", line 164, in __call__\n    await self.app(scope, receive, _send)\n'
+           f'  File "{STARLETTE}/routing.py", line 290, in handle\n    await self.app(scope, receive, send)\n'
+           f'  File "{STARLETTE}/_exception_handler.py", line 42, in wrapped_app\n    await app(scope, rec\n')
+    incs, _ = incidents_of(log)
+    assert incs == []
+
+
+def test_a_start_up_failure_in_the_asgi_lifespan_is_still_an_incident():
+    log = ("Traceback (most recent call last):\n"
+           f'  File "{STARLETTE}/routing.py", line 694, in lifespan\n    async with self.lifespan_context(app) as maybe_state:\n'
+           f'  File "{P}/entrypoints/http_server.py", line 180, in lifespan\n    x()\n'
+           "RuntimeError: Initialization failed. warmup error\n")
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "RuntimeError"
