@@ -19,10 +19,15 @@ MARKER = "server_args="
 
 def _literal_eval(src: str):
     """ast.literal_eval without the SyntaxWarning an invalid escape ('\\ ') in a dumped
-    string raises on Python 3.12+: the dump is data, its escapes are SGLang's business."""
+    string raises on Python 3.12+: the dump is data, its escapes are SGLang's business.
+    Every way a text can fail to be a literal is a ValueError or SyntaxError here: a set of
+    dicts (``{{...}}``, unhashable: TypeError), or nesting too deep (RecursionError)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.literal_eval(src)
+        try:
+            return ast.literal_eval(src)
+        except (TypeError, MemoryError, RecursionError) as exc:
+            raise ValueError(f"not a literal: {type(exc).__name__}") from exc
 
 
 class DumpError(ValueError):

@@ -105,3 +105,11 @@ def test_seed_corpora_are_real():
     """The fuzzers start from the fixtures' real dumps and lines, not from nothing."""
     assert len(DUMPS) >= 10 and all(d.startswith((b"ServerArgs(", b"{")) for d in DUMPS)
     assert len(LOG_LINES) > 500
+
+
+def test_a_dump_that_is_a_set_of_dicts_does_not_crash():
+    # found by test_server_args_fuzz_long in CI: '{{...}}' is a set holding a dict, which
+    # ast.literal_eval answers with TypeError (unhashable type: 'dict')
+    dump = (b"{{'model_path': '/models/Qwen3-8B', 'tp_size': 1, 'mem_fraction_static': 0.85, "
+            b"'attention_backend': 'fa3'}}")
+    fuzz_targets.check_server_args(dump, 0)
