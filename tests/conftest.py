@@ -72,3 +72,11 @@ def no_standin_left():
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left
+
+
+@pytest.fixture(scope="session")
+def pack():
+    """The shipped rule pack, loaded once (it reads and compiles every rules/*.yaml; no test changes it)."""
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+
+    return RuleSet.load(user=False)

@@ -84,13 +84,26 @@ _FEATURE_WORDS = {"cuda_graph": "CUDA graphs", "prefill_cuda_graph": "prefill (p
                   "speculative": "speculative decoding"}
 
 
+# remedies whose words do not depend on their parameters
+_FIXED_WORDS = {
+    "plan_memory": "ask the memory planner for launches that fit (needs the model's config.json)",
+    "closest_flag": "replace each unknown flag with the closest real flag of the target SGLang release",
+    "change_port": "move the server to a free port",
+    "disable_in_frames": "turn off the optional feature (custom all-reduce, CUDA graphs, torch.compile) "
+                         "whose module the traceback passes",
+    "drop_in_frames": "launch without the optional feature (speculative decoding, LoRA, HiCache, EP all-to-all, "
+                      "EPLB) whose package the traceback passes, if the launch set it",
+    "env_named": "set the environment variable the message names as its work-around (advice: the log chose it)",
+}
+
+
 def describe_remedy(entry: dict) -> str:
     """A rule's remedy entry in words (``plan_memory {goal: fit_pools}`` -> what it does)."""
     ((name, params),) = entry.items()
     p = dict(params or {})
     flag = p.get("flag", "")
-    if name == "plan_memory":
-        text = "ask the memory planner for launches that fit (needs the model's config.json)"
+    if name in _FIXED_WORDS:
+        text = _FIXED_WORDS[name]
     elif name in ("raise_flag", "lower_flag"):
         verb = "raise" if name == "raise_flag" else "lower"
         how = []
@@ -112,21 +125,11 @@ def describe_remedy(entry: dict) -> str:
         text = f"set {p.get('name')}={p.get('value')} in the server's environment"
     elif name == "disable_feature":
         text = f"turn {_FEATURE_WORDS.get(p.get('feature'), str(p.get('feature')).replace('_', ' '))} off"
-    elif name == "closest_flag":
-        text = "replace each unknown flag with the closest real flag of the target SGLang release"
-    elif name == "change_port":
-        text = "move the server to a free port"
     elif name == "upgrade_sglang":
         text = f"upgrade SGLang" + (f" to {p['min_version']} or newer" if p.get("min_version") else "")
     elif name == "switch_backend":
         choices = " or ".join(str(c) for c in p.get("choices") or ("flashinfer", "triton"))
         text = f"set {p.get('flag') or '--attention-backend'} to {choices}, whichever the failed launch did not use"
-    elif name == "disable_in_frames":
-        text = "turn off the optional feature (custom all-reduce, CUDA graphs, torch.compile) whose module the traceback passes"
-    elif name == "drop_in_frames":
-        text = "launch without the optional feature (speculative decoding, LoRA, HiCache, EP all-to-all, EPLB) whose package the traceback passes, if the launch set it"
-    elif name == "env_named":
-        text = "set the environment variable the message names as its work-around (advice: the log chose it)"
     elif name == "drop_feature":
         text = f"launch without {p.get('feature') or 'the feature'}: remove {' '.join(p.get('flags') or [])} if set"
     elif name == "needs_human":

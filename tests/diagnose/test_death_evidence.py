@@ -5,15 +5,9 @@ milestone that left almost no free GPU memory for the next step."""
 import pytest
 
 from sglang_doctor.diagnose import phase_prior
-from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.pipeline import StreamPipeline
 
 CUT = "[2025-06-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
-
-
-@pytest.fixture(scope="module")
-def pack():
-    return RuleSet.load(user=False)
 
 
 def incidents(pack, text):

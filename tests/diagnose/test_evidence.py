@@ -1,11 +1,9 @@
 """The fallback's best guess from named, weighted evidence (diagnose/evidence.py), with the
 shipped rule pack on fragments whose cause line is missing."""
 
-import pytest
 
 from sglang_doctor.diagnose import evidence, phase_prior
 from sglang_doctor.diagnose.evidence import Evidence
-from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.model import Incident, Line
 from sglang_doctor.pipeline import StreamPipeline
 
@@ -13,11 +11,6 @@ P = "/sgl-workspace/sglang/python/sglang/srt"
 SCHED = (f"[2025-02-09 22:50:08 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
          f'  File "{P}/managers/scheduler.py", line 1787, in run_scheduler_process\n'
          "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n")
-
-
-@pytest.fixture(scope="module")
-def pack():
-    return RuleSet.load(user=False)
 
 
 def guess_of(pack, text):

@@ -130,11 +130,6 @@ def test_class_rule_confidence_must_stay_below_specific(tmp_path):
 # -- the honest fallback, with the shipped pack --------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def pack():
-    return RuleSet.load(user=False)
-
-
 def test_cut_traceback_says_what_is_missing_and_how_to_get_it(pack):
     log = (f"[2026-05-09 10:02:11 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
            f"  File \"{P}/managers/scheduler.py\", line 3155, in run_scheduler_process\n"

@@ -5,7 +5,6 @@ when it is SGLang's, and the best guess of a fragment with no failure in it."""
 import json
 import subprocess
 
-import pytest
 
 from conftest import doctor_cmd
 from sglang_doctor.diagnose import evidence
@@ -13,11 +12,6 @@ from sglang_doctor.diagnose.rules_engine import RuleSet, is_sglang_flag
 from sglang_doctor.pipeline import StreamPipeline
 
 P = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
-
-
-@pytest.fixture(scope="module")
-def pack():
-    return RuleSet.load(user=False)
 
 
 def diagnose(ruleset, text):

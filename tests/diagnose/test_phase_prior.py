@@ -6,10 +6,8 @@ is not in the text; the expected categories come from the shipped counts, never 
 import importlib.util
 from pathlib import Path
 
-import pytest
 
 from sglang_doctor.diagnose import phase_prior
-from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.pipeline import StreamPipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,11 +18,6 @@ CAPTURE_FRAMES = CORPUS / "dev" / "008-kernel.unsupported_hw-rtx5090-fp8-capture
 CAPTURE_MILESTONE = CORPUS / "late" / "060-cuda_graph-ktransformers-kimi-k25-eagle-capture-bs1.log"
 # no failure: a rollout's requests answered 403 while the server was serving
 SERVING_TAIL = CORPUS / "fresh" / "053-other-slime-rollout-generate-403-retries.log"
-
-
-@pytest.fixture(scope="module")
-def pack():
-    return RuleSet.load(user=False)
 
 
 def guess(pack, path: Path) -> dict:

@@ -5,9 +5,7 @@ checks launch flags, a frame line cut inside its function name is completed by i
 call, and a traceback's code lines are not the failure's words.  Each fragment is written
 from SGLang's own frame layout (0.4.x-0.5.x), cut before its exception line."""
 
-import pytest
 
-from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.pipeline import StreamPipeline
 
 P = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
@@ -19,11 +17,6 @@ LOAD = (HEAD + f'  File "{P}/model_executor/model_runner.py", line 379, in load_
         f'  File "{P}/model_loader/__init__.py", line 22, in get_model\n'
         "    return loader.load_model(\n"
         f'  File "{P}/model_loader/loader.py", line 366, in load_model\n')
-
-
-@pytest.fixture(scope="module")
-def pack():
-    return RuleSet.load(user=False)
 
 
 def answer(pack, text):

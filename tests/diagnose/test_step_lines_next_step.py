@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from sglang_doctor.diagnose import evidence, fallback
-from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.pipeline import StreamPipeline, read_incidents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,15 +29,18 @@ WRAPPER = CORPUS / "late" / "031-cuda_graph-slime-sglangengine-terminated-unexpe
 EMPTY_EXCEPTION = CORPUS / "dev" / "114-other-flashinfer-not-installed-stopiteration-rtx5090.log"
 
 
-@pytest.fixture(scope="module")
-def pack():
-    return RuleSet.load(user=False)
-
-
 def incidents_of(tmp_path: Path, text: str):
     log = tmp_path / "paste.log"
     log.write_text(text, encoding="utf-8")
     return read_incidents(log)[1]
+
+
+def one_frame_traceback(path: str, function: str, message: str) -> str:
+    """A RuntimeError raised in one frame, as Python prints it."""
+    return ("Traceback (most recent call last):\n"
+            f'  File "{path}", line 9, in {function}\n'
+            f'    raise RuntimeError("{message}")\n'
+            f"RuntimeError: {message}\n")
 
 
 def run(pack, path: Path):
@@ -98,11 +100,8 @@ def test_a_wrapper_that_says_the_server_died_points_to_the_servers_own_output(pa
 
 
 def test_a_wrapper_death_without_ray_greps_the_servers_log(tmp_path):
-    text = ("Traceback (most recent call last):\n"
-            '  File "/opt/app/launcher.py", line 40, in wait_ready\n'
-            '    raise RuntimeError("SGLang server process exited with code 1")\n'
-            "RuntimeError: SGLang server process exited with code 1\n")
-    (inc,) = incidents_of(tmp_path, text)
+    (inc,) = incidents_of(tmp_path, one_frame_traceback("/opt/app/launcher.py", "wait_ready",
+                                                        "SGLang server process exited with code 1"))
     assert fallback.wrapper_death(inc) and not fallback.under_ray(inc)
     missing = fallback.missing_part(inc)
     step = fallback.next_step(inc, missing, fragment=True)
@@ -110,11 +109,9 @@ def test_a_wrapper_death_without_ray_greps_the_servers_log(tmp_path):
 
 
 def test_an_sglang_traceback_is_no_wrapper(tmp_path):
-    text = ("Traceback (most recent call last):\n"
-            '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 9, in run_scheduler_process\n'
-            '    raise RuntimeError("the detokenizer process exited")\n'
-            "RuntimeError: the detokenizer process exited\n")
-    (inc,) = incidents_of(tmp_path, text)
+    (inc,) = incidents_of(tmp_path, one_frame_traceback(
+        "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", "run_scheduler_process",
+        "the detokenizer process exited"))
     assert not fallback.wrapper_death(inc)
 
 
