@@ -14,13 +14,17 @@ the summary's for a text with no incident).  Four figures:
 - rotation: the same, but the prior's weight is also chosen on the three training parts from
   ``--weights`` (the session 8 figure; it can only move where the training parts disagree with
   the shipped weight);
-- calibration: how often a guess at each confidence level was right (leave-one-part-out).
+- calibration: how often a guess at each confidence level was right (leave-one-part-out);
+- with ``--counted``: counted-evidence variants (naive Bayes over a few cue families, counted on
+  the other parts with smoothing, alone or gated by the current answer), two baselines (the
+  training parts' commonest no-cause category; the phase prior's top category) and a nested
+  choice among them and the current code, on the same folds (see ``counted_report``).
 
 What neither rotation can measure: the hand-written weights of diagnose/evidence.py (WHERE,
 WORDS, SIGNALS) were written by people who had read every tuned part, so the tuned figures
 overstate a new part by however much those weights fit these files (docs/GUESS-MISSES.md).
 
-Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json]``.  Never run on the
+Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json] [--counted]``.  Never run on the
 sealed parts (it reads only the tuned ones).
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -62,8 +67,8 @@ def _rules():
     return _RULESET[0]
 
 
-def guess_of(path: Path) -> dict:
-    """The best guess bench/accuracy.py scores: the primary incident's fallback, or the summary's."""
+def _run(path: Path):
+    """(pipeline, diagnoses, primary diagnosis or None) for one file, as bench/accuracy.py runs it."""
     pipe = StreamPipeline(_rules(), remediate=False, whole_log=True)
     events = []
     for block in open_log(path):
@@ -71,11 +76,18 @@ def guess_of(path: Path) -> dict:
     events += pipe.finish()
     diagnoses = [e["_diagnosis"] for e in events if e.get("event") == "incident"]
     if not diagnoses:
-        fb = pipe.summary().get("fallback") or {}
-        return fb.get("best_guess") or {}
+        return pipe, diagnoses, None
     ranked = sorted(enumerate(diagnoses), key=lambda p: (-_LAYER_RANK.get(p[1].layer or "fallback", 0),
                                                          -float(p[1].confidence or 0), p[0]))
-    primary = ranked[0][1]
+    return pipe, diagnoses, ranked[0][1]
+
+
+def guess_of(path: Path) -> dict:
+    """The best guess bench/accuracy.py scores: the primary incident's fallback, or the summary's."""
+    pipe, diagnoses, primary = _run(path)
+    if primary is None:
+        fb = pipe.summary().get("fallback") or {}
+        return fb.get("best_guess") or {}
     fb = primary.fallback or next((d.fallback for d in diagnoses if d.fallback), None) or {}
     return fb.get("best_guess") or {}
 
@@ -136,11 +148,227 @@ def _total(report: dict) -> tuple[int, int]:
     return sum(r["right"] for r in report.values()), sum(r["total"] for r in report.values())
 
 
+# -- counted evidence: would a counted combination carry better than the hand-written weights? ---
+#
+# The guess adds up hand-written weights (diagnose/evidence.py).  The alternative measured here
+# (``--counted``) keeps only what the text shows, as a few cue families, and counts on the training
+# parts how often each value of each family came with each category, like the phase prior; a naive
+# Bayes combination of the counts (every count smoothed towards the family's whole-table share,
+# ``alpha`` pseudo-counts) names the category.  Each variant is scored leave-one-part-out, next to
+# the current code and two baselines, on the same folds; "gated" keeps the current answer unless
+# the counted posterior of its own top is at least ``GATE``; "nested" chooses, for each held part,
+# among the current code and every variant by leave-one-part-out on the training parts alone (ties
+# go to the current code), which is the honest figure for "adopt the best of them".
+
+CUE_SETS = {
+    # what the text shows, read by no hand-written table: the phase, the incident's kind, the
+    # module of the deepest SGLang frame, the library below it, the failure lines' names
+    "raw": ("phase", "kind", "module", "library", "signals"),
+    # the phase and kind, and the categories evidence.py's detectors point to (their weights left out)
+    "pieces": ("phase", "kind", "piece_cats"),
+}
+GATE = 0.5
+
+
+def _module(path: str) -> str:
+    """``srt/managers`` for .../sglang/srt/managers/scheduler.py (a file at the top: its name)."""
+    parts = path.replace("\\", "/").rsplit("/sglang/", 1)[-1].split("/")
+    return "/".join(parts[:2]).removesuffix(".py")
+
+
+def _library(frames) -> str:
+    """The package of the deepest frame below SGLang's own (``torch/distributed``, ``triton``)."""
+    ours = [i for i, f in enumerate(frames) if "/sglang/" in f.file.replace("\\", "/")]
+    below = frames[ours[-1] + 1:] if ours else []
+    if not below:
+        return "none"
+    path = below[-1].file.replace("\\", "/")
+    for root in ("/site-packages/", "/dist-packages/"):
+        if root in path:
+            rest = path.split(root, 1)[1].split("/")
+            return "/".join(rest[:2]).removesuffix(".py") if rest[0] == "torch" else rest[0]
+    return "other"
+
+
+def cues_of(path: Path) -> dict:
+    """The cue families of one file (``CUE_SETS``): one value each, or a list for a set."""
+    from sglang_doctor.diagnose import evidence, fallback
+    from sglang_doctor.incidents.tracebacks import sglang_frames
+
+    pipe, _, d = _run(path)
+    if d is None:
+        phase, _ = fallback.text_phase(pipe.assembler.launches, pipe._tail)
+        cats = sorted({e.category for e in evidence.from_text(list(reversed(fallback._last_lines(pipe._tail, 40))))})
+        return {"phase": phase or "none", "kind": "none", "module": "none", "library": "none", "signals": [],
+                "piece_cats": cats}
+    inc = d.incident
+    cut = inc.kind == "traceback" and (inc.exception is None or not inc.exception.type)
+    found = evidence.context_phase(d)
+    ours = sglang_frames(inc.frames)
+    pieces = [p for p in evidence.collect(d) if not p.name.startswith("prior:") and p.weight > 0]
+    return {"phase": found[0] if found else "none", "kind": inc.kind + (":cut" if cut else ""),
+            "module": _module(ours[-1].file) if ours else "none", "library": _library(inc.frames),
+            "signals": sorted(set(inc.signal_names)), "piece_cats": sorted({p.category for p in pieces})}
+
+
+def labelled(parts) -> list[dict]:
+    """Every labelled failure of ``parts`` with its category (``best_guess_category`` when the
+    cause is not in the text) and whether the cause is in the text."""
+    out = []
+    for part in parts:
+        with open(ROOT / "corpus" / part / "labels.yaml", encoding="utf-8") as fh:
+            labels = yaml.safe_load(fh) or []
+        for lab in labels:
+            if not isinstance(lab, dict) or lab.get("category") in (None, "none"):
+                continue
+            cat = lab["category"] if lab.get("evidence_in_log") else lab.get("best_guess_category")
+            if cat and (ROOT / "corpus" / part / lab["file"]).is_file():
+                out.append({"part": part, "file": lab["file"], "label": cat, "no_cause": not lab.get("evidence_in_log")})
+    return out
+
+
+def _tokens(cues: dict, families) -> list[tuple[str, str]]:
+    out = []
+    for fam in families:
+        value = cues.get(fam, "none")
+        values = value if isinstance(value, list) else [value]
+        out += [(fam, v) for v in (values or ["none"])]
+    return out
+
+
+class CountedGuess:
+    """Naive Bayes over cue families, counted on ``rows`` (each with ``label`` and ``cues``).
+
+    P(value | category) = (n(category, value) + alpha * share(value)) / (n(category) + alpha), with
+    share(value) the value's share of its family over every category (add-half smoothed), so that a
+    value seen with a category a few times moves it little; the class prior is add-``beta``/K."""
+
+    def __init__(self, rows, families, alpha: float = 10.0, beta: float = 2.0):
+        self.families, self.alpha = tuple(families), alpha
+        self.classes: dict[str, int] = {}
+        self.pair: dict[tuple[str, str, str], int] = {}
+        self.value: dict[tuple[str, str], int] = {}
+        self.per_class: dict[tuple[str, str], int] = {}
+        self.per_family: dict[str, int] = {}
+        for r in rows:
+            c = r["label"]
+            self.classes[c] = self.classes.get(c, 0) + 1
+            for fam, v in _tokens(r["cues"], self.families):
+                self.pair[(fam, v, c)] = self.pair.get((fam, v, c), 0) + 1
+                self.value[(fam, v)] = self.value.get((fam, v), 0) + 1
+                self.per_class[(fam, c)] = self.per_class.get((fam, c), 0) + 1
+                self.per_family[fam] = self.per_family.get(fam, 0) + 1
+        n, k = sum(self.classes.values()), max(len(self.classes), 1)
+        self.log_prior = {c: math.log((m + beta / k) / (n + beta)) for c, m in self.classes.items()}
+
+    def _share(self, fam: str, v: str) -> float:
+        seen = sum(1 for (f, _) in self.value if f == fam)
+        return (self.value.get((fam, v), 0) + 0.5) / (self.per_family.get(fam, 0) + 0.5 * (seen + 1))
+
+    def posterior(self, cues: dict) -> dict[str, float]:
+        score = {}
+        for c, lp in self.log_prior.items():
+            for fam, v in _tokens(cues, self.families):
+                share = self._share(fam, v)
+                lp += math.log((self.pair.get((fam, v, c), 0) + self.alpha * share)
+                               / (self.per_class.get((fam, c), 0) + self.alpha))
+            score[c] = lp
+        top = max(score.values())
+        z = sum(math.exp(v - top) for v in score.values())
+        return dict(sorted(((c, math.exp(v - top) / z) for c, v in score.items()), key=lambda kv: -kv[1]))
+
+
+# a variant: (name, cue set, alpha, train on every labelled failure (True) or the no-cause ones, gated)
+VARIANTS = tuple((f"{cs} a={a:g} {'all' if every else 'no-cause'}{' gated' if gated else ''}", cs, a, every, gated)
+                 for cs in CUE_SETS for a in (2.0, 10.0) for every in (False, True) for gated in (False, True))
+
+
+def _answer(variant, train_rows, rows, current: dict) -> dict:
+    """{key: answer} for ``rows`` (no-cause ones), the variant counted on ``train_rows``; current =
+    {key: the current code's answer}."""
+    _, cue_set, alpha, every, gated = variant
+    model = CountedGuess([r for r in train_rows if every or r["no_cause"]], CUE_SETS[cue_set], alpha)
+    out = {}
+    for r in rows:
+        post = model.posterior(r["cues"])
+        top = next(iter(post))
+        out[r["key"]] = top if not gated or post[top] >= GATE else current[r["key"]]
+    return out
+
+
+def counted_report(lopo_rows, weight: float | None = None) -> dict:
+    """Per held part: right answers of the current code (``lopo_rows``), of two baselines, of every
+    counted variant and of the nested choice; all counted on the other tuned parts only."""
+    weight = phase_prior.PRIOR_WEIGHT if weight is None else weight
+    rows = labelled(TUNED_PARTS)
+    for r in rows:
+        r["key"] = f"{r['part']}/{r['file']}"
+        r["cues"] = cues_of(ROOT / "corpus" / r["part"] / r["file"])
+    current = {f"{part}/{f}": guess for part, _, guess, _, f in lopo_rows}
+    # the current code's answer on part b with the prior counted without parts a and b (the nested choice's inner folds)
+    inner_current: dict[tuple[str, str], dict] = {}
+    for a in TUNED_PARTS:
+        for b in TUNED_PARTS:
+            if a < b:
+                counts = count(tuple(p for p in TUNED_PARTS if p not in (a, b)))
+                got = {f"{part}/{f}": guess for part, _, guess, _, f in measure((a, b), counts, weight)}
+                inner_current[(a, b)] = inner_current[(b, a)] = got
+    report: dict = {}
+
+    def right(answers, test):
+        return sum(answers[r["key"]] == r["label"] for r in test)
+
+    for held in TUNED_PARTS:
+        train = [r for r in rows if r["part"] != held]
+        test = [r for r in rows if r["part"] == held and r["no_cause"]]
+        fold = {"total": len(test), "current": right(current, test)}
+        majority = max(sorted({r["label"] for r in train if r["no_cause"]}),
+                       key=lambda c: sum(r["label"] == c for r in train if r["no_cause"]))
+        fold["majority"] = sum(r["label"] == majority for r in test)
+        counts = count(tuple(p for p in TUNED_PARTS if p != held))
+        fold["prior top"] = sum(r["label"] == (next(iter(phase_prior.shares(r["cues"]["phase"], counts)))
+                                               if r["cues"]["phase"] in counts or r["cues"]["phase"] == phase_prior.STARTUP
+                                               else majority) for r in test)
+        for v in VARIANTS:
+            fold[v[0]] = right(_answer(v, train, test, current), test)
+        # the nested choice: every variant (and the current code) scored leave-one-part-out on the
+        # training parts alone; the best is applied to the held part
+        inner = {"current": 0, **{v[0]: 0 for v in VARIANTS}}
+        for inner_held in TUNED_PARTS:
+            if inner_held == held:
+                continue
+            itrain = [r for r in train if r["part"] != inner_held]
+            itest = [r for r in train if r["part"] == inner_held and r["no_cause"]]
+            icur = inner_current[(held, inner_held)]
+            inner["current"] += right(icur, itest)
+            for v in VARIANTS:
+                inner[v[0]] += right(_answer(v, itrain, itest, icur), itest)
+        choice = max(inner, key=lambda name: (inner[name], name == "current"))
+        fold["nested"] = fold["current"] if choice == "current" else fold[choice]
+        fold["nested_choice"] = f"{choice} (on the other parts {inner[choice]}, current {inner['current']})"
+        report[held] = fold
+    return report
+
+
+def print_counted(report: dict) -> None:
+    names = [k for k in next(iter(report.values())) if k not in ("total", "nested_choice")]
+    print(f"{'counted evidence, leave-one-part-out':40} " + " ".join(f"{p:>7}" for p in report) + "     all")
+    for name in names:
+        right = sum(f[name] for f in report.values())
+        total = sum(f["total"] for f in report.values())
+        cells = " ".join(f"{f[name]:>3}/{f['total']:<3}" for f in report.values())
+        print(f"{name:40} {cells} {right:>3}/{total} {100 * right / max(total, 1):.1f}%")
+    for part, f in report.items():
+        print(f"nested choice for {part}: {f['nested_choice']}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", default="0.3,0.4,0.5,0.6")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--verbose", action="store_true", help="list the misses (leave-one-part-out)")
+    ap.add_argument("--counted", action="store_true",
+                    help="also score counted-evidence variants (naive Bayes over cue families) on the same folds")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
     report: dict = {"in_part": {}, "leave_one_part_out": {}, "rotation": {}, "calibration": []}
@@ -151,6 +379,8 @@ def main(argv=None) -> int:
     lopo_rows, report["leave_one_part_out"] = leave_one_part_out()
     _, report["rotation"] = leave_one_part_out(weights=weights)
     report["calibration"] = calibration(lopo_rows)
+    if args.counted:
+        report["counted"] = counted_report(lopo_rows)
     report["misses"] = [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "confidence": r[3]}
                         for r in lopo_rows if r[1] != r[2]]
     for key in ("in_part", "leave_one_part_out", "rotation"):
@@ -170,6 +400,8 @@ def main(argv=None) -> int:
         print(f"{name:19} {'all':6} {a['right']:>3}/{a['total']:<3} {100 * a['right'] / max(a['total'], 1):.1f}%")
     for b in report["calibration"]:
         print(f"confidence {b['confidence']}: right {b['right']}/{b['guesses']} (mean confidence {b['mean_confidence']})")
+    if args.counted:
+        print_counted(report["counted"])
     return 0
 
 
