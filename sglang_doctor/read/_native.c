@@ -580,8 +580,307 @@ done:
     return result;
 }
 
+/* ---- sift: the weak-hit filter of read/vector.py (WeakFilter.sift) in C ---------------- */
+
+typedef struct {
+    int64_t off, id, idx;
+} Hit;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+    const Hit *x = (const Hit *)a, *y = (const Hit *)b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* where the line holding p starts (lo at the latest) */
+static inline Py_ssize_t line_start(const unsigned char *buf, Py_ssize_t lo, Py_ssize_t p)
+{
+#if defined(__GLIBC__)
+    const unsigned char *q = memrchr(buf + lo, '\n', (size_t)(p - lo));
+    return q ? (Py_ssize_t)(q - buf) + 1 : lo;
+#else
+    while (p > lo && buf[p - 1] != '\n')
+        p--;
+    return p;
+#endif
+}
+
+#define WINDOW 64  /* vector.WINDOW: a header whose ']' is not within it is left to the scanner */
+
+static inline int is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* vector.sglang_header for the line starting at s: 1 when records._SGLANG matches there with
+ * its ']' within WINDOW bytes, and *msg = where HEADER_BYTES' match ends (the message);
+ * 0 otherwise.  Bytes at or past limit read as a newline, which no header byte is. */
+static int sglang_header(const unsigned char *buf, Py_ssize_t s, Py_ssize_t limit, Py_ssize_t *msg)
+{
+    unsigned char w[WINDOW];
+    for (int k = 0; k < WINDOW; k++)
+        w[k] = s + k < limit ? buf[s + k] : '\n';
+    static const char tmpl[] = "[0000-00-00 00:00:00";
+    const int t = (int)sizeof(tmpl) - 1;
+    for (int k = 0; k < t; k++) {
+        if (tmpl[k] == '0' ? !is_digit(w[k]) : w[k] != (unsigned char)tmpl[k])
+            return 0;
+    }
+    int q = t;
+    const int last = WINDOW - 1;
+#define BYTE(x) w[(x) < last ? (x) : last]
+    if (BYTE(q) == '.' || BYTE(q) == ',') {
+        if (is_digit(BYTE(q + 1))) {
+            q++;
+            for (int k = 0; k < 6 && is_digit(BYTE(q)); k++)
+                q++;
+        }
+    }
+    static const char *names[] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"};
+    for (int r = 0; r < 7; r++) {
+        if (!(BYTE(q) == ' ' && q < last))
+            break;
+        int size = 0;
+        for (int n = 0; n < 6 && !size; n++) {
+            int len = (int)strlen(names[n]);
+            int ok = is_digit(BYTE(q + 1 + len));
+            for (int j = 0; ok && j < len; j++)
+                ok = BYTE(q + 1 + j) == (unsigned char)names[n][j];
+            if (ok)
+                size = len;
+        }
+        if (!size)
+            return 0;  /* a space not followed by a rank: ']' cannot match there */
+        q += 1 + size;
+        while (is_digit(BYTE(q)) && q < last)
+            q++;
+    }
+    if (!(q < last && BYTE(q) == ']'))
+        return 0;
+#undef BYTE
+    q++;
+    if (s + q < limit && buf[s + q] == ' ')  /* the header's optional trailing space */
+        q++;
+    *msg = s + q;
+    return 1;
+}
+
+typedef struct {
+    Py_ssize_t weak;  /* literal id */
+    Py_ssize_t off;
+    const unsigned char *bytes;
+    Py_ssize_t len;
+} Hide;
+
+/* sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul), all bytes of
+ * native int64:
+ *   pairs, marks: what Matcher.scan gave for buf[lo:hi] (whole lines);
+ *   kinds: one byte per literal id of the matcher: 0 strong, 1 weak, 2 weak with a head
+ *     condition, 3 the " pid=" needle (a mark);
+ *   hides: ((weak id, offset, bytes), ...): a weak match at p may hide the bytes at p+offset;
+ * hits: the sorted offsets of the strong hits and of the weak hits kept;
+ * weak: (offset, id, msg, nl) per weak hit kept, sorted: msg is -1, or, for a line whose
+ *   fate is its head condition (vector.WeakFilter._kept_by_heads), where its message starts;
+ *   nl the line's newline;
+ * esc, nul: the first ESC / NUL of each line holding one, sorted.
+ * What is dropped is exactly what WeakFilter.sift drops. */
+static PyObject *sift(PyObject *mod, PyObject *args)
+{
+    Py_buffer view, pv, mv, kv;
+    Py_ssize_t lo, hi;
+    PyObject *hides_obj, *result = NULL, *fast = NULL;
+    if (!PyArg_ParseTuple(args, "y*nny*y*y*O", &view, &lo, &hi, &pv, &mv, &kv, &hides_obj))
+        return NULL;
+    Hide *hides = NULL;
+    Py_ssize_t nhides = 0;
+    Hit *weak = NULL;
+    int64_t *strong = NULL, *others = NULL, *esc = NULL, *nul = NULL, *hits = NULL, *wout = NULL;
+    Py_ssize_t ns = 0, nw = 0, no = 0, ne = 0, nn = 0, nh = 0, nwo = 0;
+    if (get_range(&view, &lo, &hi) < 0 || (pv.len % 16) || (mv.len % 16)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "pairs and marks are int64 pairs");
+        goto done;
+    }
+    fast = PySequence_Fast(hides_obj, "hides must be a sequence");
+    if (fast == NULL)
+        goto done;
+    nhides = PySequence_Fast_GET_SIZE(fast);
+    hides = (Hide *)PyMem_Calloc((size_t)nhides + 1, sizeof(Hide));
+    if (hides == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < nhides; k++) {
+        char *b;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, k), "nny#", &hides[k].weak, &hides[k].off, &b,
+                              &hides[k].len))
+            goto done;
+        hides[k].bytes = (const unsigned char *)b;
+    }
+    const int64_t *pairs = (const int64_t *)pv.buf, *marks = (const int64_t *)mv.buf;
+    const unsigned char *kinds = (const unsigned char *)kv.buf;
+    Py_ssize_t np_ = pv.len / 16, nm = mv.len / 16;
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        int64_t id = pairs[2 * k + 1];
+        if (id < 0 || id >= kv.len || pairs[2 * k] < lo || pairs[2 * k] >= hi) {
+            PyErr_SetString(PyExc_ValueError, "a pair outside the range or without a kind");
+            goto done;
+        }
+    }
+    strong = (int64_t *)PyMem_Malloc(((size_t)np_ + 1) * sizeof(int64_t));
+    others = (int64_t *)PyMem_Malloc(((size_t)np_ + nm + 1) * sizeof(int64_t));
+    esc = (int64_t *)PyMem_Malloc(((size_t)nm + 1) * sizeof(int64_t));
+    nul = (int64_t *)PyMem_Malloc(((size_t)nm + 1) * sizeof(int64_t));
+    weak = (Hit *)PyMem_Malloc(((size_t)np_ + 1) * sizeof(Hit));
+    hits = (int64_t *)PyMem_Malloc(((size_t)np_ + 1) * sizeof(int64_t));
+    wout = (int64_t *)PyMem_Malloc(((size_t)np_ + 1) * 4 * sizeof(int64_t));
+    if (!strong || !others || !esc || !nul || !weak || !hits || !wout) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    Py_ssize_t buflen = view.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        int64_t off = pairs[2 * k], id = pairs[2 * k + 1];
+        switch (kinds[id]) {
+        case 0:
+            strong[ns++] = off;
+            break;
+        case 3:
+            others[no++] = off;
+            break;
+        default:
+            weak[nw].off = off;
+            weak[nw].id = id;
+            weak[nw].idx = k;
+            nw++;
+        }
+    }
+    for (Py_ssize_t k = 0; k < nm; k++) {
+        int64_t off = marks[2 * k], kind = marks[2 * k + 1];
+        if (kind <= 1)
+            others[no++] = off;
+        else if (kind == 2)
+            esc[ne++] = off;
+        else
+            nul[nn++] = off;
+    }
+    qsort(strong, (size_t)ns, sizeof(int64_t), cmp_i64);
+    qsort(others, (size_t)no, sizeof(int64_t), cmp_i64);
+    qsort(esc, (size_t)ne, sizeof(int64_t), cmp_i64);
+    qsort(nul, (size_t)nn, sizeof(int64_t), cmp_i64);
+    qsort(weak, (size_t)nw, sizeof(Hit), cmp_hit);
+    {  /* unique strong offsets */
+        Py_ssize_t u = 0;
+        for (Py_ssize_t k = 0; k < ns; k++)
+            if (u == 0 || strong[u - 1] != strong[k])
+                strong[u++] = strong[k];
+        ns = u;
+    }
+    {  /* one weak hit per offset (the first found), none where a strong hit is */
+        Py_ssize_t u = 0, i = 0;
+        for (Py_ssize_t k = 0; k < nw; k++) {
+            if (u > 0 && weak[u - 1].off == weak[k].off)
+                continue;
+            while (i < ns && strong[i] < weak[k].off)
+                i++;
+            if (i < ns && strong[i] == weak[k].off)
+                continue;
+            weak[u++] = weak[k];
+        }
+        nw = u;
+    }
+    /* the weak hits, a line at a time */
+    Py_ssize_t is = 0, io = 0, j = 0;
+    while (j < nw) {
+        Py_ssize_t p = (Py_ssize_t)weak[j].off;
+        Py_ssize_t s = line_start(buf, lo, p);
+        const unsigned char *q = memchr(buf + p, '\n', (size_t)(hi - p));
+        Py_ssize_t nl = q ? (Py_ssize_t)(q - buf) : -1;
+        Py_ssize_t e = nl >= 0 ? nl : hi;  /* the line's last offset (its rank is the line's) */
+        Py_ssize_t k = j;
+        while (k < nw && weak[k].off <= e)
+            k++;
+        int unsure = 0;
+        while (is < ns && strong[is] < s)
+            is++;
+        if (is < ns && strong[is] <= e)
+            unsure = 1;
+        while (io < no && others[io] < s)
+            io++;
+        if (io < no && others[io] <= e)
+            unsure = 1;
+        for (Py_ssize_t x = j; x < k && !unsure; x++)
+            for (Py_ssize_t h = 0; h < nhides && !unsure; h++) {
+                if (hides[h].weak != weak[x].id)
+                    continue;
+                Py_ssize_t at = (Py_ssize_t)weak[x].off + hides[h].off;
+                if (at + hides[h].len <= buflen && memcmp(buf + at, hides[h].bytes, (size_t)hides[h].len) == 0)
+                    unsure = 1;
+            }
+        Py_ssize_t msg = -1;
+        int keep = 1;
+        if (!unsure && sglang_header(buf, s, hi, &msg)) {
+            int headed = 0;
+            for (Py_ssize_t x = j; x < k; x++)
+                headed |= kinds[weak[x].id] == 2;
+            if (!headed)
+                keep = 0;
+        } else {
+            msg = -1;
+        }
+        if (keep)
+            for (Py_ssize_t x = j; x < k; x++) {
+                wout[4 * nwo] = weak[x].off;
+                wout[4 * nwo + 1] = weak[x].id;
+                wout[4 * nwo + 2] = msg;
+                wout[4 * nwo + 3] = nl;
+                nwo++;
+            }
+        j = k;
+    }
+    {  /* hits: the strong ones and the weak ones kept, merged */
+        Py_ssize_t a = 0, b = 0;
+        while (a < ns || b < nwo) {
+            if (b >= nwo || (a < ns && strong[a] < wout[4 * b]))
+                hits[nh++] = strong[a++];
+            else
+                hits[nh++] = wout[4 * b++];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(y#y#y#y#)", (const char *)hits, (Py_ssize_t)(nh * 8), (const char *)wout,
+                           (Py_ssize_t)(nwo * 32), (const char *)esc, (Py_ssize_t)(ne * 8), (const char *)nul,
+                           (Py_ssize_t)(nn * 8));
+done:
+    Py_XDECREF(fast);
+    PyMem_Free(hides);
+    PyMem_Free(strong);
+    PyMem_Free(others);
+    PyMem_Free(esc);
+    PyMem_Free(nul);
+    PyMem_Free(weak);
+    PyMem_Free(hits);
+    PyMem_Free(wout);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&kv);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
+    {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul)"},
     {NULL, NULL, 0, NULL},
 };
 

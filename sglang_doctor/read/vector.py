@@ -306,6 +306,11 @@ class WeakFilter:
         self._hides = [(ids[w], off, np.frombuffer(c, np.uint8)) for w, checks in hides.items() if w in ids
                        for off, c in checks]
         self._marks = Marks()
+        # for the C extension's sift (scanner.NativeFinder): each literal id's kind (0 strong,
+        # 1 weak, 2 weak with a head condition, 3 the `` pid=`` needle after the literals)
+        self._kinds = bytes([2 if u else 1 if w else 0 for w, u in zip(self._weak.tolist(), self._unsure.tolist())]
+                            [:len(self._lits)] + [3])
+        self._hide_specs = tuple((ids[w], off, c) for w, checks in hides.items() if w in ids for off, c in checks)
 
     def search(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
         """(hits, weak, index, dirty) for block[lo:hi] (whole lines), as ``Scanner._scan``
@@ -317,6 +322,8 @@ class WeakFilter:
         index the second half of the block at the same time as this thread does the first
         (the engine and numpy release the GIL: two cores, about half the wall time)."""
         native = hasattr(finder, "newline_bits")  # scanner.NativeFinder: hits, marks and newlines in C
+        if native and hasattr(finder._native, "sift"):
+            return self._search_native(np, finder, block, lo, hi, helper)
 
         def pack(k0: int, k1: int) -> None:
             if native:
@@ -352,6 +359,64 @@ class WeakFilter:
         return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),
                          BlockIndex(np, block, lo, hi, bits),
                          (np.concatenate((marks[0], marks2[0])), np.concatenate((marks[1], marks2[1]))))
+
+    def _search_native(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
+        """``search`` with the C extension doing the filter too (``_native.sift``: what
+        ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each half's
+        thread; only the head conditions (regexes) are checked here, as ``_kept_by_heads`` does."""
+        bits = newline_bits(np, lo, hi)
+        kinds, hides = self._kinds, self._hide_specs
+
+        def part(f, a: int, b: int, k0: int, k1: int):
+            f.newline_bits(block, lo, bits, k0, k1)
+            pairs, marks = f._pairs(block, a, b)
+            return f._native.sift(block, a, b, pairs, marks, kinds, hides)
+
+        if helper is None or hi - lo < 2 * CHUNK:
+            parts = [part(finder, lo, hi, 0, hi - lo)]
+        else:
+            pool, other = helper
+            mid = block.find(b"\n", (lo + hi) // 2, hi) + 1 or hi  # a line boundary: no literal straddles it
+            kmid = (hi - lo) // 2 // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
+            later = pool.submit(part, other, mid, hi, kmid, hi - lo)
+            try:
+                first = part(finder, lo, mid, 0, kmid)
+            finally:
+                second = later.result()
+            parts = [first, second]
+        hits: list[int] = []
+        quads: list[int] = []
+        esc: list[int] = []
+        nul: list[int] = []
+        for h, w, e, n in parts:
+            hits += memoryview(h).cast("q").tolist()
+            quads += memoryview(w).cast("q").tolist()
+            esc += memoryview(e).cast("q").tolist()
+            nul += memoryview(n).cast("q").tolist()
+        lits, rxs = self._lits, self._head_rx
+        weak: dict[int, bytes] = {}
+        dropped: set[int] = set()
+        k, n = 0, len(quads)
+        while k < n:
+            off, i, msg, nl = quads[k:k + 4]
+            if msg < 0:
+                weak[off] = lits[i]
+                k += 4
+                continue
+            # a line whose weak hits all stand or fall by its message (consecutive, same newline)
+            j = k
+            conditions = set()
+            while j < n and quads[j + 3] == nl:
+                conditions.update(rxs[quads[j + 1]])
+                j += 4
+            if any(rx.match(block, msg, nl) is not None for rx in conditions):
+                weak.update((quads[x], lits[quads[x + 1]]) for x in range(k, j, 4))
+            else:
+                dropped.update(quads[k:j:4])
+            k = j
+        if dropped:
+            hits = [p for p in hits if p not in dropped]
+        return hits, weak, BlockIndex(np, block, lo, hi, bits), esc + nul
 
     def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None, marks=None):
         """``search`` given the hits' offsets and literal ids (and the block's index, and
