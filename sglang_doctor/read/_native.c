@@ -41,6 +41,7 @@ typedef struct {
     int nlits;
     unsigned char **lits;
     Py_ssize_t *lens;
+    uint32_t *pre;    /* per literal: its first 4 bytes (a 4-byte load), when it has 4 */
     int *shorts;      /* the literals shorter than MIN_HASHED */
     int *pick;        /* per literal: two of its byte offsets (short literals) */
     int nshorts;
@@ -143,6 +144,7 @@ static void Matcher_dealloc(Matcher *self)
     }
     PyMem_Free(self->lens);
     PyMem_Free(self->shorts);
+    PyMem_Free(self->pre);
     PyMem_Free(self->pick);
     PyMem_Free(self->bitmap);
     PyMem_Free(self->head);
@@ -214,10 +216,11 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
     self->lits = (unsigned char **)PyMem_Calloc((size_t)n, sizeof(unsigned char *));
     self->lens = (Py_ssize_t *)PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
     self->shorts = (int *)PyMem_Calloc((size_t)n, sizeof(int));
-    self->pick = (int *)PyMem_Calloc((size_t)n * 2, sizeof(int));
+    self->pre = (uint32_t *)PyMem_Calloc((size_t)n, sizeof(uint32_t));
+    self->pick = (int *)PyMem_Calloc((size_t)n * 3, sizeof(int));
     self->bitmap = (uint8_t *)PyMem_Calloc(HSIZE / 8, 1);
     self->head = (int32_t *)PyMem_Malloc(HSIZE * sizeof(int32_t));
-    if (!self->lits || !self->lens || !self->shorts || !self->pick || !self->bitmap || !self->head) {
+    if (!self->lits || !self->lens || !self->shorts || !self->pre || !self->pick || !self->bitmap || !self->head) {
         Py_DECREF(fast);
         PyErr_NoMemory();
         return -1;
@@ -249,6 +252,8 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
             goto nomem;
         memcpy(self->lits[i], s, (size_t)len);
         self->lens[i] = len;
+        if (len >= 4)
+            self->pre[i] = load32(self->lits[i]);
         if (len < MIN_HASHED) {  /* looked for at every position: its two rarest bytes, then all */
             self->shorts[self->nshorts++] = (int)i;
             int j1 = 0, j2 = len > 1 ? 1 : 0;
@@ -259,8 +264,13 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
             for (int j = 0; j < len; j++)
                 if (j != j1 && commonness(self->lits[i][j]) < commonness(self->lits[i][j2]))
                     j2 = j;
-            self->pick[2 * i] = j1;
-            self->pick[2 * i + 1] = j2;
+            int j3 = j2;  /* a third byte (the AVX2 path compares three) */
+            for (int j = 0; j < len; j++)
+                if (j != j1 && j != j2 && (j3 == j2 || commonness(self->lits[i][j]) < commonness(self->lits[i][j3])))
+                    j3 = j;
+            self->pick[3 * i] = j1;
+            self->pick[3 * i + 1] = j2;
+            self->pick[3 * i + 2] = j3;
             continue;
         }
         /* STRIDE consecutive 3-byte windows of the literal: the ones least often seen in
@@ -339,11 +349,60 @@ static inline void candidate(const Matcher *m, const unsigned char *buf, Py_ssiz
             continue;
         if (s <= st->last[e->lit] && s >= st->first[e->lit])
             continue;
-        if (memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
-            continue;
+        if (load32(buf + s) != m->pre[e->lit] || memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
+            continue;  /* (a hashed literal has 6 bytes or more: its first 4 compared first) */
         found(st, buf, hi, e->lit, s, pairs);
     }
 }
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(SGLANG_DOCTOR_NO_AVX2)
+/* AVX2, when the CPU has it (checked at import): the windows of a 64-byte stride (every
+ * STRIDE-th position, 16 of them) hashed 8 at a time and looked up in the bitmap with a
+ * gather; bit k of the result: position 4k's window is in the bitmap.  The same test as the
+ * scalar loop's, so the same candidates (tests/read/test_native.py, both paths). */
+#include <immintrin.h>
+#define HAVE_AVX2_DISPATCH 1
+static int use_avx2;
+
+__attribute__((target("avx2"))) static uint32_t window_hits_avx2(const uint8_t *bitmap, const unsigned char *p)
+{
+    const __m256i mask = _mm256_set1_epi32((int)key_mask), mul = _mm256_set1_epi32((int)2654435761u);
+    const __m256i low5 = _mm256_set1_epi32(31), one = _mm256_set1_epi32(1);
+    uint32_t out = 0;
+    for (int half = 0; half < 2; half++) {
+        __m256i x = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + 32 * half)), mask);
+        __m256i h = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+        h = _mm256_srli_epi32(_mm256_mullo_epi32(h, mul), 32 - HBITS);
+        /* the bitmap read as 32-bit words (little-endian: bit h is bit h&31 of word h>>5) */
+        __m256i words = _mm256_i32gather_epi32((const int *)bitmap, _mm256_srli_epi32(h, 5), 4);
+        __m256i bit = _mm256_sllv_epi32(one, _mm256_and_si256(h, low5));
+        __m256i hit = _mm256_cmpeq_epi32(_mm256_and_si256(words, bit), bit);
+        out |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(hit)) << (8 * half);
+    }
+    return out;
+}
+#endif
+
+#ifdef HAVE_AVX2_DISPATCH
+/* bit b: the three picked bytes of a short literal u are where it would have them if it
+ * started at p + b (b < 64) */
+__attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned char *p, const unsigned char *u,
+                                                                const int *pick)
+{
+    const __m256i c1 = _mm256_set1_epi8((char)u[pick[0]]), c2 = _mm256_set1_epi8((char)u[pick[1]]);
+    const __m256i c3 = _mm256_set1_epi8((char)u[pick[2]]);
+    uint64_t out = 0;
+    for (int half = 0; half < 2; half++) {
+        const unsigned char *q = p + 32 * half;
+        __m256i acc = _mm256_and_si256(
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[0])), c1),
+                             _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[1])), c2)),
+            _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[2])), c3));
+        out |= (uint64_t)(uint32_t)_mm256_movemask_epi8(acc) << (32 * half);
+    }
+    return out;
+}
+#endif
 
 static inline void mark(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi, Py_ssize_t *mlast, Vec *marks)
 {
@@ -377,9 +436,14 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
              * mark (a NUL- or ESC-dense line costs one mark, not one test per byte) */
             static const char needles[4] = {'\r', 0, 0x1b, 0};
             __m128i v[4];
-            for (int q = 0; q < 4; q++)
+            __m128i any = _mm_setzero_si128();
+            const __m128i cr = _mm_set1_epi8('\r'), es = _mm_set1_epi8(0x1b), zero = _mm_setzero_si128();
+            for (int q = 0; q < 4; q++) {
                 v[q] = _mm_loadu_si128((const __m128i *)(buf + i + 16 * q));
-            for (int kind = 0; kind < 4; kind++) {
+                any = _mm_or_si128(any, _mm_or_si128(_mm_cmpeq_epi8(v[q], cr),
+                                                     _mm_or_si128(_mm_cmpeq_epi8(v[q], es), _mm_cmpeq_epi8(v[q], zero))));
+            }
+            for (int kind = 0; kind < 4 && _mm_movemask_epi8(any); kind++) {  /* (none: the usual case) */
                 if (kind == 1 || mlast[kind] >= e - 1)
                     continue;
                 const __m128i c = _mm_set1_epi8(needles[kind]);
@@ -410,6 +474,26 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         }
         /* short literals starting in [i, e) */
         if (m->nshorts) {
+#ifdef HAVE_AVX2_DISPATCH
+            if (use_avx2 && i + 64 + maxshort - 1 <= hi) {
+                for (int k = 0; k < m->nshorts; k++) {
+                    int lit = m->shorts[k];
+                    const unsigned char *u = m->lits[lit];
+                    Py_ssize_t len = m->lens[lit];
+                    uint64_t bits = short_bits_avx2(buf + i, u, m->pick + 3 * lit);
+                    while (bits) {
+                        int b = __builtin_ctzll(bits);
+                        bits &= bits - 1;
+                        const unsigned char *c = buf + i + b;
+                        Py_ssize_t t = 0;
+                        while (t < len && c[t] == u[t])
+                            t++;
+                        if (t == len)
+                            found(st, buf, hi, lit, i + b, pairs);
+                    }
+                }
+            } else
+#endif
 #ifdef HAVE_SSE2
             if (i + 64 + maxshort - 1 <= hi) {
                 for (int k = 0; k < m->nshorts; k++) {
@@ -417,7 +501,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
                     int lit = m->shorts[k];
                     const unsigned char *u = m->lits[lit];
                     Py_ssize_t len = m->lens[lit];
-                    int j1 = m->pick[2 * lit], j2 = m->pick[2 * lit + 1];
+                    int j1 = m->pick[3 * lit], j2 = m->pick[3 * lit + 1];
                     const __m128i c1 = _mm_set1_epi8((char)u[j1]), c2 = _mm_set1_epi8((char)u[j2]);
                     uint64_t bits = 0;
                     for (int q = 0; q < 4; q++) {
@@ -447,6 +531,20 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         }
         /* the hashed windows at every STRIDE-th position of [i, e) */
         Py_ssize_t p = i;
+#ifdef HAVE_AVX2_DISPATCH
+        if (use_avx2 && e - i == 64) {
+            /* the 16 windows of the stride hashed and tested at once; the hits one by one */
+            uint32_t hits = window_hits_avx2(bitmap, buf + i);
+            while (hits) {
+                int b = __builtin_ctz(hits);
+                hits &= hits - 1;
+                Py_ssize_t q = i + STRIDE * b;
+                uint32_t x = load32(buf + q) & key_mask;
+                candidate(m, buf, lo, hi, q, x, hash32(x), st, pairs);
+            }
+            p = e;
+        }
+#endif
         for (; p < e && p + 4 <= hi; p += STRIDE) {
             uint32_t x = load32(buf + p) & key_mask;
             uint32_t h = hash32(x);
@@ -878,7 +976,24 @@ done:
     return result;
 }
 
+/* avx2([on]) -> whether the AVX2 path is used (tests: both paths must give the same);
+ * given a flag, uses it from now on if the CPU has AVX2 */
+static PyObject *avx2(PyObject *mod, PyObject *args)
+{
+    int on = -1;
+    if (!PyArg_ParseTuple(args, "|p", &on))
+        return NULL;
+#ifdef HAVE_AVX2_DISPATCH
+    if (on >= 0)
+        use_avx2 = on && __builtin_cpu_supports("avx2");
+    return PyBool_FromLong(use_avx2);
+#else
+    return PyBool_FromLong(0);
+#endif
+}
+
 static PyMethodDef module_methods[] = {
+    {"avx2", avx2, METH_VARARGS, "avx2([on]) -> whether the AVX2 path is used"},
     {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
     {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul)"},
     {NULL, NULL, 0, NULL},
@@ -892,6 +1007,10 @@ PyMODINIT_FUNC PyInit__native(void)
 {
     static const unsigned char first3[4] = {0xff, 0xff, 0xff, 0};
     key_mask = load32(first3);
+#ifdef HAVE_AVX2_DISPATCH
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && getenv("SGLANG_DOCTOR_NO_AVX2") == NULL;
+#endif
     if (PyType_Ready(&MatcherType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);

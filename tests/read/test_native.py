@@ -16,6 +16,18 @@ from sglang_doctor.read import scanner, vector
 
 native = pytest.importorskip("sglang_doctor.read._native")
 
+
+@pytest.fixture(autouse=True, scope="module", params=["avx2", "no avx2"])
+def simd(request):
+    """Every test twice: with the AVX2 path (when the CPU has it) and without (SSE2 or scalar)."""
+    before = native.avx2()
+    if request.param == "avx2" and not native.avx2(True):
+        native.avx2(before)
+        pytest.skip("this CPU has no AVX2")
+    native.avx2(request.param == "avx2")
+    yield request.param
+    native.avx2(before)
+
 # short ones (compared at every position), ones ending with a newline, shared prefixes,
 # ones that overlap themselves, and the pack's weak ones
 LITERALS = (b"rc=", b"Error\n", b"Error: ", b"Error(", b"Exception: ", b": error: ", b'File "', b"Traceback",
