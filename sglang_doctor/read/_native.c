@@ -976,6 +976,46 @@ done:
     return result;
 }
 
+/* prefix_counts(bits) -> bytes of native int64, one more than the 64-bit words of bits
+ * (a whole number of them): entry w is how many bits are set in the words before w */
+static PyObject *prefix_counts(PyObject *mod, PyObject *args)
+{
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view))
+        return NULL;
+    PyObject *out = NULL;
+    if (view.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "bits: a whole number of 64-bit words");
+        goto done;
+    }
+    Py_ssize_t n = view.len / 8;
+    out = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+    if (out == NULL)
+        goto done;
+    int64_t *c = (int64_t *)PyBytes_AS_STRING(out);
+    const unsigned char *b = (const unsigned char *)view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t total = 0;
+    for (Py_ssize_t w = 0; w < n; w++) {
+        c[w] = total;
+        uint64_t x;
+        memcpy(&x, b + 8 * w, 8);
+#if defined(__GNUC__)
+        total += __builtin_popcountll(x);
+#else
+        while (x) {
+            x &= x - 1;
+            total++;
+        }
+#endif
+    }
+    c[n] = total;
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* avx2([on]) -> whether the AVX2 path is used (tests: both paths must give the same);
  * given a flag, uses it from now on if the CPU has AVX2 */
 static PyObject *avx2(PyObject *mod, PyObject *args)
@@ -993,6 +1033,7 @@ static PyObject *avx2(PyObject *mod, PyObject *args)
 }
 
 static PyMethodDef module_methods[] = {
+    {"prefix_counts", prefix_counts, METH_VARARGS, "prefix_counts(bits) -> int64 bytes"},
     {"avx2", avx2, METH_VARARGS, "avx2([on]) -> whether the AVX2 path is used"},
     {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
     {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul)"},

@@ -614,7 +614,7 @@ class Scanner:
         """(a one-thread executor, a finder of its own) for the worker to search half of
         each block in, when there are two cores or more, numpy, and an engine that releases
         the GIL while it searches (Aho-Corasick; Hyperscan's match callbacks hold it)."""
-        if not getattr(finder, "parallel", False) or _cpus() < 2 or not vector.available():
+        if not getattr(finder, "parallel", False) or _cpus() < 2 or not (_sifts(finder) or vector.available()):
             return None
         from concurrent.futures import ThreadPoolExecutor  # (its thread starts on the first big block)
 
@@ -629,11 +629,17 @@ class Scanner:
         hi = block.rfind(b"\n") + 1
         if hi - lo < SMALL_BLOCK:
             return None
+        if _sifts(finder):  # the C extension: search, filter and newline index without numpy
+            if self._weak_filter is None:
+                search, weak_set = search_set(self._lits, self._weak_lits)
+                self._weak_filter = vector.WeakFilter(None, finder._lits, weak_set, self._hides, self._heads)
+            hits, weak, index, dirty = self._weak_filter.search_native(finder, block, lo, hi, helper)
+            return (lo, hi, hits, weak, dirty, index)
         np = vector.numpy()
         if np is None:
             hits, weak = finder.hits(block, lo, hi)
             return (lo, hi, hits, weak, None, None)
-        if self._weak_filter is None:
+        if self._weak_filter is None or not hasattr(self._weak_filter, "_marks"):  # (not search_native's)
             search, weak_set = search_set(self._lits, self._weak_lits)
             self._weak_filter = vector.WeakFilter(np, finder._lits, weak_set, self._hides, self._heads)
         hits, weak, index, dirty = self._weak_filter.search(np, finder, block, lo, hi, helper)
@@ -880,6 +886,11 @@ class Scanner:
         if found is not None:
             s, e = found
             self._record = (number + self._count(buf, lo, s), buf[s:e])
+
+
+def _sifts(finder) -> bool:
+    """Whether the finder is the C extension's with its weak-hit filter (``_native.sift``)."""
+    return hasattr(getattr(finder, "_native", None), "sift")
 
 
 def _cpus() -> int:

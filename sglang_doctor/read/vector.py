@@ -126,6 +126,37 @@ class BlockIndex:
         return starts
 
 
+class LineIndex:
+    """``BlockIndex``'s ``count`` without numpy, for the C extension's path
+    (``WeakFilter.search_native``): the same bit set (a ``bytearray`` filled by
+    ``_native.newline_bits``) and its prefix counts per 64-bit word (``_native.prefix_counts``)."""
+
+    __slots__ = ("block", "lo", "hi", "words", "before")
+
+    def __init__(self, native, block: bytes, lo: int, hi: int, bits: bytearray):
+        self.block, self.lo, self.hi = block, lo, hi
+        self.words = memoryview(bits).cast("Q")
+        self.before = memoryview(native.prefix_counts(bits)).cast("q")
+
+    @property
+    def lines(self) -> int:
+        return self.before[-1]
+
+    def covers(self, buf: bytes, lo: int, hi: int) -> bool:
+        return buf is self.block and self.lo <= lo <= hi <= self.hi
+
+    def count(self, lo: int, hi: int) -> int:
+        """``block.count(b"\n", lo, hi)`` (within the indexed part)."""
+        return self._rank1(hi) - self._rank1(lo)
+
+    def _rank1(self, p: int) -> int:
+        off = p - self.lo
+        w, b = off >> 6, off & 63
+        if w >= len(self.words):
+            return self.before[-1]
+        return self.before[w] + (self.words[w] & ((1 << b) - 1)).bit_count()
+
+
 def newline_bits(np, lo: int, hi: int):
     """The zeroed bit set ``pack_newlines`` fills for block[lo:hi] (whole 64-bit words)."""
     return np.zeros(-(-(hi - lo) // 64) * 8, np.uint8)
@@ -296,21 +327,25 @@ class WeakFilter:
 
     def __init__(self, np, literals: Sequence[bytes], weak: Iterable[bytes],
                  hides: Mapping[bytes, Sequence[tuple[int, bytes]]], heads: Mapping[bytes, tuple]):
+        """``np``: numpy, or None for ``search_native`` only (the C extension's path)."""
         self._lits = tuple(literals)
         ids = {lit: i for i, lit in enumerate(self._lits)}
         weak = set(weak)
-        self._weak = np.array([lit in weak for lit in self._lits] or [False], bool)
+        is_weak = [lit in weak for lit in self._lits]
         # weak literals whose lines are left to the scanner: a head condition to check
-        self._unsure = np.array([lit in weak and bool(heads.get(lit)) for lit in self._lits] or [False], bool)
+        unsure = [lit in weak and bool(heads.get(lit)) for lit in self._lits]
         self._head_rx = [tuple(heads.get(lit, ())) if lit in weak else () for lit in self._lits]
+        # for the C extension's sift (scanner.NativeFinder): each literal id's kind (0 strong,
+        # 1 weak, 2 weak with a head condition, 3 the `` pid=`` needle after the literals)
+        self._kinds = bytes([2 if u else 1 if w else 0 for w, u in zip(is_weak, unsure)] + [3])
+        self._hide_specs = tuple((ids[w], off, c) for w, checks in hides.items() if w in ids for off, c in checks)
+        if np is None:
+            return
+        self._weak = np.array(is_weak or [False], bool)
+        self._unsure = np.array(unsure or [False], bool)
         self._hides = [(ids[w], off, np.frombuffer(c, np.uint8)) for w, checks in hides.items() if w in ids
                        for off, c in checks]
         self._marks = Marks()
-        # for the C extension's sift (scanner.NativeFinder): each literal id's kind (0 strong,
-        # 1 weak, 2 weak with a head condition, 3 the `` pid=`` needle after the literals)
-        self._kinds = bytes([2 if u else 1 if w else 0 for w, u in zip(self._weak.tolist(), self._unsure.tolist())]
-                            [:len(self._lits)] + [3])
-        self._hide_specs = tuple((ids[w], off, c) for w, checks in hides.items() if w in ids for off, c in checks)
 
     def search(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
         """(hits, weak, index, dirty) for block[lo:hi] (whole lines), as ``Scanner._scan``
@@ -323,7 +358,7 @@ class WeakFilter:
         (the engine and numpy release the GIL: two cores, about half the wall time)."""
         native = hasattr(finder, "newline_bits")  # scanner.NativeFinder: hits, marks and newlines in C
         if native and hasattr(finder._native, "sift"):
-            return self._search_native(np, finder, block, lo, hi, helper)
+            return self.search_native(finder, block, lo, hi, helper)
 
         def pack(k0: int, k1: int) -> None:
             if native:
@@ -360,11 +395,12 @@ class WeakFilter:
                          BlockIndex(np, block, lo, hi, bits),
                          (np.concatenate((marks[0], marks2[0])), np.concatenate((marks[1], marks2[1]))))
 
-    def _search_native(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
+    def search_native(self, finder, block: bytes, lo: int, hi: int, helper=None):
         """``search`` with the C extension doing the filter too (``_native.sift``: what
         ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each half's
-        thread; only the head conditions (regexes) are checked here, as ``_kept_by_heads`` does."""
-        bits = newline_bits(np, lo, hi)
+        thread; only the head conditions (regexes) are checked here, as ``_kept_by_heads`` does.
+        No numpy: the newline index is a ``LineIndex``."""
+        bits = bytearray(-(-(hi - lo) // 64) * 8)
         kinds, hides = self._kinds, self._hide_specs
 
         def part(f, a: int, b: int, k0: int, k1: int):
@@ -416,7 +452,7 @@ class WeakFilter:
             k = j
         if dropped:
             hits = [p for p in hits if p not in dropped]
-        return hits, weak, BlockIndex(np, block, lo, hi, bits), esc + nul
+        return hits, weak, LineIndex(finder._native, block, lo, hi, bits), esc + nul
 
     def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None, marks=None):
         """``search`` given the hits' offsets and literal ids (and the block's index, and

@@ -180,7 +180,7 @@ def test_native_sift_equals_the_numpy_filter(lines, cut, rule_pack):
     hi = len(block)
     search, weak_set = scanner.search_set(sc._lits, sc._weak_lits)
     wf = vector.WeakFilter(np, finder._lits, weak_set, sc._hides, sc._heads)
-    got_hits, got_weak, index, got_dirty = wf._search_native(np, finder, block, lo, hi)
+    got_hits, got_weak, index, got_dirty = wf.search_native(finder, block, lo, hi)
     (pos, ids), marks = finder.scan(np, block, lo, hi)
     hits, weak, _, dirty = wf.sift(np, block, lo, hi, pos, ids, vector.BlockIndex(np, block, lo, hi), marks)
     assert (got_hits, got_weak, got_dirty) == (hits, weak, dirty)
@@ -192,3 +192,31 @@ def test_native_sift_refuses_pairs_outside_its_range():
         native.sift(b"abc\n", 0, 4, np.array([9, 0], np.int64).tobytes(), b"", b"\x00", ())
     with pytest.raises(ValueError):
         native.sift(b"abc\n", 0, 4, np.array([1, 5], np.int64).tobytes(), b"", b"\x00", ())
+
+
+def test_read_ahead_with_the_extension_needs_no_numpy(rule_pack, monkeypatch):
+    """The C extension's path filters and indexes a big block without numpy (not even
+    installed), with the same events and line count as reading every line."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy: ImportError
+    monkeypatch.setattr(vector, "_numpy", None)
+    monkeypatch.setattr(scanner, "_cpus", lambda: 2)
+    monkeypatch.setattr(scanner, "SMALL_BLOCK", 0)  # every block searched ahead
+    monkeypatch.setattr(vector, "CHUNK", 64)  # and in two halves
+    data = ("\n".join(SIFT_LINES * 40) + "\n").encode()
+    blocks = [data[k:k + 5000] for k in range(0, len(data), 5000)]
+
+    def run(fast: bool):
+        pipe = StreamPipeline(rule_pack, remediate=False, fast=fast)
+        pipe.scanner._engine = "native"
+        events = []
+        for block in (pipe.read_ahead(iter(blocks)) if fast else blocks):
+            events += pipe.feed(block)
+        events += pipe.finish()
+        return [(e["event"], e.get("rule"), e.get("line"), e.get("lines")) for e in events], pipe.lines_seen, pipe
+
+    got, want = run(True), run(False)
+    assert got[:2] == want[:2]
+    assert not hasattr(got[2].scanner._weak_filter, "_marks")  # search_native's filter was used
+    assert vector._numpy is None  # never even looked for
