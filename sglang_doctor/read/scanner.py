@@ -83,13 +83,18 @@ def line_literals(literals: Iterable[str]) -> tuple[bytes, ...]:
     return tuple(sorted(out))
 
 
-def covers(literals: Iterable[bytes]) -> tuple[bytes, ...]:
+def covers(literals: Iterable[bytes], merge: bool = True) -> tuple[bytes, ...]:
     """Fewer byte strings that together occur in every line any of ``literals`` occurs in.
 
     A literal containing another is dropped; neighbours (in sorted order) sharing a prefix
-    of at least MIN_SHARED_PREFIX bytes are replaced by that prefix."""
+    of at least MIN_SHARED_PREFIX bytes are replaced by that prefix (unless ``merge`` is
+    false: the native pass costs no more per cover, and a shared prefix can be common text
+    where the literals are not: ``cuda graph `` of ``cuda graph begin`` / ``end`` is in every
+    ``Decode batch`` line's ``cuda graph: True``)."""
     lits = sorted(set(literals))
     lits = [lit for lit in lits if not any(o != lit and o in lit for o in lits)]
+    if not merge:
+        return tuple(lits)
     out: list[bytes] = []
     for lit in lits:
         if out:
@@ -389,28 +394,30 @@ ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": Hyperscan
 SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
 
 
-def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = ()) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
+def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = (), merge: bool = True) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
     """The byte strings the engines search for, and which of them are weak.
 
     Strong and weak literals are reduced to covers separately (a strong literal must never
     be found only through a weak cover); a weak literal that holds a strong cover is
     dropped (that cover finds its lines).  Remembered: a scanner asks for the same set
     for each of its finders (about 20 ms each for the rule pack's literals)."""
-    return _search_set(tuple(sorted(set(literals))), tuple(sorted(set(weak))))
+    return _search_set(tuple(sorted(set(literals))), tuple(sorted(set(weak))), merge)
 
 
 @functools.lru_cache(maxsize=8)
-def _search_set(literals: tuple[bytes, ...], weak_lits: tuple[bytes, ...]) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
+def _search_set(literals: tuple[bytes, ...], weak_lits: tuple[bytes, ...], merge: bool = True) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
     weak = set(weak_lits)
-    strong_covers = covers(lit for lit in literals if lit not in weak)
+    strong_covers = covers((lit for lit in literals if lit not in weak), merge)
     weak_lits = [lit for lit in literals if lit in weak and not any(c in lit for c in strong_covers)]
-    weak_covers = covers(weak_lits)
+    weak_covers = covers(weak_lits, merge)
     return tuple(sorted(set(strong_covers) | set(weak_covers))), frozenset(weak_covers) - set(strong_covers)
 
 
 def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: Iterable[bytes] = ()):
     """The named finder, or the fastest one installed, for the covers of ``literals``."""
     lits, weak_set = search_set(literals, weak)
+    if engine == "native":
+        return _native_finder(literals, weak, lits, weak_set)
     if engine is not None:
         return ENGINES[engine](lits, weak_set)
     # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
@@ -422,10 +429,20 @@ def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: It
         else (HyperscanFinder, NativeFinder, AhoFinder)
     for cls in order:
         try:
-            return cls(lits, weak_set)
+            return _native_finder(literals, weak, lits, weak_set) if cls is NativeFinder else cls(lits, weak_set)
         except ImportError:
             continue
     return FindFinder(lits, weak_set)
+
+
+def _native_finder(literals, weak, lits: tuple[bytes, ...], weak_set: frozenset[bytes]) -> "NativeFinder":
+    """The native pass over the literals unmerged (``covers(merge=False)``: no shared prefix
+    that is common text), when that leaves the weak covers as they are (the scanner's
+    weak-hit filter is keyed by them); else over the covers."""
+    whole, whole_weak = search_set(literals, weak, merge=False)
+    if whole_weak == weak_set:
+        return NativeFinder(whole, whole_weak)
+    return NativeFinder(lits, weak_set)
 
 
 def make_line(number: int, raw: bytes, keep_raw: bool) -> Line:
@@ -631,8 +648,7 @@ class Scanner:
             return None
         if _sifts(finder):  # the C extension: search, filter and newline index without numpy
             if self._weak_filter is None:
-                search, weak_set = search_set(self._lits, self._weak_lits)
-                self._weak_filter = vector.WeakFilter(None, finder._lits, weak_set, self._hides, self._heads)
+                self._weak_filter = vector.WeakFilter(None, finder._lits, finder._weak, self._hides, self._heads)
             hits, weak, index, dirty = self._weak_filter.search_native(finder, block, lo, hi, helper)
             return (lo, hi, hits, weak, dirty, index)
         np = vector.numpy()
