@@ -640,6 +640,23 @@ static PyTypeObject MatcherType = {
 
 /* newline_bits(buf, lo, bits, k0, k1): bits[k0/8 : ceil(k1/8)] = the newline bits of
  * buf[lo+k0 : lo+k1] (little bit order); k0 a multiple of 8 */
+#ifdef HAVE_AVX2_DISPATCH
+/* newline_bits' loop, 64 bytes at a time; returns where it stopped */
+__attribute__((target("avx2"))) static Py_ssize_t newline_bits_avx2(const unsigned char *b, uint8_t *o, Py_ssize_t k,
+                                                                    Py_ssize_t k1)
+{
+    const __m256i nl = _mm256_set1_epi8('\n');
+    for (; k + 64 <= k1; k += 64) {
+        uint64_t lo32 = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(b + k)), nl));
+        uint64_t hi32 = (uint32_t)_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(b + k + 32)), nl));
+        uint64_t m = lo32 | (hi32 << 32);
+        memcpy(o + (k >> 3), &m, 8);  /* (little-endian: byte j holds bits 8j..8j+7) */
+    }
+    return k;
+}
+#endif
+
 static PyObject *newline_bits(PyObject *mod, PyObject *args)
 {
     Py_buffer view, out;
@@ -655,6 +672,10 @@ static PyObject *newline_bits(PyObject *mod, PyObject *args)
     const unsigned char *b = (const unsigned char *)view.buf + lo;
     uint8_t *o = (uint8_t *)out.buf;
     Py_ssize_t k = k0;
+#ifdef HAVE_AVX2_DISPATCH
+    if (use_avx2)
+        k = newline_bits_avx2(b, o, k, k1);
+#endif
 #ifdef HAVE_SSE2
     const __m128i nl = _mm_set1_epi8('\n');
     for (; k + 16 <= k1; k += 16) {
@@ -709,6 +730,15 @@ static inline Py_ssize_t line_start(const unsigned char *buf, Py_ssize_t lo, Py_
         p--;
     return p;
 #endif
+}
+
+static void sort_i64(int64_t *a, Py_ssize_t n)
+{
+    for (Py_ssize_t k = 1; k < n; k++)
+        if (a[k - 1] > a[k]) {
+            qsort(a, (size_t)n, sizeof(int64_t), cmp_i64);
+            return;
+        }
 }
 
 #define WINDOW 64  /* vector.WINDOW: a header whose ']' is not within it is left to the scanner */
@@ -872,11 +902,16 @@ static PyObject *sift(PyObject *mod, PyObject *args)
         else
             nul[nn++] = off;
     }
-    qsort(strong, (size_t)ns, sizeof(int64_t), cmp_i64);
-    qsort(others, (size_t)no, sizeof(int64_t), cmp_i64);
-    qsort(esc, (size_t)ne, sizeof(int64_t), cmp_i64);
-    qsort(nul, (size_t)nn, sizeof(int64_t), cmp_i64);
-    qsort(weak, (size_t)nw, sizeof(Hit), cmp_hit);
+    /* (the pass finds them almost in order: sorted only when they are not) */
+    sort_i64(strong, ns);
+    sort_i64(others, no);
+    sort_i64(esc, ne);
+    sort_i64(nul, nn);
+    for (Py_ssize_t k = 1; k < nw; k++)
+        if (cmp_hit(&weak[k - 1], &weak[k]) > 0) {
+            qsort(weak, (size_t)nw, sizeof(Hit), cmp_hit);
+            break;
+        }
     {  /* unique strong offsets */
         Py_ssize_t u = 0;
         for (Py_ssize_t k = 0; k < ns; k++)
