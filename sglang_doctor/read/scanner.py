@@ -40,8 +40,8 @@ ones also on a record-start line whose message starts as their regex says.  A
 record-start line whose only hits are weak (and whose message meets no head condition) is
 left in the skipped run.  ``read_ahead`` lets a worker thread read and search the next
 block of a finished file while the caller works on the one before (explain); with numpy,
-the worker also indexes the block's newlines and drops the weak hits it can be sure of
-(read/vector.py).  Everything else is searched in the caller's thread, as it is fed.
+or in C with the native engine, the worker also indexes the block's newlines and drops the
+weak hits it can be sure of (read/vector.py).  Everything else is searched in the caller's thread, as it is fed.
 """
 
 from __future__ import annotations

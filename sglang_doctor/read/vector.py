@@ -21,6 +21,10 @@ while the worker does the first (``WeakFilter.search``).
 numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
 imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
 Without numpy the scanner does all of it itself, as before.
+
+With the C extension (``scanner.NativeFinder``), ``WeakFilter.search_native`` does the same
+without numpy: the pass, the filter (``_native.sift``, exactly what ``sift`` drops) and the
+newline bits in C, the index a ``LineIndex``; only the head conditions' regexes run here.
 """
 
 from __future__ import annotations
