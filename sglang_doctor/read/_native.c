@@ -41,6 +41,7 @@ typedef struct {
     int nlits;
     unsigned char **lits;
     Py_ssize_t *lens;
+    uint32_t *pre;    /* per literal: its first 4 bytes (a 4-byte load), when it has 4 */
     int *shorts;      /* the literals shorter than MIN_HASHED */
     int *pick;        /* per literal: two of its byte offsets (short literals) */
     int nshorts;
@@ -143,6 +144,7 @@ static void Matcher_dealloc(Matcher *self)
     }
     PyMem_Free(self->lens);
     PyMem_Free(self->shorts);
+    PyMem_Free(self->pre);
     PyMem_Free(self->pick);
     PyMem_Free(self->bitmap);
     PyMem_Free(self->head);
@@ -214,10 +216,11 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
     self->lits = (unsigned char **)PyMem_Calloc((size_t)n, sizeof(unsigned char *));
     self->lens = (Py_ssize_t *)PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
     self->shorts = (int *)PyMem_Calloc((size_t)n, sizeof(int));
-    self->pick = (int *)PyMem_Calloc((size_t)n * 2, sizeof(int));
+    self->pre = (uint32_t *)PyMem_Calloc((size_t)n, sizeof(uint32_t));
+    self->pick = (int *)PyMem_Calloc((size_t)n * 3, sizeof(int));
     self->bitmap = (uint8_t *)PyMem_Calloc(HSIZE / 8, 1);
     self->head = (int32_t *)PyMem_Malloc(HSIZE * sizeof(int32_t));
-    if (!self->lits || !self->lens || !self->shorts || !self->pick || !self->bitmap || !self->head) {
+    if (!self->lits || !self->lens || !self->shorts || !self->pre || !self->pick || !self->bitmap || !self->head) {
         Py_DECREF(fast);
         PyErr_NoMemory();
         return -1;
@@ -249,6 +252,8 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
             goto nomem;
         memcpy(self->lits[i], s, (size_t)len);
         self->lens[i] = len;
+        if (len >= 4)
+            self->pre[i] = load32(self->lits[i]);
         if (len < MIN_HASHED) {  /* looked for at every position: its two rarest bytes, then all */
             self->shorts[self->nshorts++] = (int)i;
             int j1 = 0, j2 = len > 1 ? 1 : 0;
@@ -259,8 +264,13 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
             for (int j = 0; j < len; j++)
                 if (j != j1 && commonness(self->lits[i][j]) < commonness(self->lits[i][j2]))
                     j2 = j;
-            self->pick[2 * i] = j1;
-            self->pick[2 * i + 1] = j2;
+            int j3 = j2;  /* a third byte (the AVX2 path compares three) */
+            for (int j = 0; j < len; j++)
+                if (j != j1 && j != j2 && (j3 == j2 || commonness(self->lits[i][j]) < commonness(self->lits[i][j3])))
+                    j3 = j;
+            self->pick[3 * i] = j1;
+            self->pick[3 * i + 1] = j2;
+            self->pick[3 * i + 2] = j3;
             continue;
         }
         /* STRIDE consecutive 3-byte windows of the literal: the ones least often seen in
@@ -339,11 +349,60 @@ static inline void candidate(const Matcher *m, const unsigned char *buf, Py_ssiz
             continue;
         if (s <= st->last[e->lit] && s >= st->first[e->lit])
             continue;
-        if (memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
-            continue;
+        if (load32(buf + s) != m->pre[e->lit] || memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
+            continue;  /* (a hashed literal has 6 bytes or more: its first 4 compared first) */
         found(st, buf, hi, e->lit, s, pairs);
     }
 }
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(SGLANG_DOCTOR_NO_AVX2)
+/* AVX2, when the CPU has it (checked at import): the windows of a 64-byte stride (every
+ * STRIDE-th position, 16 of them) hashed 8 at a time and looked up in the bitmap with a
+ * gather; bit k of the result: position 4k's window is in the bitmap.  The same test as the
+ * scalar loop's, so the same candidates (tests/read/test_native.py, both paths). */
+#include <immintrin.h>
+#define HAVE_AVX2_DISPATCH 1
+static int use_avx2;
+
+__attribute__((target("avx2"))) static uint32_t window_hits_avx2(const uint8_t *bitmap, const unsigned char *p)
+{
+    const __m256i mask = _mm256_set1_epi32((int)key_mask), mul = _mm256_set1_epi32((int)2654435761u);
+    const __m256i low5 = _mm256_set1_epi32(31), one = _mm256_set1_epi32(1);
+    uint32_t out = 0;
+    for (int half = 0; half < 2; half++) {
+        __m256i x = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + 32 * half)), mask);
+        __m256i h = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+        h = _mm256_srli_epi32(_mm256_mullo_epi32(h, mul), 32 - HBITS);
+        /* the bitmap read as 32-bit words (little-endian: bit h is bit h&31 of word h>>5) */
+        __m256i words = _mm256_i32gather_epi32((const int *)bitmap, _mm256_srli_epi32(h, 5), 4);
+        __m256i bit = _mm256_sllv_epi32(one, _mm256_and_si256(h, low5));
+        __m256i hit = _mm256_cmpeq_epi32(_mm256_and_si256(words, bit), bit);
+        out |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(hit)) << (8 * half);
+    }
+    return out;
+}
+#endif
+
+#ifdef HAVE_AVX2_DISPATCH
+/* bit b: the three picked bytes of a short literal u are where it would have them if it
+ * started at p + b (b < 64) */
+__attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned char *p, const unsigned char *u,
+                                                                const int *pick)
+{
+    const __m256i c1 = _mm256_set1_epi8((char)u[pick[0]]), c2 = _mm256_set1_epi8((char)u[pick[1]]);
+    const __m256i c3 = _mm256_set1_epi8((char)u[pick[2]]);
+    uint64_t out = 0;
+    for (int half = 0; half < 2; half++) {
+        const unsigned char *q = p + 32 * half;
+        __m256i acc = _mm256_and_si256(
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[0])), c1),
+                             _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[1])), c2)),
+            _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[2])), c3));
+        out |= (uint64_t)(uint32_t)_mm256_movemask_epi8(acc) << (32 * half);
+    }
+    return out;
+}
+#endif
 
 static inline void mark(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi, Py_ssize_t *mlast, Vec *marks)
 {
@@ -377,9 +436,14 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
              * mark (a NUL- or ESC-dense line costs one mark, not one test per byte) */
             static const char needles[4] = {'\r', 0, 0x1b, 0};
             __m128i v[4];
-            for (int q = 0; q < 4; q++)
+            __m128i any = _mm_setzero_si128();
+            const __m128i cr = _mm_set1_epi8('\r'), es = _mm_set1_epi8(0x1b), zero = _mm_setzero_si128();
+            for (int q = 0; q < 4; q++) {
                 v[q] = _mm_loadu_si128((const __m128i *)(buf + i + 16 * q));
-            for (int kind = 0; kind < 4; kind++) {
+                any = _mm_or_si128(any, _mm_or_si128(_mm_cmpeq_epi8(v[q], cr),
+                                                     _mm_or_si128(_mm_cmpeq_epi8(v[q], es), _mm_cmpeq_epi8(v[q], zero))));
+            }
+            for (int kind = 0; kind < 4 && _mm_movemask_epi8(any); kind++) {  /* (none: the usual case) */
                 if (kind == 1 || mlast[kind] >= e - 1)
                     continue;
                 const __m128i c = _mm_set1_epi8(needles[kind]);
@@ -410,6 +474,26 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         }
         /* short literals starting in [i, e) */
         if (m->nshorts) {
+#ifdef HAVE_AVX2_DISPATCH
+            if (use_avx2 && i + 64 + maxshort - 1 <= hi) {
+                for (int k = 0; k < m->nshorts; k++) {
+                    int lit = m->shorts[k];
+                    const unsigned char *u = m->lits[lit];
+                    Py_ssize_t len = m->lens[lit];
+                    uint64_t bits = short_bits_avx2(buf + i, u, m->pick + 3 * lit);
+                    while (bits) {
+                        int b = __builtin_ctzll(bits);
+                        bits &= bits - 1;
+                        const unsigned char *c = buf + i + b;
+                        Py_ssize_t t = 0;
+                        while (t < len && c[t] == u[t])
+                            t++;
+                        if (t == len)
+                            found(st, buf, hi, lit, i + b, pairs);
+                    }
+                }
+            } else
+#endif
 #ifdef HAVE_SSE2
             if (i + 64 + maxshort - 1 <= hi) {
                 for (int k = 0; k < m->nshorts; k++) {
@@ -417,7 +501,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
                     int lit = m->shorts[k];
                     const unsigned char *u = m->lits[lit];
                     Py_ssize_t len = m->lens[lit];
-                    int j1 = m->pick[2 * lit], j2 = m->pick[2 * lit + 1];
+                    int j1 = m->pick[3 * lit], j2 = m->pick[3 * lit + 1];
                     const __m128i c1 = _mm_set1_epi8((char)u[j1]), c2 = _mm_set1_epi8((char)u[j2]);
                     uint64_t bits = 0;
                     for (int q = 0; q < 4; q++) {
@@ -447,6 +531,20 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         }
         /* the hashed windows at every STRIDE-th position of [i, e) */
         Py_ssize_t p = i;
+#ifdef HAVE_AVX2_DISPATCH
+        if (use_avx2 && e - i == 64) {
+            /* the 16 windows of the stride hashed and tested at once; the hits one by one */
+            uint32_t hits = window_hits_avx2(bitmap, buf + i);
+            while (hits) {
+                int b = __builtin_ctz(hits);
+                hits &= hits - 1;
+                Py_ssize_t q = i + STRIDE * b;
+                uint32_t x = load32(buf + q) & key_mask;
+                candidate(m, buf, lo, hi, q, x, hash32(x), st, pairs);
+            }
+            p = e;
+        }
+#endif
         for (; p < e && p + 4 <= hi; p += STRIDE) {
             uint32_t x = load32(buf + p) & key_mask;
             uint32_t h = hash32(x);
@@ -542,6 +640,23 @@ static PyTypeObject MatcherType = {
 
 /* newline_bits(buf, lo, bits, k0, k1): bits[k0/8 : ceil(k1/8)] = the newline bits of
  * buf[lo+k0 : lo+k1] (little bit order); k0 a multiple of 8 */
+#ifdef HAVE_AVX2_DISPATCH
+/* newline_bits' loop, 64 bytes at a time; returns where it stopped */
+__attribute__((target("avx2"))) static Py_ssize_t newline_bits_avx2(const unsigned char *b, uint8_t *o, Py_ssize_t k,
+                                                                    Py_ssize_t k1)
+{
+    const __m256i nl = _mm256_set1_epi8('\n');
+    for (; k + 64 <= k1; k += 64) {
+        uint64_t lo32 = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(b + k)), nl));
+        uint64_t hi32 = (uint32_t)_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(b + k + 32)), nl));
+        uint64_t m = lo32 | (hi32 << 32);
+        memcpy(o + (k >> 3), &m, 8);  /* (little-endian: byte j holds bits 8j..8j+7) */
+    }
+    return k;
+}
+#endif
+
 static PyObject *newline_bits(PyObject *mod, PyObject *args)
 {
     Py_buffer view, out;
@@ -557,6 +672,10 @@ static PyObject *newline_bits(PyObject *mod, PyObject *args)
     const unsigned char *b = (const unsigned char *)view.buf + lo;
     uint8_t *o = (uint8_t *)out.buf;
     Py_ssize_t k = k0;
+#ifdef HAVE_AVX2_DISPATCH
+    if (use_avx2)
+        k = newline_bits_avx2(b, o, k, k1);
+#endif
 #ifdef HAVE_SSE2
     const __m128i nl = _mm_set1_epi8('\n');
     for (; k + 16 <= k1; k += 16) {
@@ -580,8 +699,379 @@ done:
     return result;
 }
 
+/* ---- sift: the weak-hit filter of read/vector.py (WeakFilter.sift) in C ---------------- */
+
+typedef struct {
+    int64_t off, id, idx;
+} Hit;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+    const Hit *x = (const Hit *)a, *y = (const Hit *)b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* where the line holding p starts (lo at the latest) */
+static inline Py_ssize_t line_start(const unsigned char *buf, Py_ssize_t lo, Py_ssize_t p)
+{
+#if defined(__GLIBC__)
+    const unsigned char *q = memrchr(buf + lo, '\n', (size_t)(p - lo));
+    return q ? (Py_ssize_t)(q - buf) + 1 : lo;
+#else
+    while (p > lo && buf[p - 1] != '\n')
+        p--;
+    return p;
+#endif
+}
+
+static void sort_i64(int64_t *a, Py_ssize_t n)
+{
+    for (Py_ssize_t k = 1; k < n; k++)
+        if (a[k - 1] > a[k]) {
+            qsort(a, (size_t)n, sizeof(int64_t), cmp_i64);
+            return;
+        }
+}
+
+#define WINDOW 64  /* vector.WINDOW: a header whose ']' is not within it is left to the scanner */
+
+static inline int is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* vector.sglang_header for the line starting at s: 1 when records._SGLANG matches there with
+ * its ']' within WINDOW bytes, and *msg = where HEADER_BYTES' match ends (the message);
+ * 0 otherwise.  Bytes at or past limit read as a newline, which no header byte is. */
+static int sglang_header(const unsigned char *buf, Py_ssize_t s, Py_ssize_t limit, Py_ssize_t *msg)
+{
+    unsigned char w[WINDOW];
+    for (int k = 0; k < WINDOW; k++)
+        w[k] = s + k < limit ? buf[s + k] : '\n';
+    static const char tmpl[] = "[0000-00-00 00:00:00";
+    const int t = (int)sizeof(tmpl) - 1;
+    for (int k = 0; k < t; k++) {
+        if (tmpl[k] == '0' ? !is_digit(w[k]) : w[k] != (unsigned char)tmpl[k])
+            return 0;
+    }
+    int q = t;
+    const int last = WINDOW - 1;
+#define BYTE(x) w[(x) < last ? (x) : last]
+    if (BYTE(q) == '.' || BYTE(q) == ',') {
+        if (is_digit(BYTE(q + 1))) {
+            q++;
+            for (int k = 0; k < 6 && is_digit(BYTE(q)); k++)
+                q++;
+        }
+    }
+    static const char *names[] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"};
+    for (int r = 0; r < 7; r++) {
+        if (!(BYTE(q) == ' ' && q < last))
+            break;
+        int size = 0;
+        for (int n = 0; n < 6 && !size; n++) {
+            int len = (int)strlen(names[n]);
+            int ok = is_digit(BYTE(q + 1 + len));
+            for (int j = 0; ok && j < len; j++)
+                ok = BYTE(q + 1 + j) == (unsigned char)names[n][j];
+            if (ok)
+                size = len;
+        }
+        if (!size)
+            return 0;  /* a space not followed by a rank: ']' cannot match there */
+        q += 1 + size;
+        while (is_digit(BYTE(q)) && q < last)
+            q++;
+    }
+    if (!(q < last && BYTE(q) == ']'))
+        return 0;
+#undef BYTE
+    q++;
+    if (s + q < limit && buf[s + q] == ' ')  /* the header's optional trailing space */
+        q++;
+    *msg = s + q;
+    return 1;
+}
+
+typedef struct {
+    Py_ssize_t weak;  /* literal id */
+    Py_ssize_t off;
+    const unsigned char *bytes;
+    Py_ssize_t len;
+} Hide;
+
+/* sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul), all bytes of
+ * native int64:
+ *   pairs, marks: what Matcher.scan gave for buf[lo:hi] (whole lines);
+ *   kinds: one byte per literal id of the matcher: 0 strong, 1 weak, 2 weak with a head
+ *     condition, 3 the " pid=" needle (a mark);
+ *   hides: ((weak id, offset, bytes), ...): a weak match at p may hide the bytes at p+offset;
+ * hits: the sorted offsets of the strong hits and of the weak hits kept;
+ * weak: (offset, id, msg, nl) per weak hit kept, sorted: msg is -1, or, for a line whose
+ *   fate is its head condition (vector.WeakFilter._kept_by_heads), where its message starts;
+ *   nl the line's newline;
+ * esc, nul: the first ESC / NUL of each line holding one, sorted.
+ * What is dropped is exactly what WeakFilter.sift drops. */
+static PyObject *sift(PyObject *mod, PyObject *args)
+{
+    Py_buffer view, pv, mv, kv;
+    Py_ssize_t lo, hi;
+    PyObject *hides_obj, *result = NULL, *fast = NULL;
+    if (!PyArg_ParseTuple(args, "y*nny*y*y*O", &view, &lo, &hi, &pv, &mv, &kv, &hides_obj))
+        return NULL;
+    Hide *hides = NULL;
+    Py_ssize_t nhides = 0;
+    Hit *weak = NULL;
+    int64_t *strong = NULL, *others = NULL, *esc = NULL, *nul = NULL, *hits = NULL, *wout = NULL;
+    Py_ssize_t ns = 0, nw = 0, no = 0, ne = 0, nn = 0, nh = 0, nwo = 0;
+    if (get_range(&view, &lo, &hi) < 0 || (pv.len % 16) || (mv.len % 16)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "pairs and marks are int64 pairs");
+        goto done;
+    }
+    fast = PySequence_Fast(hides_obj, "hides must be a sequence");
+    if (fast == NULL)
+        goto done;
+    nhides = PySequence_Fast_GET_SIZE(fast);
+    hides = (Hide *)PyMem_Calloc((size_t)nhides + 1, sizeof(Hide));
+    if (hides == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < nhides; k++) {
+        char *b;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, k), "nny#", &hides[k].weak, &hides[k].off, &b,
+                              &hides[k].len))
+            goto done;
+        hides[k].bytes = (const unsigned char *)b;
+    }
+    const int64_t *pairs = (const int64_t *)pv.buf, *marks = (const int64_t *)mv.buf;
+    const unsigned char *kinds = (const unsigned char *)kv.buf;
+    Py_ssize_t np_ = pv.len / 16, nm = mv.len / 16;
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        int64_t id = pairs[2 * k + 1];
+        if (id < 0 || id >= kv.len || pairs[2 * k] < lo || pairs[2 * k] >= hi) {
+            PyErr_SetString(PyExc_ValueError, "a pair outside the range or without a kind");
+            goto done;
+        }
+    }
+    strong = (int64_t *)PyMem_Malloc(((size_t)np_ + 1) * sizeof(int64_t));
+    others = (int64_t *)PyMem_Malloc(((size_t)np_ + nm + 1) * sizeof(int64_t));
+    esc = (int64_t *)PyMem_Malloc(((size_t)nm + 1) * sizeof(int64_t));
+    nul = (int64_t *)PyMem_Malloc(((size_t)nm + 1) * sizeof(int64_t));
+    weak = (Hit *)PyMem_Malloc(((size_t)np_ + 1) * sizeof(Hit));
+    hits = (int64_t *)PyMem_Malloc(((size_t)np_ + 1) * sizeof(int64_t));
+    wout = (int64_t *)PyMem_Malloc(((size_t)np_ + 1) * 4 * sizeof(int64_t));
+    if (!strong || !others || !esc || !nul || !weak || !hits || !wout) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    Py_ssize_t buflen = view.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        int64_t off = pairs[2 * k], id = pairs[2 * k + 1];
+        switch (kinds[id]) {
+        case 0:
+            strong[ns++] = off;
+            break;
+        case 3:
+            others[no++] = off;
+            break;
+        default:
+            weak[nw].off = off;
+            weak[nw].id = id;
+            weak[nw].idx = k;
+            nw++;
+        }
+    }
+    for (Py_ssize_t k = 0; k < nm; k++) {
+        int64_t off = marks[2 * k], kind = marks[2 * k + 1];
+        if (kind <= 1)
+            others[no++] = off;
+        else if (kind == 2)
+            esc[ne++] = off;
+        else
+            nul[nn++] = off;
+    }
+    /* (the pass finds them almost in order: sorted only when they are not) */
+    sort_i64(strong, ns);
+    sort_i64(others, no);
+    sort_i64(esc, ne);
+    sort_i64(nul, nn);
+    for (Py_ssize_t k = 1; k < nw; k++)
+        if (cmp_hit(&weak[k - 1], &weak[k]) > 0) {
+            qsort(weak, (size_t)nw, sizeof(Hit), cmp_hit);
+            break;
+        }
+    {  /* unique strong offsets */
+        Py_ssize_t u = 0;
+        for (Py_ssize_t k = 0; k < ns; k++)
+            if (u == 0 || strong[u - 1] != strong[k])
+                strong[u++] = strong[k];
+        ns = u;
+    }
+    {  /* one weak hit per offset (the first found), none where a strong hit is */
+        Py_ssize_t u = 0, i = 0;
+        for (Py_ssize_t k = 0; k < nw; k++) {
+            if (u > 0 && weak[u - 1].off == weak[k].off)
+                continue;
+            while (i < ns && strong[i] < weak[k].off)
+                i++;
+            if (i < ns && strong[i] == weak[k].off)
+                continue;
+            weak[u++] = weak[k];
+        }
+        nw = u;
+    }
+    /* the weak hits, a line at a time */
+    Py_ssize_t is = 0, io = 0, j = 0;
+    while (j < nw) {
+        Py_ssize_t p = (Py_ssize_t)weak[j].off;
+        Py_ssize_t s = line_start(buf, lo, p);
+        const unsigned char *q = memchr(buf + p, '\n', (size_t)(hi - p));
+        Py_ssize_t nl = q ? (Py_ssize_t)(q - buf) : -1;
+        Py_ssize_t e = nl >= 0 ? nl : hi;  /* the line's last offset (its rank is the line's) */
+        Py_ssize_t k = j;
+        while (k < nw && weak[k].off <= e)
+            k++;
+        int unsure = 0;
+        while (is < ns && strong[is] < s)
+            is++;
+        if (is < ns && strong[is] <= e)
+            unsure = 1;
+        while (io < no && others[io] < s)
+            io++;
+        if (io < no && others[io] <= e)
+            unsure = 1;
+        for (Py_ssize_t x = j; x < k && !unsure; x++)
+            for (Py_ssize_t h = 0; h < nhides && !unsure; h++) {
+                if (hides[h].weak != weak[x].id)
+                    continue;
+                Py_ssize_t at = (Py_ssize_t)weak[x].off + hides[h].off;
+                if (at + hides[h].len <= buflen && memcmp(buf + at, hides[h].bytes, (size_t)hides[h].len) == 0)
+                    unsure = 1;
+            }
+        Py_ssize_t msg = -1;
+        int keep = 1;
+        if (!unsure && sglang_header(buf, s, hi, &msg)) {
+            int headed = 0;
+            for (Py_ssize_t x = j; x < k; x++)
+                headed |= kinds[weak[x].id] == 2;
+            if (!headed)
+                keep = 0;
+        } else {
+            msg = -1;
+        }
+        if (keep)
+            for (Py_ssize_t x = j; x < k; x++) {
+                wout[4 * nwo] = weak[x].off;
+                wout[4 * nwo + 1] = weak[x].id;
+                wout[4 * nwo + 2] = msg;
+                wout[4 * nwo + 3] = nl;
+                nwo++;
+            }
+        j = k;
+    }
+    {  /* hits: the strong ones and the weak ones kept, merged */
+        Py_ssize_t a = 0, b = 0;
+        while (a < ns || b < nwo) {
+            if (b >= nwo || (a < ns && strong[a] < wout[4 * b]))
+                hits[nh++] = strong[a++];
+            else
+                hits[nh++] = wout[4 * b++];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(y#y#y#y#)", (const char *)hits, (Py_ssize_t)(nh * 8), (const char *)wout,
+                           (Py_ssize_t)(nwo * 32), (const char *)esc, (Py_ssize_t)(ne * 8), (const char *)nul,
+                           (Py_ssize_t)(nn * 8));
+done:
+    Py_XDECREF(fast);
+    PyMem_Free(hides);
+    PyMem_Free(strong);
+    PyMem_Free(others);
+    PyMem_Free(esc);
+    PyMem_Free(nul);
+    PyMem_Free(weak);
+    PyMem_Free(hits);
+    PyMem_Free(wout);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&kv);
+    return result;
+}
+
+/* prefix_counts(bits) -> bytes of native int64, one more than the 64-bit words of bits
+ * (a whole number of them): entry w is how many bits are set in the words before w */
+static PyObject *prefix_counts(PyObject *mod, PyObject *args)
+{
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view))
+        return NULL;
+    PyObject *out = NULL;
+    if (view.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "bits: a whole number of 64-bit words");
+        goto done;
+    }
+    Py_ssize_t n = view.len / 8;
+    out = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+    if (out == NULL)
+        goto done;
+    int64_t *c = (int64_t *)PyBytes_AS_STRING(out);
+    const unsigned char *b = (const unsigned char *)view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t total = 0;
+    for (Py_ssize_t w = 0; w < n; w++) {
+        c[w] = total;
+        uint64_t x;
+        memcpy(&x, b + 8 * w, 8);
+#if defined(__GNUC__)
+        total += __builtin_popcountll(x);
+#else
+        while (x) {
+            x &= x - 1;
+            total++;
+        }
+#endif
+    }
+    c[n] = total;
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* avx2([on]) -> whether the AVX2 path is used (tests: both paths must give the same);
+ * given a flag, uses it from now on if the CPU has AVX2 */
+static PyObject *avx2(PyObject *mod, PyObject *args)
+{
+    int on = -1;
+    if (!PyArg_ParseTuple(args, "|p", &on))
+        return NULL;
+#ifdef HAVE_AVX2_DISPATCH
+    if (on >= 0)
+        use_avx2 = on && __builtin_cpu_supports("avx2");
+    return PyBool_FromLong(use_avx2);
+#else
+    return PyBool_FromLong(0);
+#endif
+}
+
 static PyMethodDef module_methods[] = {
+    {"prefix_counts", prefix_counts, METH_VARARGS, "prefix_counts(bits) -> int64 bytes"},
+    {"avx2", avx2, METH_VARARGS, "avx2([on]) -> whether the AVX2 path is used"},
     {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
+    {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -593,6 +1083,10 @@ PyMODINIT_FUNC PyInit__native(void)
 {
     static const unsigned char first3[4] = {0xff, 0xff, 0xff, 0};
     key_mask = load32(first3);
+#ifdef HAVE_AVX2_DISPATCH
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && getenv("SGLANG_DOCTOR_NO_AVX2") == NULL;
+#endif
     if (PyType_Ready(&MatcherType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);

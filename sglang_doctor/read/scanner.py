@@ -40,8 +40,8 @@ ones also on a record-start line whose message starts as their regex says.  A
 record-start line whose only hits are weak (and whose message meets no head condition) is
 left in the skipped run.  ``read_ahead`` lets a worker thread read and search the next
 block of a finished file while the caller works on the one before (explain); with numpy,
-the worker also indexes the block's newlines and drops the weak hits it can be sure of
-(read/vector.py).  Everything else is searched in the caller's thread, as it is fed.
+or in C with the native engine, the worker also indexes the block's newlines and drops the
+weak hits it can be sure of (read/vector.py).  Everything else is searched in the caller's thread, as it is fed.
 """
 
 from __future__ import annotations
@@ -83,13 +83,18 @@ def line_literals(literals: Iterable[str]) -> tuple[bytes, ...]:
     return tuple(sorted(out))
 
 
-def covers(literals: Iterable[bytes]) -> tuple[bytes, ...]:
+def covers(literals: Iterable[bytes], merge: bool = True) -> tuple[bytes, ...]:
     """Fewer byte strings that together occur in every line any of ``literals`` occurs in.
 
     A literal containing another is dropped; neighbours (in sorted order) sharing a prefix
-    of at least MIN_SHARED_PREFIX bytes are replaced by that prefix."""
+    of at least MIN_SHARED_PREFIX bytes are replaced by that prefix (unless ``merge`` is
+    false: the native pass costs no more per cover, and a shared prefix can be common text
+    where the literals are not: ``cuda graph `` of ``cuda graph begin`` / ``end`` is in every
+    ``Decode batch`` line's ``cuda graph: True``)."""
     lits = sorted(set(literals))
     lits = [lit for lit in lits if not any(o != lit and o in lit for o in lits)]
+    if not merge:
+        return tuple(lits)
     out: list[bytes] = []
     for lit in lits:
         if out:
@@ -389,28 +394,30 @@ ENGINES = {"find": FindFinder, "aho-corasick": AhoFinder, "hyperscan": Hyperscan
 SMALL_BLOCK = 1 << 20  # below this, bytes.find is cheaper than building an automaton
 
 
-def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = ()) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
+def search_set(literals: Iterable[bytes], weak: Iterable[bytes] = (), merge: bool = True) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
     """The byte strings the engines search for, and which of them are weak.
 
     Strong and weak literals are reduced to covers separately (a strong literal must never
     be found only through a weak cover); a weak literal that holds a strong cover is
     dropped (that cover finds its lines).  Remembered: a scanner asks for the same set
     for each of its finders (about 20 ms each for the rule pack's literals)."""
-    return _search_set(tuple(sorted(set(literals))), tuple(sorted(set(weak))))
+    return _search_set(tuple(sorted(set(literals))), tuple(sorted(set(weak))), merge)
 
 
 @functools.lru_cache(maxsize=8)
-def _search_set(literals: tuple[bytes, ...], weak_lits: tuple[bytes, ...]) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
+def _search_set(literals: tuple[bytes, ...], weak_lits: tuple[bytes, ...], merge: bool = True) -> tuple[tuple[bytes, ...], frozenset[bytes]]:
     weak = set(weak_lits)
-    strong_covers = covers(lit for lit in literals if lit not in weak)
+    strong_covers = covers((lit for lit in literals if lit not in weak), merge)
     weak_lits = [lit for lit in literals if lit in weak and not any(c in lit for c in strong_covers)]
-    weak_covers = covers(weak_lits)
+    weak_covers = covers(weak_lits, merge)
     return tuple(sorted(set(strong_covers) | set(weak_covers))), frozenset(weak_covers) - set(strong_covers)
 
 
 def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: Iterable[bytes] = ()):
     """The named finder, or the fastest one installed, for the covers of ``literals``."""
     lits, weak_set = search_set(literals, weak)
+    if engine == "native":
+        return _native_finder(literals, weak, lits, weak_set)
     if engine is not None:
         return ENGINES[engine](lits, weak_set)
     # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
@@ -422,10 +429,20 @@ def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: It
         else (HyperscanFinder, NativeFinder, AhoFinder)
     for cls in order:
         try:
-            return cls(lits, weak_set)
+            return _native_finder(literals, weak, lits, weak_set) if cls is NativeFinder else cls(lits, weak_set)
         except ImportError:
             continue
     return FindFinder(lits, weak_set)
+
+
+def _native_finder(literals, weak, lits: tuple[bytes, ...], weak_set: frozenset[bytes]) -> "NativeFinder":
+    """The native pass over the literals unmerged (``covers(merge=False)``: no shared prefix
+    that is common text), when that leaves the weak covers as they are (the scanner's
+    weak-hit filter is keyed by them); else over the covers."""
+    whole, whole_weak = search_set(literals, weak, merge=False)
+    if whole_weak == weak_set:
+        return NativeFinder(whole, whole_weak)
+    return NativeFinder(lits, weak_set)
 
 
 def make_line(number: int, raw: bytes, keep_raw: bool) -> Line:
@@ -614,7 +631,7 @@ class Scanner:
         """(a one-thread executor, a finder of its own) for the worker to search half of
         each block in, when there are two cores or more, numpy, and an engine that releases
         the GIL while it searches (Aho-Corasick; Hyperscan's match callbacks hold it)."""
-        if not getattr(finder, "parallel", False) or _cpus() < 2 or not vector.available():
+        if not getattr(finder, "parallel", False) or _cpus() < 2 or not (_sifts(finder) or vector.available()):
             return None
         from concurrent.futures import ThreadPoolExecutor  # (its thread starts on the first big block)
 
@@ -629,11 +646,16 @@ class Scanner:
         hi = block.rfind(b"\n") + 1
         if hi - lo < SMALL_BLOCK:
             return None
+        if _sifts(finder):  # the C extension: search, filter and newline index without numpy
+            if self._weak_filter is None:
+                self._weak_filter = vector.WeakFilter(None, finder._lits, finder._weak, self._hides, self._heads)
+            hits, weak, index, dirty = self._weak_filter.search_native(finder, block, lo, hi, helper)
+            return (lo, hi, hits, weak, dirty, index)
         np = vector.numpy()
         if np is None:
             hits, weak = finder.hits(block, lo, hi)
             return (lo, hi, hits, weak, None, None)
-        if self._weak_filter is None:
+        if self._weak_filter is None or not hasattr(self._weak_filter, "_marks"):  # (not search_native's)
             search, weak_set = search_set(self._lits, self._weak_lits)
             self._weak_filter = vector.WeakFilter(np, finder._lits, weak_set, self._hides, self._heads)
         hits, weak, index, dirty = self._weak_filter.search(np, finder, block, lo, hi, helper)
@@ -880,6 +902,11 @@ class Scanner:
         if found is not None:
             s, e = found
             self._record = (number + self._count(buf, lo, s), buf[s:e])
+
+
+def _sifts(finder) -> bool:
+    """Whether the finder is the C extension's with its weak-hit filter (``_native.sift``)."""
+    return hasattr(getattr(finder, "_native", None), "sift")
 
 
 def _cpus() -> int:

@@ -21,6 +21,10 @@ while the worker does the first (``WeakFilter.search``).
 numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
 imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
 Without numpy the scanner does all of it itself, as before.
+
+With the C extension (``scanner.NativeFinder``), ``WeakFilter.search_native`` does the same
+without numpy: the pass, the filter (``_native.sift``, exactly what ``sift`` drops) and the
+newline bits in C, the index a ``LineIndex``; only the head conditions' regexes run here.
 """
 
 from __future__ import annotations
@@ -124,6 +128,37 @@ class BlockIndex:
         top = popcount(np, x).astype(np.int64) - 1
         starts[has] = self.lo + w * 64 + top + 1
         return starts
+
+
+class LineIndex:
+    """``BlockIndex``'s ``count`` without numpy, for the C extension's path
+    (``WeakFilter.search_native``): the same bit set (a ``bytearray`` filled by
+    ``_native.newline_bits``) and its prefix counts per 64-bit word (``_native.prefix_counts``)."""
+
+    __slots__ = ("block", "lo", "hi", "words", "before")
+
+    def __init__(self, native, block: bytes, lo: int, hi: int, bits: bytearray):
+        self.block, self.lo, self.hi = block, lo, hi
+        self.words = memoryview(bits).cast("Q")
+        self.before = memoryview(native.prefix_counts(bits)).cast("q")
+
+    @property
+    def lines(self) -> int:
+        return self.before[-1]
+
+    def covers(self, buf: bytes, lo: int, hi: int) -> bool:
+        return buf is self.block and self.lo <= lo <= hi <= self.hi
+
+    def count(self, lo: int, hi: int) -> int:
+        """``block.count(b"\n", lo, hi)`` (within the indexed part)."""
+        return self._rank1(hi) - self._rank1(lo)
+
+    def _rank1(self, p: int) -> int:
+        off = p - self.lo
+        w, b = off >> 6, off & 63
+        if w >= len(self.words):
+            return self.before[-1]
+        return self.before[w] + (self.words[w] & ((1 << b) - 1)).bit_count()
 
 
 def newline_bits(np, lo: int, hi: int):
@@ -296,13 +331,22 @@ class WeakFilter:
 
     def __init__(self, np, literals: Sequence[bytes], weak: Iterable[bytes],
                  hides: Mapping[bytes, Sequence[tuple[int, bytes]]], heads: Mapping[bytes, tuple]):
+        """``np``: numpy, or None for ``search_native`` only (the C extension's path)."""
         self._lits = tuple(literals)
         ids = {lit: i for i, lit in enumerate(self._lits)}
         weak = set(weak)
-        self._weak = np.array([lit in weak for lit in self._lits] or [False], bool)
+        is_weak = [lit in weak for lit in self._lits]
         # weak literals whose lines are left to the scanner: a head condition to check
-        self._unsure = np.array([lit in weak and bool(heads.get(lit)) for lit in self._lits] or [False], bool)
+        unsure = [lit in weak and bool(heads.get(lit)) for lit in self._lits]
         self._head_rx = [tuple(heads.get(lit, ())) if lit in weak else () for lit in self._lits]
+        # for the C extension's sift (scanner.NativeFinder): each literal id's kind (0 strong,
+        # 1 weak, 2 weak with a head condition, 3 the `` pid=`` needle after the literals)
+        self._kinds = bytes([2 if u else 1 if w else 0 for w, u in zip(is_weak, unsure)] + [3])
+        self._hide_specs = tuple((ids[w], off, c) for w, checks in hides.items() if w in ids for off, c in checks)
+        if np is None:
+            return
+        self._weak = np.array(is_weak or [False], bool)
+        self._unsure = np.array(unsure or [False], bool)
         self._hides = [(ids[w], off, np.frombuffer(c, np.uint8)) for w, checks in hides.items() if w in ids
                        for off, c in checks]
         self._marks = Marks()
@@ -317,6 +361,8 @@ class WeakFilter:
         index the second half of the block at the same time as this thread does the first
         (the engine and numpy release the GIL: two cores, about half the wall time)."""
         native = hasattr(finder, "newline_bits")  # scanner.NativeFinder: hits, marks and newlines in C
+        if native and hasattr(finder._native, "sift"):
+            return self.search_native(finder, block, lo, hi, helper)
 
         def pack(k0: int, k1: int) -> None:
             if native:
@@ -352,6 +398,65 @@ class WeakFilter:
         return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),
                          BlockIndex(np, block, lo, hi, bits),
                          (np.concatenate((marks[0], marks2[0])), np.concatenate((marks[1], marks2[1]))))
+
+    def search_native(self, finder, block: bytes, lo: int, hi: int, helper=None):
+        """``search`` with the C extension doing the filter too (``_native.sift``: what
+        ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each half's
+        thread; only the head conditions (regexes) are checked here, as ``_kept_by_heads`` does.
+        No numpy: the newline index is a ``LineIndex``."""
+        bits = bytearray(-(-(hi - lo) // 64) * 8)
+        kinds, hides = self._kinds, self._hide_specs
+
+        def part(f, a: int, b: int, k0: int, k1: int):
+            f.newline_bits(block, lo, bits, k0, k1)
+            pairs, marks = f._pairs(block, a, b)
+            return f._native.sift(block, a, b, pairs, marks, kinds, hides)
+
+        if helper is None or hi - lo < 2 * CHUNK:
+            parts = [part(finder, lo, hi, 0, hi - lo)]
+        else:
+            pool, other = helper
+            mid = block.find(b"\n", (lo + hi) // 2, hi) + 1 or hi  # a line boundary: no literal straddles it
+            kmid = (hi - lo) // 2 // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
+            later = pool.submit(part, other, mid, hi, kmid, hi - lo)
+            try:
+                first = part(finder, lo, mid, 0, kmid)
+            finally:
+                second = later.result()
+            parts = [first, second]
+        hits: list[int] = []
+        quads: list[int] = []
+        esc: list[int] = []
+        nul: list[int] = []
+        for h, w, e, n in parts:
+            hits += memoryview(h).cast("q").tolist()
+            quads += memoryview(w).cast("q").tolist()
+            esc += memoryview(e).cast("q").tolist()
+            nul += memoryview(n).cast("q").tolist()
+        lits, rxs = self._lits, self._head_rx
+        weak: dict[int, bytes] = {}
+        dropped: set[int] = set()
+        k, n = 0, len(quads)
+        while k < n:
+            off, i, msg, nl = quads[k:k + 4]
+            if msg < 0:
+                weak[off] = lits[i]
+                k += 4
+                continue
+            # a line whose weak hits all stand or fall by its message (consecutive, same newline)
+            j = k
+            conditions = set()
+            while j < n and quads[j + 3] == nl:
+                conditions.update(rxs[quads[j + 1]])
+                j += 4
+            if any(rx.match(block, msg, nl) is not None for rx in conditions):
+                weak.update((quads[x], lits[quads[x + 1]]) for x in range(k, j, 4))
+            else:
+                dropped.update(quads[k:j:4])
+            k = j
+        if dropped:
+            hits = [p for p in hits if p not in dropped]
+        return hits, weak, LineIndex(finder._native, block, lo, hi, bits), esc + nul
 
     def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None, marks=None):
         """``search`` given the hits' offsets and literal ids (and the block's index, and

@@ -16,6 +16,18 @@ from sglang_doctor.read import scanner, vector
 
 native = pytest.importorskip("sglang_doctor.read._native")
 
+
+@pytest.fixture(autouse=True, scope="module", params=["avx2", "no avx2"])
+def simd(request):
+    """Every test twice: with the AVX2 path (when the CPU has it) and without (SSE2 or scalar)."""
+    before = native.avx2()
+    if request.param == "avx2" and not native.avx2(True):
+        native.avx2(before)
+        pytest.skip("this CPU has no AVX2")
+    native.avx2(request.param == "avx2")
+    yield request.param
+    native.avx2(before)
+
 # short ones (compared at every position), ones ending with a newline, shared prefixes,
 # ones that overlap themselves, and the pack's weak ones
 LITERALS = (b"rc=", b"Error\n", b"Error: ", b"Error(", b"Exception: ", b": error: ", b'File "', b"Traceback",
@@ -111,3 +123,100 @@ def test_without_the_extension_the_default_engine_is_the_one_before(monkeypatch)
     assert scanner.make_finder((b"Traceback",), "find").name == "find"
     with pytest.raises(ImportError):
         scanner.NativeFinder((b"Traceback",))
+
+
+# lines for the weak-hit filter: test_vector's, plus header near misses and rank-dense headers
+SIFT_LINES = [
+    "[2026-12-02 15:56:05 TP0] WARNING serving_chat.py:381: Tool call failed, Error: Expecting value",
+    "[2026-12-02 15:56:05.250 DP1 TP3] WARNING grammar: Exception: schema too deep",
+    '[2026-12-02 15:56:05,7] Receive: obj=GenerateReqInput(text=\'File "main.py", line 3\')',
+    "[2026-12-02 15:56:05] WARNING x: Error: error: usage",
+    "[2026-12-02 15:56:05] progress 10%\rValueError: bare after a rewrite",
+    "[2026-12-02 15:56:05 TP1] tokenizer: error: Error: both",
+    "[15:56:05] /project/cpp/tokenizer_info.cc:146: Error: time-only header",
+    "ValueError: an unprefixed exception line",
+    '  File "/x/y.py", line 3, in f',
+    "[2026-12-02 15:56:05] launch_server.py: error: unrecognized arguments: --tp-sise 2",
+    "[2026-12-02 15:56:05] WARNING io_struct.py:644: tokenizer: error: special token listed twice",
+    "[2026-12-02 15:56:05]tokenizer: error: no space after the header",
+    "[2026-12-02 15:56:05] x y: error: not a warning",
+    "[2026-12-02 15:56:05 TP0] (Worker pid=7) WARNING a, Error: x",
+    "[2026-12-02 15:56:05 TP0 EP0 ATTN_CP1 MOE_DP1 PP2 DP3 TP4] Error: a header longer than the window",
+    "[2026-12-02 15:56:05 TP0 EP0 PP2 DP3 TP4 EP5 DP6 TP7] Error: seven ranks",
+    "[2026-12-02 15:56:05 TP] Error: a rank without a number",
+    "[2026-12-02 15:56:05.1234567] Error: seven digits",
+    "[2026-12-02 15:56:05. TP0] Error: a dot and no digit",
+    "[2026-12-02 15:56:05  TP0] Error: two spaces",
+    "[2026-12-02 15:56:0] Error: short",
+    "[2026-12-02 15:56:05 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    "RuntimeError: Not enough memory. Error: in the message",
+    "[2026-12-02 15:56:05 TP0] Decode batch, #running-req: 1, #token: 37, token usage: 0.00, cuda graph: True",
+    "\x1b[31m[2026-12-02 15:56:05] Error: coloured\x1b[0m",
+    "[2026-12-02 15:56:05] Error: a NUL\x00 inside",
+    "[2026-12-02 15:56:05] Error: Error: Exception: Error\n",
+]
+
+
+@pytest.fixture(scope="module")
+def rule_pack():
+    from sglang_doctor.cli.app import load_ruleset
+
+    return load_ruleset(())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(SIFT_LINES), min_size=1, max_size=80), cut=st.integers(0, 3))
+def test_native_sift_equals_the_numpy_filter(lines, cut, rule_pack):
+    """``_native.sift`` drops exactly what ``vector.WeakFilter.sift`` drops, on the same pass:
+    same hits, weak hits left to the scanner, and ESC/NUL lines."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    sc = StreamPipeline(rule_pack, remediate=False).scanner
+    sc._engine = "native"
+    finder = sc._worker_finder()
+    block = ("\n".join(lines) + "\n").encode()[cut:]
+    lo = block.find(b"\n") + 1 if cut else 0
+    hi = len(block)
+    search, weak_set = scanner.search_set(sc._lits, sc._weak_lits)
+    wf = vector.WeakFilter(np, finder._lits, weak_set, sc._hides, sc._heads)
+    got_hits, got_weak, index, got_dirty = wf.search_native(finder, block, lo, hi)
+    (pos, ids), marks = finder.scan(np, block, lo, hi)
+    hits, weak, _, dirty = wf.sift(np, block, lo, hi, pos, ids, vector.BlockIndex(np, block, lo, hi), marks)
+    assert (got_hits, got_weak, got_dirty) == (hits, weak, dirty)
+    assert index.count(lo, hi) == block.count(b"\n", lo, hi)
+
+
+def test_native_sift_refuses_pairs_outside_its_range():
+    with pytest.raises(ValueError):
+        native.sift(b"abc\n", 0, 4, np.array([9, 0], np.int64).tobytes(), b"", b"\x00", ())
+    with pytest.raises(ValueError):
+        native.sift(b"abc\n", 0, 4, np.array([1, 5], np.int64).tobytes(), b"", b"\x00", ())
+
+
+def test_read_ahead_with_the_extension_needs_no_numpy(rule_pack, monkeypatch):
+    """The C extension's path filters and indexes a big block without numpy (not even
+    installed), with the same events and line count as reading every line."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy: ImportError
+    monkeypatch.setattr(vector, "_numpy", None)
+    monkeypatch.setattr(scanner, "_cpus", lambda: 2)
+    monkeypatch.setattr(scanner, "SMALL_BLOCK", 0)  # every block searched ahead
+    monkeypatch.setattr(vector, "CHUNK", 64)  # and in two halves
+    data = ("\n".join(SIFT_LINES * 40) + "\n").encode()
+    blocks = [data[k:k + 5000] for k in range(0, len(data), 5000)]
+
+    def run(fast: bool):
+        pipe = StreamPipeline(rule_pack, remediate=False, fast=fast)
+        pipe.scanner._engine = "native"
+        events = []
+        for block in (pipe.read_ahead(iter(blocks)) if fast else blocks):
+            events += pipe.feed(block)
+        events += pipe.finish()
+        return [(e["event"], e.get("rule"), e.get("line"), e.get("lines")) for e in events], pipe.lines_seen, pipe
+
+    got, want = run(True), run(False)
+    assert got[:2] == want[:2]
+    assert not hasattr(got[2].scanner._weak_filter, "_marks")  # search_native's filter was used
+    assert vector._numpy is None  # never even looked for
