@@ -81,7 +81,8 @@ def list_rules(ctx, fmt):
 _FEATURE_WORDS = {"cuda_graph": "CUDA graphs", "prefill_cuda_graph": "prefill (piecewise) CUDA graphs",
                   "torch_compile": "torch.compile", "custom_all_reduce": "the custom all-reduce",
                   "radix_cache": "the radix cache", "overlap_schedule": "the overlap scheduler",
-                  "speculative": "speculative decoding"}
+                  "speculative": "speculative decoding",
+                  "moe_lora_v2": "the SM90/SM100 MoE LoRA engine (--lora-backend triton_v2 + a lora_* MoE runner)"}
 
 
 # remedies whose words do not depend on their parameters

@@ -528,6 +528,14 @@ FEATURES: dict[str, dict[str, Any]] = {
                             "--speculative-eagle-topk", "--speculative-num-draft-tokens"]}],
         "tradeoff": "no speculative decoding: lower single-stream decode speed, frees draft weights and pools",
     },
+    # SGLang's second LoRA engine (0.5.23): --lora-backend triton_v2 with --moe-runner-backend
+    # lora_triton|lora_cutedsl|lora_marlin, which must be set together (arg_groups/lora_hook.py:
+    # 204, lora/layers.py:1088) and back out together: the legacy engine (csgmv, auto MoE runner)
+    "moe_lora_v2": {
+        "ways": [{"unset": ["--lora-backend", "--moe-runner-backend"]}],
+        "tradeoff": "the legacy LoRA engine (csgmv LoRA kernels, Triton MoE runner): slower MoE LoRA than the "
+                    "SM90/SM100 engine, the same adapters",
+    },
 }
 
 

@@ -194,3 +194,14 @@ def test_seed_explain_names_the_pool_and_gives_a_fitting_launch():
     assert rem["plan"]["fits"] is True
     assert rem["plan"]["current"]["failing"]
     assert rem["command"][:3] == launch_command.DEFAULT_PROGRAM
+
+
+def test_disable_feature_moe_lora_v2_backs_out_both_paired_flags():
+    # --lora-backend triton_v2 and a lora_* MoE runner are accepted only together (0.5.23
+    # arg_groups/lora_hook.py:204, lora/layers.py:1088): the change removes both at once
+    d = diagnosis([{"disable_feature": {"feature": "moe_lora_v2"}}],
+                  {"model_path": "/m", "enable_lora": True, "lora_backend": "triton_v2",
+                   "moe_runner_backend": "lora_triton"})
+    rem = remediate(d, V0523)
+    assert rem is not None and sorted(rem.unset) == ["--lora-backend", "--moe-runner-backend"]
+    assert rem.set == {} and "legacy LoRA engine" in rem.tradeoff
