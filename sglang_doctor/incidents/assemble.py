@@ -227,6 +227,7 @@ class Assembler:
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
+        self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
         self._request_error: int | None = None  # line of the last "Error in request:" record
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
         self._progress: tuple[int, str] | None = None  # (line, phase) of the last progress line
@@ -469,6 +470,14 @@ class Assembler:
 
     def _signal(self, line: Line, ranks: tuple[str, ...], found, events: list[Event]) -> None:
         sig, captures = found
+        if sig.role == "operator_kill":
+            self._operator_killed.update(captures.get("killed_pids", "").split())
+            self._record = _Record(ranks, "normal")
+            return
+        if sig.name == "killed" and captures.get("killed_pid") in self._operator_killed:
+            # bash reporting the job that the operator's "kill -9 <pid>" above ended
+            self._record = _Record(ranks, "normal")
+            return
         if sig.role == "stop" or sig.role == "benign":
             self._stopping = True
             self._record = _Record(ranks, "normal")

@@ -10,6 +10,8 @@ and a trigger for the block scanner), a regex, and a role:
 - ``stop``: the operator stopped the server on purpose (``SIGTERM received``); what follows
   in that launch (``crashed with exit code -15``, ``SIGQUIT received``) is not an incident.
 - ``benign``: looks like a failure but is an operator stop (exit code -15 / -2 / 0).
+- ``operator_kill``: the operator's ``kill -9 <pid>``; the shell's ``<pid> Killed`` for one of
+  those pids is not an incident.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ def _s(name: str, literals: tuple[str, ...], rx: str, role: str, flags: int = 0)
 SIGNALS: tuple[Signal, ...] = (
     _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
        r"SIGTERM received|Received (?:SIGTERM|sigterm)", "stop"),
+    # The operator's (or their script's) own SIGKILL of a process by pid, as a shell echoes it
+    # (``set -x``: "+ kill -9 18229") or as typed after a prompt: bash's "<pid> Killed" report for
+    # that pid further down is this kill, not the kernel OOM killer.  (pkill/killall name no pid.)
+    _s("operator_kill", ("kill -9", "kill -KILL", "kill -SIGKILL", "kill -s KILL", "kill -s 9"),
+       r"^(?:\++ |.*?[$#] )?(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>\d+(?: +\d+)*)\s*$",
+       "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
     _s("sigquit_launch", ("Received sigquit",), r"Received sigquit from a child process", "terminal"),
@@ -49,7 +57,10 @@ SIGNALS: tuple[Signal, ...] = (
        "evidence"),
     _s("oom_killer", ("Out of memory", "oom-kill", "oom_reaper", "invoked oom-killer"),
        r"Out of memory: Killed process (?P<pid>\d+)|oom-kill:|oom_reaper:|invoked oom-killer", "evidence"),
-    _s("killed", ("Killed",), r"^(?:\[\d+\][+-]?\s+)?Killed\b|\bKilled\s+(?:python|nohup|sglang)", "evidence"),
+    # (bash's report of a job it ran: "<script>: line N: <pid> Killed  python ..."; the pid is kept)
+    _s("killed", ("Killed",),
+       r"^(?:\[\d+\][+-]?\s+)?Killed\b|(?:\bline \d+: +(?P<killed_pid>\d+) +)?\bKilled\s+(?:python|nohup|sglang)",
+       "evidence"),
     _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?P<nccl_message>.*)", "evidence"),
     _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
        r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),

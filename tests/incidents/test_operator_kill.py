@@ -1,0 +1,37 @@
+"""bash's "<script>: line N: <pid> Killed  <command>" is how the shell reports any job that died
+of SIGKILL.  When the same log shows the operator's (or their script's) own ``kill -9 <pid>`` of
+that pid -- ``set -x`` echoes it as "+ kill -9 <pid>" -- the Killed line is that kill, not the
+kernel OOM killer, and not an incident (notes10/005: a benchmark driver kill -9s its server after
+GSM8K).  Without that kill, or with a kill of another pid, the Killed line stays evidence."""
+
+from sglang_doctor.pipeline import StreamPipeline
+
+HEAD = """Accuracy: 0.941
+Invalid: 0.001
++ echo '>>> killing server ...'
+"""
+KILLED = ("/home/u/bench/run.sh: line 62: 18229 Killed                  python3 -m sglang.launch_server "
+          "--model /data/m --tp 8 --port 8552 > \"$SERVER_LOG\" 2>&1\n")
+TAIL = "DONE TP=8\n+ grep -E 'Accuracy:' /home/u/bench/Accuracy_GSM8K.log\nAccuracy: 0.941\n"
+
+
+def incidents_of(text: str):
+    pipe = StreamPipeline()
+    events = pipe.feed(text.encode()) + pipe.finish()
+    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"]
+
+
+def test_killed_after_the_operators_own_kill_9_of_that_pid_is_not_an_incident():
+    log = HEAD + "+ kill -9 18229\n>>> killing server ...\n+ pkill -9 -f sglang::scheduler\n+ sleep 3\n" + KILLED + TAIL
+    assert incidents_of(log) == []
+
+
+def test_a_kill_typed_after_a_prompt_counts_too():
+    log = "(sglang) user@box:~$ kill -9 18229\n" + KILLED
+    assert incidents_of(log) == []
+
+
+def test_killed_without_a_kill_of_its_pid_stays_evidence():
+    for before in ("", "+ kill -9 4242\n", "+ pkill -9 -f sglang.launch_server\n", "+ kill 18229\n"):
+        incs = incidents_of(HEAD + before + KILLED + TAIL)
+        assert [i.signal_names for i in incs] == [["killed"]], before
