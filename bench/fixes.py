@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| case | half | failure | confirmed fix | rule | proposes (primary) | first alternative | hit |")
         print("|---|---|---|---|---|---|---|---|")
         for r in rows:
+            r = {k: v.replace("|", "\\|") if isinstance(v, str) else v for k, v in r.items()}
             hit = {True: "yes", False: "**no**", None: "n/a"}[r["hit"]]
             print(f"| {r['id']} | {r['half']} | {r['failure']} | {r['confirmed']} | {r['rule']} | "
                   f"{r['primary']} | {r['alt1']} | {hit} |")

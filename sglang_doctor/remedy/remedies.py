@@ -1057,13 +1057,16 @@ def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:
     (``needs_human``, not ``safe``), so ``run`` still stops for a person as it did on the
     advice alone.  What a reader takes first is then a change to try, and the advice is not
     lost.  The weighing's evidence note (remedy ``evidence``: the log's own launches proved
-    the changes wrong) and a rule whose only answer is advice are left as they are."""
+    the changes wrong), a rule whose only answer is advice, and changes the weighing marked
+    unproven (never the first choice) are left as they are."""
     if len(found) < 2:
         return found
     head = found[0]
     if not (head.needs_human and head.is_empty() and head.remedy == "needs_human"):
         return found
-    at = next((i for i, rem in enumerate(found) if i and not rem.is_empty()), None)
+    # a change the log's own launches make doubtful (weigh's UNPROVEN mark) is never the first
+    at = next((i for i, rem in enumerate(found)
+               if i and not rem.is_empty() and "UNPROVEN:" not in (rem.tradeoff or "")), None)
     if at is None:
         return found
     change = found[at]

@@ -209,3 +209,13 @@ def test_advice_alone_or_after_a_change_stays_where_the_rule_put_it():
     after = _advised([{"disable_feature": {"feature": "cuda_graph"}}, {"needs_human": {"reason": "report it"}}])
     assert after.set == {"--disable-cuda-graph": True} and after.safe is True and not after.needs_human
     assert after.alternatives[0].is_empty() and after.alternatives[0].note == "report it"
+
+
+def test_an_unproven_change_is_not_promoted_over_the_advice():
+    from sglang_doctor.model import Remediation
+    advice = Remediation(needs_human=True, safe=False, note="look first", remedy="needs_human")
+    doubtful = Remediation(set={"--mem-fraction-static": 0.95}, tradeoff="UNPROVEN: a launch at 0.9 died the same way")
+    assert remedies._lead_with_a_change([advice, doubtful]) == [advice, doubtful]
+    sure = Remediation(set={"--disable-cuda-graph": True})
+    assert remedies._lead_with_a_change([advice, doubtful, sure]) == [sure, doubtful]
+    assert sure.note == "look first" and sure.needs_human and sure.safe is False
