@@ -39,10 +39,16 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
         {"set_env": {"name": "NCCL_P2P_DISABLE", "value": "1", "pcie_only": True,
                      "tradeoff": "GPU-to-GPU traffic goes through host memory: slower all-reduce on PCIe"}},
     ]),
-    # an attention kernel this GPU cannot run: the portable Triton backend
+    # an attention kernel this GPU cannot run: the portable Triton backend, then FlashInfer
+    # (what SGLang's own refusals of FA3 and TRT-LLM kernels name: "Please use
+    # `--attention-backend flashinfer`"; sglang#9140 "use a different backend"), not when
+    # FlashInfer is the backend in use or on ROCm (switch_backend skips both)
     "kernel.unsupported_hw": ("an attention kernel this GPU does not support", [
         {"set_flag": {"flag": "--attention-backend", "value": "triton",
                       "tradeoff": "Triton attention runs on every CUDA GPU; usually a little slower than FlashInfer/FA3"}},
+        {"switch_backend": {"choices": ["flashinfer"], "plain_note": True,
+                            "tradeoff": "FlashInfer runs on SM75-SM120 NVIDIA GPUs; it needs its JIT cache or AOT "
+                                        "wheel and is not available on ROCm"}},
     ]),
     # a FlashInfer JIT build that failed: an attention backend that needs no JIT build
     "kernel.build": ("a failed FlashInfer JIT build", [
@@ -57,6 +63,12 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
         {"set_flag": {"flag": "--trust-remote-code", "value": True,
                       "tradeoff": "runs the Python code shipped with the checkpoint: only for a repository you trust; "
                                   "no help for a wrong path, a gated repo (HF_TOKEN) or a partial download"}},
+        # the other change model-loading failures take: a gated repository's token (the Hub's
+        # 401/403 "Access to model ... is restricted"; tuned corpus fresh/021), a value only
+        # the user has, so it is asked for, never filled in
+        {"set_env": {"name": "HF_TOKEN", "ask": "a Hugging Face token of an account that accepted the model's licence",
+                     "tradeoff": "only for a gated repository: the server's environment holds a secret; "
+                                 "a local copy of the model (huggingface-cli download) needs none"}},
     ]),
     # a crash in the forward pass while serving: what the launch turned on, then the
     # scheduler's overlap and CUDA graphs, each to narrow it down

@@ -1046,6 +1046,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         return None
     # what holds only if the launch had a setting the log does not show goes after the rest
     found.sort(key=lambda r: any(r is c for c in ctx.conditional))  # stable: order kept within each
+    found = _lead_with_a_change(found)
     for rem in found:
         rem.command = _fixed_command(command, rem, catalog, ctx.warnings)
         rem.untrusted = trust.check(rem, diagnosis, catalog)
@@ -1056,6 +1057,31 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     best, *rest = found
     best.alternatives = rest
     return best
+
+
+def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:
+    """A rule's leading advice (a ``needs_human`` entry, no change) followed by changes: the
+    first change leads, with the advice's words first in its note, and is itself advice
+    (``needs_human``, not ``safe``), so ``run`` still stops for a person as it did on the
+    advice alone.  What a reader takes first is then a change to try, and the advice is not
+    lost.  The weighing's evidence note (remedy ``evidence``: the log's own launches proved
+    the changes wrong), a rule whose only answer is advice, and changes the weighing marked
+    unproven (never the first choice) are left as they are."""
+    if len(found) < 2:
+        return found
+    head = found[0]
+    if not (head.needs_human and head.is_empty() and head.remedy == "needs_human"):
+        return found
+    # a change the log's own launches make doubtful (weigh's UNPROVEN mark) is never the first
+    at = next((i for i, rem in enumerate(found)
+               if i and not rem.is_empty() and "UNPROVEN:" not in (rem.tradeoff or "")), None)
+    if at is None:
+        return found
+    change = found[at]
+    change.needs_human, change.safe = True, False
+    advice = head.note.rstrip(". ")
+    change.note = f"{advice}; the change to try: {change.note}" if change.note else advice
+    return [change, *(rem for i, rem in enumerate(found) if i not in (0, at))]
 
 
 _OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag")

@@ -19,6 +19,7 @@ from sglang_doctor.remedy import flags, guarded, remedies
 
 V0523 = flags.load_catalog("0.5.23")
 V046 = flags.load_catalog("0.4.6")
+V059 = flags.load_catalog("0.5.9")
 
 
 def _fallback(category: str | None, confidence: float = 0.35, server_args: dict | None = None,
@@ -63,8 +64,9 @@ def test_a_model_that_failed_to_load_gets_the_checkpoints_own_code_as_guarded_ad
     rem = _remediate(_fallback("model.load"))
     assert rem.set == {"--trust-remote-code": True} and rem.needs_human and not rem.safe
     assert rem.note.startswith("if this is a model that failed to load") and "trust" in rem.tradeoff
-    assert _remediate(_fallback("model.load"), command=["sglang", "serve", "--model-path", "/m",
-                                                        "--trust-remote-code"]) is None  # already on
+    # already on: the gated repository's token is what is left
+    left = _remediate(_fallback("model.load"), command=["sglang", "serve", "--model-path", "/m", "--trust-remote-code"])
+    assert "--trust-remote-code" not in left.set and left.env and left.alternatives == []
 
 
 def test_a_rule_that_knew_the_failure_is_not_guarded():
@@ -124,11 +126,13 @@ def test_a_scheduler_crash_while_serving_offers_the_isolation_steps_through_the_
     (ev,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
     assert ev["category"] == "runtime.crash"
     rem = ev["remediation"]
-    assert rem["needs_human"]
-    first = rem["alternatives"][0]
-    assert "--enable-mixed-chunk" in first["unset"] and "--enable-dp-attention" in first["unset"]
-    assert first["safe"] is False
-    assert any(a["set"].get("--disable-overlap-schedule") for a in rem["alternatives"])
+    # the rule's advice ("report the traceback") leads the first isolation step's note; that
+    # step is the primary change, still advice (run stops for a person, as on the advice)
+    assert rem["needs_human"] and rem["safe"] is False
+    assert rem["note"].startswith("a bug or a bad request while serving")
+    assert "--enable-mixed-chunk" in rem["unset"] and "--enable-dp-attention" in rem["unset"]
+    assert rem["alternatives"][0]["set"] == {"--disable-overlap-schedule": True}
+    assert not any(a["remedy"] == "needs_human" for a in rem["alternatives"])  # the advice is in the note
 
 
 # -- turning a feature off when the log names no release ------------------------------------------
@@ -160,3 +164,58 @@ def test_a_crash_guess_inside_an_attention_backend_offers_the_other_backend_then
     assert rem.set == {"--attention-backend": "triton"} and rem.needs_human
     assert rem.alternatives[0].remedy == "isolate_features"
     assert _remediate(_fallback("runtime.crash")).remedy == "isolate_features"  # no frames: as before
+
+
+# -- issue 12: the changes people confirm, first or first alternative ---------------------------
+
+
+def test_an_attention_kernel_guess_offers_triton_then_flashinfer():
+    rem = _remediate(_fallback("kernel.unsupported_hw"))
+    assert [o.set for o in _all(rem)] == [{"--attention-backend": "triton"}, {"--attention-backend": "flashinfer"}]
+    assert all(o.needs_human and o.safe is False for o in _all(rem))
+    # FlashInfer in use: not proposed again; the portable backend stays
+    rem = _remediate(_fallback("kernel.unsupported_hw", server_args={"attention_backend": "flashinfer"}))
+    assert [o.set for o in _all(rem)] == [{"--attention-backend": "triton"}]
+
+
+def test_a_model_load_guess_asks_for_the_token_of_a_gated_repo_after_the_remote_code():
+    rem = _remediate(_fallback("model.load"))
+    assert rem.set == {"--trust-remote-code": True}
+    (token,) = rem.alternatives
+    assert token.env == {"HF_TOKEN": "<a Hugging Face token of an account that accepted the model's licence>"}
+    assert token.needs_human and token.safe is False and "gated" in token.tradeoff
+
+
+def _advised(entries, server_args=None):
+    d = Diagnosis(incident=Incident(kind="traceback", first_line=1, last_line=3), rule="test.rule",
+                  category="runtime.crash", remedies=entries,
+                  launch=Launch(index=0, line=1, server_args=server_args or {"model_path": "/m"}))
+    return _remediate(d, catalog=V059)
+
+
+def test_a_rules_leading_advice_goes_into_the_first_changes_note():
+    rem = _advised([{"needs_human": {"reason": "report the traceback."}},
+                    {"disable_feature": {"feature": "overlap_schedule"}},
+                    {"disable_feature": {"feature": "cuda_graph"}}])
+    assert rem.set == {"--disable-overlap-schedule": True}
+    assert rem.note.startswith("report the traceback; the change to try: ")
+    assert rem.needs_human and rem.safe is False  # advice still: run stops for a person
+    assert [a.set for a in rem.alternatives] == [{"--disable-cuda-graph": True}]
+
+
+def test_advice_alone_or_after_a_change_stays_where_the_rule_put_it():
+    alone = _advised([{"needs_human": {"reason": "free the GPU"}}])
+    assert alone.is_empty() and alone.note == "free the GPU" and alone.alternatives == []
+    after = _advised([{"disable_feature": {"feature": "cuda_graph"}}, {"needs_human": {"reason": "report it"}}])
+    assert after.set == {"--disable-cuda-graph": True} and after.safe is True and not after.needs_human
+    assert after.alternatives[0].is_empty() and after.alternatives[0].note == "report it"
+
+
+def test_an_unproven_change_is_not_promoted_over_the_advice():
+    from sglang_doctor.model import Remediation
+    advice = Remediation(needs_human=True, safe=False, note="look first", remedy="needs_human")
+    doubtful = Remediation(set={"--mem-fraction-static": 0.95}, tradeoff="UNPROVEN: a launch at 0.9 died the same way")
+    assert remedies._lead_with_a_change([advice, doubtful]) == [advice, doubtful]
+    sure = Remediation(set={"--disable-cuda-graph": True})
+    assert remedies._lead_with_a_change([advice, doubtful, sure]) == [sure, doubtful]
+    assert sure.note == "look first" and sure.needs_human and sure.safe is False

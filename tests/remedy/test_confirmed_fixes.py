@@ -1,0 +1,38 @@
+"""Issue 12: the change people confirmed for a failure is the primary change or the first
+alternative (fixtures/fixes/cases.yaml, scored by bench/fixes.py as bench/accuracy.py scores a
+label's fix).  Here the cases whose log is a fixture (thread snippets and messages that name
+their own fix), through the CLI as a user runs it; the corpus cases are bench/accuracy.py's.
+A case marked ``known_miss`` says why it is not a hit yet; every other one must be a hit."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fixes import load_cases, score  # noqa: E402
+
+CASES = [c for c in load_cases() if c["log"].startswith("fixtures/")]
+
+
+def test_the_cases_are_well_formed():
+    ids = [c["id"] for c in load_cases()]
+    assert len(ids) == len(set(ids)) and len(ids) >= 40
+    for case in load_cases():
+        assert (ROOT / case["log"]).is_file(), case["id"]
+        assert case.get("fix_flags") or case.get("fix_env"), case["id"]
+        assert case["half"] in ("tune", "check") and case.get("source") and case.get("confirmed"), case["id"]
+        if case["log"].startswith("fixtures/fixes/"):
+            assert case["log"].endswith(".txt"), "a *.log under fixtures/ must be a rule's example (rules test)"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.get("known_miss")], ids=lambda c: c["id"])
+def test_the_confirmed_fix_is_first_or_the_first_alternative(case):
+    row = score(case)
+    assert not row["crash"]
+    assert row["hit"], f"{case['id']}: confirmed {case['confirmed']}; tool: {row['primary']} | {row['alt1']}"
