@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-TUNED_PARTS = ("dev", "fresh", "late", "field", "field9", "field10")
+TUNED_PARTS = ("dev", "fresh", "late", "field", "field9")
 
 
 def count(parts=TUNED_PARTS, root: Path = ROOT) -> dict[str, dict[str, int]]:
