@@ -99,6 +99,14 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
      "model.unsupported", "it stopped building the model class from its configuration, before any weight was read "
      "(the architecture lookup and the model's constructor): most often an architecture or variant this release "
      "does not support"),
+    # from 0.4.6 every non-draft ModelRunner first resolves the architecture for the expert
+    # location table, before load_model: compute_initial_expert_location_metadata -> init_trivial
+    # -> _init_common -> ModelConfigForExpertLocation.from_model_config -> get_model_architecture
+    # (srt/managers/expert_location.py, srt/eplb/expert_location.py from 0.5)
+    ("expert_location", ("compute_initial_expert_location_metadata", "init_trivial", "_init_common",
+                         "from_model_config"),
+     "model.unsupported", "it stopped building the expert location table, which looks the model's architecture up "
+     "first (before any weight is read): most often an architecture this release does not support"),
     ("srt/model_loader/", None, "model.load", "it stopped loading the model"),
     ("srt/models/", ("load_weights",), "model.load", "it stopped in the model's load_weights"),
     ("", ("load_model", "get_model"), "model.load", "it stopped loading the model"),

@@ -65,7 +65,10 @@ def rank_label(ranks: tuple[str, ...]) -> str:
 
 # -- prefixes that something else put in front of SGLang's lines -------------------------
 # Containers, log shippers and launchers add their own header before SGLang's: docker
-# compose (``sglang-1  | ``), kubectl --timestamps (RFC 3339), journald
+# compose (``sglang-1  | ``), kubectl --timestamps (RFC 3339), the CRI container log files
+# that node log shippers read (``2025-07-25T07:53:08.21+08:00 stdout F ``: RFC 3339 time,
+# stream, F for a full line or P for a partial one), Kibana / OpenSearch Discover's date
+# column (``May 16, 2026 @ 20:46:57.892``, their default dateFormat), journald
 # (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
 # --tag-output (``[1,0]<stderr>:``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
 # and colour codes whose ESC byte a copy-paste lost (``[36m``).  They are taken off before
@@ -77,6 +80,9 @@ _OUTER = re.compile(
     r"\[\d{1,3}(?:;\d{1,3})*m ?"                                            # ANSI remnant: [36m, [0m
     r"|[A-Za-z0-9][\w.-]{0,62}\s+\| ?"                                       # docker compose: name  |
     r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ \t]+"  # kubectl --timestamps
+    r"(?:std(?:out|err) [FP] )?"                                             #  + CRI log file: stream, F/P tag
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2}, \d{4} @ "
+    r"\d\d:\d\d:\d\d\.\d{3}[ \t]+"                                           # Kibana / OpenSearch Discover column
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) "
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "                            # cloud logging export
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d "

@@ -318,8 +318,58 @@ def lower_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
 @remedy("set_flag")
 def set_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     if params.get("ask"):
+        if params.get("near"):
+            near = _near_choice(ctx, params)
+            if near is not None:
+                return near
         return _ask_flag(ctx, params)
     return _both_spellings(ctx, params, _set)
+
+
+# argparse's "invalid choice: 'X' (choose from 'a', 'b', ...)": when exactly one listed value is
+# what the user plainly meant -- the same word in another case or with '-' for '_', or the
+# only value that extends it ('triton' -> 'triton_attn'; 'fp8' with fp8_e5m2 and fp8_e4m3 listed
+# stays a question) -- that value is proposed.  It must be in the log's list (the failing
+# release accepts it) and pass the target release's catalogue; the typed value is only
+# compared, never emitted.  Advice (safe: false): the user confirms it is the one meant.
+_QUOTED = re.compile(r"'([^'\n]{1,64})'")
+
+
+def _choice_key(text: str) -> str:
+    return text.strip().lower().replace("-", "_")
+
+
+def nearest_choice(typed: str, listed: list[str]) -> str | None:
+    """The one listed value ``typed`` plainly meant, or None (see above)."""
+    key = _choice_key(typed)
+    if len(key) < 2:
+        return None
+    same = [c for c in listed if _choice_key(c) == key]
+    if len(same) == 1:
+        return same[0]
+    if same or len(key) < 3:
+        return None
+    longer = [c for c in listed if _choice_key(c).startswith(key + "_")]
+    return longer[0] if len(longer) == 1 else None
+
+
+def _near_choice(ctx: Context, params: dict) -> Remediation | None:
+    near = params.get("near") or {}
+    typed = ctx.fill(near.get("value"))
+    listed = _QUOTED.findall(str(ctx.fill(near.get("choices")) or ""))
+    named = re.search(r"--[A-Za-z0-9][\w-]*", str(ctx.fill(params.get("flag")) or ""))
+    if not isinstance(typed, str) or not listed or named is None:
+        return None
+    flag = ctx.flag(named.group(0))
+    choice = nearest_choice(typed, listed)
+    if flag is None or choice is None or choice == typed:
+        return None
+    if ctx.catalog.validate(flag, choice) is not None:
+        return None  # not a value of the target release: ask instead
+    rem = Remediation(set={flag: choice}, safe=False,
+                      note=f"set {flag} {choice}: the only accepted value that matches what the launch gave",
+                      tradeoff=params.get("tradeoff"))
+    return trust.declare_log_named(rem, value_from="log")
 
 
 # A value only the user knows (a token, an interface, a worker's URL): the change names the

@@ -170,3 +170,16 @@ def test_start_up_constructor_frames_say_the_server_was_not_ready(pack):
             "    self.init_cu")
     _, guess = guess_of(pack, text)
     assert "does not say whether the server had been ready" not in guess["why"]
+
+
+def test_a_traceback_cut_building_the_expert_location_table_is_the_architecture_lookup(pack):
+    # 0.4.6+: ModelRunner resolves the architecture for the expert location table before load_model
+    text = (SCHED + f'  File "{P}/model_executor/model_runner.py", line 231, in __init__\n'
+            "    self.initialize(min_per_gpu_memory)\n"
+            f'  File "{P}/model_executor/model_runner.py", line 246, in initialize\n'
+            "    compute_initial_expert_location_metadata(server_args, self.model_config)\n"
+            f'  File "{P}/managers/expert_location.py", line 367, in compute_initial_expert_location_metadata\n'
+            "    return ExpertLocationMetadata.init")
+    _, guess = guess_of(pack, text)
+    assert guess["category"] == "model.unsupported"
+    assert "compute_initial_expert_location_metadata" in guess["why"]

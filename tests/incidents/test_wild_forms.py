@@ -30,6 +30,13 @@ def incidents_of(text: str):
     ("[36m(pid=12)[0m   File \"/x.py\", line 3, in f", '  File "/x.py", line 3, in f'),
     ("Thu Jan 23 11:55:50 2025[1,1]<stderr>:    scheduler.event_loop_overlap()", "    scheduler.event_loop_overlap()"),
     ("ERROR 2025-04-04T06:24:51.493646621Z param = params_dict[name]", "param = params_dict[name]"),
+    # CRI container log files (what node log shippers read): time, stream, F(ull)/P(artial) tag
+    ('2025-07-25T07:53:08.217488644+08:00 stdout F   File "/x.py", line 3, in f', '  File "/x.py", line 3, in f'),
+    ("2025-07-25T07:53:08Z stderr P [2025-07-25 07:53:08 TP2] Scheduler hit an exception: x",
+     "[2025-07-25 07:53:08 TP2] Scheduler hit an exception: x"),
+    # Kibana / OpenSearch Discover's date column (their default dateFormat), padded
+    ("May 16, 2026 @ 20:46:57.892    [W516 12:46:57.499 ProcessGroupNCCL.cpp:1826] x",
+     "[W516 12:46:57.499 ProcessGroupNCCL.cpp:1826] x"),
 ])
 def test_outer_prefixes_come_off(line, rest):
     assert strip_outer(line) == rest
@@ -37,6 +44,7 @@ def test_outer_prefixes_come_off(line, rest):
 
 @pytest.mark.parametrize("line", [
     "[2026-05-09 09:16:24 TP0] Load weight begin", "  | ValueError: x", "ValueError: a | b", "Killed",
+    "stdout F is not a prefix without its time", "May 16, 2026 was a Saturday",
     "I0227 11:31:26.136366 1021616 transfer_engine_impl.cpp:172] listening", "(most recent call first):",
 ])
 def test_lines_without_outer_prefix_stay(line):
@@ -259,3 +267,18 @@ def test_a_start_up_failure_in_the_asgi_lifespan_is_still_an_incident():
            "RuntimeError: Initialization failed. warmup error\n")
     (inc,), _ = incidents_of(log)
     assert inc.exception.type == "RuntimeError"
+
+
+def test_traceback_behind_cri_log_file_prefix_keeps_its_frames():
+    cri = "2025-07-25T07:53:08.217488644+08:00 stdout F "
+    log = "".join(f"{cri}{line}\n" for line in [
+        "[2025-07-25 07:53:08 TP2] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{P}/managers/scheduler.py", line 2769, in run_scheduler_process',
+        "    scheduler.event_loop_normal()",
+        f'  File "{P}/managers/scheduler.py", line 1756, in run_batch',
+        "    ) = self.draft_worker.forward_batch_speculative_generation(batch)",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ])
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "RuntimeError" and inc.ranks == ["TP2"]
+    assert [f.function for f in inc.frames] == ["run_scheduler_process", "run_batch"]

@@ -67,3 +67,34 @@ def test_gated_repo_explain_asks_for_hf_token():
     assert incidents, out.stderr
     rem = incidents[0]["remediation"]
     assert rem["env"].get("HF_TOKEN", "").startswith("<") and rem["safe"] is False
+
+
+# -- argparse's "invalid choice": the one listed value the launch plainly meant -------------
+
+def test_nearest_choice_takes_only_an_unambiguous_match():
+    assert remedies.nearest_choice("triton", ["sdpa", "fa3", "triton_attn", "ascend_attn"]) == "triton_attn"
+    assert remedies.nearest_choice("FP8_E4M3", ["auto", "fp8_e5m2", "fp8_e4m3"]) == "fp8_e4m3"
+    assert remedies.nearest_choice("fp8-e4m3", ["auto", "fp8_e5m2", "fp8_e4m3"]) == "fp8_e4m3"
+    # two values extend it, or it is too short to mean one: a question, not a guess
+    assert remedies.nearest_choice("fp8", ["auto", "fp8_e5m2", "fp8_e4m3", "bf16"]) is None
+    assert remedies.nearest_choice("fa", ["sdpa", "fa3", "fa_x"]) is None
+    assert remedies.nearest_choice("vllm", ["sdpa", "fa3"]) is None
+
+
+def _explain(path):
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(path)), capture_output=True, text=True)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def test_invalid_choice_proposes_the_unique_extension_as_advice():
+    (inc,) = [e for e in _explain(FIXTURES / "args" / "invalid_choice_unique_extension.log") if e["event"] == "incident"]
+    rem = inc["remediation"]
+    assert inc["rule"] == "args.invalid.invalid_choice"
+    assert rem["set"] == {"--mm-attention-backend": "triton_attn"}
+    assert rem["safe"] is False and rem["provenance"]["--mm-attention-backend"]["flag_from"] == "log"
+
+
+def test_invalid_choice_with_two_candidates_still_asks():
+    (inc,) = [e for e in _explain(FIXTURES / "args" / "invalid_choice_kv_cache_dtype_059.log") if e["event"] == "incident"]
+    value = inc["remediation"]["set"]["--kv-cache-dtype"]
+    assert value.startswith("<one of ") and inc["remediation"]["needs_human"]
