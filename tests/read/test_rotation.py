@@ -224,6 +224,23 @@ def _vm_hwm_kb(pid: int) -> int:
     raise AssertionError(f"no VmHWM for {pid}")
 
 
+def wait_until_watching(proc: subprocess.Popen, timeout: float = 120) -> list[dict]:
+    """Events printed until watch's first status line ("following ..." or "waiting for ... to
+    appear"): from then on it watches the path, however long its start-up took."""
+    events = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            events.append(json.loads(line))
+            if events[-1]["event"] == "status":
+                return events
+    raise AssertionError("watch printed no status line in time")
+
+
 def read_until_incident(proc: subprocess.Popen, timeout: float) -> list[dict]:
     """Events printed until the first incident (one line of JSON each)."""
     events = []
@@ -408,14 +425,14 @@ def test_partial_lines_through_watch(tmp_path):
     log.touch()
     watch = start_watch(log)
     try:
-        time.sleep(0.8)
+        wait_until_watching(watch)
         record = b"".join(traceback_record(7, 1))
         with open(log, "ab", buffering=0) as fh:
             for i in range(0, len(record), 50):
                 fh.write(record[i:i + 50])
                 time.sleep(0.4 if i % 150 == 0 else 0.01)
-        time.sleep(1.5)
-        events, _, _ = stop_watch(watch)
+        events = read_until_incident(watch, 120)
+        events += stop_watch(watch)[0]
     finally:
         kill_if_running(watch)
     incidents = [e for e in events if e["event"] == "incident"]
@@ -429,7 +446,7 @@ def test_a_partial_line_that_never_ends_delays_the_incident_only_a_few_gaps(tmp_
     log.touch()
     watch = start_watch(log, "--flush-after", "0.2")
     try:
-        time.sleep(0.8)
+        wait_until_watching(watch)
         log.write_bytes(b"".join(traceback_record(9, 1)[:4]) + b"[2026-12-02 15:56:07] partial wri")
         t0 = time.monotonic()
         events = read_until_incident(watch, 20)  # before any Ctrl-C
@@ -448,7 +465,7 @@ def test_ctrl_c_reports_the_incident_still_open(tmp_path):
     log.touch()
     watch = start_watch(log, "--flush-after", "30")
     try:
-        time.sleep(0.8)
+        wait_until_watching(watch)
         log.write_bytes(b"".join(traceback_record(5, 1)[:4]))  # no line after it closes it
         time.sleep(0.8)
         events, _, _ = stop_watch(watch)
@@ -462,13 +479,13 @@ def test_watch_before_the_directory_exists(tmp_path):
     log = tmp_path / "a" / "b" / "c" / "serve.log"
     watch = start_watch(log)
     try:
-        time.sleep(0.8)
+        wait_until_watching(watch)
         (tmp_path / "a" / "b").mkdir(parents=True)
         time.sleep(0.3)
         log.parent.mkdir()
         log.write_bytes(b"".join(traceback_record(3, 1)))
-        time.sleep(1.5)
-        events, _, _ = stop_watch(watch)
+        events = read_until_incident(watch, 120)
+        events += stop_watch(watch)[0]
     finally:
         kill_if_running(watch)
     incidents = [e for e in events if e["event"] == "incident"]
