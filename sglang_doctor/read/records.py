@@ -68,7 +68,8 @@ def rank_label(ranks: tuple[str, ...]) -> str:
 # compose (``sglang-1  | ``), kubectl --timestamps (RFC 3339), journald
 # (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
 # --tag-output (``[1,0]<stderr>:``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
-# and colour codes whose ESC byte a copy-paste lost (``[36m``).  They are taken off before
+# colour codes whose ESC byte a copy-paste lost (``[36m``), and markdown's quote mark
+# (``> ``, ``>`` alone on an empty line: GitHub's "Quote reply" of a comment that held a log).  They are taken off before
 # anything else looks at the line, so a dump, a milestone or a traceback behind them is seen
 # as if SGLang had written it straight to the terminal.
 
@@ -87,10 +88,11 @@ _OUTER = re.compile(
     r"|[A-Za-z0-9][\w.-]{0,100}(?: [\w.-]{1,100})? >> ?"                       # stern / kubetail: pod [container] >>
     r"|(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
     r"\[\d+,\d+\]<std(?:out|err)>:"                                          # mpirun --tag-output
+    r"|>(?: |$)"                                                             # markdown quote: > text
     r")"
 )
 # first characters an outer prefix can start with (a cheap test before the regex)
-_OUTER_FIRST = frozenset("[(ADEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789BC")
+_OUTER_FIRST = frozenset("[(>ADEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789BC")
 
 
 def outer_prefix_end(text: str) -> int:
