@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from sglang_doctor.model import Prefix
+from sglang_doctor.read.reader import clean_text
 
 _SGLANG = re.compile(
     r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d{1,6})?((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
@@ -132,3 +133,53 @@ def split_joined(text: str) -> list[str] | None:
     if len(parts) < 3:
         return None
     return [strip_outer(p) for p in parts]
+
+
+# -- lines hard-wrapped at a terminal's width ----------------------------------------------
+# A log copied from tmux/screen, a narrow ``kubectl logs`` window or a web console comes with
+# a real newline wherever the terminal folded a long line: every line longer than the width W
+# is split into pieces of exactly W characters and a shorter last piece.  A text where several
+# lines have exactly the text's greatest length, each followed by a line that does not start
+# one of its own, was folded at that width; its pieces are joined back (incidents/assemble.py).
+
+WRAP_MIN_WIDTH = 60
+WRAP_MIN_PIECES = 2  # distinct folded lines needed to call a text wrapped
+WRAP_SAMPLE = 1 << 20  # bytes of the text's start the width is judged on
+
+
+# what starts a line of its own: a bracket or a time stamp (a record's, a log viewer's), an
+# upper-case word and a colon (``INFO:``, ``FAILED:``, ``WARNING:``), a traceback, a frame
+_OWN_START = re.compile(r"[\[(<]|\d{1,4}[-/:.]\d|[A-Z][A-Z_]+:|Traceback \(|File \"|During handling|The above exception")
+
+
+def starts_own_line(text: str, previous: str = "") -> bool:
+    """A line that cannot be the rest of a folded line: a blank or indented one (a source
+    line), one that starts as ``_OWN_START`` says (behind any outer prefix), or as the line
+    above does (the next record of the same kind: a progress bar, a batch line)."""
+    if not text.strip() or text.startswith(("  ", "\t")):
+        return True
+    body = strip_outer(text)
+    if body is not text and (not body.strip() or body.startswith(("  ", "\t"))):
+        return True
+    return _OWN_START.match(body) is not None or (len(previous) >= 4 and text[:4] == previous[:4])
+
+
+def wrap_width(data: bytes) -> int | None:
+    """The width the text was hard-wrapped at, or None (see above): its greatest line length
+    W >= WRAP_MIN_WIDTH (in the characters the reader gives, read/reader.clean_text), with at
+    least WRAP_MIN_PIECES different lines of exactly W characters each followed by a line that
+    does not start a line of its own."""
+    raws = data.split(b"\n")[:-1]  # whole lines only
+    if len(raws) < 2:
+        return None
+    lines = [clean_text(raw[:-1] if raw.endswith(b"\r") else raw) for raw in raws]
+    width = max(len(line) for line in lines)
+    if width < WRAP_MIN_WIDTH:
+        return None
+    pieces: set[str] = set()
+    for i, line in enumerate(lines[:-1]):
+        if len(line) == width and not starts_own_line(lines[i + 1], line):
+            pieces.add(line)
+            if len(pieces) >= WRAP_MIN_PIECES:
+                return width
+    return None

@@ -24,8 +24,8 @@ Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.
 """
 
 
-def incidents_of(text: str):
-    pipe = StreamPipeline()
+def incidents_of(text: str, whole_log: bool = False):
+    pipe = StreamPipeline(whole_log=whole_log)  # whole_log: a finished file, as explain reads it
     events = pipe.feed(text.encode()) + pipe.finish()
     return [e["_diagnosis"].incident for e in events if e["event"] == "incident"]
 
@@ -54,3 +54,58 @@ def test_a_quoted_traceback_is_read_as_the_unquoted_one():
     (inc,) = incidents_of(quoted(CAPTURE_TRACEBACK))
     assert inc.exception == plain.exception
     assert [f.function for f in inc.frames] == [f.function for f in plain.frames]
+
+
+def fold(text: str, width: int) -> str:
+    """What a terminal's copy of the text gives when it folds long lines at ``width``."""
+    out = []
+    for line in text.splitlines():
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_a_folded_text_has_its_width_and_a_plain_one_has_none():
+    assert records.wrap_width(fold(CAPTURE_TRACEBACK, 80).encode()) == 80
+    assert records.wrap_width(fold(CAPTURE_TRACEBACK, 80).replace("\n", "\r\n").encode()) == 80
+    assert records.wrap_width(CAPTURE_TRACEBACK.encode()) is None
+    # the next record of the same kind at the same length is not a folded piece (a progress
+    # bar's lines, two ranks' lines), nor is an INFO: line or a time stamp after a long line
+    bars = "".join(f"Loading safetensors checkpoint shards:  {p:2d}% Completed | {p}/163 [00:3{p % 10}<00:12,  3.40it/s]\n"
+                   for p in range(10, 30))
+    assert records.wrap_width(bars.encode()) is None
+    ranks = "".join(f"[2025-04-12 03:11:09 TP{r}] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, "
+                    f"avail mem=21.73 GB, mem usage=15.27 GB.\nINFO:     Started server process [{r}]\n" for r in range(4))
+    assert records.wrap_width(ranks.encode()) is None
+    # one line repeated is not two folded lines (two ranks' sigquit, each before a progress line)
+    sigquit = "[2026-12-02 15:54:37] Received sigquit from a child process. It usually means the child failed.\n"
+    assert records.wrap_width((sigquit + "Capturing batches (bs=8 avail_mem=20.1 GB):  50%\n").encode() * 2) is None
+
+
+def test_a_folded_traceback_is_read_whole():
+    (plain,) = incidents_of(CAPTURE_TRACEBACK)
+    (inc,) = incidents_of(fold(CAPTURE_TRACEBACK, 80), whole_log=True)
+    assert inc.exception == plain.exception  # the exception line's three pieces joined back
+    assert [f.function for f in inc.frames] == [f.function for f in plain.frames]
+    # a joined line is numbered by its first piece: the incident still starts at the header
+    assert inc.first_line == 1 and inc.last_line == len(fold(CAPTURE_TRACEBACK, 80).splitlines()) - 1
+    # a live stream (pipe, watch) is the server's own output, never folded: read as it comes
+    assert all(live.exception != plain.exception for live in incidents_of(fold(CAPTURE_TRACEBACK, 80)))
+
+
+def test_a_folded_line_whose_last_piece_ends_the_text_is_kept():
+    from sglang_doctor.incidents.assemble import Assembler
+    from sglang_doctor.model import Line
+
+    line = PORT_IN_USE.rstrip("\n")
+    width = len(line) // 2
+    asm = Assembler()
+    asm.wrap_width = width
+    pieces = [line[:width], line[width:2 * width]]  # the text ends on a piece of exactly the width
+    events = [ev for n, piece in enumerate(pieces, 1) for ev in asm.feed(Line(n, piece))]
+    assert events == [] and asm.active  # the held piece keeps the assembler listening
+    (ev,) = asm.flush()
+    message = ev.incident.exception.message
+    assert "\n" not in message and message.endswith(line[2 * width - 20:2 * width])  # one line again
