@@ -250,6 +250,11 @@ class TracebackBuilder:
         if is_frame(text):
             self._frame_line(text)
             return self._take()
+        if text.lstrip().startswith('File "') and (self.parts[-1].frames or self.truncated_top):
+            # a frame line the paste cut short (``File "/usr/local/``), at column 0 once the
+            # indentation was lost: still a frame's start, never the exception line
+            self._prev_frame_indented = None
+            return self._take()
         if _CARET.match(text) or _REPEATED.match(text):
             return self._take()
         if is_elision(text):

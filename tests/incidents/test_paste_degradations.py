@@ -109,3 +109,26 @@ def test_a_folded_line_whose_last_piece_ends_the_text_is_kept():
     (ev,) = asm.flush()
     message = ev.incident.exception.message
     assert "\n" not in message and message.endswith(line[2 * width - 20:2 * width])  # one line again
+
+
+# transformers' KeyError under SGLang's tokenizer set-up, the paste cut inside the last frame
+# line and its indentation lost (corpus fresh/026's shape, dedented)
+CUT_IN_A_FRAME_DEDENTED = f"""File "/usr/local/lib/python3.10/dist-packages/transformers/models/auto/configuration_auto.py", line 815, in __getitem__
+raise KeyError(key)
+KeyError: 'qwen3_moe'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+File "{P}/managers/scheduler.py", line 2014, in run_scheduler_process
+scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)
+File "{P}/managers/scheduler.py", line 433, in init_tokenizer
+self.model_config = ModelConfig(
+File "/usr/local/
+"""
+
+
+def test_a_frame_line_cut_short_at_column_0_is_not_the_exception():
+    (inc,) = incidents_of(CUT_IN_A_FRAME_DEDENTED)
+    assert [e.type for e in inc.chain] == ["KeyError"]  # no exception "File \"/usr/local/"
+    assert inc.exception.message == "'qwen3_moe'"
