@@ -78,7 +78,10 @@ _OUTER = re.compile(
     r"(?:"
     r"\[\d{1,3}(?:;\d{1,3})*m ?"                                            # ANSI remnant: [36m, [0m
     r"|[A-Za-z0-9][\w.-]{0,62}\s+\| ?"                                       # docker compose: name  |
-    r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ \t]+"  # kubectl --timestamps
+    # kubectl --timestamps: the stamp and one space (the line's own indentation stays); a
+    # tracing format's padding before its level word ("...Z  INFO") goes too
+    r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ \t]"
+    r"(?:[ \t]+(?=(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\b))?"
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) "
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "                            # cloud logging export
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d "

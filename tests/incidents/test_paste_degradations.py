@@ -132,3 +132,13 @@ def test_a_frame_line_cut_short_at_column_0_is_not_the_exception():
     (inc,) = incidents_of(CUT_IN_A_FRAME_DEDENTED)
     assert [e.type for e in inc.chain] == ["KeyError"]  # no exception "File \"/usr/local/"
     assert inc.exception.message == "'qwen3_moe'"
+
+
+def test_kubectl_timestamps_keep_the_lines_own_indentation():
+    assert records.strip_outer('2025-06-01T08:15:41.121883252Z   File "x.py", line 3, in f') == '  File "x.py", line 3, in f'
+    assert records.strip_outer("2025-06-01T08:15:41.121883252Z     call()") == "    call()"
+    assert records.strip_outer("2025-11-05T01:56:54.286620Z  INFO scheduler.__init__: x") == "INFO scheduler.__init__: x"
+    text = "".join(f"2025-06-01T08:15:{i:02d}.121883252Z {line}\n" for i, line in enumerate(CAPTURE_TRACEBACK.splitlines()))
+    (plain,) = incidents_of(CAPTURE_TRACEBACK)
+    (inc,) = incidents_of(text)
+    assert [(f.function, f.source) for f in inc.frames] == [(f.function, f.source) for f in plain.frames]
