@@ -96,7 +96,7 @@ def t_tabs(lines, key, rng):
 def t_dedent(lines, key, rng):
     """Indentation lost: every line's leading whitespace removed, as when a log is pasted into
     a GitHub issue without a code fence and copied back from the rendered page (markdown folds
-    leading spaces); many corpus labels note it ("indentation lost")."""
+    leading spaces); corpus dev/025 and dev/026 were pasted so ("lost-indent")."""
     return "\n".join(line.lstrip() for line in lines) + "\n"
 
 
@@ -104,7 +104,8 @@ def t_wrap(lines, key, rng):
     """Hard-wrapped at the terminal's width (80-140 columns, seeded): a long line copied from
     tmux/screen, a narrow ``kubectl logs`` window or a CI console is split into 2-3 physical
     lines (real newlines where the terminal folded it); the key exception line is long, so it
-    is among the split ones."""
+    is among the split ones.  Real: corpus fresh/046 was pasted folded at 120 columns (frame
+    lines split before their function name)."""
     width = rng.randint(80, 140)
     out = []
     for line in lines:
@@ -117,14 +118,16 @@ def t_wrap(lines, key, rng):
 
 def t_compose(lines, key, rng):
     """docker compose's service prefix, ``sglang-1  | `` (padded to the longest service name),
-    on every line: ``docker compose up`` / ``docker compose logs`` output pasted as is."""
+    on every line: ``docker compose up`` / ``docker compose logs`` output pasted as is (corpus
+    dev/007, dev/028, dev/104)."""
     name = rng.choice(["sglang-1", "sglang_server_1", "llm-sglang-1"])
     pad = " " * rng.randint(1, 4)
     return "\n".join(f"{name}{pad}| {line}" for line in lines) + "\n"
 
 
 def t_kubectl(lines, key, rng):
-    """``kubectl logs --timestamps``: an RFC 3339 stamp with nanoseconds before every line."""
+    """``kubectl logs --timestamps``: an RFC 3339 stamp with nanoseconds before every line
+    (corpus dev/047)."""
     out = []
     s = rng.randint(0, 50)
     for i, line in enumerate(lines):
@@ -142,7 +145,7 @@ def t_journald(lines, key, rng):
 
 def t_ray(lines, key, rng):
     """Ray's worker prefix, ``(SchedulerActor pid=4012) `` (optionally ``, ip=...``), on every
-    line: SGLang run inside a Ray actor (verl, slime, AReaL rollouts)."""
+    line: SGLang run inside a Ray actor (verl, slime, AReaL rollouts; corpus dev/041, dev/100)."""
     actor = rng.choice(["SGLangEngine", "WorkerDict", "RolloutWorker", ""])
     ip = rng.choice(["", ", ip=10.0.0.12"])
     pref = f"({actor + ' ' if actor else ''}pid={rng.randint(1000, 99999)}{ip}) "
@@ -213,7 +216,8 @@ def t_blank(lines, key, rng):
 
 def t_elide(lines, key, rng):
     """A stretch of 2-6 lines above the key line (the traceback's middle frames) replaced by
-    an elision mark, ``[...]`` or ``......``, as reporters shorten a long traceback."""
+    an elision mark, ``[...]`` or ``......``, as reporters shorten a long traceback (corpus
+    dev/087, late/025)."""
     lo, hi = max(0, key - 14), key - 2
     if hi - lo < 2:
         return None
@@ -226,7 +230,8 @@ def t_elide(lines, key, rng):
 def t_cut_top(lines, key, rng):
     """The paste starts mid-line a few lines above the key line (3-12 lines: some frames and
     no ``Traceback`` header), its first line missing its start: a selection dragged up from
-    the error that stopped inside a line, the most common shape of a short paste."""
+    the error that stopped inside a line, the most common shape of a short paste (corpus
+    dev/003 and dev/026 are frames only; many labels say ``cut_mid_line``)."""
     if key < 3:
         return None
     start = max(0, key - rng.randint(3, 12))
