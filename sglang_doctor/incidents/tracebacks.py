@@ -52,6 +52,9 @@ CUT_HEADER_LITERAL = "hit an exception:"
 # "(WorkerDict pid=N)", a bracketed stamp) cut short by the paste, where the exception line was
 _CUT_STAMP = re.compile(r"^(?:\d[\d:.,T/ -]*|[\[(][\w:.,/ =-]*)$")
 _WRAPPED_IN = re.compile(r"^\s*in ([A-Za-z_<][\w<>.]*)\s*$")
+# What a markdown paste puts around a log (a code fence, GitHub's collapsed <details> block):
+# never a line of Python's; the line after an exception line that is one ends the message.
+_MARKUP = re.compile(r"^(?:```|~~~)[\w+-]*\s*$|^</?(?:details|summary)\b[^>]*>")
 
 
 def strip_group_decor(text: str) -> str:
@@ -293,6 +296,8 @@ class TracebackBuilder:
             return 0  # a blank line ended the exception message
         if is_frame(text):
             return 0
+        if text[:1] in "`~<" and _MARKUP.match(text):
+            return 0  # the paste's closing code fence or </details>: the text ends there
         self._msg_lines.append(text)
         return self._take()
 

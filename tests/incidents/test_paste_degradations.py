@@ -142,3 +142,10 @@ def test_kubectl_timestamps_keep_the_lines_own_indentation():
     (plain,) = incidents_of(CAPTURE_TRACEBACK)
     (inc,) = incidents_of(text)
     assert [(f.function, f.source) for f in inc.frames] == [(f.function, f.source) for f in plain.frames]
+
+
+def test_a_closing_code_fence_or_details_tag_is_not_part_of_the_message():
+    (plain,) = incidents_of(PORT_IN_USE)
+    for closing in ("```\n", "```\n\n</details>\n", "</details>\n", "~~~\n"):
+        (inc,) = incidents_of("<details><summary>log</summary>\n\n```log\n" + PORT_IN_USE + closing)
+        assert inc.exception == plain.exception, closing
