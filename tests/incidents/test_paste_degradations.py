@@ -149,3 +149,23 @@ def test_a_closing_code_fence_or_details_tag_is_not_part_of_the_message():
     for closing in ("```\n", "```\n\n</details>\n", "</details>\n", "~~~\n"):
         (inc,) = incidents_of("<details><summary>log</summary>\n\n```log\n" + PORT_IN_USE + closing)
         assert inc.exception == plain.exception, closing
+
+
+# one frame line and one source line folded (a width the text has only once: no global width)
+ONE_FOLD = f"""Traceback (most recent call last):
+  File "/usr/local/lib/python3.11/site-packages/sglang/srt/server_args.py", line 712, in prepare_server_args
+    server_args.resolve_once()
+  File "/usr/local/lib/python3.11/site-packages/sglang/srt/arg_groups/mamba_hook.py", line 150, in _
+ba_radix_strategy
+    assert self.disable_overlap_schedule, (self.mamba_radix_cache_strategy, self.disable_over
+lap_schedule)
+AssertionError: no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.
+"""
+
+
+def test_a_folded_frame_or_source_line_is_not_the_exception_line():
+    (inc,) = incidents_of(ONE_FOLD, whole_log=True)
+    assert inc.exception.type == "AssertionError" and inc.exception.message.startswith("no_buffer")
+    assert [f.function for f in inc.frames] == ["prepare_server_args", "_ba_radix_strategy"]
+    assert inc.frames[-1].source.endswith("self.disable_overlap_schedule)")
+    assert not inc.truncated
