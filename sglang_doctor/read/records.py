@@ -145,8 +145,8 @@ def split_joined(text: str) -> list[str] | None:
 # lines have exactly the text's greatest length, each followed by a line that does not start
 # one of its own, was folded at that width; its pieces are joined back (incidents/assemble.py).
 
-WRAP_MIN_WIDTH = 60
-WRAP_MIN_PIECES = 2  # distinct folded lines needed to call a text wrapped
+WRAP_MIN_WIDTH = 80  # a terminal's classic width; no narrower one is assumed
+WRAP_MIN_PIECES = 2  # folded lines that differ in more than their numbers (two ranks' copies of a line do not)
 WRAP_SAMPLE = 1 << 20  # bytes of the text's start the width is judged on
 
 
@@ -167,11 +167,14 @@ def starts_own_line(text: str, previous: str = "") -> bool:
     return _OWN_START.match(body) is not None or (len(previous) >= 4 and text[:4] == previous[:4])
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def wrap_width(data: bytes) -> int | None:
     """The width the text was hard-wrapped at, or None (see above): its greatest line length
     W >= WRAP_MIN_WIDTH (in the characters the reader gives, read/reader.clean_text), with at
-    least WRAP_MIN_PIECES different lines of exactly W characters each followed by a line that
-    does not start a line of its own."""
+    least WRAP_MIN_PIECES lines of exactly W characters, different beyond their numbers, each
+    followed by a line that does not start a line of its own."""
     raws = data.split(b"\n")[:-1]  # whole lines only
     if len(raws) < 2:
         return None
@@ -182,7 +185,7 @@ def wrap_width(data: bytes) -> int | None:
     pieces: set[str] = set()
     for i, line in enumerate(lines[:-1]):
         if len(line) == width and not starts_own_line(lines[i + 1], line):
-            pieces.add(line)
+            pieces.add(_DIGITS.sub("0", line))
             if len(pieces) >= WRAP_MIN_PIECES:
                 return width
     return None

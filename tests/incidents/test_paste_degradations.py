@@ -169,3 +169,11 @@ def test_a_folded_frame_or_source_line_is_not_the_exception_line():
     assert [f.function for f in inc.frames] == ["prepare_server_args", "_ba_radix_strategy"]
     assert inc.frames[-1].source.endswith("self.disable_overlap_schedule)")
     assert not inc.truncated
+
+
+def test_two_ranks_copies_of_a_line_are_not_folded_pieces():
+    # each rank's record followed by the shell's line (fixtures/classes/bus_error_shm.log, two ranks)
+    text = "".join(f"[2026-05-09 10:00:01 TP{r}] Load weight begin. avail mem=47.00 GB, the weights of rank {r}\n"
+                   "Bus error (core dumped)\n" for r in range(2))
+    assert records.wrap_width(text.encode()) is None
+    assert [i.signal_names for i in incidents_of(text, whole_log=True)] == [i.signal_names for i in incidents_of(text)]
