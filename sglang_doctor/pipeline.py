@@ -76,6 +76,9 @@ class StreamPipeline:
         self.assembler = incidents_mod.Assembler(extra_signals=extra)
         self._events: list[dict] = []
         weak, weak_heads = incidents_mod.weak_literals(rule_literals)
+        # the literals the block scanner passes a line for (a record-start line: the strong ones
+        # only): the assembler holds a folded piece only when the scanner passes it too
+        self.assembler.wrap_literals = (tuple(sorted(literals - set(weak) - set(weak_heads))), tuple(sorted(literals)))
         self.scanner = Scanner(self._on_line, lambda: self.assembler.active, literals, keep_raw=keep_raw, fast=fast,
                                weak=weak, weak_heads=weak_heads,
                                keep=(serving.NEEDLE, serving.BATCH_BYTES, serving.KEEP))
@@ -86,10 +89,18 @@ class StreamPipeline:
         self._tail = b""  # the input's last bytes (fallback.no_incident looks at the last line)
         self._line: Line | None = None
         self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
+        self._wrap_judged = False
 
     # -- feeding -----------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[dict]:
+        if data and not self._wrap_judged:
+            # a finished text (explain) may be a copy of a terminal that folded its long lines:
+            # judged on its first block (a whole paste), the assembler joins the pieces back.  A
+            # live stream (pipe, watch, run) is the server's own output: never folded.
+            self._wrap_judged = True
+            if self.whole_log:
+                self.assembler.wrap_width = records.wrap_width(data[:records.WRAP_SAMPLE])
         if data:
             self._partial = not data.endswith(b"\n")
             self._tail = (self._tail + data[-TAIL_KEEP:])[-TAIL_KEEP:]  # the last lines, for the summary

@@ -168,6 +168,8 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         | set(RECORD_EXCEPTION_LITERALS)
     )
 )
+_WRAP_LITERALS = (tuple(lit for lit in TRIGGER_LITERALS if lit not in BARE_ONLY_LITERALS and lit not in HEAD_ONLY_LITERALS),
+                  TRIGGER_LITERALS)
 
 
 @dataclass
@@ -235,6 +237,12 @@ class Assembler:
         # block scanner hands over the last ones of the text it skips (serving.py)
         self._batches: list[tuple[int, str]] = []
         self._retraction: tuple[int, str] | None = None
+        # a text hard-wrapped at a terminal's width (records.wrap_width, set by the pipeline):
+        # a line of exactly that width is held until the piece after it is seen and joined
+        self.wrap_width: int | None = None
+        self._wrapped: tuple[Line, int] | None = None  # (the line so far, its last piece's number)
+        # (literals a record-start line is passed for, literals any other line is passed for)
+        self.wrap_literals: tuple[tuple[str, ...], tuple[str, ...]] = _WRAP_LITERALS
 
     # -- public ------------------------------------------------------------------------
 
@@ -244,11 +252,47 @@ class Assembler:
 
     @property
     def active(self) -> bool:
-        return self._group is not None or self._held != [] or (
+        return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
         )
 
     def feed(self, line: Line) -> list[Event]:
+        if self.wrap_width is not None:
+            return self._unwrap(line)
+        return self._feed_line(line)
+
+    def _unwrap(self, line: Line) -> list[Event]:
+        """Join the pieces of a line the terminal folded at ``wrap_width`` (a piece of exactly
+        that width, then the piece after it unless that one starts a line of its own: see
+        records.starts_own_line) and feed the whole line; nothing is dropped."""
+        width = self.wrap_width
+        events: list[Event] = []
+        if self._wrapped is not None:
+            held, last = self._wrapped
+            self._wrapped = None
+            if line.number == last + 1 and not records.starts_own_line(line.text, held.text):
+                raw = held.raw + line.raw if held.raw is not None and line.raw is not None else held.raw
+                joined = Line(held.number, held.text + line.text, raw, held.cut + line.cut)
+                if len(line.text) == width:
+                    self._wrapped = (joined, line.number)
+                    return events
+                return self._feed_line(joined)
+            events = self._feed_line(held)
+        if len(line.text) == width and self._passed_alone(line.text):
+            self._wrapped = (line, line.number)
+            return events
+        return events + self._feed_line(line)
+
+    def _passed_alone(self, text: str) -> bool:
+        """Whether the block scanner hands this line over whatever came before it: while an
+        incident or a traceback is open, or for a literal it holds (read/scanner.py).  Only
+        such a piece is held, so the lines the scanner skips are judged the same either way."""
+        if self.active:
+            return True
+        strong, every = self.wrap_literals
+        return any(lit in text for lit in (strong if records.is_record_start(text) else every))
+
+    def _feed_line(self, line: Line) -> list[Event]:
         if "batch" in line.text and serving.is_batch(line.text):
             batches = self._batches
             if not batches or batches[-1][0] < line.number:
@@ -282,6 +326,9 @@ class Assembler:
 
     def flush(self) -> list[Event]:
         events: list[Event] = []
+        if self._wrapped is not None:  # a folded line's last piece was exactly the width
+            held, self._wrapped = self._wrapped[0], None
+            events += self._feed_line(held)
         self._release_held(events)
         self._close_group(events)
         self._record = None

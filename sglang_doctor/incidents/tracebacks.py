@@ -52,6 +52,10 @@ CUT_HEADER_LITERAL = "hit an exception:"
 # "(WorkerDict pid=N)", a bracketed stamp) cut short by the paste, where the exception line was
 _CUT_STAMP = re.compile(r"^(?:\d[\d:.,T/ -]*|[\[(][\w:.,/ =-]*)$")
 _WRAPPED_IN = re.compile(r"^\s*in ([A-Za-z_<][\w<>.]*)\s*$")
+_IDENTIFIER_PIECE = re.compile(r"^[\w<>.]+$")
+# What a markdown paste puts around a log (a code fence, GitHub's collapsed <details> block):
+# never a line of Python's; the line after an exception line that is one ends the message.
+_MARKUP = re.compile(r"^(?:```|~~~)[\w+-]*\s*$|^</?(?:details|summary)\b[^>]*>")
 
 
 def strip_group_decor(text: str) -> str:
@@ -178,6 +182,7 @@ class TracebackBuilder:
         self.state = "frames"  # frames | message
         self._held = 0  # blank lines held back
         self._prev_frame_indented: bool | None = None  # None: previous line was not a frame
+        self._folded: str | None = None  # "frame" / "source": the previous line was an indented one
         self._msg_lines: list[str] = []
         self._after_marker = False
         self.elided = False  # a "..." / "[...]" stood for dropped lines inside it
@@ -247,8 +252,16 @@ class TracebackBuilder:
         return n
 
     def _in_frames(self, text: str) -> int:
+        folded, self._folded = self._folded, None
         if is_frame(text):
             self._frame_line(text)
+            if text[:1] in (" ", "\t"):
+                self._folded = "frame"
+            return self._take()
+        if text.lstrip().startswith('File "') and (self.parts[-1].frames or self.truncated_top):
+            # a frame line the paste cut short (``File "/usr/local/``), at column 0 once the
+            # indentation was lost: still a frame's start, never the exception line
+            self._prev_frame_indented = None
             return self._take()
         if _CARET.match(text) or _REPEATED.match(text):
             return self._take()
@@ -261,6 +274,14 @@ class TracebackBuilder:
             return 0  # "Traceback ..." then blank lines then unrelated text
         if indented:
             self._source_line(text)
+            self._folded = "source"
+            return self._take()
+        if folded is not None and ": " not in text and not text.rstrip().endswith(":") \
+                and strict_exception(text.strip()) is None and not _CUT_STAMP.match(text):
+            # the rest of the indented line above, folded at column 0 by the terminal the log
+            # was copied from ("...line 150, in _" / "ba_radix_strategy"): no exception line
+            self._unfold(folded, text.strip())
+            self._folded = folded
             return self._take()
         if self._prev_frame_indented is False:
             # a frame copied without indentation: its source line is at column 0 too,
@@ -288,6 +309,8 @@ class TracebackBuilder:
             return 0  # a blank line ended the exception message
         if is_frame(text):
             return 0
+        if text[:1] in "`~<" and _MARKUP.match(text):
+            return 0  # the paste's closing code fence or </details>: the text ends there
         self._msg_lines.append(text)
         return self._take()
 
@@ -299,6 +322,17 @@ class TracebackBuilder:
             self.parts[-1].frames.append(frame)
             self._prev_frame_indented = text[:1] in (" ", "\t") or strip_group_decor(text) != text
         self.state = "frames"
+
+    def _unfold(self, kind: str, piece: str) -> None:
+        """Put a folded line's rest back on the frame or source line it was cut from."""
+        part = self.parts[-1]
+        if not part.frames:
+            return
+        frame = part.frames[-1]
+        if kind == "frame" and frame.source is None and _IDENTIFIER_PIECE.match(piece):
+            frame.function = piece if frame.function == "?" else frame.function + piece
+        elif kind == "source" and frame.source is not None:
+            frame.source += piece
 
     def _source_line(self, text: str) -> None:
         part = self.parts[-1]

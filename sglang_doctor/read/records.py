@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from sglang_doctor.model import Prefix
+from sglang_doctor.read.reader import clean_text
 
 _SGLANG = re.compile(
     r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d{1,6})?((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
@@ -71,7 +72,8 @@ def rank_label(ranks: tuple[str, ...]) -> str:
 # column (``May 16, 2026 @ 20:46:57.892``, their default dateFormat), journald
 # (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
 # --tag-output (``[1,0]<stderr>:``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
-# and colour codes whose ESC byte a copy-paste lost (``[36m``).  They are taken off before
+# colour codes whose ESC byte a copy-paste lost (``[36m``), and markdown's quote mark
+# (``> ``, ``>`` alone on an empty line: GitHub's "Quote reply" of a comment that held a log).  They are taken off before
 # anything else looks at the line, so a dump, a milestone or a traceback behind them is seen
 # as if SGLang had written it straight to the terminal.
 
@@ -79,7 +81,10 @@ _OUTER = re.compile(
     r"(?:"
     r"\[\d{1,3}(?:;\d{1,3})*m ?"                                            # ANSI remnant: [36m, [0m
     r"|[A-Za-z0-9][\w.-]{0,62}\s+\| ?"                                       # docker compose: name  |
-    r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ \t]+"  # kubectl --timestamps
+    # kubectl --timestamps: the stamp and one space (the line's own indentation stays); a
+    # tracing format's padding before its level word ("...Z  INFO") goes too
+    r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]?[ \t]"
+    r"(?:[ \t]+(?=(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\b))?"
     r"(?:std(?:out|err) [FP] )?"                                             #  + CRI log file: stream, F/P tag
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2}, \d{4} @ "
     r"\d\d:\d\d:\d\d\.\d{3}[ \t]+"                                           # Kibana / OpenSearch Discover column
@@ -93,10 +98,11 @@ _OUTER = re.compile(
     r"|[A-Za-z0-9][\w.-]{0,100}(?: [\w.-]{1,100})? >> ?"                       # stern / kubetail: pod [container] >>
     r"|(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
     r"\[\d+,\d+\]<std(?:out|err)>:"                                          # mpirun --tag-output
+    r"|>(?: |$)"                                                             # markdown quote: > text
     r")"
 )
 # first characters an outer prefix can start with (a cheap test before the regex)
-_OUTER_FIRST = frozenset("[(ADEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789BC")
+_OUTER_FIRST = frozenset("[(>ADEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789BC")
 
 
 def outer_prefix_end(text: str) -> int:
@@ -136,3 +142,56 @@ def split_joined(text: str) -> list[str] | None:
     if len(parts) < 3:
         return None
     return [strip_outer(p) for p in parts]
+
+
+# -- lines hard-wrapped at a terminal's width ----------------------------------------------
+# A log copied from tmux/screen, a narrow ``kubectl logs`` window or a web console comes with
+# a real newline wherever the terminal folded a long line: every line longer than the width W
+# is split into pieces of exactly W characters and a shorter last piece.  A text where several
+# lines have exactly the text's greatest length, each followed by a line that does not start
+# one of its own, was folded at that width; its pieces are joined back (incidents/assemble.py).
+
+WRAP_MIN_WIDTH = 80  # a terminal's classic width; no narrower one is assumed
+WRAP_MIN_PIECES = 2  # folded lines that differ in more than their numbers (two ranks' copies of a line do not)
+WRAP_SAMPLE = 1 << 20  # bytes of the text's start the width is judged on
+
+
+# what starts a line of its own: a bracket or a time stamp (a record's, a log viewer's), an
+# upper-case word and a colon (``INFO:``, ``FAILED:``, ``WARNING:``), a traceback, a frame
+_OWN_START = re.compile(r"[\[(<]|\d{1,4}[-/:.]\d|[A-Z][A-Z_]+:|Traceback \(|File \"|During handling|The above exception")
+
+
+def starts_own_line(text: str, previous: str = "") -> bool:
+    """A line that cannot be the rest of a folded line: a blank or indented one (a source
+    line), one that starts as ``_OWN_START`` says (behind any outer prefix), or as the line
+    above does (the next record of the same kind: a progress bar, a batch line)."""
+    if not text.strip() or text.startswith(("  ", "\t")):
+        return True
+    body = strip_outer(text)
+    if body is not text and (not body.strip() or body.startswith(("  ", "\t"))):
+        return True
+    return _OWN_START.match(body) is not None or (len(previous) >= 4 and text[:4] == previous[:4])
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def wrap_width(data: bytes) -> int | None:
+    """The width the text was hard-wrapped at, or None (see above): its greatest line length
+    W >= WRAP_MIN_WIDTH (in the characters the reader gives, read/reader.clean_text), with at
+    least WRAP_MIN_PIECES lines of exactly W characters, different beyond their numbers, each
+    followed by a line that does not start a line of its own."""
+    raws = data.split(b"\n")[:-1]  # whole lines only
+    if len(raws) < 2:
+        return None
+    lines = [clean_text(raw[:-1] if raw.endswith(b"\r") else raw) for raw in raws]
+    width = max(len(line) for line in lines)
+    if width < WRAP_MIN_WIDTH:
+        return None
+    pieces: set[str] = set()
+    for i, line in enumerate(lines[:-1]):
+        if len(line) == width and not starts_own_line(lines[i + 1], line):
+            pieces.add(_DIGITS.sub("0", line))
+            if len(pieces) >= WRAP_MIN_PIECES:
+                return width
+    return None

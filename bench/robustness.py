@@ -1,0 +1,505 @@
+"""Does sglang-doctor keep its answer when a log is pasted the way people really paste it?
+
+Real pastes are degraded copies of what SGLang wrote: cut above the last line, indentation
+lost, lines hard-wrapped at the terminal's width, container/launcher prefixes in front of
+every line, colour codes, ``[...]`` elisions, markdown quote marks, Windows line ends,
+several ranks' records interleaved.  This bench takes the files the tool already gets right
+and degrades each one with every transform below (seeded, deterministic), then checks that
+the answer survives.
+
+Inputs (never the sealed parts):
+
+- the cause-in-text files (``evidence_in_log: true``) of the tuned corpus parts ``dev``,
+  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9`` (the UNTUNED split: report
+  it, do not tune on its per-file details);
+- the rule fixtures of ``fixtures/EXPECTED.yaml`` that expect an incident (TUNE split);
+- healthy texts (corpus files labelled ``none`` and ``fixtures/healthy/``): a transform must
+  not turn them into incidents (false alarms).
+
+For each input the tool's answer on the original is taken first (``explain --format json``,
+read with bench/accuracy.py's helpers); only the files it gets right are kept (corpus: the
+primary incident's category is the label's; fixtures: it is one of EXPECTED.yaml's).  Then,
+per transform: **category kept** (the primary incident's category is still the right one),
+**fix kept** (for corpus files whose label gives a fix the original hit: still hit), and
+**false alarms** (healthy texts that now give an incident).
+
+Each transform keeps the key line's words (the label's ``key_line``; for a fixture, the last
+line of its primary incident): it may wrap, prefix or re-indent that line, never drop it.
+
+Usage: ``python bench/robustness.py [--split tune|untuned|all] [--transform NAME ...]
+[--verbose] [--json] [--subprocess]``.  By default the tool runs in this process (the same
+click command ``python -m sglang_doctor explain --format json`` runs, with the rule pack
+loaded once); ``--subprocess`` runs the real CLI per text as bench/accuracy.py does (slow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import accuracy  # noqa: E402  (bench/accuracy.py: run_tool, parse_events, primary_incident, fix_hit)
+
+ROOT = accuracy.ROOT
+CORPUS = accuracy.CORPUS
+TUNE_PARTS = ("dev", "fresh", "late")
+UNTUNED_PARTS = ("field", "field9")
+SEED = 20261204
+
+
+# -- the transforms --------------------------------------------------------------------------
+# Each takes the text's lines (no line ends), the index of the key line and a seeded RNG, and
+# returns the degraded text.  None: the transform does not apply to this text.
+
+
+@dataclass
+class Sample:
+    name: str  # "dev/012-....log" or "fixtures/memory/x.log"
+    split: str  # "tune" | "untuned"
+    lines: list[str]
+    key: int  # index of the key line in lines
+    category: str  # the right category ("none" for a healthy text)
+    fix_flags: dict = field(default_factory=dict)
+    fix_env: dict = field(default_factory=dict)
+    healthy: bool = False
+    orig_fix_hit: bool | None = None
+
+
+def t_crlf(lines, key, rng):
+    """Windows line ends (``\\r\\n``): a log saved on Windows or pasted from a Windows browser
+    into an issue form (GitHub keeps the ``\\r`` in attachments and in API bodies)."""
+    return "\r\n".join(lines) + "\r\n"
+
+
+def t_tabs(lines, key, rng):
+    """Leading indentation turned into tabs (one tab per 2-4 spaces), as editors with
+    ``expandtab`` off and some web log viewers re-indent a pasted traceback."""
+    out = []
+    for line in lines:
+        body = line.lstrip(" ")
+        n = len(line) - len(body)
+        out.append("\t" * ((n + 3) // 4) + body if n else line)
+    return "\n".join(out) + "\n"
+
+
+def t_dedent(lines, key, rng):
+    """Indentation lost: every line's leading whitespace removed, as when a log is pasted into
+    a GitHub issue without a code fence and copied back from the rendered page (markdown folds
+    leading spaces); corpus dev/025 and dev/026 were pasted so ("lost-indent")."""
+    return "\n".join(line.lstrip() for line in lines) + "\n"
+
+
+def t_wrap(lines, key, rng):
+    """Hard-wrapped at the terminal's width (80-140 columns, seeded): a long line copied from
+    tmux/screen, a narrow ``kubectl logs`` window or a CI console is split into 2-3 physical
+    lines (real newlines where the terminal folded it); the key exception line is long, so it
+    is among the split ones.  Real: corpus fresh/046 was pasted folded at 120 columns (frame
+    lines split before their function name)."""
+    width = rng.randint(80, 140)
+    out = []
+    for line in lines:
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def t_compose(lines, key, rng):
+    """docker compose's service prefix, ``sglang-1  | `` (padded to the longest service name),
+    on every line: ``docker compose up`` / ``docker compose logs`` output pasted as is (corpus
+    dev/007, dev/028, dev/104)."""
+    name = rng.choice(["sglang-1", "sglang_server_1", "llm-sglang-1"])
+    pad = " " * rng.randint(1, 4)
+    return "\n".join(f"{name}{pad}| {line}" for line in lines) + "\n"
+
+
+def t_kubectl(lines, key, rng):
+    """``kubectl logs --timestamps``: an RFC 3339 stamp with nanoseconds before every line
+    (corpus dev/047)."""
+    out = []
+    s = rng.randint(0, 50)
+    for i, line in enumerate(lines):
+        out.append(f"2025-06-01T08:{15 + (s + i) // 60 % 40:02d}:{(s + i) % 60:02d}.{rng.randint(0, 999999999):09d}Z {line}")
+    return "\n".join(out) + "\n"
+
+
+def t_journald(lines, key, rng):
+    """``journalctl -u sglang`` output: ``Jun 01 08:15:02 gpu-node-3 python3[4012]: `` before
+    every line (a systemd unit running the server)."""
+    host = rng.choice(["gpu-node-3", "dgx01", "ip-10-0-1-17"])
+    pid = rng.randint(1000, 99999)
+    return "\n".join(f"Jun 01 08:15:{i % 60:02d} {host} python3[{pid}]: {line}" for i, line in enumerate(lines)) + "\n"
+
+
+def t_ray(lines, key, rng):
+    """Ray's worker prefix, ``(SchedulerActor pid=4012) `` (optionally ``, ip=...``), on every
+    line: SGLang run inside a Ray actor (verl, slime, AReaL rollouts; corpus dev/041, dev/100)."""
+    actor = rng.choice(["SGLangEngine", "WorkerDict", "RolloutWorker", ""])
+    ip = rng.choice(["", ", ip=10.0.0.12"])
+    pref = f"({actor + ' ' if actor else ''}pid={rng.randint(1000, 99999)}{ip}) "
+    return "\n".join(pref + line for line in lines) + "\n"
+
+
+def t_ansi(lines, key, rng):
+    """Ray's coloured prefix with the ESC bytes lost in the copy: ``[36m(pid=4012)[0m `` (the
+    form a browser copy of a coloured terminal leaves); every other text also keeps real ESC
+    sequences, ``\\x1b[36m(pid=N)\\x1b[0m ``, as a ``tee``'d log file does."""
+    pid = rng.randint(1000, 99999)
+    esc = "\x1b" if rng.random() < 0.5 else ""
+    pref = f"{esc}[36m(WorkerDict pid={pid}){esc}[0m "
+    return "\n".join(pref + line for line in lines) + "\n"
+
+
+def t_quote(lines, key, rng):
+    """Markdown quote marks, ``> `` before every line: GitHub's "Quote reply" of another
+    comment's log, pasted into a new issue."""
+    return "\n".join(("> " + line) if line else ">" for line in lines) + "\n"
+
+
+def t_details(lines, key, rng):
+    """GitHub's collapsed ``<details>`` block with its fence left in the copy:
+    ``<details><summary>full log</summary>`` / ```` ``` ```` around the log, as issue bodies
+    that fold a long log are downloaded raw."""
+    head = ["<details>", "<summary>Full log</summary>", "", "```"]
+    tail = ["```", "", "</details>"]
+    return "\n".join(head + lines + tail) + "\n"
+
+
+def t_interleave(lines, key, rng):
+    """Several ranks' records interleaved: every SGLang record of ``TP0`` followed by the same
+    record from ``TP1`` (each rank logs its own copy of a collective failure, and records from
+    several processes reach one terminal in turn).  Only texts with rank headers."""
+    rx = re.compile(r"^(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?:DP|PP|ATTN_CP|MOE_DP|EP)\d+)*) TP0([ \]])")
+    if not any(rx.match(line) for line in lines):
+        return None
+    out: list[str] = []
+    record: list[str] = []
+
+    def flush():
+        if record:
+            out.extend(record)
+            out.extend(rx.sub(r"\1 TP1\2", line) for line in record)
+            record.clear()
+
+    for line in lines:
+        if line.startswith("[") and re.match(r"\[\d{4}-\d\d-\d\d ", line):
+            flush()
+            if rx.match(line):
+                record.append(line)
+            else:
+                out.append(line)
+        elif record:
+            record.append(line)
+        else:
+            out.append(line)
+    flush()
+    return "\n".join(out) + "\n"
+
+
+def t_blank(lines, key, rng):
+    """A blank line after every line: a copy from a web log viewer (Kibana, Cloud console,
+    some CI UIs) that renders each log line as a paragraph, doubling the line breaks."""
+    return "\n".join(line + "\n" for line in lines) + "\n"
+
+
+def t_elide(lines, key, rng):
+    """A stretch of 2-6 lines above the key line (the traceback's middle frames) replaced by
+    an elision mark, ``[...]`` or ``......``, as reporters shorten a long traceback (corpus
+    dev/087, late/025)."""
+    lo, hi = max(0, key - 14), key - 2
+    if hi - lo < 2:
+        return None
+    start = rng.randint(lo, hi - 2)
+    end = min(hi, start + rng.randint(2, 6))
+    mark = rng.choice(["[...]", "......", "..."])
+    return "\n".join(lines[:start] + [mark] + lines[end:]) + "\n"
+
+
+def t_cut_top(lines, key, rng):
+    """The paste starts mid-line a few lines above the key line (3-12 lines: some frames and
+    no ``Traceback`` header), its first line missing its start: a selection dragged up from
+    the error that stopped inside a line, the most common shape of a short paste (corpus
+    dev/003 and dev/026 are frames only; many labels say ``cut_mid_line``)."""
+    if key < 3:
+        return None
+    start = max(0, key - rng.randint(3, 12))
+    first = lines[start]
+    cut = rng.randint(1, max(1, len(first) // 2)) if first else 0
+    return "\n".join([first[cut:]] + lines[start + 1:]) + "\n"
+
+
+def t_tail(lines, key, rng):
+    """Only the last lines: the key line and what follows it, nothing above (the reporter
+    pasted just "the error")."""
+    return "\n".join(lines[key:]) + "\n"
+
+
+def t_combo(lines, key, rng):
+    """compose prefix, then a hard wrap at 100 columns, then ``\\r\\n``: a Windows user's copy of
+    ``docker compose logs`` from a narrow terminal."""
+    pref = "sglang-1  | "
+    out = []
+    for line in lines:
+        line = pref + line
+        while len(line) > 100:
+            out.append(line[:100])
+            line = line[100:]
+        out.append(line)
+    return "\r\n".join(out) + "\r\n"
+
+
+TRANSFORMS: dict[str, Callable] = {
+    "crlf": t_crlf, "tabs": t_tabs, "dedent": t_dedent, "wrap": t_wrap, "compose": t_compose,
+    "kubectl": t_kubectl, "journald": t_journald, "ray": t_ray, "ansi": t_ansi, "quote": t_quote,
+    "details": t_details, "interleave": t_interleave, "blank": t_blank, "elide": t_elide,
+    "cut_top": t_cut_top, "tail": t_tail, "combo": t_combo,
+}
+
+
+def apply(name: str, sample: Sample) -> str | None:
+    seed = int(hashlib.sha256(f"{SEED}:{name}:{sample.name}".encode()).hexdigest()[:12], 16)
+    return TRANSFORMS[name](list(sample.lines), sample.key, random.Random(seed))
+
+
+# -- running the tool ------------------------------------------------------------------------
+
+
+def _run_inprocess(path: Path) -> tuple[int | None, str, str]:
+    from click.testing import CliRunner
+
+    from sglang_doctor.cli.app import main
+
+    runner = CliRunner()
+    res = runner.invoke(main, ["explain", "--format", "json", str(path)], env={"NO_COLOR": "1"})
+    err = ""
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        import traceback
+
+        err = "Traceback (most recent call last):\n" + "".join(traceback.format_exception(res.exception))
+    return res.exit_code, res.stdout, err
+
+
+class Runner:
+    def __init__(self, subprocess: bool):
+        self.subprocess = subprocess
+        self.tmp = Path(tempfile.mkdtemp(prefix="robustness-"))
+
+    def answer(self, text: str | None = None, path: Path | None = None) -> dict:
+        if path is None:
+            path = self.tmp / "paste.log"
+            path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        code, stdout, stderr = accuracy.run_tool(path) if self.subprocess else _run_inprocess(path)
+        events = accuracy.parse_events(stdout)
+        incidents = [e for e in events if e.get("event") == "incident"]
+        primary = accuracy.primary_incident(incidents)
+        crash = None
+        if code not in (0, 1) or "Traceback (most recent call last)" in stderr:
+            crash = f"exit {code}: {stderr.strip()[-300:]}"
+        return {"incidents": incidents, "primary": primary, "crash": crash,
+                "category": (primary or {}).get("category")}
+
+
+# -- the inputs ------------------------------------------------------------------------------
+
+
+def _split_lines(data: str) -> list[str]:
+    return data.replace("\r\n", "\n").split("\n")[:-1] if data.endswith("\n") else data.replace("\r\n", "\n").split("\n")
+
+
+def _find_key(lines: list[str], key_line: str | None) -> int | None:
+    if not key_line:
+        return None
+    k = " ".join(key_line.split())
+    for i, line in enumerate(lines):
+        s = " ".join(line.split())
+        if s and (k in s or (len(s) >= 20 and s in k)):
+            return i
+    return None
+
+
+def _incident_key(lines: list[str], primary: dict) -> int:
+    """A fixture's key line: its primary incident's exception line (type and the message's
+    first words), else the incident's last line."""
+    start, end = primary.get("lines") or [1, len(lines)]
+    exc = primary.get("exception") or {}
+    etype = (exc.get("type") or "").rsplit(".", 1)[-1]
+    words = " ".join((exc.get("message") or "").split("\n")[0].split()[:4])
+    if etype:
+        for i in range(min(end, len(lines)) - 1, max(0, start - 1) - 1, -1):
+            s = " ".join(lines[i].split())
+            if etype in s and words in s:
+                return i
+    return max(0, min(len(lines) - 1, end - 1))
+
+
+def corpus_samples(parts, runner: Runner, log=print) -> tuple[list[Sample], list[Sample], dict]:
+    """(failing samples the tool gets right, healthy samples it keeps quiet on, counts)."""
+    right, healthy = [], []
+    counts = defaultdict(lambda: {"evident": 0, "right": 0, "healthy": 0})
+    for part in parts:
+        split = "tune" if part in TUNE_PARTS else "untuned"
+        for lab in accuracy.load_labels(part):
+            path = CORPUS / part / lab["file"]
+            if not path.is_file():
+                continue
+            data = path.read_bytes().decode("utf-8", "replace")
+            lines = _split_lines(data)
+            if lab["category"] == "none":
+                ans = runner.answer(path=path)
+                if not ans["incidents"]:
+                    healthy.append(Sample(f"{part}/{lab['file']}", split, lines, 0, "none", healthy=True))
+                    counts[part]["healthy"] += 1
+                continue
+            if not lab.get("evidence_in_log"):
+                continue
+            counts[part]["evident"] += 1
+            ans = runner.answer(path=path)
+            if ans["category"] != lab["category"]:
+                continue
+            counts[part]["right"] += 1
+            key = _find_key(lines, lab.get("key_line"))
+            if key is None:
+                key = _incident_key(lines, ans["primary"])
+            flags, env = lab.get("fix_flags") or {}, lab.get("fix_env") or {}
+            s = Sample(f"{part}/{lab['file']}", split, lines, key, lab["category"], flags, env)
+            if flags or env:
+                s.orig_fix_hit = accuracy.fix_hit(ans["primary"], flags, env)
+            right.append(s)
+    return right, healthy, counts
+
+
+def fixture_samples(runner: Runner) -> tuple[list[Sample], list[Sample], dict]:
+    expected = (yaml.safe_load((ROOT / "fixtures" / "EXPECTED.yaml").read_text()) or {}).get("fixtures") or {}
+    right, healthy = [], []
+    counts = {"expecting": 0, "right": 0, "healthy": 0}
+    for rel, incs in sorted(expected.items()):
+        path = ROOT / rel
+        if not path.is_file():
+            continue
+        lines = _split_lines(path.read_bytes().decode("utf-8", "replace"))
+        if not incs:
+            continue
+        counts["expecting"] += 1
+        ans = runner.answer(path=path)
+        cats = {i.get("category") for i in incs}
+        if ans["category"] not in cats:
+            continue
+        counts["right"] += 1
+        right.append(Sample(rel, "tune", lines, _incident_key(lines, ans["primary"]), ans["category"]))
+    for path in sorted((ROOT / "fixtures" / "healthy").glob("*.log")):
+        ans = runner.answer(path=path)
+        if not ans["incidents"]:
+            counts["healthy"] += 1
+            healthy.append(Sample(str(path.relative_to(ROOT)), "tune",
+                                  _split_lines(path.read_bytes().decode("utf-8", "replace")), 0, "none", healthy=True))
+    return right, healthy, counts
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def run(split: str, names: list[str], runner: Runner, verbose: bool, log=print) -> dict:
+    parts = {"tune": TUNE_PARTS, "untuned": UNTUNED_PARTS, "all": TUNE_PARTS + UNTUNED_PARTS}[split]
+    right, healthy, counts = corpus_samples(parts, runner, log)
+    fcounts = None
+    if split in ("tune", "all"):
+        fr, fh, fcounts = fixture_samples(runner)
+        right += fr
+        healthy += fh
+    out: dict = {"inputs": {"corpus": {p: dict(c) for p, c in counts.items()}, "fixtures": fcounts},
+                 "transforms": {}}
+    for name in names:
+        per = defaultdict(lambda: {"applied": 0, "category_kept": 0, "fix_applied": 0, "fix_kept": 0,
+                                   "healthy_applied": 0, "false_alarms": 0, "crashes": 0})
+        misses = []
+        for s in right:
+            text = apply(name, s)
+            if text is None:
+                continue
+            ans = runner.answer(text=text)
+            group = s.split if s.name.startswith(tuple(p + "/" for p in parts)) else "fixtures"
+            for g in (group, "total_" + s.split):
+                c = per[g]
+                c["applied"] += 1
+                c["crashes"] += ans["crash"] is not None
+                kept = ans["category"] == s.category
+                c["category_kept"] += kept
+                if s.orig_fix_hit:
+                    c["fix_applied"] += 1
+                    c["fix_kept"] += accuracy.fix_hit(ans["primary"], s.fix_flags, s.fix_env)
+            if ans["category"] != s.category:
+                misses.append(f"{s.name}: {s.category} -> {ans['category']}/{(ans['primary'] or {}).get('rule')}")
+            elif s.orig_fix_hit and not accuracy.fix_hit(ans["primary"], s.fix_flags, s.fix_env):
+                misses.append(f"{s.name}: fix lost ({(ans['primary'] or {}).get('rule')})")
+            if ans["crash"]:
+                misses.append(f"{s.name}: CRASH {ans['crash'][:200]}")
+        for s in healthy:
+            text = apply(name, s)
+            if text is None:
+                continue
+            ans = runner.answer(text=text)
+            c = per["healthy_" + s.split]
+            c["healthy_applied"] += 1
+            c["false_alarms"] += bool(ans["incidents"])
+            c["crashes"] += ans["crash"] is not None
+            if ans["incidents"]:
+                misses.append(f"{s.name}: FALSE ALARM {ans['category']}/{(ans['primary'] or {}).get('rule')}")
+        out["transforms"][name] = {"figures": {g: dict(c) for g, c in sorted(per.items())}, "misses": misses}
+        if log:
+            print_transform(name, out["transforms"][name], verbose)
+    return out
+
+
+def _pct(h: int, t: int) -> str:
+    return f"{h:>3}/{t:<3} {100 * h / t:5.1f}%" if t else "   -          "
+
+
+def print_transform(name: str, res: dict, verbose: bool) -> None:
+    fig = res["figures"]
+    cells = []
+    for g in ("tune", "fixtures", "untuned"):
+        c = fig.get(g)
+        if c:
+            cells.append(f"{g} cat {_pct(c['category_kept'], c['applied'])} fix {_pct(c['fix_kept'], c['fix_applied'])}")
+    fa = sum(fig[g]["false_alarms"] for g in fig if g.startswith("healthy_"))
+    ha = sum(fig[g]["healthy_applied"] for g in fig if g.startswith("healthy_"))
+    cr = sum(fig[g]["crashes"] for g in fig if not g.startswith("total_"))
+    print(f"{name:<11} " + " | ".join(cells) + f" | false alarms {fa}/{ha} | crashes {cr}", flush=True)
+    if verbose:
+        for m in res["misses"]:
+            print("    " + m)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", choices=("tune", "untuned", "all"), default="tune",
+                    help="tune: dev/fresh/late + fixtures; untuned: field/field9 (report only)")
+    ap.add_argument("--transform", nargs="*", choices=sorted(TRANSFORMS), help="default: all")
+    ap.add_argument("--verbose", action="store_true", help="list every miss (not on the untuned split's details while tuning)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--subprocess", action="store_true", help="run the real CLI per text (slow)")
+    args = ap.parse_args(argv)
+    names = args.transform or list(TRANSFORMS)
+    out = run(args.split, names, Runner(args.subprocess), args.verbose and not args.json,
+              log=None if args.json else print)
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+    else:
+        print(json.dumps(out["inputs"], sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""bench/robustness.py's transforms degrade a paste the way real pastes are degraded, but each
+keeps its key line's words: a transform that dropped them would measure nothing."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+try:
+    import robustness
+finally:
+    sys.path.pop(0)
+
+P = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
+LINES = [
+    "[2025-04-12 03:11:01 TP0] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=21.73 GB",
+    "[2025-04-12 03:11:01 TP1] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=21.70 GB",
+    "[2025-04-12 03:11:09 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    f'  File "{P}/managers/scheduler.py", line 1816, in run_scheduler_process',
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
+    f'  File "{P}/managers/tp_worker.py", line 68, in __init__',
+    "    self.model_runner = ModelRunner(",
+    f'  File "{P}/model_executor/model_runner.py", line 741, in init_cuda_graphs',
+    "    self.cuda_graph_runner = CudaGraphRunner(self)",
+    f'  File "{P}/model_executor/cuda_graph_runner.py", line 239, in __init__',
+    "    raise Exception(",
+    "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 7 has a total capacity of 95.00 GiB",
+    "",
+    "[2025-04-12 03:11:10] Received sigquit from a child process. It usually means the child failed.",
+]
+KEY = 11
+
+
+@pytest.mark.parametrize("name", sorted(robustness.TRANSFORMS))
+def test_a_transform_keeps_the_key_line(name):
+    sample = robustness.Sample("x.log", "tune", list(LINES), KEY, "memory.cuda_oom")
+    text = robustness.apply(name, sample)
+    assert text is not None
+    assert text == robustness.apply(name, sample)  # seeded: the same text every run
+    if name in ("wrap", "combo"):  # folded: the pieces joined back give the line
+        assert LINES[KEY] in text.replace("\r", "").replace("\n", "")
+    else:
+        assert LINES[KEY].strip() in text
+    assert text != "\n".join(LINES) + "\n"  # it degrades something
