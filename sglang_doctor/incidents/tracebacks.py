@@ -182,6 +182,7 @@ class TracebackBuilder:
         self.state = "frames"  # frames | message
         self._held = 0  # blank lines held back
         self._prev_frame_indented: bool | None = None  # None: previous line was not a frame
+        self._frame_indent: int | None = None  # the last frame line's indentation
         self._folded: str | None = None  # "frame" / "source": the previous line was an indented one
         self._msg_lines: list[str] = []
         self._after_marker = False
@@ -272,6 +273,14 @@ class TracebackBuilder:
         indented = text[:1] in (" ", "\t")
         if self._held and not self.parts[-1].frames and not indented:
             return 0  # "Traceback ..." then blank lines then unrelated text
+        if indented and self._frame_indent is not None and strip_group_decor(text) == text \
+                and len(text) - len(text.lstrip(" \t")) <= self._frame_indent:
+            # Python indents a frame's source line deeper than its frame line; a line no deeper
+            # than the frame is the exception line of a paste that indented everything (a
+            # markdown list, a quoted block), when it reads as one
+            exc = strict_exception(text.strip())
+            if exc is not None:
+                return self._exception(exc)
         if indented:
             self._source_line(text)
             self._folded = "source"
@@ -321,6 +330,7 @@ class TracebackBuilder:
         if frame is not None:
             self.parts[-1].frames.append(frame)
             self._prev_frame_indented = text[:1] in (" ", "\t") or strip_group_decor(text) != text
+            self._frame_indent = len(text) - len(text.lstrip(" \t"))
         self.state = "frames"
 
     def _unfold(self, kind: str, piece: str) -> None:

@@ -177,3 +177,24 @@ def test_two_ranks_copies_of_a_line_are_not_folded_pieces():
                    "Bus error (core dumped)\n" for r in range(2))
     assert records.wrap_width(text.encode()) is None
     assert [i.signal_names for i in incidents_of(text, whole_log=True)] == [i.signal_names for i in incidents_of(text)]
+
+
+def test_an_exception_line_no_deeper_than_its_frame_ends_an_indented_paste():
+    """A paste that indented every line (a markdown list, a quoted block): Python puts a
+    frame's source deeper than its frame line, so an exception-shaped line no deeper than the
+    frame is the exception, not source."""
+    text = (f'  File "{P}/layers/quantization/fp8.py", line 350, in validate_block_quant_shapes\n'
+            "      raise ValueError(\n"
+            "  ValueError: Weight output_partition_size = 320 is not divisible by weight quantization block_n = 128.\n")
+    (inc,) = incidents_of(text, whole_log=True)
+    assert inc.exception is not None and inc.exception.type == "ValueError"
+    assert inc.exception.message.startswith("Weight output_partition_size = 320")
+
+
+def test_an_exception_shaped_source_line_deeper_than_its_frame_stays_source():
+    text = ("Traceback (most recent call last):\n"
+            f'  File "{P}/server_args.py", line 900, in check\n'
+            "    ValueError: int = 3\n"
+            "RuntimeError: the real exception\n")
+    (inc,) = incidents_of(text, whole_log=True)
+    assert inc.exception.type == "RuntimeError"
