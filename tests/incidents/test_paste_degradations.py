@@ -198,3 +198,30 @@ def test_an_exception_shaped_source_line_deeper_than_its_frame_stays_source():
             "RuntimeError: the real exception\n")
     (inc,) = incidents_of(text, whole_log=True)
     assert inc.exception.type == "RuntimeError"
+
+
+def test_a_tests_own_assertion_is_not_the_servers_failure():
+    """A CI job ran a benchmark test against a healthy server; the test's threshold check
+    failed (unittest's assertGreaterEqual, under SGLang's CustomTestCase retry wrapper)."""
+    text = ("Traceback (most recent call last):\n"
+            f'  File "{P}/utils/common.py", line 2527, in retry\n'
+            "    return fn()\n"
+            '  File "/usr/lib/python3.11/unittest/case.py", line 579, in _callTestMethod\n'
+            "    if method() is not None:\n"
+            '  File "/repo/test/nightly/test_perf.py", line 91, in test_throughput\n'
+            "    self.assertGreaterEqual(throughput, 2078.3)\n"
+            '  File "/usr/lib/python3.11/unittest/case.py", line 703, in fail\n'
+            "    raise self.failureException(msg)\n"
+            "AssertionError: 1963.81 not greater than or equal to 2078.3\n")
+    assert incidents_of(text, whole_log=True) == []
+
+
+def test_an_assertion_inside_sglang_under_a_test_is_still_an_incident():
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.11/unittest/case.py", line 579, in _callTestMethod\n'
+            "    if method() is not None:\n"
+            f'  File "{P}/entrypoints/engine.py", line 160, in __init__\n'
+            "    assert self.server_args.tp_size > 0, 'tp_size must be positive'\n"
+            "AssertionError: tp_size must be positive\n")
+    assert len(incidents_of(text, whole_log=True)) == 1
+
