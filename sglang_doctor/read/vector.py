@@ -65,7 +65,29 @@ def available() -> bool:
     return importlib.util.find_spec("numpy") is not None
 
 
-class BlockIndex:
+class _NewlineRank:
+    """Counting newlines from a block's newline bit set (``words``, 64-bit) and its prefix
+    counts per word (``before``), over block[lo:hi]: what ``BlockIndex`` and ``LineIndex``
+    share."""
+
+    __slots__ = ()
+
+    def covers(self, buf: bytes, lo: int, hi: int) -> bool:
+        return buf is self.block and self.lo <= lo <= hi <= self.hi
+
+    def count(self, lo: int, hi: int) -> int:
+        """``block.count(b"\\n", lo, hi)`` (within the indexed part)."""
+        return self._rank1(hi) - self._rank1(lo)
+
+    def _rank1(self, p: int) -> int:
+        off = p - self.lo
+        w, b = off >> 6, off & 63
+        if w >= len(self.words):
+            return int(self.before[-1])
+        return int(self.before[w]) + (int(self.words[w]) & ((1 << b) - 1)).bit_count()
+
+
+class BlockIndex(_NewlineRank):
     """Where the newlines of ``block[lo:hi]`` (whole lines) are, as a bit set: one
     ``== 10`` pass and ``packbits`` (about 0.1 ns/B, GIL released), then prefix counts per
     64-bit word.  Answers, for any offset in the range, how many newlines come before it
@@ -87,19 +109,6 @@ class BlockIndex:
     def lines(self) -> int:
         return int(self.before[-1])
 
-    def covers(self, buf: bytes, lo: int, hi: int) -> bool:
-        return buf is self.block and self.lo <= lo <= hi <= self.hi
-
-    def count(self, lo: int, hi: int) -> int:
-        """``block.count(b"\\n", lo, hi)`` (within the indexed part)."""
-        return self._rank1(hi) - self._rank1(lo)
-
-    def _rank1(self, p: int) -> int:
-        off = p - self.lo
-        w, b = off >> 6, off & 63
-        if w >= len(self.words):
-            return int(self.before[-1])
-        return int(self.before[w]) + (int(self.words[w]) & ((1 << b) - 1)).bit_count()
 
     def rank(self, offsets):
         """Newlines in [lo, p) for each offset p (an int64 array): the index of p's line."""
@@ -130,7 +139,7 @@ class BlockIndex:
         return starts
 
 
-class LineIndex:
+class LineIndex(_NewlineRank):
     """``BlockIndex``'s ``count`` without numpy, for the C extension's path
     (``WeakFilter.search_native``): the same bit set (a ``bytearray`` filled by
     ``_native.newline_bits``) and its prefix counts per 64-bit word (``_native.prefix_counts``)."""
@@ -146,19 +155,6 @@ class LineIndex:
     def lines(self) -> int:
         return self.before[-1]
 
-    def covers(self, buf: bytes, lo: int, hi: int) -> bool:
-        return buf is self.block and self.lo <= lo <= hi <= self.hi
-
-    def count(self, lo: int, hi: int) -> int:
-        """``block.count(b"\n", lo, hi)`` (within the indexed part)."""
-        return self._rank1(hi) - self._rank1(lo)
-
-    def _rank1(self, p: int) -> int:
-        off = p - self.lo
-        w, b = off >> 6, off & 63
-        if w >= len(self.words):
-            return self.before[-1]
-        return self.before[w] + (self.words[w] & ((1 << b) - 1)).bit_count()
 
 
 def newline_bits(np, lo: int, hi: int):

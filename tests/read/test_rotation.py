@@ -224,37 +224,31 @@ def _vm_hwm_kb(pid: int) -> int:
     raise AssertionError(f"no VmHWM for {pid}")
 
 
+def read_events_until(proc: subprocess.Popen, last_event: str, timeout: float) -> list[dict]:
+    """Events printed (one line of JSON each) up to and with the first of kind ``last_event``."""
+    events = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            events.append(json.loads(line))
+            if events[-1]["event"] == last_event:
+                return events
+    raise AssertionError(f"no {last_event} event in time")
+
+
 def wait_until_watching(proc: subprocess.Popen, timeout: float = 120) -> list[dict]:
     """Events printed until watch's first status line ("following ..." or "waiting for ... to
     appear"): from then on it watches the path, however long its start-up took."""
-    events = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
-        if ready:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            events.append(json.loads(line))
-            if events[-1]["event"] == "status":
-                return events
-    raise AssertionError("watch printed no status line in time")
+    return read_events_until(proc, "status", timeout)
 
 
 def read_until_incident(proc: subprocess.Popen, timeout: float) -> list[dict]:
-    """Events printed until the first incident (one line of JSON each)."""
-    events = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
-        if ready:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            events.append(json.loads(line))
-            if events[-1]["event"] == "incident":
-                return events
-    raise AssertionError("no incident in time")
+    """Events printed until the first incident."""
+    return read_events_until(proc, "incident", timeout)
 
 
 def wait_for(cond, timeout: float, what: str) -> None:
