@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from guess_prior import TUNED_PARTS, count  # noqa: E402
+from guess_prior import TUNED_PARTS, count, failures  # noqa: E402
 
 from sglang_doctor.diagnose import phase_prior  # noqa: E402
 from sglang_doctor.diagnose.rules_engine import RuleSet  # noqa: E402
@@ -214,17 +214,9 @@ def cues_of(path: Path) -> dict:
 def labelled(parts) -> list[dict]:
     """Every labelled failure of ``parts`` with its category (``best_guess_category`` when the
     cause is not in the text) and whether the cause is in the text."""
-    out = []
-    for part in parts:
-        with open(ROOT / "corpus" / part / "labels.yaml", encoding="utf-8") as fh:
-            labels = yaml.safe_load(fh) or []
-        for lab in labels:
-            if not isinstance(lab, dict) or lab.get("category") in (None, "none"):
-                continue
-            cat = lab["category"] if lab.get("evidence_in_log") else lab.get("best_guess_category")
-            if cat and (ROOT / "corpus" / part / lab["file"]).is_file():
-                out.append({"part": part, "file": lab["file"], "label": cat, "no_cause": not lab.get("evidence_in_log")})
-    return out
+    return [{"part": part, "file": lab["file"], "label": cat, "no_cause": not lab.get("evidence_in_log")}
+            for part in parts for lab, cat in failures(part, ROOT)
+            if (ROOT / "corpus" / part / lab["file"]).is_file()]
 
 
 def _tokens(cues: dict, families) -> list[tuple[str, str]]:

@@ -18,19 +18,25 @@ ROOT = Path(__file__).resolve().parent.parent
 TUNED_PARTS = ("dev", "fresh", "late", "field", "field9", "notes10")
 
 
+def failures(part: str, root: Path = ROOT):
+    """Each labelled failure of a part (healthy logs left out) with the category it is scored
+    on: ``category``, or ``best_guess_category`` when the cause is not in the text."""
+    with open(root / "corpus" / part / "labels.yaml", encoding="utf-8") as fh:
+        labels = yaml.safe_load(fh) or []
+    for lab in labels:
+        if not isinstance(lab, dict) or lab.get("category") in (None, "none"):
+            continue
+        cat = lab["category"] if lab.get("evidence_in_log") else lab.get("best_guess_category")
+        if cat:
+            yield lab, cat
+
+
 def count(parts=TUNED_PARTS, root: Path = ROOT) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for part in parts:
         if part not in TUNED_PARTS:
             raise SystemExit(f"guess_prior: {part} is not a tuned part ({', '.join(TUNED_PARTS)})")
-        with open(root / "corpus" / part / "labels.yaml", encoding="utf-8") as fh:
-            labels = yaml.safe_load(fh) or []
-        for lab in labels:
-            if not isinstance(lab, dict) or lab.get("category") in (None, "none"):
-                continue
-            cat = lab["category"] if lab.get("evidence_in_log") else lab.get("best_guess_category")
-            if not cat:
-                continue
+        for lab, cat in failures(part, root):
             row = out.setdefault(lab.get("phase") or "unknown", {})
             row[cat] = row.get(cat, 0) + 1
     return {phase: dict(sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))) for phase, row in sorted(out.items())}

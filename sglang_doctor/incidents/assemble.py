@@ -65,22 +65,24 @@ _TEST_RUNNER = ("/unittest/case.py", "/_pytest/")
 _TEST_RETRY = "/sglang/srt/utils/common.py"
 
 
+def _path(frame) -> str:
+    return frame.file.replace("\\", "/")
+
+
 def _test_assertion(builders) -> bool:
-    frames = [f.file.replace("\\", "/") for b in builders for f in b.frames]
-    if not frames or any("/sglang/srt/" in f and not f.endswith(_TEST_RETRY) for f in frames):
+    """A test's AssertionError raised in the test runner, with no SGLang frame but retry()."""
+    paths = [_path(f) for b in builders for f in b.frames]
+    if not paths or any("/sglang/srt/" in p and not p.endswith(_TEST_RETRY) for p in paths):
         return False
-    for b in builders:
-        for part in b.parts:
-            exc, deepest = part.exception, part.frames[-1].file.replace("\\", "/") if part.frames else ""
-            if exc is not None and exc.type.rsplit(".", 1)[-1] == "AssertionError" \
-                    and any(r in deepest for r in _TEST_RUNNER):
-                return True
-    return False
+    return any(part.exception is not None and part.frames
+               and part.exception.type.rsplit(".", 1)[-1] == "AssertionError"
+               and any(r in _path(part.frames[-1]) for r in _TEST_RUNNER)
+               for b in builders for part in b.parts)
 
 
 def _request_frame(frame) -> bool:
     """A frame that only one HTTP request's handling passes through."""
-    path = frame.file.replace("\\", "/")
+    path = _path(frame)
     if frame.function == "handle_request" and path.endswith(_REQUEST_HANDLER):
         return True
     return any(part in path and (function is None or frame.function == function)

@@ -1129,8 +1129,9 @@ def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:
         return found
     change = found[at]
     change.needs_human, change.safe = True, False
-    advice = head.note.rstrip(". ")
-    change.note = f"{advice}; the change to try: {change.note}" if change.note else advice
+    advice = (head.note or "").rstrip(". ")
+    if advice:
+        change.note = f"{advice}; the change to try: {change.note}" if change.note else advice
     return [change, *(rem for i, rem in enumerate(found) if i not in (0, at))]
 
 
