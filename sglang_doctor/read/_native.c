@@ -1011,6 +1011,22 @@ done:
     return result;
 }
 
+#ifdef HAVE_AVX2_DISPATCH
+static int use_popcnt;  /* the CPU's POPCNT instruction (else __builtin_popcountll is a libgcc call) */
+
+__attribute__((target("popcnt"))) static void prefix_counts_popcnt(const unsigned char *b, int64_t *c, Py_ssize_t n)
+{
+    int64_t total = 0;
+    for (Py_ssize_t w = 0; w < n; w++) {
+        c[w] = total;
+        uint64_t x;
+        memcpy(&x, b + 8 * w, 8);
+        total += __builtin_popcountll(x);
+    }
+    c[n] = total;
+}
+#endif
+
 /* prefix_counts(bits) -> bytes of native int64, one more than the 64-bit words of bits
  * (a whole number of them): entry w is how many bits are set in the words before w */
 static PyObject *prefix_counts(PyObject *mod, PyObject *args)
@@ -1030,21 +1046,28 @@ static PyObject *prefix_counts(PyObject *mod, PyObject *args)
     int64_t *c = (int64_t *)PyBytes_AS_STRING(out);
     const unsigned char *b = (const unsigned char *)view.buf;
     Py_BEGIN_ALLOW_THREADS
-    int64_t total = 0;
-    for (Py_ssize_t w = 0; w < n; w++) {
-        c[w] = total;
-        uint64_t x;
-        memcpy(&x, b + 8 * w, 8);
-#if defined(__GNUC__)
-        total += __builtin_popcountll(x);
-#else
-        while (x) {
-            x &= x - 1;
-            total++;
-        }
+#ifdef HAVE_AVX2_DISPATCH
+    if (use_popcnt)
+        prefix_counts_popcnt(b, c, n);
+    else
 #endif
+    {
+        int64_t total = 0;
+        for (Py_ssize_t w = 0; w < n; w++) {
+            c[w] = total;
+            uint64_t x;
+            memcpy(&x, b + 8 * w, 8);
+#if defined(__GNUC__)
+            total += __builtin_popcountll(x);
+#else
+            while (x) {
+                x &= x - 1;
+                total++;
+            }
+#endif
+        }
+        c[n] = total;
     }
-    c[n] = total;
     Py_END_ALLOW_THREADS
 done:
     PyBuffer_Release(&view);
@@ -1086,6 +1109,7 @@ PyMODINIT_FUNC PyInit__native(void)
 #ifdef HAVE_AVX2_DISPATCH
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2") && getenv("SGLANG_DOCTOR_NO_AVX2") == NULL;
+    use_popcnt = __builtin_cpu_supports("popcnt");
 #endif
     if (PyType_Ready(&MatcherType) < 0)
         return NULL;

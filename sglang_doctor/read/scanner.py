@@ -633,9 +633,7 @@ class Scanner:
         the GIL while it searches (Aho-Corasick; Hyperscan's match callbacks hold it)."""
         if not getattr(finder, "parallel", False) or _cpus() < 2 or not (_sifts(finder) or vector.available()):
             return None
-        from concurrent.futures import ThreadPoolExecutor  # (its thread starts on the first big block)
-
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sglang-doctor-search")
+        pool = HelperThread("sglang-doctor-search")  # (its thread starts on the first big block)
         return pool, make_finder(self._lits, finder.name, self._weak_lits)
 
     def _search_ahead(self, finder, block: bytes, helper: tuple | None = None) -> tuple | None:
@@ -902,6 +900,59 @@ class Scanner:
         if found is not None:
             s, e = found
             self._record = (number + self._count(buf, lo, s), buf[s:e])
+
+
+class HelperThread:
+    """One thread of its own running the calls submitted to it, one at a time: what the
+    read-ahead needs of ``ThreadPoolExecutor(max_workers=1)`` (``submit``, the job's
+    ``result``, ``shutdown``) without importing ``concurrent.futures`` at start-up.  The
+    thread starts on the first call and is a daemon, like the read-ahead worker."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, fn: Callable, *args) -> "_Job":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+        job = _Job(fn, args)
+        self._jobs.put(job)
+        return job
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job.run()
+
+    def shutdown(self, wait: bool = True) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+            if wait:
+                self._thread.join()
+
+
+class _Job:
+    __slots__ = ("_fn", "_args", "_done", "_value", "_exc")
+
+    def __init__(self, fn: Callable, args: tuple):
+        self._fn, self._args = fn, args
+        self._done = threading.Event()
+        self._value = self._exc = None
+
+    def run(self) -> None:
+        try:
+            self._value = self._fn(*self._args)
+        except BaseException as exc:  # noqa: BLE001 - raised by result(), in the caller's thread
+            self._exc = exc
+        self._fn = self._args = None
+        self._done.set()
+
+    def result(self):
+        self._done.wait()
+        if self._exc is not None:
+            raise self._exc
+        return self._value
 
 
 def _sifts(finder) -> bool:

@@ -38,6 +38,9 @@ MARK_CAP = 16384  # more matches than this in a unit: one find per line instead
 WINDOW = 64  # bytes of a line start looked at for its header; a longer header is left to the regex
 MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
 CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
+# search_native with a helper thread: the share of each block the read-ahead worker searches
+# itself (it reads the blocks too: about a third of its time), the helper the rest
+WORKER_SHARE = 35
 
 _numpy = None
 
@@ -412,8 +415,11 @@ class WeakFilter:
             parts = [part(finder, lo, hi, 0, hi - lo)]
         else:
             pool, other = helper
-            mid = block.find(b"\n", (lo + hi) // 2, hi) + 1 or hi  # a line boundary: no literal straddles it
-            kmid = (hi - lo) // 2 // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
+            # the calling thread (the read-ahead worker) also reads the blocks: it searches
+            # the smaller part, so that both threads are done at about the same time
+            split = (hi - lo) * WORKER_SHARE // 100
+            mid = block.find(b"\n", lo + split, hi) + 1 or hi  # a line boundary: no literal straddles it
+            kmid = split // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
             later = pool.submit(part, other, mid, hi, kmid, hi - lo)
             try:
                 first = part(finder, lo, mid, 0, kmid)
