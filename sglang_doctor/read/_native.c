@@ -404,6 +404,27 @@ __attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned c
 }
 #endif
 
+#ifdef HAVE_AVX2_DISPATCH
+/* bits[kind] of the 64 bytes at p: CR (kind 0), ESC (2), NUL (3); returns whether any is set */
+__attribute__((target("avx2"))) static inline int dirty_bits_avx2(const unsigned char *p, uint64_t bits[4])
+{
+    const __m256i cr = _mm256_set1_epi8('\r'), es = _mm256_set1_epi8(0x1b), zero = _mm256_setzero_si256();
+    __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+    __m256i ca = _mm256_cmpeq_epi8(a, cr), cb = _mm256_cmpeq_epi8(b, cr);
+    __m256i ea = _mm256_cmpeq_epi8(a, es), eb = _mm256_cmpeq_epi8(b, es);
+    __m256i za = _mm256_cmpeq_epi8(a, zero), zb = _mm256_cmpeq_epi8(b, zero);
+    __m256i any = _mm256_or_si256(_mm256_or_si256(_mm256_or_si256(ca, cb), _mm256_or_si256(ea, eb)),
+                                  _mm256_or_si256(za, zb));
+    if (_mm256_testz_si256(any, any))
+        return 0;  /* (the usual case) */
+    bits[0] = (uint64_t)(uint32_t)_mm256_movemask_epi8(ca) | (uint64_t)(uint32_t)_mm256_movemask_epi8(cb) << 32;
+    bits[1] = 0;
+    bits[2] = (uint64_t)(uint32_t)_mm256_movemask_epi8(ea) | (uint64_t)(uint32_t)_mm256_movemask_epi8(eb) << 32;
+    bits[3] = (uint64_t)(uint32_t)_mm256_movemask_epi8(za) | (uint64_t)(uint32_t)_mm256_movemask_epi8(zb) << 32;
+    return 1;
+}
+#endif
+
 static inline void mark(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi, Py_ssize_t *mlast, Vec *marks)
 {
     unsigned char c = buf[p];
@@ -414,8 +435,29 @@ static inline void mark(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi, P
     mlast[kind] = line_end(buf, p, hi);
 }
 
-static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
-                 State *st, Vec *pairs, Vec *marks)
+/* marks of one kind from its bits in the 64 bytes at i: only past the line of its last mark
+ * (a NUL- or ESC-dense line costs one mark, not one test per byte) */
+static inline void mark_bits(const unsigned char *buf, Py_ssize_t i, Py_ssize_t hi, uint64_t bits, int kind,
+                             Py_ssize_t *mlast, Vec *marks)
+{
+    while (bits) {
+        Py_ssize_t from = mlast[kind] + 1 - i;  /* bits below this are on a marked line */
+        if (from >= 64)
+            break;
+        if (from > 0)
+            bits &= ~((UINT64_C(1) << from) - 1);
+        if (!bits)
+            break;
+        int b = __builtin_ctzll(bits);
+        bits &= bits - 1;
+        mark(buf, i + b, hi, mlast, marks);
+    }
+}
+
+/* the pass; avx2 is a constant (scan_plain, scan_avx2: the AVX2 helpers inline in the latter) */
+static inline __attribute__((always_inline)) void scan_body(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
+                                                            Py_ssize_t hi, State *st, Vec *pairs, Vec *marks,
+                                                            const int avx2)
 {
     Py_ssize_t mlast[4] = {lo - 1, lo - 1, lo - 1, lo - 1};
     const uint8_t *bitmap = m->bitmap;
@@ -430,6 +472,15 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
             maxshort = m->lens[m->shorts[k]];
     while (i < hi) {
         Py_ssize_t e = i + 64 < hi ? i + 64 : hi;
+#ifdef HAVE_AVX2_DISPATCH
+        if (avx2 && e - i == 64) {
+            uint64_t bits[4];
+            if (dirty_bits_avx2(buf + i, bits))
+                for (int kind = 0; kind < 4; kind++)
+                    if (kind != 1 && mlast[kind] < e - 1)
+                        mark_bits(buf, i, hi, bits[kind], kind, mlast, marks);
+        } else
+#endif
 #ifdef HAVE_SSE2
         if (e - i == 64) {
             /* CR, ESC, NUL in [i, e): per kind, only the bits past the line of its last
@@ -450,18 +501,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
                 uint64_t bits = 0;
                 for (int q = 0; q < 4; q++)
                     bits |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[q], c)) << (16 * q);
-                while (bits) {
-                    Py_ssize_t from = mlast[kind] + 1 - i;  /* bits below this are on a marked line */
-                    if (from >= 64)
-                        break;
-                    if (from > 0)
-                        bits &= ~((UINT64_C(1) << from) - 1);
-                    if (!bits)
-                        break;
-                    int b = __builtin_ctzll(bits);
-                    bits &= bits - 1;
-                    mark(buf, i + b, hi, mlast, marks);
-                }
+                mark_bits(buf, i, hi, bits, kind, mlast, marks);
             }
         } else
 #endif
@@ -475,7 +515,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         /* short literals starting in [i, e) */
         if (m->nshorts) {
 #ifdef HAVE_AVX2_DISPATCH
-            if (use_avx2 && i + 64 + maxshort - 1 <= hi) {
+            if (avx2 && i + 64 + maxshort - 1 <= hi) {
                 for (int k = 0; k < m->nshorts; k++) {
                     int lit = m->shorts[k];
                     const unsigned char *u = m->lits[lit];
@@ -532,7 +572,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         /* the hashed windows at every STRIDE-th position of [i, e) */
         Py_ssize_t p = i;
 #ifdef HAVE_AVX2_DISPATCH
-        if (use_avx2 && e - i == 64) {
+        if (avx2 && e - i == 64) {
             /* the 16 windows of the stride hashed and tested at once; the hits one by one */
             uint32_t hits = window_hits_avx2(bitmap, buf + i);
             while (hits) {
@@ -561,6 +601,32 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         }
         i = e;
     }
+}
+
+static void scan_plain(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi, State *st,
+                       Vec *pairs, Vec *marks)
+{
+    scan_body(m, buf, lo, hi, st, pairs, marks, 0);
+}
+
+#ifdef HAVE_AVX2_DISPATCH
+__attribute__((target("avx2"))) static void scan_avx2(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
+                                                      Py_ssize_t hi, State *st, Vec *pairs, Vec *marks)
+{
+    scan_body(m, buf, lo, hi, st, pairs, marks, 1);
+}
+#endif
+
+static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
+                 State *st, Vec *pairs, Vec *marks)
+{
+#ifdef HAVE_AVX2_DISPATCH
+    if (use_avx2) {
+        scan_avx2(m, buf, lo, hi, st, pairs, marks);
+        return;
+    }
+#endif
+    scan_plain(m, buf, lo, hi, st, pairs, marks);
 }
 
 static int get_range(Py_buffer *view, Py_ssize_t *lo, Py_ssize_t *hi)
