@@ -37,6 +37,16 @@ typedef struct {
 } Entry;
 
 typedef struct {
+    uint32_t key, pre;  /* the window's key; the literal's first 4 bytes */
+    int32_t lit, off;
+    Py_ssize_t len;
+} PEntry;
+
+#define HEADBITS 12
+#define HEADSIZE (1u << HEADBITS)
+#define HEAD(h) ((h) >> (HBITS - HEADBITS))
+
+typedef struct {
     PyObject_HEAD
     int nlits;
     unsigned char **lits;
@@ -49,6 +59,12 @@ typedef struct {
     int32_t *head;    /* HSIZE chain heads, -1 = none */
     Entry *entries;
     int nentries, capentries;
+    /* what the pass reads: the entries of each chain contiguous, by the hash's top HEADBITS
+     * bits (a slot holds the chains of several bitmap bits, told apart by the key), in chain
+     * order, with the literal's length and first 4 bytes beside the key (one cache line per
+     * candidate instead of a pointer chase through four arrays) */
+    uint32_t *slot_start;  /* HEADSIZE + 1 */
+    PEntry *packed;
 } Matcher;
 
 typedef struct {
@@ -149,6 +165,8 @@ static void Matcher_dealloc(Matcher *self)
     PyMem_Free(self->bitmap);
     PyMem_Free(self->head);
     PyMem_Free(self->entries);
+    PyMem_Free(self->slot_start);
+    PyMem_Free(self->packed);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -300,6 +318,36 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
         }
     }
     Py_DECREF(fast);
+    /* the packed chains: per slot, the entries in chain order (the last added first, as the
+     * chains of head/next hold them), so candidates are tried in the same order as before */
+    self->slot_start = (uint32_t *)PyMem_Calloc(HEADSIZE + 1, sizeof(uint32_t));
+    self->packed = (PEntry *)PyMem_Malloc((size_t)(self->nentries ? self->nentries : 1) * sizeof(PEntry));
+    if (self->slot_start == NULL || self->packed == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int j = 0; j < self->nentries; j++)
+        self->slot_start[HEAD(hash32(self->entries[j].key)) + 1]++;
+    for (uint32_t t = 0; t < HEADSIZE; t++)
+        self->slot_start[t + 1] += self->slot_start[t];
+    {
+        uint32_t *fill = (uint32_t *)PyMem_Malloc(HEADSIZE * sizeof(uint32_t));
+        if (fill == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(fill, self->slot_start, HEADSIZE * sizeof(uint32_t));
+        for (int j = self->nentries - 1; j >= 0; j--) {
+            const Entry *e = &self->entries[j];
+            PEntry *q = &self->packed[fill[HEAD(hash32(e->key))]++];
+            q->key = e->key;
+            q->pre = self->pre[e->lit];
+            q->lit = e->lit;
+            q->off = e->off;
+            q->len = self->lens[e->lit];
+        }
+        PyMem_Free(fill);
+    }
     return 0;
 nomem:
     Py_DECREF(fast);
@@ -339,17 +387,17 @@ static inline void found(State *st, const unsigned char *buf, Py_ssize_t hi, int
 static inline void candidate(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
                              Py_ssize_t i, uint32_t x, uint32_t h, State *st, Vec *pairs)
 {
-    for (int32_t j = m->head[h]; j >= 0; j = m->entries[j].next) {
-        const Entry *e = &m->entries[j];
+    const PEntry *e = m->packed + m->slot_start[HEAD(h)], *end = m->packed + m->slot_start[HEAD(h) + 1];
+    for (; e < end; e++) {
         if (x != e->key)
             continue;
         Py_ssize_t s = i - e->off;
-        Py_ssize_t len = m->lens[e->lit];
+        Py_ssize_t len = e->len;
         if (s < lo || s + len > hi)
             continue;
         if (s <= st->last[e->lit] && s >= st->first[e->lit])
             continue;
-        if (load32(buf + s) != m->pre[e->lit] || memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
+        if (load32(buf + s) != e->pre || memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
             continue;  /* (a hashed literal has 6 bytes or more: its first 4 compared first) */
         found(st, buf, hi, e->lit, s, pairs);
     }
