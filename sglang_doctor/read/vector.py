@@ -15,8 +15,9 @@ per-byte and per-hit work that used to hold the GIL in the caller's thread:
   which judges it exactly as before; this one only ever drops lines that one drops too;
 - the lines holding ESC or NUL (``Marks``, with ``\\r`` and `` pid=`` for the filter).
 
-With two CPUs a helper thread searches, indexes and marks the second half of each block
-while the worker does the first (``WeakFilter.search``).
+With two CPUs a helper thread searches, indexes and marks the second part of each block
+while the worker does the first (half each on the numpy path; with the C extension the
+worker, which also reads the blocks, takes ``WORKER_SHARE`` percent: ``WeakFilter.search``).
 
 numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
 imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
@@ -400,7 +401,7 @@ class WeakFilter:
 
     def search_native(self, finder, block: bytes, lo: int, hi: int, helper=None):
         """``search`` with the C extension doing the filter too (``_native.sift``: what
-        ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each half's
+        ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each part's
         thread; only the head conditions (regexes) are checked here, as ``_kept_by_heads`` does.
         No numpy: the newline index is a ``LineIndex``."""
         bits = bytearray(-(-(hi - lo) // 64) * 8)
