@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import signal
@@ -241,6 +242,16 @@ def explain(logfiles, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version
     """Read finished log(s) and diagnose every incident (gzip and run's LOG.attempts.json too)."""
     ruleset, hw, config = check_common(rule_dirs, gpus, gpu_sm, model_config, sglang_version)
     reporter = Reporter(fmt)
+    # the modules and the rule pack live to the end: the collector need not walk them again
+    # (unfrozen when done: a caller in the same process, e.g. a test, keeps its collector)
+    gc.freeze()
+    try:
+        _explain_files(logfiles, reporter, ruleset, hw, config, sglang_version)
+    finally:
+        gc.unfreeze()
+
+
+def _explain_files(logfiles, reporter, ruleset, hw, config, sglang_version) -> None:
     total = 0
     shown: set[str] = set()
     for path in logfiles:

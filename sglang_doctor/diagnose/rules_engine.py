@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import regex
-import yaml
 
 from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
@@ -268,27 +267,38 @@ def _readable_dir(path: Path) -> bool:
         return False
 
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
+_line_loader_class = None
 
 
-class _LineLoader(_BaseLoader):
-    """Records the line of every mapping, so errors can say file:line."""
+def _line_loader():
+    """The YAML loader that records the line of every mapping, so errors can say file:line.
+    Built (and yaml imported) on first use: a run whose pack comes from the cache never
+    parses YAML, and the import costs about 15 ms of start-up."""
+    global _line_loader_class
+    if _line_loader_class is not None:
+        return _line_loader_class
+    import yaml
 
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
 
-def _construct_mapping(loader, node, deep=False):
-    seen: set[str] = set()
-    for key_node, _ in node.value:  # YAML keeps the last of two equal keys, silently
-        if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
-            if key_node.value in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
-            seen.add(key_node.value)
-    mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-    mapping["__line__"] = node.start_mark.line + 1
-    return mapping
+    class _LineLoader(base):
+        """Records the line of every mapping, so errors can say file:line."""
 
+    def _construct_mapping(loader, node, deep=False):
+        seen: set[str] = set()
+        for key_node, _ in node.value:  # YAML keeps the last of two equal keys, silently
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
+                seen.add(key_node.value)
+        mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+        mapping["__line__"] = node.start_mark.line + 1
+        return mapping
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _line_loader_class = _LineLoader
+    return _LineLoader
 
 
 def load_rule_file(path: Path, repo_root: Path | None, problems: list[str]) -> list[Rule]:
@@ -302,8 +312,11 @@ def parse_rule_file(path: Path, problems: list[str]) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(f"{path}:1: cannot read: {exc}")
         return None
+    loader = _line_loader()
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_LineLoader)
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1

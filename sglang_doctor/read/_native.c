@@ -37,6 +37,16 @@ typedef struct {
 } Entry;
 
 typedef struct {
+    uint32_t key, pre;  /* the window's key; the literal's first 4 bytes */
+    int32_t lit, off;
+    Py_ssize_t len;
+} PEntry;
+
+#define HEADBITS 12
+#define HEADSIZE (1u << HEADBITS)
+#define HEAD(h) ((h) >> (HBITS - HEADBITS))
+
+typedef struct {
     PyObject_HEAD
     int nlits;
     unsigned char **lits;
@@ -49,6 +59,12 @@ typedef struct {
     int32_t *head;    /* HSIZE chain heads, -1 = none */
     Entry *entries;
     int nentries, capentries;
+    /* what the pass reads: the entries of each chain contiguous, by the hash's top HEADBITS
+     * bits (a slot holds the chains of several bitmap bits, told apart by the key), in chain
+     * order, with the literal's length and first 4 bytes beside the key (one cache line per
+     * candidate instead of a pointer chase through four arrays) */
+    uint32_t *slot_start;  /* HEADSIZE + 1 */
+    PEntry *packed;
 } Matcher;
 
 typedef struct {
@@ -149,6 +165,8 @@ static void Matcher_dealloc(Matcher *self)
     PyMem_Free(self->bitmap);
     PyMem_Free(self->head);
     PyMem_Free(self->entries);
+    PyMem_Free(self->slot_start);
+    PyMem_Free(self->packed);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -300,6 +318,36 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
         }
     }
     Py_DECREF(fast);
+    /* the packed chains: per slot, the entries in chain order (the last added first, as the
+     * chains of head/next hold them), so candidates are tried in the same order as before */
+    self->slot_start = (uint32_t *)PyMem_Calloc(HEADSIZE + 1, sizeof(uint32_t));
+    self->packed = (PEntry *)PyMem_Malloc((size_t)(self->nentries ? self->nentries : 1) * sizeof(PEntry));
+    if (self->slot_start == NULL || self->packed == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int j = 0; j < self->nentries; j++)
+        self->slot_start[HEAD(hash32(self->entries[j].key)) + 1]++;
+    for (uint32_t t = 0; t < HEADSIZE; t++)
+        self->slot_start[t + 1] += self->slot_start[t];
+    {
+        uint32_t *fill = (uint32_t *)PyMem_Malloc(HEADSIZE * sizeof(uint32_t));
+        if (fill == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(fill, self->slot_start, HEADSIZE * sizeof(uint32_t));
+        for (int j = self->nentries - 1; j >= 0; j--) {
+            const Entry *e = &self->entries[j];
+            PEntry *q = &self->packed[fill[HEAD(hash32(e->key))]++];
+            q->key = e->key;
+            q->pre = self->pre[e->lit];
+            q->lit = e->lit;
+            q->off = e->off;
+            q->len = self->lens[e->lit];
+        }
+        PyMem_Free(fill);
+    }
     return 0;
 nomem:
     Py_DECREF(fast);
@@ -339,17 +387,17 @@ static inline void found(State *st, const unsigned char *buf, Py_ssize_t hi, int
 static inline void candidate(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
                              Py_ssize_t i, uint32_t x, uint32_t h, State *st, Vec *pairs)
 {
-    for (int32_t j = m->head[h]; j >= 0; j = m->entries[j].next) {
-        const Entry *e = &m->entries[j];
+    const PEntry *e = m->packed + m->slot_start[HEAD(h)], *end = m->packed + m->slot_start[HEAD(h) + 1];
+    for (; e < end; e++) {
         if (x != e->key)
             continue;
         Py_ssize_t s = i - e->off;
-        Py_ssize_t len = m->lens[e->lit];
+        Py_ssize_t len = e->len;
         if (s < lo || s + len > hi)
             continue;
         if (s <= st->last[e->lit] && s >= st->first[e->lit])
             continue;
-        if (load32(buf + s) != m->pre[e->lit] || memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
+        if (load32(buf + s) != e->pre || memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
             continue;  /* (a hashed literal has 6 bytes or more: its first 4 compared first) */
         found(st, buf, hi, e->lit, s, pairs);
     }
@@ -404,6 +452,27 @@ __attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned c
 }
 #endif
 
+#ifdef HAVE_AVX2_DISPATCH
+/* bits[kind] of the 64 bytes at p: CR (kind 0), ESC (2), NUL (3); returns whether any is set */
+__attribute__((target("avx2"))) static inline int dirty_bits_avx2(const unsigned char *p, uint64_t bits[4])
+{
+    const __m256i cr = _mm256_set1_epi8('\r'), es = _mm256_set1_epi8(0x1b), zero = _mm256_setzero_si256();
+    __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+    __m256i ca = _mm256_cmpeq_epi8(a, cr), cb = _mm256_cmpeq_epi8(b, cr);
+    __m256i ea = _mm256_cmpeq_epi8(a, es), eb = _mm256_cmpeq_epi8(b, es);
+    __m256i za = _mm256_cmpeq_epi8(a, zero), zb = _mm256_cmpeq_epi8(b, zero);
+    __m256i any = _mm256_or_si256(_mm256_or_si256(_mm256_or_si256(ca, cb), _mm256_or_si256(ea, eb)),
+                                  _mm256_or_si256(za, zb));
+    if (_mm256_testz_si256(any, any))
+        return 0;  /* (the usual case) */
+    bits[0] = (uint64_t)(uint32_t)_mm256_movemask_epi8(ca) | (uint64_t)(uint32_t)_mm256_movemask_epi8(cb) << 32;
+    bits[1] = 0;
+    bits[2] = (uint64_t)(uint32_t)_mm256_movemask_epi8(ea) | (uint64_t)(uint32_t)_mm256_movemask_epi8(eb) << 32;
+    bits[3] = (uint64_t)(uint32_t)_mm256_movemask_epi8(za) | (uint64_t)(uint32_t)_mm256_movemask_epi8(zb) << 32;
+    return 1;
+}
+#endif
+
 static inline void mark(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi, Py_ssize_t *mlast, Vec *marks)
 {
     unsigned char c = buf[p];
@@ -414,8 +483,29 @@ static inline void mark(const unsigned char *buf, Py_ssize_t p, Py_ssize_t hi, P
     mlast[kind] = line_end(buf, p, hi);
 }
 
-static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
-                 State *st, Vec *pairs, Vec *marks)
+/* marks of one kind from its bits in the 64 bytes at i: only past the line of its last mark
+ * (a NUL- or ESC-dense line costs one mark, not one test per byte) */
+static inline void mark_bits(const unsigned char *buf, Py_ssize_t i, Py_ssize_t hi, uint64_t bits, int kind,
+                             Py_ssize_t *mlast, Vec *marks)
+{
+    while (bits) {
+        Py_ssize_t from = mlast[kind] + 1 - i;  /* bits below this are on a marked line */
+        if (from >= 64)
+            break;
+        if (from > 0)
+            bits &= ~((UINT64_C(1) << from) - 1);
+        if (!bits)
+            break;
+        int b = __builtin_ctzll(bits);
+        bits &= bits - 1;
+        mark(buf, i + b, hi, mlast, marks);
+    }
+}
+
+/* the pass; avx2 is a constant (scan_plain, scan_avx2: the AVX2 helpers inline in the latter) */
+static inline __attribute__((always_inline)) void scan_body(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
+                                                            Py_ssize_t hi, State *st, Vec *pairs, Vec *marks,
+                                                            const int avx2)
 {
     Py_ssize_t mlast[4] = {lo - 1, lo - 1, lo - 1, lo - 1};
     const uint8_t *bitmap = m->bitmap;
@@ -430,6 +520,15 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
             maxshort = m->lens[m->shorts[k]];
     while (i < hi) {
         Py_ssize_t e = i + 64 < hi ? i + 64 : hi;
+#ifdef HAVE_AVX2_DISPATCH
+        if (avx2 && e - i == 64) {
+            uint64_t bits[4];
+            if (dirty_bits_avx2(buf + i, bits))
+                for (int kind = 0; kind < 4; kind++)
+                    if (kind != 1 && mlast[kind] < e - 1)
+                        mark_bits(buf, i, hi, bits[kind], kind, mlast, marks);
+        } else
+#endif
 #ifdef HAVE_SSE2
         if (e - i == 64) {
             /* CR, ESC, NUL in [i, e): per kind, only the bits past the line of its last
@@ -450,18 +549,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
                 uint64_t bits = 0;
                 for (int q = 0; q < 4; q++)
                     bits |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[q], c)) << (16 * q);
-                while (bits) {
-                    Py_ssize_t from = mlast[kind] + 1 - i;  /* bits below this are on a marked line */
-                    if (from >= 64)
-                        break;
-                    if (from > 0)
-                        bits &= ~((UINT64_C(1) << from) - 1);
-                    if (!bits)
-                        break;
-                    int b = __builtin_ctzll(bits);
-                    bits &= bits - 1;
-                    mark(buf, i + b, hi, mlast, marks);
-                }
+                mark_bits(buf, i, hi, bits, kind, mlast, marks);
             }
         } else
 #endif
@@ -475,7 +563,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         /* short literals starting in [i, e) */
         if (m->nshorts) {
 #ifdef HAVE_AVX2_DISPATCH
-            if (use_avx2 && i + 64 + maxshort - 1 <= hi) {
+            if (avx2 && i + 64 + maxshort - 1 <= hi) {
                 for (int k = 0; k < m->nshorts; k++) {
                     int lit = m->shorts[k];
                     const unsigned char *u = m->lits[lit];
@@ -532,7 +620,7 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         /* the hashed windows at every STRIDE-th position of [i, e) */
         Py_ssize_t p = i;
 #ifdef HAVE_AVX2_DISPATCH
-        if (use_avx2 && e - i == 64) {
+        if (avx2 && e - i == 64) {
             /* the 16 windows of the stride hashed and tested at once; the hits one by one */
             uint32_t hits = window_hits_avx2(bitmap, buf + i);
             while (hits) {
@@ -561,6 +649,32 @@ static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_s
         }
         i = e;
     }
+}
+
+static void scan_plain(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi, State *st,
+                       Vec *pairs, Vec *marks)
+{
+    scan_body(m, buf, lo, hi, st, pairs, marks, 0);
+}
+
+#ifdef HAVE_AVX2_DISPATCH
+__attribute__((target("avx2"))) static void scan_avx2(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
+                                                      Py_ssize_t hi, State *st, Vec *pairs, Vec *marks)
+{
+    scan_body(m, buf, lo, hi, st, pairs, marks, 1);
+}
+#endif
+
+static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
+                 State *st, Vec *pairs, Vec *marks)
+{
+#ifdef HAVE_AVX2_DISPATCH
+    if (use_avx2) {
+        scan_avx2(m, buf, lo, hi, st, pairs, marks);
+        return;
+    }
+#endif
+    scan_plain(m, buf, lo, hi, st, pairs, marks);
 }
 
 static int get_range(Py_buffer *view, Py_ssize_t *lo, Py_ssize_t *hi)
@@ -1011,6 +1125,22 @@ done:
     return result;
 }
 
+#ifdef HAVE_AVX2_DISPATCH
+static int use_popcnt;  /* the CPU's POPCNT instruction (else __builtin_popcountll is a libgcc call) */
+
+__attribute__((target("popcnt"))) static void prefix_counts_popcnt(const unsigned char *b, int64_t *c, Py_ssize_t n)
+{
+    int64_t total = 0;
+    for (Py_ssize_t w = 0; w < n; w++) {
+        c[w] = total;
+        uint64_t x;
+        memcpy(&x, b + 8 * w, 8);
+        total += __builtin_popcountll(x);
+    }
+    c[n] = total;
+}
+#endif
+
 /* prefix_counts(bits) -> bytes of native int64, one more than the 64-bit words of bits
  * (a whole number of them): entry w is how many bits are set in the words before w */
 static PyObject *prefix_counts(PyObject *mod, PyObject *args)
@@ -1030,21 +1160,28 @@ static PyObject *prefix_counts(PyObject *mod, PyObject *args)
     int64_t *c = (int64_t *)PyBytes_AS_STRING(out);
     const unsigned char *b = (const unsigned char *)view.buf;
     Py_BEGIN_ALLOW_THREADS
-    int64_t total = 0;
-    for (Py_ssize_t w = 0; w < n; w++) {
-        c[w] = total;
-        uint64_t x;
-        memcpy(&x, b + 8 * w, 8);
-#if defined(__GNUC__)
-        total += __builtin_popcountll(x);
-#else
-        while (x) {
-            x &= x - 1;
-            total++;
-        }
+#ifdef HAVE_AVX2_DISPATCH
+    if (use_popcnt)
+        prefix_counts_popcnt(b, c, n);
+    else
 #endif
+    {
+        int64_t total = 0;
+        for (Py_ssize_t w = 0; w < n; w++) {
+            c[w] = total;
+            uint64_t x;
+            memcpy(&x, b + 8 * w, 8);
+#if defined(__GNUC__)
+            total += __builtin_popcountll(x);
+#else
+            while (x) {
+                x &= x - 1;
+                total++;
+            }
+#endif
+        }
+        c[n] = total;
     }
-    c[n] = total;
     Py_END_ALLOW_THREADS
 done:
     PyBuffer_Release(&view);
@@ -1086,6 +1223,7 @@ PyMODINIT_FUNC PyInit__native(void)
 #ifdef HAVE_AVX2_DISPATCH
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2") && getenv("SGLANG_DOCTOR_NO_AVX2") == NULL;
+    use_popcnt = __builtin_cpu_supports("popcnt");
 #endif
     if (PyType_Ready(&MatcherType) < 0)
         return NULL;

@@ -15,8 +15,9 @@ per-byte and per-hit work that used to hold the GIL in the caller's thread:
   which judges it exactly as before; this one only ever drops lines that one drops too;
 - the lines holding ESC or NUL (``Marks``, with ``\\r`` and `` pid=`` for the filter).
 
-With two CPUs a helper thread searches, indexes and marks the second half of each block
-while the worker does the first (``WeakFilter.search``).
+With two CPUs a helper thread searches, indexes and marks the second part of each block
+while the worker does the first (half each on the numpy path; with the C extension the
+worker, which also reads the blocks, takes ``WORKER_SHARE`` percent: ``WeakFilter.search``).
 
 numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
 imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
@@ -38,6 +39,9 @@ MARK_CAP = 16384  # more matches than this in a unit: one find per line instead
 WINDOW = 64  # bytes of a line start looked at for its header; a longer header is left to the regex
 MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
 CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
+# search_native with a helper thread: the share of each block the read-ahead worker searches
+# itself (it reads the blocks too: about a third of its time), the helper the rest
+WORKER_SHARE = 35
 
 _numpy = None
 
@@ -397,7 +401,7 @@ class WeakFilter:
 
     def search_native(self, finder, block: bytes, lo: int, hi: int, helper=None):
         """``search`` with the C extension doing the filter too (``_native.sift``: what
-        ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each half's
+        ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each part's
         thread; only the head conditions (regexes) are checked here, as ``_kept_by_heads`` does.
         No numpy: the newline index is a ``LineIndex``."""
         bits = bytearray(-(-(hi - lo) // 64) * 8)
@@ -412,8 +416,11 @@ class WeakFilter:
             parts = [part(finder, lo, hi, 0, hi - lo)]
         else:
             pool, other = helper
-            mid = block.find(b"\n", (lo + hi) // 2, hi) + 1 or hi  # a line boundary: no literal straddles it
-            kmid = (hi - lo) // 2 // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
+            # the calling thread (the read-ahead worker) also reads the blocks: it searches
+            # the smaller part, so that both threads are done at about the same time
+            split = (hi - lo) * WORKER_SHARE // 100
+            mid = block.find(b"\n", lo + split, hi) + 1 or hi  # a line boundary: no literal straddles it
+            kmid = split // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
             later = pool.submit(part, other, mid, hi, kmid, hi - lo)
             try:
                 first = part(finder, lo, mid, 0, kmid)

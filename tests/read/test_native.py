@@ -220,3 +220,21 @@ def test_read_ahead_with_the_extension_needs_no_numpy(rule_pack, monkeypatch):
     assert got[:2] == want[:2]
     assert not hasattr(got[2].scanner._weak_filter, "_marks")  # search_native's filter was used
     assert vector._numpy is None  # never even looked for
+
+
+def test_many_literals_sharing_windows_and_hash_slots():
+    """Hundreds of literals over a four-letter alphabet: many share a window's key, and the
+    chains of several hash slots share a packed slot; the pairs stay one find per literal's."""
+    import random
+
+    rnd = random.Random(13)
+    lits = tuple(sorted({bytes(rnd.choice(b"abc\n") for _ in range(rnd.randint(6, 14))).replace(b"\n", b"a")
+                         for _ in range(600)} | set(LITERALS)))
+    for _ in range(40):
+        parts = [rnd.choice(lits) if rnd.random() < 0.3 else bytes(rnd.choice(b"abc \n") for _ in range(rnd.randint(1, 30)))
+                 for _ in range(rnd.randint(1, 200))]
+        data = b"".join(parts)
+        lo = rnd.randint(0, len(data))
+        hi = rnd.randint(lo, len(data))
+        assert sorted(scanner.NativeFinder(lits).pairs(data, lo, hi)) == \
+            sorted(scanner.FindFinder(lits).pairs(data, lo, hi))
