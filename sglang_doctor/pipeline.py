@@ -90,17 +90,39 @@ class StreamPipeline:
         self._line: Line | None = None
         self.idle_deferred = 0  # idle gaps that flush_idle let pass because of a partial line
         self._wrap_judged = False
+        self._wrap_head: list[bytes] = []  # whole_log: the first blocks, until the fold width is judged
+        self._wrap_size = 0
 
     # -- feeding -----------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[dict]:
-        if data and not self._wrap_judged:
-            # a finished text (explain) may be a copy of a terminal that folded its long lines:
-            # judged on its first block (a whole paste), the assembler joins the pieces back.  A
-            # live stream (pipe, watch, run) is the server's own output: never folded.
-            self._wrap_judged = True
-            if self.whole_log:
-                self.assembler.wrap_width = records.wrap_width(data[:records.WRAP_SAMPLE])
+        if not self._wrap_judged:
+            if not self.whole_log:
+                self._wrap_judged = True  # a live stream (pipe, watch, run): never folded
+            else:
+                # a finished text (explain) may be a copy of a terminal that folded its long
+                # lines: judged on its first WRAP_SAMPLE bytes, however they come in blocks
+                # (a gzip member, a pipe), so the answer never depends on the block sizes;
+                # the assembler joins the pieces back.  Until then the blocks wait here.
+                self._wrap_head.append(data)
+                self._wrap_size += len(data)
+                if self._wrap_size < records.WRAP_SAMPLE:
+                    return []
+                return self._judge_wrap()
+        return self._feed(data)
+
+    def _judge_wrap(self) -> list[dict]:
+        """Judge the fold width on the blocks held so far, then feed them (the last one as it
+        came: a block searched ahead keeps its search, read/scanner.py)."""
+        blocks, self._wrap_head, self._wrap_size = self._wrap_head, [], 0
+        self._wrap_judged = True
+        self.assembler.wrap_width = records.wrap_width(b"".join(blocks)[:records.WRAP_SAMPLE])
+        events: list[dict] = []
+        if len(blocks) > 1:
+            events += self._feed(b"".join(blocks[:-1]))
+        return events + self._feed(blocks[-1]) if blocks else events
+
+    def _feed(self, data: bytes) -> list[dict]:
         if data:
             self._partial = not data.endswith(b"\n")
             self._tail = (self._tail + data[-TAIL_KEEP:])[-TAIL_KEEP:]  # the last lines, for the summary
@@ -128,6 +150,7 @@ class StreamPipeline:
         return self._take()
 
     def finish(self) -> list[dict]:
+        early = self._judge_wrap() if self._wrap_head else []
         self._partial = False
         self.idle_deferred = 0
         self.scanner.finish()
@@ -135,7 +158,7 @@ class StreamPipeline:
         self._remedy_pending()
         for launch in self.launches:  # launches whose log ends before the ready line
             self._add_capacity(launch)
-        return self._take()
+        return early + self._take()
 
     def reset(self, reason: str) -> list[dict]:
         """The source was truncated or replaced: close what is open, keep counting lines."""

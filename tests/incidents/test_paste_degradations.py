@@ -95,6 +95,21 @@ def test_a_folded_traceback_is_read_whole():
     assert all(live.exception != plain.exception for live in incidents_of(fold(CAPTURE_TRACEBACK, 80)))
 
 
+
+def test_the_fold_width_is_judged_the_same_whatever_the_block_sizes():
+    """explain judges the fold on the text's first bytes, not on its first block: a paste fed
+    in small pieces (a gzip member's chunks, a pipe) is joined back as when read in one block."""
+    text = fold(CAPTURE_TRACEBACK, 80).encode()
+    pipe = StreamPipeline(whole_log=True)
+    events = []
+    for i in range(0, len(text), 37):
+        events += pipe.feed(text[i:i + 37])
+    events += pipe.finish()
+    (inc,) = [e["_diagnosis"].incident for e in events if e["event"] == "incident"]
+    (whole,) = incidents_of(fold(CAPTURE_TRACEBACK, 80), whole_log=True)
+    assert inc.exception == whole.exception and "Capture cuda graph failed" in inc.exception.message
+    assert (inc.first_line, inc.last_line) == (whole.first_line, whole.last_line)
+
 def test_a_folded_line_whose_last_piece_ends_the_text_is_kept():
     from sglang_doctor.incidents.assemble import Assembler
     from sglang_doctor.model import Line
