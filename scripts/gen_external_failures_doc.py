@@ -55,9 +55,10 @@ def rows() -> list[dict]:
     return yaml.safe_load(TABLE.read_text())["rows"]
 
 
-def diagnose_rows(table: list[dict] | None = None) -> dict[str, tuple[str, str]]:
+def diagnose_rows(table: list[dict] | None = None, remediate: bool = False) -> dict[str, tuple]:
     """Row id -> (category, rule) of the primary incident of the row's example ('none', '-'
-    when the example forms no incident)."""
+    when the example forms no incident); with ``remediate``, a third item: the words of its
+    remediation (the flags and variables it sets or unsets, its note, its alternatives')."""
     from sglang_doctor.diagnose.rules_engine import RuleSet
     from sglang_doctor.pipeline import diagnose_file
 
@@ -67,9 +68,18 @@ def diagnose_rows(table: list[dict] | None = None) -> dict[str, tuple[str, str]]
         for row in table or rows():
             path = Path(tmp) / f"{row['id']}.log"
             path.write_text(row["example"])
-            prim = _primary(diagnose_file(path, ruleset, remediate=False))
-            out[row["id"]] = (prim.category, prim.rule) if prim else ("none", "-")
+            prim = _primary(diagnose_file(path, ruleset, remediate=remediate))
+            got = (prim.category, prim.rule) if prim else ("none", "-")
+            if remediate:
+                got += (_remedy_words(prim.remediation) if prim and prim.remediation else "",)
+            out[row["id"]] = got
     return out
+
+
+def _remedy_words(rem) -> str:
+    parts = [" ".join(rem.set), " ".join(rem.unset), " ".join(f"{k}={v}" for k, v in rem.env.items()), rem.note or ""]
+    parts += [_remedy_words(alt) for alt in rem.alternatives or ()]
+    return " ".join(parts)
 
 
 def _cell(text: str) -> str:
@@ -81,7 +91,7 @@ def render(table: list[dict], got: dict[str, tuple[str, str]]) -> str:
     lines.append("| message | library | category | rule | what it means for SGLang | known fix | SGLang threads | threads |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in table:
-        category, rule = got[row["id"]]
+        category, rule = got[row["id"]][:2]
         threads = ", ".join(f"[{u.split('github.com/')[-1].replace('/issues/', '#').replace('/pull/', '#')}]({u})"
                             for u in row["threads"])
         lines.append("| " + " | ".join([
