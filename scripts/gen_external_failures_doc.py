@@ -38,8 +38,11 @@ category below (and the rule, where one is named). This file is generated:
 
 Columns: the message; the library that prints it; the category (docs/CONTRACT.md) the tool
 gives; the rule of the pack that names it (a `class.*` rule names the family, not the failure);
-what it means for an SGLang launch; the known fix; "SGLang threads" is how many of the listed
-threads are SGLang or an SGLang deployment.
+what it means for an SGLang launch; the known fix (from the threads; "no fix confirmed" when
+the threads end without one); "SGLang threads" is how many of the listed threads are SGLang or
+an SGLang deployment. Threads were found by searching issue threads for the message text; a
+message is in the table when SGLang logs show it (an SGLang thread, or the library under an
+SGLang launch), and its row lists the threads it was counted from.
 
 """
 
@@ -101,6 +104,12 @@ def render(table: list[dict], got: dict[str, tuple[str, str]]) -> str:
     right = sum(1 for row in table if got[row["id"]][0] == row["category"])
     lines.append("")
     lines.append(f"{n} rows; the pack gives the table's category on {right} of them.")
+    per: dict[str, int] = {}
+    for row in table:
+        per[row["category"]] = per.get(row["category"], 0) + 1
+    lines.append("Rows per category: " + ", ".join(f"`{c}` {k}" for c, k in sorted(per.items())) + ".")
+    lines.append(f"Threads listed: {sum(len(r['threads']) for r in table)}, of them SGLang or an SGLang deployment: "
+                 f"{sum(r['sglang_threads'] for r in table)}.")
     lines.append("")
     return "\n".join(lines)
 
