@@ -95,6 +95,8 @@ _FIXED_WORDS = {
     "drop_in_frames": "launch without the optional feature (speculative decoding, LoRA, HiCache, EP all-to-all, "
                       "EPLB) whose package the traceback passes, if the launch set it",
     "env_named": "set the environment variable the message names as its work-around (advice: the log chose it)",
+    "kv_cache_dtype_step": "step the KV cache dtype back (fp4 -> fp8_e4m3 -> auto, e4m3 -> fp8_e5m2) when the "
+                           "failure is in the quantized KV cache's code",
 }
 
 

@@ -860,7 +860,11 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
                               tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
                               or "the setting the message asks for; check what it does for your workload")
+            _with_named_env(rem, text)
             return trust.declare_log_named(rem, value_from="log" if value is not True else None)
+    listed_choice = _listed_choice(ctx, text)
+    if listed_choice is not None:
+        return listed_choice
     named: list[str] = []
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
@@ -890,6 +894,61 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         # the message picked the flag (the catalogue only confirms it exists): advice
         out.append(trust.declare_log_named(rem, value_from="placeholder" if rem.set else None))
     return out
+
+
+def _with_named_env(rem: Remediation, text: str) -> None:
+    """The advice's environment half: a message that names a flag *and* a variable to set
+    ("please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1")
+    asks for both; the variable joins the same change when its name has a known prefix and
+    its value is a short plain token (``_safe_env``), never when the words before it negate."""
+    from sglang_doctor.remedy.class_remedies import env_advised
+
+    found = env_advised(text)
+    if found is None:
+        return
+    name, value = found
+    rem.env[name] = value
+    rem.note += f"; with {name}={value}, which the message names with it"
+
+
+# "attention_backend to be one of ['triton', 'torch_native'], but got flashinfer",
+# "--x must be one of (a, b)", "--x should be in {a, b}": a check that lists the values it
+# accepts.  The first listed value the target release accepts (and not the one the message
+# says it got) is the change; the next one is the alternative.  The log only picks among the
+# catalogue's own choices, so the value is validated, never copied unchecked.
+_ONE_OF = re.compile(
+    r"(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+)[`'\"]?"
+    r"[^.\n\[\](){}]{0,40}?\b(?:one of|be in|among|must be|should be|choose from)\s*:?\s*"
+    r"[\[\({]([^\]\)}\n]{1,400})[\]\)}]"
+    r"(?:[^.\n]{0,30}?\b(?:got|given|received|is|was)\s*:?\s*[`'\"]?([\w.+-]+))?",
+    re.IGNORECASE)
+_ITEM = re.compile(r"[`'\"]?([\w.+-]+)[`'\"]?")
+
+
+def _listed_choice(ctx: Context, text: str) -> "list[Remediation] | None":
+    for m in _ONE_OF.finditer(text):
+        word = m.group(1) if m.group(1).startswith("--") else "--" + m.group(1).replace("_", "-")
+        flag = ctx.flag(word)
+        spec = ctx.catalog.spec(flag) if flag is not None else None
+        if spec is None or not spec.takes_value:
+            continue
+        got = (m.group(3) or "").strip("`'\".")
+        items = [i for i in _ITEM.findall(m.group(2)) if i]
+        valid = [i for i in dict.fromkeys(items)
+                 if i != got and not _equal(ctx.stated(flag), i) and ctx.catalog.validate(flag, i) is None]
+        if not valid:
+            continue
+        out: list[Remediation] = []
+        for choice in valid[:2]:
+            rem = Remediation(set={flag: choice}, safe=False,
+                              note=f"set {flag} {choice}: the first value the message lists that SGLang "
+                                   f"{ctx.version} accepts" if not out else
+                                   f"or {flag} {choice}, the next value the message lists",
+                              tradeoff=tradeoffs.default_for(Remediation(set={flag: choice}))
+                              or "a value the failed check accepts; check what it does for your workload")
+            out.append(trust.declare_log_named(rem, value_from="log"))
+        return out
+    return None
 
 
 def _versions_knowing(flag: str, version: str) -> list[str]:
@@ -922,12 +981,14 @@ def change_port(ctx: Context, params: dict) -> Remediation | None:
     # SGLang also binds internal ports above --port (nccl port, zmq): step by a few.
     for candidate in range(int(current) + 10, min(int(current) + 2000, 65536), 10):
         if _port_free(host, candidate, family):
-            rem = Remediation(
-                set={flag: candidate},
-                note=f"port {int(current)} is taken (an earlier server may still be running: "
-                     f"`ss -ltnp 'sport = :{int(current)}'`); use {candidate}",
-                tradeoff="clients must use the new port",
-            )
+            note = (f"port {int(current)} is taken (an earlier server may still be running: "
+                    f"`ss -ltnp 'sport = :{int(current)}'`); use {candidate}")
+            if params.get("unsure"):  # a class rule: which of the launch's ports is taken is not known
+                note = (f"if the port taken is the server's own ({flag} {int(current)}; an earlier server may "
+                        f"still hold it: `ss -ltnp`): use {candidate}; SGLang's other ports (--nccl-port, "
+                        "--dist-init-addr) are set apart")
+            rem = Remediation(set={flag: candidate}, note=note, tradeoff="clients must use the new port",
+                              safe=not params.get("unsure"))
             return trust.declare(rem, "planner")
     return None
 
