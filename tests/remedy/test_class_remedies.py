@@ -3,7 +3,7 @@ that failed, and removing the flags of an optional feature the failure happened 
 
 from __future__ import annotations
 
-from sglang_doctor.model import Diagnosis, Frame, Incident, Launch, Line
+from sglang_doctor.model import Diagnosis, ExceptionInfo, Frame, Incident, Launch, Line
 from sglang_doctor.remedy import flags, remedies, trust
 
 V059 = flags.load_catalog("0.5.9")
@@ -174,3 +174,90 @@ def test_the_feature_whose_package_failed_is_dropped_when_the_launch_set_it():
     assert rem.set == {"--disable-overlap-schedule": True}
     assert rem.alternatives[0].unset == ["--enable-hierarchical-cache"]
     assert _remediate(_diagnosis([{"drop_in_frames": {}}], frames=["/x/sglang/srt/layers/linear.py"])) is None
+
+
+# -- session 11 (fixclass11): the class-level fixes people apply ------------------------------
+
+
+def test_a_check_that_lists_its_accepted_values_gets_the_first_one_the_release_has():
+    msg = ("KV4 MHA expects attention_backend to be one of ['triton', 'torch_native', 'flex_attention', "
+           "'trtllm_mha'], but got flashinfer")
+    d = _with_message([{"flag_named": {}}], msg)
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "triton"} and rem.safe is False
+    assert rem.alternatives[0].set == {"--attention-backend": "torch_native"}
+    assert trust.check(rem, d, V0523)  # the log picked it among the catalogue's choices: asked
+
+
+def test_the_listed_value_the_message_got_and_values_the_release_lacks_are_skipped():
+    d = _with_message([{"flag_named": {}}], "--attention-backend must be one of (no_such_backend, flashinfer, "
+                                             "triton), got flashinfer")
+    assert _remediate(d).set == {"--attention-backend": "triton"}
+    # nothing listed that the release accepts: the named flag with a placeholder, as before
+    d = _with_message([{"flag_named": {}}], "attention_backend should be one of [foo, bar], got baz")
+    assert _remediate(d).set == {"--attention-backend": "<a value the message accepts>"}
+
+
+def test_the_variable_a_message_names_with_its_flag_joins_the_change():
+    msg = ("Speculative decoding is not compatible with radix cache when using --mamba-scheduler-strategy "
+           "no_buffer.To use radix cache with speculative decoding, please use --mamba-scheduler-strategy "
+           "extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.")
+    rem = _remediate(_with_message([{"flag_named": {}}], msg), V059)
+    assert rem.set == {"--mamba-scheduler-strategy": "extra_buffer"}
+    assert rem.env == {"SGLANG_ENABLE_SPEC_V2": "1"}
+    # 0.5.23 spells the flag --mamba-radix-cache-strategy: the variable still joins it
+    assert _remediate(_with_message([{"flag_named": {}}], msg)).env == {"SGLANG_ENABLE_SPEC_V2": "1"}
+    rem = _remediate(_with_message([{"flag_named": {}}], "please use --mamba-scheduler-strategy extra_buffer; "
+                                                         "do not set SGLANG_ENABLE_SPEC_V2=1"), V059)
+    assert rem.env == {}
+
+
+MEMPOOL = "/x/sglang/srt/mem_cache/memory_pool.py"
+
+
+def test_a_failure_in_the_4bit_kv_cache_steps_to_fp8_then_auto():
+    d = _with_message([{"kv_cache_dtype_step": {}}, {"needs_human": {"reason": "x"}}],
+                      "cannot import name 'KVFP4QuantizeUtil' from 'sglang.srt.layers.quantization.kvfp4_tensor'")
+    rem = _remediate(d)
+    assert rem.set == {"--kv-cache-dtype": "fp8_e4m3"} and rem.safe is False
+    assert rem.alternatives[0].set == {"--kv-cache-dtype": "auto"}
+    assert not trust.check(rem, d, V0523)  # the ladder's value, not the log's
+
+
+def test_an_e4m3_attention_kernel_refused_steps_the_cache_to_e5m2():
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], frames=[ATTN.format("triton_ops/decode_attention")])
+    d.incident.exception = ExceptionInfo(type="ValueError", message="type fp8e4nv not supported in this architecture")
+    assert _remediate(d).set == {"--kv-cache-dtype": "fp8_e5m2"}
+    # the same refusal in a GEMM / MoE kernel is about the weights: no KV change
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], frames=["/x/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py"])
+    d.incident.exception = ExceptionInfo(type="ValueError", message="type fp8e4nv not supported in this architecture")
+    assert _remediate(d) is None
+
+
+def test_no_kv_evidence_no_kv_change_and_the_launchs_value_picks_the_rung():
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], frames=[MEMPOOL])
+    d.incident.exception = ExceptionInfo(type="RuntimeError", message="CUDA error: an illegal memory access")
+    assert _remediate(d) is None
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], {"kv_cache_dtype": "fp8_e4m3"}, frames=[MEMPOOL])
+    d.incident.exception = ExceptionInfo(type="AssertionError", message="kv_cache_dtype fp8 needs a scale")
+    assert _remediate(d).set == {"--kv-cache-dtype": "fp8_e5m2"}
+
+
+def test_the_sampling_backend_switch_needs_flashinfers_sampling_frames():
+    entry = {"switch_backend": {"flag": "--sampling-backend", "choices": ["pytorch"],
+                                "when_modules": ["flashinfer/sampling"]}}
+    d = _diagnosis([entry], frames=["/x/site-packages/flashinfer/sampling.py"])
+    rem = _remediate(d)
+    assert rem.set == {"--sampling-backend": "pytorch"} and "attention" not in rem.note
+    assert _remediate(_diagnosis([entry], frames=[ATTN.format("flashinfer_backend")])) is None
+    assert _remediate(_diagnosis([entry], {"sampling_backend": "pytorch"},
+                                 frames=["/x/site-packages/flashinfer/sampling.py"])) is None
+
+
+def test_a_class_level_port_change_says_which_port_it_assumes_and_is_not_applied_unattended(monkeypatch):
+    monkeypatch.setattr(remedies, "_port_free", lambda host, port, *rest: port == 30020)
+    d = _diagnosis([{"needs_human": {"reason": "find what holds the port"}}, {"change_port": {"unsure": True}}],
+                   {"port": 30000})
+    rem = _remediate(d)
+    assert rem.set == {"--port": 30020} and rem.safe is False and rem.needs_human
+    assert "if the port taken is the server's own" in rem.note and "find what holds the port" in rem.note
