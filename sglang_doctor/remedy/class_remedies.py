@@ -117,17 +117,14 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
     the first choice that is not the backend in use, exists in the target release and passes
     its choices; a CUDA-only choice is skipped on ROCm.  ``when_frames``: only when the
     traceback passes through an attention backend's module or the message names an attention
-    backend (for a rule whose class also covers failures elsewhere).  ``when_modules``: only
-    when the traceback passes one of these paths (``flag: --sampling-backend`` with
-    ``when_modules: [flashinfer/sampling]``: FlashInfer's sampling kernels, not attention)."""
+    backend (for a rule whose class also covers failures elsewhere).  (Any entry's
+    ``when_modules``, remedies._passes_modules, limits it to tracebacks through those paths:
+    ``flag: --sampling-backend`` with ``when_modules: [flashinfer/sampling]``.)"""
     flag = ctx.flag(params.get("flag") or "--attention-backend")
     if flag is None:
         return None
     if params.get("when_frames") and _frames_backend(ctx) is None and _message_backend(ctx, about_attention=True) is None:
         return None  # neither a backend's module nor a backend named in the message: not this fix
-    modules = [str(m) for m in params.get("when_modules") or ()]
-    if modules and not any(m in f.file.replace("\\", "/") for f in ctx.diagnosis.incident.frames for m in modules):
-        return None  # the traceback does not pass the modules this switch is for
     choices = [str(c) for c in params.get("choices") or ("flashinfer", "triton")]
     cuda_only = {str(c) for c in params.get("cuda_only") or ("flashinfer",)}
     if flag == ctx.flag("--attention-backend"):

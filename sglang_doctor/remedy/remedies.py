@@ -1145,7 +1145,10 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         if op is None:
             ctx.warnings.append(f"unknown remedy {name}")
             continue
-        result = op(ctx, dict(params or {}))
+        params = dict(params or {})
+        if not _passes_modules(diagnosis, params.pop("when_modules", None)):
+            continue
+        result = op(ctx, params)
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
             _state_cost(rem, name, params)
@@ -1168,6 +1171,16 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     best, *rest = found
     best.alternatives = rest
     return best
+
+
+def _passes_modules(diagnosis: Diagnosis, modules: Any) -> bool:
+    """An entry's ``when_modules: [path parts]``: it applies only when the traceback passes one
+    of these modules (a class rule's fix for one kind of site: ``cuda_graph_runner`` for a
+    capture-time OOM, ``flashinfer/sampling`` for FlashInfer's sampling kernels).  No list: always."""
+    if not modules:
+        return True
+    wanted = [str(m) for m in (modules if isinstance(modules, (list, tuple)) else [modules])]
+    return any(m in f.file.replace("\\", "/") for f in diagnosis.incident.frames for m in wanted)
 
 
 def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:

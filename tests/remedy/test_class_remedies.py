@@ -261,3 +261,18 @@ def test_a_class_level_port_change_says_which_port_it_assumes_and_is_not_applied
     rem = _remediate(d)
     assert rem.set == {"--port": 30020} and rem.safe is False and rem.needs_human
     assert "if the port taken is the server's own" in rem.note and "find what holds the port" in rem.note
+
+
+def test_an_entry_with_when_modules_applies_only_to_tracebacks_through_those_modules():
+    entries = [{"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5}},
+               {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8,
+                               "when_modules": ["cuda_graph_runner"]}},
+               {"lower_flag": {"flag": "--chunked-prefill-size", "factor": 0.5, "min": 512}}]
+    args = {"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64, "chunked_prefill_size": 4096}
+    capture = _diagnosis(entries, args, frames=["/x/sglang/srt/model_executor/cuda_graph_runner.py"])
+    rem = _remediate(capture, V059)
+    assert rem.set == {"--mem-fraction-static": 0.8}
+    assert rem.alternatives[0].set == {"--cuda-graph-max-bs": 32}
+    serving = _diagnosis(entries, args, frames=["/x/sglang/srt/model_executor/model_runner.py"])
+    rem = _remediate(serving, V059)
+    assert [a.set for a in rem.alternatives] == [{"--chunked-prefill-size": 2048}]
