@@ -865,6 +865,7 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     listed_choice = _listed_choice(ctx, text)
     if listed_choice is not None:
         return listed_choice
+    required = _required_values(ctx, text)
     named: list[str] = []
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
@@ -878,7 +879,11 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     out: list[Remediation] = []
     for flag in named[:3]:
         spec = ctx.catalog.spec(flag)
-        if spec is not None and not spec.takes_value:
+        if flag in required:  # "--x must be 1": the value the check states, checked for the flag
+            value = required[flag]
+            rem = Remediation(set={flag: value}, note=f"set {flag} {launch_command.render_scalar(value)}: the one "
+                                                      "value the message says it accepts")
+        elif spec is not None and not spec.takes_value:
             if turn_on:
                 rem = Remediation(set={flag: True}, note=f"turn {flag} on (the message asks for it)")
             else:
@@ -892,7 +897,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
             else f" (named by the message; valid in SGLang {ctx.version})"
         rem.tradeoff = "the setting the message rejects changes; check what it does for your workload"
         # the message picked the flag (the catalogue only confirms it exists): advice
-        out.append(trust.declare_log_named(rem, value_from="placeholder" if rem.set else None))
+        value_from = "log" if flag in required else "placeholder" if rem.set else None
+        out.append(trust.declare_log_named(rem, value_from=value_from))
     return out
 
 
@@ -949,6 +955,43 @@ def _listed_choice(ctx: Context, text: str) -> "list[Remediation] | None":
             out.append(trust.declare_log_named(rem, value_from="log"))
         return out
     return None
+
+
+# "--pp-size must be 1", "(attn_cp_size must be 1)", "page_size should be set to 64": a check
+# that states the one value it accepts.  Only a number for a numeric flag or one of the flag's
+# own choices is taken (never free text: "must be a ...", "must be positive" name no value);
+# "X is not supported (--pp-size must be 1)" still states the value, so no negation window.
+_MUST_BE = re.compile(
+    r"(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+)[`'\"]?\s+"
+    r"(?:must|should|has to|needs to)\s+be\s+(?:set\s+to\s+|equal\s+to\s+)?[`'\"]?([\w.+-]+)(?![\w.+-])[`'\"]?"
+    r"(?!\s*(?:or|times|x)\b)",
+    re.IGNORECASE)
+
+
+def _required_values(ctx: Context, text: str) -> dict[str, Any]:
+    """flag -> the one value the message says the flag must have (see ``_MUST_BE``)."""
+    out: dict[str, Any] = {}
+    for m in _MUST_BE.finditer(text):  # "must not be" does not match: no negation to check
+        word = m.group(1) if m.group(1).startswith("--") else "--" + m.group(1).replace("_", "-")
+        flag = ctx.flag(word)
+        spec = ctx.catalog.spec(flag) if flag is not None else None
+        if spec is None or not spec.takes_value or flag in out:
+            continue
+        value: Any = m.group(2).rstrip(".,")
+        if spec.choices:
+            if value not in [str(c) for c in spec.choices]:
+                continue
+        elif spec.type in ("int", "float"):
+            number = _number(value)
+            if number is None:
+                continue
+            value = int(number) if spec.type == "int" and float(number).is_integer() else number
+        else:
+            continue
+        if _equal(ctx.stated(flag), value) or ctx.catalog.validate(flag, value) is not None:
+            continue
+        out[flag] = value
+    return out
 
 
 def _versions_knowing(flag: str, version: str) -> list[str]:

@@ -276,3 +276,20 @@ def test_an_entry_with_when_modules_applies_only_to_tracebacks_through_those_mod
     serving = _diagnosis(entries, args, frames=["/x/sglang/srt/model_executor/model_runner.py"])
     rem = _remediate(serving, V059)
     assert [a.set for a in rem.alternatives] == [{"--chunked-prefill-size": 2048}]
+
+
+def test_a_check_that_states_the_one_value_it_accepts_gets_that_value():
+    rem = _remediate(_with_message([{"flag_named": {}}], "Pipeline parallelism is not supported for this model "
+                                                         "(--pp-size must be 1)."), V059)
+    assert rem.set == {"--pp-size": 1} and rem.safe is False
+    rem = _remediate(_with_message([{"flag_named": {}}], "page_size should be set to 64 for the flashmla backend"), V059)
+    assert rem.set == {"--page-size": 64}
+
+
+def test_must_be_without_a_value_the_flag_takes_is_not_a_value():
+    for msg in ("--tp-size must be a power of two", "tp_size must be positive",
+                "--ep-size must be 1 or the same as the tensor parallel size",
+                "--kv-cache-dtype must be fp8_e4m3 or fp8_e5m2"):
+        rem = _remediate(_with_message([{"flag_named": {}}], msg), V059)
+        assert rem is None or all(not isinstance(v, int) or v != 1 for v in rem.set.values()), msg
+        assert rem is None or "<" in str(list(rem.set.values())) or rem.unset or rem.set.get("--kv-cache-dtype") is None, msg
