@@ -293,3 +293,42 @@ def test_must_be_without_a_value_the_flag_takes_is_not_a_value():
         rem = _remediate(_with_message([{"flag_named": {}}], msg), V059)
         assert rem is None or all(not isinstance(v, int) or v != 1 for v in rem.set.values()), msg
         assert rem is None or "<" in str(list(rem.set.values())) or rem.unset or rem.set.get("--kv-cache-dtype") is None, msg
+
+
+# -- through the rule pack (rules/*.yaml): the new entries on real message shapes ------------------
+
+SITE = "/usr/local/lib/python3.12/dist-packages"
+
+
+def _answer(text: str):
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline(RuleSet.load(user=False), command=None, version="0.5.23")
+    events = pipe.feed(text.encode()) + pipe.finish()
+    (d,) = [e["_diagnosis"] for e in events if e["event"] == "incident"]
+    return d
+
+
+def test_no_kernel_image_in_flashinfers_sampling_offers_the_pytorch_sampler():
+    d = _answer("Traceback (most recent call last):\n"
+                f'  File "{SITE}/sglang/srt/layers/sampler.py", line 120, in forward\n'
+                "    ids = top_k_top_p_sampling_from_probs(probs)\n"
+                f'  File "{SITE}/flashinfer/sampling.py", line 760, in top_k_top_p_sampling_from_probs\n'
+                "    return module.top_k_top_p_sampling_from_probs(probs)\n"
+                "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    assert d.rule == "kernel.unsupported_hw.no_kernel_image"
+    assert d.remediation.set == {"--sampling-backend": "pytorch"} and d.remediation.needs_human
+
+
+def test_an_e4m3_refusal_in_a_triton_attention_kernel_steps_the_kv_cache_in_the_rule_pack():
+    d = _answer("Traceback (most recent call last):\n"
+                f'  File "{SITE}/sglang/srt/layers/attention/triton_ops/decode_attention.py", line 718, in decode_attention_fwd\n'
+                "    _decode_att_m_fwd(q, k_buffer)\n"
+                f'  File "{SITE}/triton/compiler/compiler.py", line 80, in make_ir\n'
+                "    return ast_to_ttir(self.fn, self)\n"
+                "triton.compiler.errors.CompilationError: at 1:0:\n"
+                "ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are "
+                "('fp8e4b15', 'fp8e5')\")\n")
+    assert d.rule == "kernel.unsupported_hw.fp8e4nv"
+    assert d.remediation.set == {"--kv-cache-dtype": "fp8_e5m2"}
