@@ -867,11 +867,15 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         return listed_choice
     required = _required_values(ctx, text)
     named: list[str] = []
+    direction: dict[str, bool] = {}  # flag -> up, for "increase --x" / "reduce --x"
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
         flag = ctx.flag(word)
         if flag is not None and flag not in named:
             named.append(flag)
+            way = _DIRECTION.search(text[max(0, m.start() - 40):m.start()])
+            if way is not None:
+                direction[flag] = way.group(1).lower().startswith(_UP_WORDS)
     if not named:
         return None
     listed = ", ".join(named[:3])
@@ -879,10 +883,13 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     out: list[Remediation] = []
     for flag in named[:3]:
         spec = ctx.catalog.spec(flag)
+        stepped = _named_step(ctx, flag, direction[flag]) if flag in direction and flag not in required else None
         if flag in required:  # "--x must be 1": the value the check states, checked for the flag
             value = required[flag]
             rem = Remediation(set={flag: value}, note=f"set {flag} {launch_command.render_scalar(value)}: the one "
                                                       "value the message says it accepts")
+        elif stepped is not None:  # "increase --x": a step the way the message says
+            rem = stepped
         elif spec is not None and not spec.takes_value:
             if turn_on:
                 rem = Remediation(set={flag: True}, note=f"turn {flag} on (the message asks for it)")
@@ -895,9 +902,11 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         rem.needs_human, rem.safe = True, False
         rem.note += f" (named by the message with {listed}; valid in SGLang {ctx.version})" if len(named) > 1 \
             else f" (named by the message; valid in SGLang {ctx.version})"
-        rem.tradeoff = "the setting the message rejects changes; check what it does for your workload"
+        rem.tradeoff = "; ".join(t for t in (rem.tradeoff, "the setting the message rejects changes; check what it "
+                                                            "does for your workload") if t)
         # the message picked the flag (the catalogue only confirms it exists): advice
-        value_from = "log" if flag in required else "placeholder" if rem.set else None
+        value_from = ("log" if flag in required else None if stepped is not None
+                      else "placeholder" if rem.set else None)
         out.append(trust.declare_log_named(rem, value_from=value_from))
     return out
 
@@ -992,6 +1001,34 @@ def _required_values(ctx: Context, text: str) -> dict[str, Any]:
             continue
         out[flag] = value
     return out
+
+
+# "Please try to increase --mem-fraction-static", "reduce --max-running-requests", "use a
+# smaller --page-size": the words just before a numeric flag say which way it must move.
+_DIRECTION = re.compile(r"\b(increas\w*|rais\w*|larger|higher|bigger|more|reduc\w*|decreas\w*|lower\w*|smaller|"
+                        r"less)\b(?:\s+(?:the|your|a|value\s+of|the\s+value\s+of))*\s*[`'\"]?$", re.IGNORECASE)
+_UP_WORDS = ("increas", "rais", "larger", "higher", "bigger", "more")
+
+
+def _named_step(ctx: Context, flag: str, up: bool) -> Remediation | None:
+    """A step of a numeric flag the message asks to move (its value unknown to the message):
+    a fraction (float at most 1) by 0.05 within [0.3, 0.95], any other number by a factor of
+    two (at least 1).  The step is this module's own, from the launch's or the release's value."""
+    spec = ctx.catalog.spec(flag)
+    if spec is None or spec.type not in ("int", "float") or not spec.takes_value:
+        return None
+    value, _ = ctx.current_or_assumed(flag)
+    number = _number(value)
+    if spec.type == "float" and (number is None or number <= 1):
+        params: dict[str, Any] = {"flag": flag, "by": 0.05, "max" if up else "min": 0.95 if up else 0.3}
+    else:
+        params = {"flag": flag, "factor": 2 if up else 0.5, "min": 1} if not up else {"flag": flag, "factor": 2}
+    result = _move(ctx, params, up)
+    rem = result[0] if isinstance(result, list) and result else result
+    if not isinstance(rem, Remediation) or rem.is_empty():
+        return None
+    rem.note = f"{rem.note} (the message asks to {'raise' if up else 'lower'} it)"
+    return rem
 
 
 def _versions_knowing(flag: str, version: str) -> list[str]:

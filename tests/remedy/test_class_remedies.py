@@ -332,3 +332,18 @@ def test_an_e4m3_refusal_in_a_triton_attention_kernel_steps_the_kv_cache_in_the_
                 "('fp8e4b15', 'fp8e5')\")\n")
     assert d.rule == "kernel.unsupported_hw.fp8e4nv"
     assert d.remediation.set == {"--kv-cache-dtype": "fp8_e5m2"}
+
+
+def test_a_message_that_says_which_way_a_numeric_flag_must_move_gets_a_step_that_way():
+    d = _with_message([{"flag_named": {}}], "Not enough memory. Please try to increase --mem-fraction-static.",
+                      {"mem_fraction_static": 0.8, "model_path": "/m"})
+    rem = _remediate(d)
+    assert rem.set == {"--mem-fraction-static": 0.85} and rem.safe is False
+    d = _with_message([{"flag_named": {}}], "The pool is too small: reduce --max-running-requests or raise "
+                                             "--swa-full-tokens-ratio", {"max_running_requests": 64, "model_path": "/m"})
+    rem = _remediate(d)
+    assert rem.set == {"--max-running-requests": 32}
+    assert list(rem.alternatives[0].set) == ["--swa-full-tokens-ratio"]
+    # no direction: the placeholder, as before
+    d = _with_message([{"flag_named": {}}], "--max-running-requests is invalid for this model")
+    assert _remediate(d).set == {"--max-running-requests": "<a value the message accepts>"}
