@@ -1019,10 +1019,11 @@ def _named_step(ctx: Context, flag: str, up: bool) -> Remediation | None:
         return None
     value, _ = ctx.current_or_assumed(flag)
     number = _number(value)
+    params: dict[str, Any]
     if spec.type == "float" and (number is None or number <= 1):
-        params: dict[str, Any] = {"flag": flag, "by": 0.05, "max" if up else "min": 0.95 if up else 0.3}
+        params = {"flag": flag, "by": 0.05, "max": 0.95} if up else {"flag": flag, "by": 0.05, "min": 0.3}
     else:
-        params = {"flag": flag, "factor": 2 if up else 0.5, "min": 1} if not up else {"flag": flag, "factor": 2}
+        params = {"flag": flag, "factor": 2} if up else {"flag": flag, "factor": 0.5, "min": 1}
     result = _move(ctx, params, up)
     rem = result[0] if isinstance(result, list) and result else result
     if not isinstance(rem, Remediation) or rem.is_empty():
