@@ -95,6 +95,8 @@ _FIXED_WORDS = {
     "drop_in_frames": "launch without the optional feature (speculative decoding, LoRA, HiCache, EP all-to-all, "
                       "EPLB) whose package the traceback passes, if the launch set it",
     "env_named": "set the environment variable the message names as its work-around (advice: the log chose it)",
+    "kv_cache_dtype_step": "step the KV cache dtype back (fp4 -> fp8_e4m3 -> auto, e4m3 -> fp8_e5m2) when the "
+                           "failure is in the quantized KV cache's code",
 }
 
 
@@ -136,8 +138,11 @@ def describe_remedy(entry: dict) -> str:
     elif name == "needs_human":
         text = f"a person must act: {p.get('reason') or 'no launch flag can fix this'}"
     else:
-        shown = ", ".join(f"{k} {v}" for k, v in p.items() if k not in ("tradeoff", "note"))
+        shown = ", ".join(f"{k} {v}" for k, v in p.items() if k not in ("tradeoff", "note", "when_modules"))
         text = f"{name.replace('_', ' ')}" + (f" ({shown})" if shown else "")
+    if p.get("when_modules"):
+        modules = p["when_modules"] if isinstance(p["when_modules"], list) else [p["when_modules"]]
+        text += f" (only when the traceback passes {' or '.join(str(m) for m in modules)})"
     if p.get("tradeoff"):
         text += f"; trade-off: {p['tradeoff']}"
     return text

@@ -117,7 +117,9 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
     the first choice that is not the backend in use, exists in the target release and passes
     its choices; a CUDA-only choice is skipped on ROCm.  ``when_frames``: only when the
     traceback passes through an attention backend's module or the message names an attention
-    backend (for a rule whose class also covers failures elsewhere)."""
+    backend (for a rule whose class also covers failures elsewhere).  (Any entry's
+    ``when_modules``, remedies._passes_modules, limits it to tracebacks through those paths:
+    ``flag: --sampling-backend`` with ``when_modules: [flashinfer/sampling]``.)"""
     flag = ctx.flag(params.get("flag") or "--attention-backend")
     if flag is None:
         return None
@@ -125,7 +127,11 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
         return None  # neither a backend's module nor a backend named in the message: not this fix
     choices = [str(c) for c in params.get("choices") or ("flashinfer", "triton")]
     cuda_only = {str(c) for c in params.get("cuda_only") or ("flashinfer",)}
-    in_use = _backend_in_use(ctx, flag)
+    if flag == ctx.flag("--attention-backend"):
+        in_use = _backend_in_use(ctx, flag)
+    else:  # another kind of backend (sampling): only the launch's own setting says which
+        stated = ctx.stated(flag)
+        in_use = stated if isinstance(stated, str) and stated else None
     # named in the note only when it is one of the release's own choices (log text is never echoed)
     shown = in_use if in_use is not None and ctx.catalog.validate(flag, in_use) is None else None
     rocm = _on_rocm(ctx)
@@ -221,17 +227,11 @@ _ENV_ADVISED = re.compile(
 _ENV_NEGATED = re.compile(r"\b(?:not|cannot|can't|don't|do not|never|unset)\b[^.;:\n]*$", re.IGNORECASE)
 
 
-@remedy("env_named")
-def env_named(ctx: Context, params: dict) -> Remediation | None:
-    """The environment variable and value a failure's message tells the user to set.
-
-    The name must look like one of SGLang's, torch's, NCCL's or CUDA's variables (upper case,
-    a known prefix) and the value a short plain token (``remedies._safe_env``); the log chose
-    both, so the change is advice (``declare_log_named``: ``run --yes`` never applies it)."""
+def env_advised(text: str) -> tuple[str, str] | None:
+    """The first environment variable and value ``text`` tells the user to set (``_ENV_ADVISED``),
+    a known prefix, upper case, a short plain value (``remedies._safe_env``), not negated."""
     from sglang_doctor.remedy.remedies import _safe_env
 
-    inc = ctx.diagnosis.incident
-    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
     text = (text or "")[:4000]
     for m in _ENV_ADVISED.finditer(text):
         name, value = m.group(1), m.group(2).rstrip(".,")
@@ -239,6 +239,22 @@ def env_named(ctx: Context, params: dict) -> Remediation | None:
             continue
         if _ENV_NEGATED.search(text[max(0, m.start() - 60):m.start()]):
             continue
+        return name, value
+    return None
+
+
+@remedy("env_named")
+def env_named(ctx: Context, params: dict) -> Remediation | None:
+    """The environment variable and value a failure's message tells the user to set.
+
+    The name must look like one of SGLang's, torch's, NCCL's or CUDA's variables (upper case,
+    a known prefix) and the value a short plain token (``remedies._safe_env``); the log chose
+    both, so the change is advice (``declare_log_named``: ``run --yes`` never applies it)."""
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    found = env_advised(text)
+    if found is not None:
+        name, value = found
         rem = Remediation(env={name: value}, safe=False,
                           note=f"set {name}={value} in the server's environment: the message names it as the way out; "
                                f"{CLASS_NOTE}",
@@ -274,3 +290,76 @@ def drop_in_frames(ctx: Context, params: dict) -> Remediation | None:
                                           "tradeoff": params.get("tradeoff")
                                           or f"the launch runs without {feature} while the crash is narrowed down"})
     return None
+
+
+# the words of a failure (its message or its frames' modules) that put it in the quantized KV
+# cache's code: the KV cache dtype is then the setting to step back
+_KV_DTYPE_WORDS = re.compile(r"kv_?fp4|KVFP4|kv_?fp8|fp8_kv|kv[_ ]cache[_ ]dtype|kv_cache_quant", re.IGNORECASE)
+# a Triton attention kernel compiled for e4m3 (fp8e4nv) on a GPU without it: the KV cache is
+# e4m3 (attention kernels read the cache; FP8 weights go through GEMM / MoE kernels instead)
+_E4M3_REFUSED = re.compile(r"fp8e4nv not supported", re.IGNORECASE)
+# the step down from each KV cache dtype: a 4-bit cache to 8 bits, e4m3 to e5m2 (Triton on
+# SM80/SM86 has e5m2 only), then the model's own dtype
+_KV_LADDER: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
+    (re.compile(r"fp4|nvfp4|mxfp4", re.IGNORECASE), ("fp8_e4m3", "auto")),
+    (re.compile(r"fp8_e4m3|e4m3", re.IGNORECASE), ("fp8_e5m2", "auto")),
+    (re.compile(r"fp8|mxfp8|e5m2", re.IGNORECASE), ("auto",)),
+)
+_KV_TRADEOFF = {
+    "fp8_e4m3": "an 8-bit cache instead of 4-bit: about twice the KV memory per token (fewer tokens fit)",
+    "fp8_e5m2": "e5m2 keeps 2 mantissa bits instead of 3: a slightly less precise cache, same memory",
+    "auto": "the cache in the model's dtype: two to four times the KV memory per token (fewer tokens fit)",
+}
+
+
+def _kv_dtype_evidence(ctx: Context) -> str | None:
+    """The KV cache dtype the failure points at ("fp4", "fp8_e4m3", "kv": quantized, which
+    one unknown), or None when the failure is not in the quantized KV cache's code.  Only
+    ever used to pick among the ladder's own values."""
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    text = (text or "")[:4000]
+    paths = [f.file.replace("\\", "/") for f in inc.frames]
+    words = text + "\n" + "\n".join(paths)
+    if _E4M3_REFUSED.search(text) and any("layers/attention/" in p for p in paths):
+        return "fp8_e4m3"
+    m = _KV_DTYPE_WORDS.search(words)
+    if m is None:
+        return None
+    return "fp4" if "fp4" in m.group(0).lower() else "fp8" if "fp8" in m.group(0).lower() else "kv"
+
+
+@remedy("kv_cache_dtype_step")
+def kv_cache_dtype_step(ctx: Context, params: dict) -> "list[Remediation] | None":
+    """Step the KV cache dtype back when the failure is in the quantized KV cache's code (its
+    message or frames name the KV quantization: ``kvfp4``, ``KVFP4QuantizeUtil``,
+    ``kv_cache_dtype``; or a Triton attention kernel refused e4m3 on this GPU): fp4 -> fp8_e4m3
+    -> auto, e4m3 -> fp8_e5m2 -> auto.  The dtype in use is the launch's own setting, else what
+    the evidence names; it only picks the rung, every value is the ladder's and passes the
+    target release's choices (log text never becomes the value).  Advice (``safe`` False)."""
+    flag = ctx.flag("--kv-cache-dtype")
+    if flag is None:
+        return None
+    evidence = _kv_dtype_evidence(ctx)
+    if evidence is None:
+        return None
+    stated = ctx.stated(flag)
+    in_use = stated if isinstance(stated, str) and stated and stated != "auto" else evidence
+    ladder: tuple[str, ...] = ("auto",)
+    for pattern, steps in _KV_LADDER:
+        if pattern.search(in_use):
+            ladder = steps
+            break
+    out: list[Remediation] = []
+    for choice in ladder:
+        if _equal(stated, choice) or ctx.catalog.validate(flag, choice) is not None:
+            continue
+        # the launch's value is named only when it is one of the release's own choices
+        shown = isinstance(stated, str) and stated and ctx.catalog.validate(flag, stated) is None
+        was = f"the {stated} KV cache" if shown else "the quantized KV cache"
+        why = CLASS_NOTE if str(ctx.diagnosis.rule or "").startswith("class.") else "the refused kernel reads the KV cache"
+        rem = Remediation(set={flag: choice}, safe=False,
+                          note=f"set {flag} {choice}: the failure is in {was}'s code; {why}",
+                          tradeoff=params.get("tradeoff") or _KV_TRADEOFF.get(choice, ""))
+        out.append(trust.declare(rem, "rule"))
+    return out or None

@@ -860,13 +860,22 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
                               tradeoff=tradeoffs.default_for(Remediation(set={flag: value}))
                               or "the setting the message asks for; check what it does for your workload")
+            _with_named_env(rem, text)
             return trust.declare_log_named(rem, value_from="log" if value is not True else None)
+    listed_choice = _listed_choice(ctx, text)
+    if listed_choice is not None:
+        return listed_choice
+    required = _required_values(ctx, text)
     named: list[str] = []
+    direction: dict[str, bool] = {}  # flag -> up, for "increase --x" / "reduce --x"
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
         flag = ctx.flag(word)
         if flag is not None and flag not in named:
             named.append(flag)
+            way = _DIRECTION.search(text[max(0, m.start() - 40):m.start()])
+            if way is not None:
+                direction[flag] = way.group(1).lower().startswith(_UP_WORDS)
     if not named:
         return None
     listed = ", ".join(named[:3])
@@ -874,7 +883,14 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     out: list[Remediation] = []
     for flag in named[:3]:
         spec = ctx.catalog.spec(flag)
-        if spec is not None and not spec.takes_value:
+        stepped = _named_step(ctx, flag, direction[flag]) if flag in direction and flag not in required else None
+        if flag in required:  # "--x must be 1": the value the check states, checked for the flag
+            value = required[flag]
+            rem = Remediation(set={flag: value}, note=f"set {flag} {launch_command.render_scalar(value)}: the one "
+                                                      "value the message says it accepts")
+        elif stepped is not None:  # "increase --x": a step the way the message says
+            rem = stepped
+        elif spec is not None and not spec.takes_value:
             if turn_on:
                 rem = Remediation(set={flag: True}, note=f"turn {flag} on (the message asks for it)")
             else:
@@ -886,10 +902,134 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         rem.needs_human, rem.safe = True, False
         rem.note += f" (named by the message with {listed}; valid in SGLang {ctx.version})" if len(named) > 1 \
             else f" (named by the message; valid in SGLang {ctx.version})"
-        rem.tradeoff = "the setting the message rejects changes; check what it does for your workload"
+        rem.tradeoff = "; ".join(t for t in (rem.tradeoff, "the setting the message rejects changes; check what it "
+                                                            "does for your workload") if t)
         # the message picked the flag (the catalogue only confirms it exists): advice
-        out.append(trust.declare_log_named(rem, value_from="placeholder" if rem.set else None))
+        value_from = ("log" if flag in required else None if stepped is not None
+                      else "placeholder" if rem.set else None)
+        out.append(trust.declare_log_named(rem, value_from=value_from))
     return out
+
+
+def _with_named_env(rem: Remediation, text: str) -> None:
+    """The advice's environment half: a message that names a flag *and* a variable to set
+    ("please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1")
+    asks for both; the variable joins the same change when its name has a known prefix and
+    its value is a short plain token (``_safe_env``), never when the words before it negate."""
+    from sglang_doctor.remedy.class_remedies import env_advised
+
+    found = env_advised(text)
+    if found is None:
+        return
+    name, value = found
+    rem.env[name] = value
+    rem.note += f"; with {name}={value}, which the message names with it"
+
+
+# "attention_backend to be one of ['triton', 'torch_native'], but got flashinfer",
+# "--x must be one of (a, b)", "--x should be in {a, b}": a check that lists the values it
+# accepts.  The first listed value the target release accepts (and not the one the message
+# says it got) is the change; the next one is the alternative.  The log only picks among the
+# catalogue's own choices, so the value is validated, never copied unchecked.
+_ONE_OF = re.compile(
+    r"(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+)[`'\"]?"
+    r"[^.\n\[\](){}]{0,40}?\b(?:one of|be in|among|must be|should be|choose from)\s*:?\s*"
+    r"[\[\({]([^\]\)}\n]{1,400})[\]\)}]"
+    r"(?:[^.\n]{0,30}?\b(?:got|given|received|is|was)\s*:?\s*[`'\"]?([\w.+-]+))?",
+    re.IGNORECASE)
+_ITEM = re.compile(r"[`'\"]?([\w.+-]+)[`'\"]?")
+
+
+def _listed_choice(ctx: Context, text: str) -> "list[Remediation] | None":
+    for m in _ONE_OF.finditer(text):
+        word = m.group(1) if m.group(1).startswith("--") else "--" + m.group(1).replace("_", "-")
+        flag = ctx.flag(word)
+        spec = ctx.catalog.spec(flag) if flag is not None else None
+        if spec is None or not spec.takes_value:
+            continue
+        got = (m.group(3) or "").strip("`'\".")
+        items = [i for i in _ITEM.findall(m.group(2)) if i]
+        valid = [i for i in dict.fromkeys(items)
+                 if i != got and not _equal(ctx.stated(flag), i) and ctx.catalog.validate(flag, i) is None]
+        if not valid:
+            continue
+        out: list[Remediation] = []
+        for choice in valid[:2]:
+            rem = Remediation(set={flag: choice}, safe=False,
+                              note=f"set {flag} {choice}: the first value the message lists that SGLang "
+                                   f"{ctx.version} accepts" if not out else
+                                   f"or {flag} {choice}, the next value the message lists",
+                              tradeoff=tradeoffs.default_for(Remediation(set={flag: choice}))
+                              or "a value the failed check accepts; check what it does for your workload")
+            out.append(trust.declare_log_named(rem, value_from="log"))
+        return out
+    return None
+
+
+# "--pp-size must be 1", "(attn_cp_size must be 1)", "page_size should be set to 64": a check
+# that states the one value it accepts.  Only a number for a numeric flag or one of the flag's
+# own choices is taken (never free text: "must be a ...", "must be positive" name no value);
+# "X is not supported (--pp-size must be 1)" still states the value, so no negation window.
+_MUST_BE = re.compile(
+    r"(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+)[`'\"]?\s+"
+    r"(?:must|should|has to|needs to)\s+be\s+(?:set\s+to\s+|equal\s+to\s+)?[`'\"]?([\w.+-]+)(?![\w.+-])[`'\"]?"
+    r"(?!\s*(?:or|times|x)\b)",
+    re.IGNORECASE)
+
+
+def _required_values(ctx: Context, text: str) -> dict[str, Any]:
+    """flag -> the one value the message says the flag must have (see ``_MUST_BE``)."""
+    out: dict[str, Any] = {}
+    for m in _MUST_BE.finditer(text):  # "must not be" does not match: no negation to check
+        word = m.group(1) if m.group(1).startswith("--") else "--" + m.group(1).replace("_", "-")
+        flag = ctx.flag(word)
+        spec = ctx.catalog.spec(flag) if flag is not None else None
+        if spec is None or not spec.takes_value or flag in out:
+            continue
+        value: Any = m.group(2).rstrip(".,")
+        if spec.choices:
+            if value not in [str(c) for c in spec.choices]:
+                continue
+        elif spec.type in ("int", "float"):
+            number = _number(value)
+            if number is None:
+                continue
+            value = int(number) if spec.type == "int" and float(number).is_integer() else number
+        else:
+            continue
+        if _equal(ctx.stated(flag), value) or ctx.catalog.validate(flag, value) is not None:
+            continue
+        out[flag] = value
+    return out
+
+
+# "Please try to increase --mem-fraction-static", "reduce --max-running-requests", "use a
+# smaller --page-size": the words just before a numeric flag say which way it must move.
+_DIRECTION = re.compile(r"\b(increas\w*|rais\w*|larger|higher|bigger|more|reduc\w*|decreas\w*|lower\w*|smaller|"
+                        r"less)\b(?:\s+(?:the|your|a|value\s+of|the\s+value\s+of))*\s*[`'\"]?$", re.IGNORECASE)
+_UP_WORDS = ("increas", "rais", "larger", "higher", "bigger", "more")
+
+
+def _named_step(ctx: Context, flag: str, up: bool) -> Remediation | None:
+    """A step of a numeric flag the message asks to move (its value unknown to the message):
+    a fraction (float at most 1) by 0.05 within [0.3, 0.95], any other number by a factor of
+    two (at least 1).  The step is this module's own, from the launch's or the release's value."""
+    spec = ctx.catalog.spec(flag)
+    if spec is None or spec.type not in ("int", "float") or not spec.takes_value:
+        return None
+    value, _ = ctx.current_or_assumed(flag)
+    number = _number(value)
+    params: dict[str, Any]
+    if spec.type == "float" and (number is None or number <= 1):
+        params = {"flag": flag, "by": 0.05, "max": 0.95} if up else {"flag": flag, "by": 0.05, "min": 0.3}
+    else:
+        params = {"flag": flag, "factor": 2} if up else {"flag": flag, "factor": 0.5, "min": 1}
+    result = _move(ctx, params, up)
+    rem = result[0] if isinstance(result, list) and result else result
+    if not isinstance(rem, Remediation) or rem.is_empty():
+        return None
+    rem.note = f"{rem.note} (the message asks to {'raise' if up else 'lower'} it)"
+    return rem
 
 
 def _versions_knowing(flag: str, version: str) -> list[str]:
@@ -922,12 +1062,14 @@ def change_port(ctx: Context, params: dict) -> Remediation | None:
     # SGLang also binds internal ports above --port (nccl port, zmq): step by a few.
     for candidate in range(int(current) + 10, min(int(current) + 2000, 65536), 10):
         if _port_free(host, candidate, family):
-            rem = Remediation(
-                set={flag: candidate},
-                note=f"port {int(current)} is taken (an earlier server may still be running: "
-                     f"`ss -ltnp 'sport = :{int(current)}'`); use {candidate}",
-                tradeoff="clients must use the new port",
-            )
+            note = (f"port {int(current)} is taken (an earlier server may still be running: "
+                    f"`ss -ltnp 'sport = :{int(current)}'`); use {candidate}")
+            if params.get("unsure"):  # a class rule: which of the launch's ports is taken is not known
+                note = (f"if the port taken is the server's own ({flag} {int(current)}; an earlier server may "
+                        f"still hold it: `ss -ltnp`): use {candidate}; SGLang's other ports (--nccl-port, "
+                        "--dist-init-addr) are set apart")
+            rem = Remediation(set={flag: candidate}, note=note, tradeoff="clients must use the new port",
+                              safe=not params.get("unsure"))
             return trust.declare(rem, "planner")
     return None
 
@@ -1084,7 +1226,10 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         if op is None:
             ctx.warnings.append(f"unknown remedy {name}")
             continue
-        result = op(ctx, dict(params or {}))
+        params = dict(params or {})
+        if not _passes_modules(diagnosis, params.pop("when_modules", None)):
+            continue
+        result = op(ctx, params)
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
             _state_cost(rem, name, params)
@@ -1107,6 +1252,16 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     best, *rest = found
     best.alternatives = rest
     return best
+
+
+def _passes_modules(diagnosis: Diagnosis, modules: Any) -> bool:
+    """An entry's ``when_modules: [path parts]``: it applies only when the traceback passes one
+    of these modules (a class rule's fix for one kind of site: ``cuda_graph_runner`` for a
+    capture-time OOM, ``flashinfer/sampling`` for FlashInfer's sampling kernels).  No list: always."""
+    if not modules:
+        return True
+    wanted = [str(m) for m in (modules if isinstance(modules, (list, tuple)) else [modules])]
+    return any(m in f.file.replace("\\", "/") for f in diagnosis.incident.frames for m in wanted)
 
 
 def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:

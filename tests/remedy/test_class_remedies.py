@@ -3,7 +3,7 @@ that failed, and removing the flags of an optional feature the failure happened 
 
 from __future__ import annotations
 
-from sglang_doctor.model import Diagnosis, Frame, Incident, Launch, Line
+from sglang_doctor.model import Diagnosis, ExceptionInfo, Frame, Incident, Launch, Line
 from sglang_doctor.remedy import flags, remedies, trust
 
 V059 = flags.load_catalog("0.5.9")
@@ -174,3 +174,176 @@ def test_the_feature_whose_package_failed_is_dropped_when_the_launch_set_it():
     assert rem.set == {"--disable-overlap-schedule": True}
     assert rem.alternatives[0].unset == ["--enable-hierarchical-cache"]
     assert _remediate(_diagnosis([{"drop_in_frames": {}}], frames=["/x/sglang/srt/layers/linear.py"])) is None
+
+
+# -- session 11 (fixclass11): the class-level fixes people apply ------------------------------
+
+
+def test_a_check_that_lists_its_accepted_values_gets_the_first_one_the_release_has():
+    msg = ("KV4 MHA expects attention_backend to be one of ['triton', 'torch_native', 'flex_attention', "
+           "'trtllm_mha'], but got flashinfer")
+    d = _with_message([{"flag_named": {}}], msg)
+    rem = _remediate(d)
+    assert rem.set == {"--attention-backend": "triton"} and rem.safe is False
+    assert rem.alternatives[0].set == {"--attention-backend": "torch_native"}
+    assert trust.check(rem, d, V0523)  # the log picked it among the catalogue's choices: asked
+
+
+def test_the_listed_value_the_message_got_and_values_the_release_lacks_are_skipped():
+    d = _with_message([{"flag_named": {}}], "--attention-backend must be one of (no_such_backend, flashinfer, "
+                                             "triton), got flashinfer")
+    assert _remediate(d).set == {"--attention-backend": "triton"}
+    # nothing listed that the release accepts: the named flag with a placeholder, as before
+    d = _with_message([{"flag_named": {}}], "attention_backend should be one of [foo, bar], got baz")
+    assert _remediate(d).set == {"--attention-backend": "<a value the message accepts>"}
+
+
+def test_the_variable_a_message_names_with_its_flag_joins_the_change():
+    msg = ("Speculative decoding is not compatible with radix cache when using --mamba-scheduler-strategy "
+           "no_buffer.To use radix cache with speculative decoding, please use --mamba-scheduler-strategy "
+           "extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.")
+    rem = _remediate(_with_message([{"flag_named": {}}], msg), V059)
+    assert rem.set == {"--mamba-scheduler-strategy": "extra_buffer"}
+    assert rem.env == {"SGLANG_ENABLE_SPEC_V2": "1"}
+    # 0.5.23 spells the flag --mamba-radix-cache-strategy: the variable still joins it
+    assert _remediate(_with_message([{"flag_named": {}}], msg)).env == {"SGLANG_ENABLE_SPEC_V2": "1"}
+    rem = _remediate(_with_message([{"flag_named": {}}], "please use --mamba-scheduler-strategy extra_buffer; "
+                                                         "do not set SGLANG_ENABLE_SPEC_V2=1"), V059)
+    assert rem.env == {}
+
+
+MEMPOOL = "/x/sglang/srt/mem_cache/memory_pool.py"
+
+
+def test_a_failure_in_the_4bit_kv_cache_steps_to_fp8_then_auto():
+    d = _with_message([{"kv_cache_dtype_step": {}}, {"needs_human": {"reason": "x"}}],
+                      "cannot import name 'KVFP4QuantizeUtil' from 'sglang.srt.layers.quantization.kvfp4_tensor'")
+    rem = _remediate(d)
+    assert rem.set == {"--kv-cache-dtype": "fp8_e4m3"} and rem.safe is False
+    assert rem.alternatives[0].set == {"--kv-cache-dtype": "auto"}
+    assert not trust.check(rem, d, V0523)  # the ladder's value, not the log's
+
+
+def test_an_e4m3_attention_kernel_refused_steps_the_cache_to_e5m2():
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], frames=[ATTN.format("triton_ops/decode_attention")])
+    d.incident.exception = ExceptionInfo(type="ValueError", message="type fp8e4nv not supported in this architecture")
+    assert _remediate(d).set == {"--kv-cache-dtype": "fp8_e5m2"}
+    # the same refusal in a GEMM / MoE kernel is about the weights: no KV change
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], frames=["/x/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py"])
+    d.incident.exception = ExceptionInfo(type="ValueError", message="type fp8e4nv not supported in this architecture")
+    assert _remediate(d) is None
+
+
+def test_no_kv_evidence_no_kv_change_and_the_launchs_value_picks_the_rung():
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], frames=[MEMPOOL])
+    d.incident.exception = ExceptionInfo(type="RuntimeError", message="CUDA error: an illegal memory access")
+    assert _remediate(d) is None
+    d = _diagnosis([{"kv_cache_dtype_step": {}}], {"kv_cache_dtype": "fp8_e4m3"}, frames=[MEMPOOL])
+    d.incident.exception = ExceptionInfo(type="AssertionError", message="kv_cache_dtype fp8 needs a scale")
+    assert _remediate(d).set == {"--kv-cache-dtype": "fp8_e5m2"}
+
+
+def test_the_sampling_backend_switch_needs_flashinfers_sampling_frames():
+    entry = {"switch_backend": {"flag": "--sampling-backend", "choices": ["pytorch"],
+                                "when_modules": ["flashinfer/sampling"]}}
+    d = _diagnosis([entry], frames=["/x/site-packages/flashinfer/sampling.py"])
+    rem = _remediate(d)
+    assert rem.set == {"--sampling-backend": "pytorch"} and "attention" not in rem.note
+    assert _remediate(_diagnosis([entry], frames=[ATTN.format("flashinfer_backend")])) is None
+    assert _remediate(_diagnosis([entry], {"sampling_backend": "pytorch"},
+                                 frames=["/x/site-packages/flashinfer/sampling.py"])) is None
+
+
+def test_a_class_level_port_change_says_which_port_it_assumes_and_is_not_applied_unattended(monkeypatch):
+    monkeypatch.setattr(remedies, "_port_free", lambda host, port, *rest: port == 30020)
+    d = _diagnosis([{"needs_human": {"reason": "find what holds the port"}}, {"change_port": {"unsure": True}}],
+                   {"port": 30000})
+    rem = _remediate(d)
+    assert rem.set == {"--port": 30020} and rem.safe is False and rem.needs_human
+    assert "if the port taken is the server's own" in rem.note and "find what holds the port" in rem.note
+
+
+def test_an_entry_with_when_modules_applies_only_to_tracebacks_through_those_modules():
+    entries = [{"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5}},
+               {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8,
+                               "when_modules": ["cuda_graph_runner"]}},
+               {"lower_flag": {"flag": "--chunked-prefill-size", "factor": 0.5, "min": 512}}]
+    args = {"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64, "chunked_prefill_size": 4096}
+    capture = _diagnosis(entries, args, frames=["/x/sglang/srt/model_executor/cuda_graph_runner.py"])
+    rem = _remediate(capture, V059)
+    assert rem.set == {"--mem-fraction-static": 0.8}
+    assert rem.alternatives[0].set == {"--cuda-graph-max-bs": 32}
+    serving = _diagnosis(entries, args, frames=["/x/sglang/srt/model_executor/model_runner.py"])
+    rem = _remediate(serving, V059)
+    assert [a.set for a in rem.alternatives] == [{"--chunked-prefill-size": 2048}]
+
+
+def test_a_check_that_states_the_one_value_it_accepts_gets_that_value():
+    rem = _remediate(_with_message([{"flag_named": {}}], "Pipeline parallelism is not supported for this model "
+                                                         "(--pp-size must be 1)."), V059)
+    assert rem.set == {"--pp-size": 1} and rem.safe is False
+    rem = _remediate(_with_message([{"flag_named": {}}], "page_size should be set to 64 for the flashmla backend"), V059)
+    assert rem.set == {"--page-size": 64}
+
+
+def test_must_be_without_a_value_the_flag_takes_is_not_a_value():
+    for msg in ("--tp-size must be a power of two", "tp_size must be positive",
+                "--ep-size must be 1 or the same as the tensor parallel size",
+                "--kv-cache-dtype must be fp8_e4m3 or fp8_e5m2"):
+        rem = _remediate(_with_message([{"flag_named": {}}], msg), V059)
+        assert rem is None or all(not isinstance(v, int) or v != 1 for v in rem.set.values()), msg
+        assert rem is None or "<" in str(list(rem.set.values())) or rem.unset or rem.set.get("--kv-cache-dtype") is None, msg
+
+
+# -- through the rule pack (rules/*.yaml): the new entries on real message shapes ------------------
+
+SITE = "/usr/local/lib/python3.12/dist-packages"
+
+
+def _answer(text: str):
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline(RuleSet.load(user=False), command=None, version="0.5.23")
+    events = pipe.feed(text.encode()) + pipe.finish()
+    (d,) = [e["_diagnosis"] for e in events if e["event"] == "incident"]
+    return d
+
+
+def test_no_kernel_image_in_flashinfers_sampling_offers_the_pytorch_sampler():
+    d = _answer("Traceback (most recent call last):\n"
+                f'  File "{SITE}/sglang/srt/layers/sampler.py", line 120, in forward\n'
+                "    ids = top_k_top_p_sampling_from_probs(probs)\n"
+                f'  File "{SITE}/flashinfer/sampling.py", line 760, in top_k_top_p_sampling_from_probs\n'
+                "    return module.top_k_top_p_sampling_from_probs(probs)\n"
+                "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    assert d.rule == "kernel.unsupported_hw.no_kernel_image"
+    assert d.remediation.set == {"--sampling-backend": "pytorch"} and d.remediation.needs_human
+
+
+def test_an_e4m3_refusal_in_a_triton_attention_kernel_steps_the_kv_cache_in_the_rule_pack():
+    d = _answer("Traceback (most recent call last):\n"
+                f'  File "{SITE}/sglang/srt/layers/attention/triton_ops/decode_attention.py", line 718, in decode_attention_fwd\n'
+                "    _decode_att_m_fwd(q, k_buffer)\n"
+                f'  File "{SITE}/triton/compiler/compiler.py", line 80, in make_ir\n'
+                "    return ast_to_ttir(self.fn, self)\n"
+                "triton.compiler.errors.CompilationError: at 1:0:\n"
+                "ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are "
+                "('fp8e4b15', 'fp8e5')\")\n")
+    assert d.rule == "kernel.unsupported_hw.fp8e4nv"
+    assert d.remediation.set == {"--kv-cache-dtype": "fp8_e5m2"}
+
+
+def test_a_message_that_says_which_way_a_numeric_flag_must_move_gets_a_step_that_way():
+    d = _with_message([{"flag_named": {}}], "Not enough memory. Please try to increase --mem-fraction-static.",
+                      {"mem_fraction_static": 0.8, "model_path": "/m"})
+    rem = _remediate(d)
+    assert rem.set == {"--mem-fraction-static": 0.85} and rem.safe is False
+    d = _with_message([{"flag_named": {}}], "The pool is too small: reduce --max-running-requests or raise "
+                                             "--swa-full-tokens-ratio", {"max_running_requests": 64, "model_path": "/m"})
+    rem = _remediate(d)
+    assert rem.set == {"--max-running-requests": 32}
+    assert list(rem.alternatives[0].set) == ["--swa-full-tokens-ratio"]
+    # no direction: the placeholder, as before
+    d = _with_message([{"flag_named": {}}], "--max-running-requests is invalid for this model")
+    assert _remediate(d).set == {"--max-running-requests": "<a value the message accepts>"}

@@ -140,7 +140,8 @@ def test_a_named_flag_through_the_cli(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr
     (ev,) = [e for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "incident"]
-    assert ev["remediation"]["set"] == {"--speculative-eagle-topk": "<a value the message accepts>"}
+    # the message states the one value the check accepts: that value (session 11, fixclass11)
+    assert ev["remediation"]["set"] == {"--speculative-eagle-topk": 1}
     assert ev["remediation"]["safe"] is False
 
 
