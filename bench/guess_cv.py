@@ -8,9 +8,12 @@ the summary's for a text with no incident).  Four figures:
 - in-part: the phase prior (diagnose/phase_prior.py) counted from every tuned part, the
   shipped settings: what ``bench/accuracy.py`` reports;
 - leave-one-part-out (the main figure, the held-back situation): for each tuned part, every
-  counted table (the phase prior) is counted again from the *other three* parts' labels only,
+  counted table (the phase prior) is counted again from the *other* parts' labels only,
   at the shipped weight, and the part left out is scored.  A held-back part is a new source
-  nobody counted, and this is the figure that predicts it;
+  nobody counted, and this is the figure that predicts it.  The folds are ``CV_PARTS``: the
+  prior's parts (``TUNED_PARTS``) and the tuned parts the shipped prior does not count
+  (``READ_ONLY_PARTS``: field10, sealed10), scored with the prior counted from ``TUNED_PARTS``
+  (``--prior-parts`` counts another set, e.g. all of them, for an experiment);
 - rotation: the same, but the prior's weight is also chosen on the three training parts from
   ``--weights`` (the session 8 figure; it can only move where the training parts disagree with
   the shipped weight);
@@ -24,7 +27,8 @@ What neither rotation can measure: the hand-written weights of diagnose/evidence
 WORDS, SIGNALS) were written by people who had read every tuned part, so the tuned figures
 overstate a new part by however much those weights fit these files (docs/GUESS-MISSES.md).
 
-Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json] [--counted]``.  Never run on the
+Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json] [--counted] [--prior-parts A,B,...]``
+(``--counted`` folds over ``TUNED_PARTS`` only).  Never run on the
 sealed parts (it reads only the tuned ones).
 """
 
