@@ -95,7 +95,10 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     # building the model class from its config comes before any weight is read: SGLang's
     # get_model_architecture raises "Model architectures [...] are not supported for now" there,
     # and the model's __init__ refuses a variant (a quantization, a head layout) it has no code for
-    ("", ("_initialize_model", "get_model_architecture", "get_architecture_class_name", "resolve_transformers_arch"),
+    # (0.1.x-0.2.x: ModelRunner.load_model -> get_model_cls_by_arch_name, which raises "Unsupported
+    # architectures: ..." when no model class has the config's architecture)
+    ("", ("_initialize_model", "get_model_architecture", "get_architecture_class_name", "resolve_transformers_arch",
+          "get_model_cls_by_arch_name"),
      "model.unsupported", "it stopped building the model class from its configuration, before any weight was read "
      "(the architecture lookup and the model's constructor): most often an architecture or variant this release "
      "does not support"),

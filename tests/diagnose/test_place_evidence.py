@@ -139,3 +139,12 @@ def test_a_named_check_below_the_construction_still_points_at_the_arguments(pack
     place = [e for e in guess["evidence"] if e["name"] == "deepest_frame"]
     assert place and place[0]["category"] == "args.invalid" and place[0]["weight"] >= 0.4
     assert guess["category"] == "args.invalid"
+
+
+def test_the_old_releases_architecture_lookup_is_the_architecture_lookup(pack):
+    # 0.1.x ModelRunner.load_model -> get_model_cls_by_arch_name ("Unsupported architectures: ..."),
+    # its frame line cut inside the name: the caller's source line completes it (field9/005)
+    path = CORPUS / "field9" / "005-model.unsupported-llava-next-110b-get-model-cls-cut.log"
+    _, guess = answer(pack, path.read_text(encoding="utf-8"))
+    assert guess["category"] == "model.unsupported"
+    assert "get_model_cls_by_arch_name" in guess["why"]
