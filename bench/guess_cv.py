@@ -8,9 +8,12 @@ the summary's for a text with no incident).  Four figures:
 - in-part: the phase prior (diagnose/phase_prior.py) counted from every tuned part, the
   shipped settings: what ``bench/accuracy.py`` reports;
 - leave-one-part-out (the main figure, the held-back situation): for each tuned part, every
-  counted table (the phase prior) is counted again from the *other three* parts' labels only,
+  counted table (the phase prior) is counted again from the *other* parts' labels only,
   at the shipped weight, and the part left out is scored.  A held-back part is a new source
-  nobody counted, and this is the figure that predicts it;
+  nobody counted, and this is the figure that predicts it.  The folds are ``CV_PARTS``: the
+  prior's parts (``TUNED_PARTS``) and the tuned parts the shipped prior does not count
+  (``READ_ONLY_PARTS``: field10, sealed10), scored with the prior counted from ``TUNED_PARTS``
+  (``--prior-parts`` counts another set, e.g. all of them, for an experiment);
 - rotation: the same, but the prior's weight is also chosen on the three training parts from
   ``--weights`` (the session 8 figure; it can only move where the training parts disagree with
   the shipped weight);
@@ -24,7 +27,8 @@ What neither rotation can measure: the hand-written weights of diagnose/evidence
 WORDS, SIGNALS) were written by people who had read every tuned part, so the tuned figures
 overstate a new part by however much those weights fit these files (docs/GUESS-MISSES.md).
 
-Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json] [--counted]``.  Never run on the
+Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json] [--counted] [--prior-parts A,B,...]``
+(``--counted`` folds over ``TUNED_PARTS`` only).  Never run on the
 sealed parts (it reads only the tuned ones).
 """
 
@@ -42,7 +46,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from guess_prior import TUNED_PARTS, count, failures  # noqa: E402
+from guess_prior import READ_ONLY_PARTS, TUNED_PARTS, count, failures  # noqa: E402
+
+# the folds: every tuned part; the read-only ones (tuned for rules, not counted in the shipped prior)
+# are scored too, with the prior counted from the prior's parts, never from the part held out
+CV_PARTS = TUNED_PARTS + READ_ONLY_PARTS
 
 from sglang_doctor.diagnose import phase_prior  # noqa: E402
 from sglang_doctor.diagnose.rules_engine import RuleSet  # noqa: E402
@@ -125,12 +133,16 @@ def calibration(rows) -> list[dict]:
     return out
 
 
-def leave_one_part_out(weight: float | None = None, weights=()) -> tuple[list, dict]:
+def leave_one_part_out(weight: float | None = None, weights=(), parts=None, prior_parts=None) -> tuple[list, dict]:
     """Rows scored with the counted tables fitted on the other parts; with ``weights``, the prior's
-    weight too is chosen on those parts (rotation).  Returns (rows, per-part report)."""
+    weight too is chosen on those parts (rotation).  ``parts`` are the folds (``CV_PARTS``),
+    ``prior_parts`` the parts the prior may count (``TUNED_PARTS``, the shipped choice): each fold
+    counts ``prior_parts`` without the part held out.  Returns (rows, per-part report)."""
+    parts = CV_PARTS if parts is None else tuple(parts)
+    prior_parts = TUNED_PARTS if prior_parts is None else tuple(prior_parts)
     rows, report = [], {}
-    for held in TUNED_PARTS:
-        train = tuple(p for p in TUNED_PARTS if p != held)
+    for held in parts:
+        train = tuple(p for p in prior_parts if p != held)
         counts = count(train)
         chosen = phase_prior.PRIOR_WEIGHT if weight is None else weight
         scored = {}
@@ -361,18 +373,22 @@ def main(argv=None) -> int:
     ap.add_argument("--verbose", action="store_true", help="list the misses (leave-one-part-out)")
     ap.add_argument("--counted", action="store_true",
                     help="also score counted-evidence variants (naive Bayes over cue families) on the same folds")
+    ap.add_argument("--prior-parts", default="",
+                    help="the parts the prior counts in each fold (comma-separated; default the shipped TUNED_PARTS; "
+                         "an experiment may add the read-only parts)")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
     report: dict = {"in_part": {}, "leave_one_part_out": {}, "rotation": {}, "calibration": []}
-    rows = measure(TUNED_PARTS, phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT)
-    for part in TUNED_PARTS:
+    rows = measure(CV_PARTS, phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT)
+    for part in CV_PARTS:
         h, n = hits([r for r in rows if r[0] == part])
         report["in_part"][part] = {"right": h, "total": n}
-    lopo_rows, report["leave_one_part_out"] = leave_one_part_out()
-    _, report["rotation"] = leave_one_part_out(weights=weights)
+    prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
+    lopo_rows, report["leave_one_part_out"] = leave_one_part_out(prior_parts=prior_parts)
+    _, report["rotation"] = leave_one_part_out(weights=weights, prior_parts=prior_parts)
     report["calibration"] = calibration(lopo_rows)
-    if args.counted:
-        report["counted"] = counted_report(lopo_rows)
+    if args.counted:  # (over the prior's parts only)
+        report["counted"] = counted_report([r for r in lopo_rows if r[0] in TUNED_PARTS])
     report["misses"] = [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "confidence": r[3]}
                         for r in lopo_rows if r[1] != r[2]]
     for key in ("in_part", "leave_one_part_out", "rotation"):

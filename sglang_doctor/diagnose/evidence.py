@@ -95,7 +95,10 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     # building the model class from its config comes before any weight is read: SGLang's
     # get_model_architecture raises "Model architectures [...] are not supported for now" there,
     # and the model's __init__ refuses a variant (a quantization, a head layout) it has no code for
-    ("", ("_initialize_model", "get_model_architecture", "get_architecture_class_name", "resolve_transformers_arch"),
+    # (0.1.x-0.2.x: ModelRunner.load_model -> get_model_cls_by_arch_name, which raises "Unsupported
+    # architectures: ..." when no model class has the config's architecture)
+    ("", ("_initialize_model", "get_model_architecture", "get_architecture_class_name", "resolve_transformers_arch",
+          "get_model_cls_by_arch_name"),
      "model.unsupported", "it stopped building the model class from its configuration, before any weight was read "
      "(the architecture lookup and the model's constructor): most often an architecture or variant this release "
      "does not support"),
@@ -253,6 +256,20 @@ def _cut_function(inc: Incident, ours: list[Frame]) -> str | None:
 PHASE_PLACES = {"cuda_graph": "startup.cuda_graph"}
 
 
+# ServerArgs' construction itself (server_args.py: from_cli_args -> the dataclass __init__ ->
+# __post_init__), as the deepest SGLang frame of a traceback cut there: from 0.5 __post_init__ does
+# more than check arguments (get_device_memory_capacity probes the GPU, _handle_model_specific_
+# adjustments reads the model's config through transformers, the _handle_*_backend steps import
+# and choose kernels), so the place says "while the launch's settings were being resolved", not
+# "an invalid argument".  A named check below it (_handle_kv4_compatibility, ...) keeps the full
+# weight (args.invalid).  Tuned parts: the 3 no-cause tracebacks cut at the construction were other,
+# kernel.unsupported_hw and model.unsupported; the 2 with a named check deeper were args.invalid.
+# Such a place names the phase (startup.args, before any start-up milestone), read through the
+# prior like PHASE_PLACES, and no category of its own.
+ARGS_CONSTRUCTION = ("from_cli_args", "prepare_server_args", "__post_init__", "__init__")
+ARGS_CONSTRUCTION_PLACE = "args_construction"
+
+
 def _place(inc: Incident) -> Evidence | None:
     """Where the traceback was when its text stopped: the deepest SGLang frame in ``WHERE``."""
     ours = sglang_frames(inc.frames)
@@ -268,6 +285,11 @@ def _place(inc: Incident) -> Evidence | None:
                 return Evidence("deepest_frame", category, 0.35, f"{why} ({f.function} was calling {called}, {_short(f)})")
             if not _fits(path, f.function, part, functions):
                 continue
+            if depth == 0 and part == "srt/server_args" and f.function.rsplit(".", 1)[-1] in ARGS_CONSTRUCTION:
+                return Evidence(ARGS_CONSTRUCTION_PLACE, category, 0.0,
+                                f"it stopped in ServerArgs' construction ({f.function} in {_short(f)}) with no named "
+                                "check below it: the launch's settings were being resolved, which also reads the model's "
+                                "configuration, probes the GPU and picks kernel backends")
             if depth == 0:
                 return Evidence("deepest_frame", category, 0.4, f"{why} ({f.function} in {_short(f)})")
             return Evidence("outer_frame", category, 0.3, f"{why} ({f.function} in {_short(f)}, {depth} frame(s) "
@@ -277,7 +299,7 @@ def _place(inc: Incident) -> Evidence | None:
 
 def from_frames(inc: Incident) -> list[Evidence]:
     place = _place(inc)
-    if place is None or place.category in PHASE_PLACES:
+    if place is None or place.category in PHASE_PLACES or place.name == ARGS_CONSTRUCTION_PLACE:
         return []  # (a place that names a phase is read by from_context, through the prior)
     return [place]
 
@@ -285,6 +307,8 @@ def from_frames(inc: Incident) -> list[Evidence]:
 def frame_phase(inc: Incident) -> tuple[str, str] | None:
     """The start-up step the deepest SGLang frame shows (``PHASE_PLACES``), and why."""
     place = _place(inc)
+    if place is not None and place.name == ARGS_CONSTRUCTION_PLACE:
+        return "startup.args", place.why
     if place is None or place.category not in PHASE_PLACES:
         return None
     return PHASE_PLACES[place.category], place.why

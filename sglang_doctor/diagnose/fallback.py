@@ -364,15 +364,29 @@ def _last_lines(tail: bytes, n: int = 3) -> list[str]:
     return out
 
 
+# The scheduler's event loop by name (scheduler.py ``event_loop_normal`` / ``event_loop_overlap`` /
+# ``event_loop_pp`` ...): run_scheduler_process enters it only after the scheduler has told the
+# launcher it is ready (every start-up step done), so a text that names it, in frames too garbled
+# or cut to form a traceback (interleaved ranks, a prefix on each line), was serving.
+_EVENT_LOOP = re.compile(r"\bevent_loop_(?:normal|overlap|pp)(?:_[a-z]+)*")
+EVENT_LOOP_LINES = 40  # how far back from the end of the text the event loop's name is looked for
+
+
 def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | None]:
     """The phase a text with no failure in it ends in, and how it shows it: its last lines (a
-    batch line, a capture bar, a weight-loading line), else the ready line, else the last
-    start-up milestone; (None, None) when it shows none."""
+    batch line, a capture bar, a weight-loading line), else the scheduler's event loop named in
+    its last lines (``_EVENT_LOOP``), else the ready line, else the last start-up milestone;
+    (None, None) when it shows none."""
     launch = launches[-1] if launches else None
     for text in _last_lines(tail):
         phase = next((p for lit, p in _LAST_LINE if lit in text), None)
         if phase is not None:
             return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
+    for text in _last_lines(tail, EVENT_LOOP_LINES):
+        m = _EVENT_LOOP.search(text)
+        if m:
+            return "serving", (f"the text names the scheduler's event loop ({m.group(0)}), which SGLang enters only "
+                               "once the scheduler is ready")
     if launch is not None and launch.ready_line is not None:
         return "serving", "the server had been ready"
     if launch is not None and launch.milestones:

@@ -35,14 +35,25 @@ def test_each_part_is_scored_with_tables_counted_without_it(cv, monkeypatch):
     monkeypatch.setattr(cv, "count", fake_count)
     monkeypatch.setattr(cv, "measure", fake_measure)
     rows, report = cv.leave_one_part_out()
-    assert list(report) == list(cv.TUNED_PARTS)
-    for held, train in zip(cv.TUNED_PARTS, counted):
-        assert held not in train and set(train) | {held} == set(cv.TUNED_PARTS)
-    for held in cv.TUNED_PARTS:
+    # every tuned part is a fold; the prior counts the prior's parts, never the part held out
+    assert list(report) == list(cv.CV_PARTS) == list(cv.TUNED_PARTS + cv.READ_ONLY_PARTS)
+    for held, train in zip(cv.CV_PARTS, counted):
+        assert held not in train and set(train) == set(cv.TUNED_PARTS) - {held}
+    for held in cv.CV_PARTS:
         (call,) = [c for c in scored if c[0] == (held,)]
         assert call[2] == phase_prior.PRIOR_WEIGHT  # the shipped weight, no choice
         assert report[held] == {"right": 1, "total": 2, "weight": phase_prior.PRIOR_WEIGHT, "train_right": {}}
-    assert len(rows) == 2 * len(cv.TUNED_PARTS)
+    assert len(rows) == 2 * len(cv.CV_PARTS)
+
+
+def test_an_experiment_may_count_other_parts_but_never_the_held_one(cv, monkeypatch):
+    counted = []
+    monkeypatch.setattr(cv, "count", lambda parts: counted.append(tuple(parts)) or {})
+    monkeypatch.setattr(cv, "measure", lambda parts, counts, weight: [])
+    every = cv.TUNED_PARTS + cv.READ_ONLY_PARTS
+    cv.leave_one_part_out(prior_parts=every)
+    for held, train in zip(cv.CV_PARTS, counted):
+        assert set(train) == set(every) - {held}
 
 
 def test_the_rotation_chooses_the_weight_on_the_other_parts_only(cv, monkeypatch):
@@ -55,7 +66,8 @@ def test_the_rotation_chooses_the_weight_on_the_other_parts_only(cv, monkeypatch
     monkeypatch.setattr(cv, "measure", fake_measure)
     _, report = cv.leave_one_part_out(weights=[0.3, 0.5])
     for held, r in report.items():
-        assert r["weight"] == 0.3 and r["train_right"] == {0.3: len(cv.TUNED_PARTS) - 1, 0.5: 0}  # one right per other part
+        trained = len(cv.TUNED_PARTS) - (held in cv.TUNED_PARTS)  # one right per other prior part
+        assert r["weight"] == 0.3 and r["train_right"] == {0.3: trained, 0.5: 0}
         assert r["right"] == 0  # scored on the held part alone, where this fake is never right
 
 

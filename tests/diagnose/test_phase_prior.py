@@ -75,3 +75,35 @@ def test_a_text_that_ends_while_serving_gets_the_serving_prior(pack):
     assert {e["name"] for e in g["evidence"] if e["name"].startswith("prior:")} == {"prior:serving"}
     assert g["category"] == top("serving")
     assert g["confidence"] <= 0.5
+
+
+# -- the scheduler's event loop named in a text with no incident (fallback._EVENT_LOOP) --------
+# frames of several ranks interleaved character by character (faulthandler's dumps of a
+# GLM on MI300 while serving): no traceback forms, but event_loop_overlap is legible
+INTERLEAVED_SERVING = CORPUS / "field9" / "008-runtime.crash-glm53-mi300-interleaved-faulthandler-dump.log"
+# counter-example: a text that ends while the shards load (no event loop named): start-up
+LOADING_TAIL = CORPUS / "dev" / "068-model.load-qwen3-235b-fp8-detected-stall.log"
+
+
+def test_a_text_naming_the_event_loop_gets_the_serving_prior(pack):
+    g = guess(pack, INTERLEAVED_SERVING)
+    priors = [e for e in g["evidence"] if e["name"].startswith("prior:")]
+    assert {e["name"] for e in priors} == {"prior:serving"}
+    assert any("event loop (event_loop_overlap)" in e["why"] for e in priors)
+    assert g["category"] == top("serving")
+
+
+def test_a_start_up_tail_without_the_event_loop_keeps_its_step(pack):
+    g = guess(pack, LOADING_TAIL)
+    assert {e["name"] for e in g["evidence"] if e["name"].startswith("prior:")} == {"prior:startup.load_weights"}
+
+
+def test_the_event_loop_is_read_only_in_the_last_lines():
+    from sglang_doctor.diagnose.fallback import EVENT_LOOP_LINES, text_phase
+
+    line = b"  File \"/x/sglang/srt/managers/scheduler.py\", line 1, in event_loop_normal\n"
+    assert text_phase([], line + b"some warning\n")[0] == "serving"
+    # further back than EVENT_LOOP_LINES lines: the text shows no phase
+    assert text_phase([], line + b"a line\n" * EVENT_LOOP_LINES) == (None, None)
+    # a name that only starts like it (event_loop_ alone, another module's loop) is not it
+    assert text_phase([], b"in event_loop_\nrun_event_loop()\n") == (None, None)

@@ -100,3 +100,51 @@ def test_a_tracebacks_code_lines_are_not_the_failures_words(pack):
     ev, guess = answer(pack, text)
     assert ev["layer"] == "fallback"
     assert not any(e["name"] == "words:kv_pool" for e in guess.get("evidence", ()))
+
+
+# -- ServerArgs' construction names the phase, not a category (evidence.ARGS_CONSTRUCTION) ------
+from pathlib import Path  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+SA = "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py"
+LAUNCH = ("Traceback (most recent call last):\n"
+          '  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 10, in <module>\n'
+          "    server_args = prepare_server_args(sys.argv[1:])\n"
+          f'  File "{SA}", line 4495, in prepare_server_args\n'
+          "    return ServerArgs.from_cli_args(raw_args)\n"
+          f'  File "{SA}", line 4033, in from_cli_args\n'
+          "    return cls(**{attr: getattr(args, attr) for attr in attrs})\n"
+          '  File "<string>", line 331, in __init__\n'
+          f'  File "{SA}", line 733, in __post_init__\n')
+
+
+def test_a_cut_in_server_args_construction_reads_the_phase_not_an_invalid_argument(pack):
+    # the real fragment: a GGUF launch (0.5.x) cut in from_cli_args; its cause was an import of
+    # libnvrtc while resolving the kernels (field10/017, labelled other)
+    path = CORPUS / "field10" / "017-other-gguf-launch-libnvrtc-import-frames-cut.log"
+    _, guess = answer(pack, path.read_text(encoding="utf-8"))
+    names = {e["name"] for e in guess["evidence"]}
+    assert "prior:startup.args" in names and "deepest_frame" not in names
+    assert guess["category"] != "args.invalid"
+    # the same in SGLang's frame layout, cut in __post_init__'s call
+    _, guess = answer(pack, LAUNCH + "    self._handle\n")
+    assert "prior:startup.args" in {e["name"] for e in guess["evidence"]}
+    assert not any(e["category"] == "args.invalid" and e["name"] == "deepest_frame" for e in guess["evidence"])
+
+
+def test_a_named_check_below_the_construction_still_points_at_the_arguments(pack):
+    # counter-example: __post_init__ -> _handle_kv4_compatibility, a named check of the flags
+    _, guess = answer(pack, LAUNCH + "    self._handle_kv4_compatibility()\n"
+                                     f'  File "{SA}", line 2837, in _handle_kv4_compatibility\n')
+    place = [e for e in guess["evidence"] if e["name"] == "deepest_frame"]
+    assert place and place[0]["category"] == "args.invalid" and place[0]["weight"] >= 0.4
+    assert guess["category"] == "args.invalid"
+
+
+def test_the_old_releases_architecture_lookup_is_the_architecture_lookup(pack):
+    # 0.1.x ModelRunner.load_model -> get_model_cls_by_arch_name ("Unsupported architectures: ..."),
+    # its frame line cut inside the name: the caller's source line completes it (field9/005)
+    path = CORPUS / "field9" / "005-model.unsupported-llava-next-110b-get-model-cls-cut.log"
+    _, guess = answer(pack, path.read_text(encoding="utf-8"))
+    assert guess["category"] == "model.unsupported"
+    assert "get_model_cls_by_arch_name" in guess["why"]
