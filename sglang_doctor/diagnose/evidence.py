@@ -53,7 +53,7 @@ from sglang_doctor.diagnose import phase_prior
 from sglang_doctor.incidents import milestones, progress
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import last_before, phase_after
-from sglang_doctor.incidents.tracebacks import parse_frame, sglang_frames
+from sglang_doctor.incidents.tracebacks import is_sglang_file, parse_frame, sglang_frames
 from sglang_doctor.model import Diagnosis, Frame, Incident
 
 MAX_CONFIDENCE = 0.5
@@ -270,9 +270,30 @@ ARGS_CONSTRUCTION = ("from_cli_args", "prepare_server_args", "__post_init__", "_
 ARGS_CONSTRUCTION_PLACE = "args_construction"
 
 
+def _importing(frames: list[Frame], deepest: Frame) -> bool:
+    """Whether ``deepest`` (an SGLang frame) runs a module's body because it was being
+    imported: its function is ``<module>`` and the frame that called it is an ``import`` /
+    ``from ... import`` line or importlib's machinery (not runpy starting a script)."""
+    if deepest.function != "<module>" or deepest not in frames:
+        return False
+    i = frames.index(deepest)
+    if i == 0:
+        return False
+    caller = frames[i - 1]
+    src = (caller.source or "").strip()
+    return src.startswith(("from ", "import ")) or "importlib" in caller.file
+
+
 def _place(inc: Incident) -> Evidence | None:
     """Where the traceback was when its text stopped: the deepest SGLang frame in ``WHERE``."""
     ours = sglang_frames(inc.frames)
+    if ours and _importing(inc.frames, ours[-1]):
+        # a traceback that stopped while importing one of SGLang's modules: the module's own
+        # code at import time (a missing or mismatched package, a registration clash, a cache
+        # file it opens), not anything the launch's flags chose
+        return Evidence("import_frame", "other", 0.4, f"it stopped while Python imported SGLang's module "
+                                                      f"{_short(ours[-1])}: a package or the environment, "
+                                                      "not the launch's settings")
     whole = _cut_function(inc, ours)
     for depth, f in enumerate(reversed(ours)):
         path = f.file.replace("\\", "/")
@@ -337,7 +358,7 @@ LIBRARIES: tuple[tuple[str, str, float, str], ...] = (
 def from_library_frames(inc: Incident) -> list[Evidence]:
     """The deepest frame below SGLang's own frames that is in a library of ``LIBRARIES``."""
     frames = inc.frames
-    ours = [i for i, f in enumerate(frames) if "/sglang/" in f.file.replace("\\", "/")]
+    ours = [i for i, f in enumerate(frames) if is_sglang_file(f.file)]
     start = ours[-1] + 1 if ours else 0
     for f in reversed(frames[start:]):
         path = f.file.replace("\\", "/")
@@ -375,7 +396,7 @@ def from_native_stack(inc: Incident) -> list[Evidence]:
         return []
     for f in stack:  # the most recent first
         path = f.file.replace("\\", "/")
-        if "/sglang/" in path:
+        if is_sglang_file(path):
             for part, functions, category, why in WHERE:
                 if _fits(path, f.function, part, functions):
                     return [Evidence("native_frame", category, 0.4,

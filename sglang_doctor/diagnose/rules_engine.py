@@ -713,6 +713,12 @@ class RuleSet:
     def line_literals(self) -> set[str]:
         return {lit for r in self.rules for lit in r.literals}
 
+    def failure_words(self) -> set[str]:
+        """The lower-case words of failures the pack knows by their message (every rule's
+        ``message_any``): what lets a line that is not SGLang's own (``Error: ...`` from a
+        wrapper or a reporter) still count as naming a failure (incidents.Assembler)."""
+        return {w for r in self.rules for w in r.message_any}
+
     def candidates(self, incident: Incident) -> list[Rule]:
         names = ({e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} | {inner_type(e.type) for e in incident.chain[-1:]}
                  if incident.chain else set())

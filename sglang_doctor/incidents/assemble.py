@@ -98,6 +98,11 @@ THREAD_HEADER_LITERAL = "Exception in thread"
 # (often at interpreter exit, after a clean stop); the traceback under it is not a failure
 IGNORED_LITERAL = "Exception ignored in"
 _MAX_BARE_CONTINUATION = 200  # lines a signal-only incident may collect from unprefixed output
+# The name prefix of the signals a rule's line/literal match contributes (pipeline.py)
+RULE_LITERAL_SIGNAL = "rule_literal:"
+# The bare word a line's "Error: ..." parses as (tracebacks.strict_exception): not a class
+# anything in SGLang's stack raises, see Assembler._bare.
+BARE_ERROR_WORD = "Error"
 # Ranks that fail together log their tracebacks within a few lines of each other (a surviving
 # rank's records in between); an open incident that waited longer than this for another rank
 # is closed, so two failures far apart are two incidents (issue 11 item 13).
@@ -234,9 +239,12 @@ class _Group:
 
 
 class Assembler:
-    def __init__(self, extra_signals: tuple[signals.Signal, ...] = ()):
+    def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = ()):
         self.launches: list[Launch] = [Launch(index=0, line=None)]
         self._extra = extra_signals
+        # lower-case words of failures the rule pack knows by their message (RuleSet.failure_words):
+        # a bare "Error: ..." line counts as a failure only when it holds one (see _bare)
+        self._failure_words = tuple(w for w in failure_words if w)
         # _classify: which signals a message's literals point at, found in one automaton pass
         self._signals = signals.SIGNALS + tuple(extra_signals)
         self._by_literal: dict[str, list[int]] = {}
@@ -253,6 +261,9 @@ class Assembler:
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
+        # (launch index, message text) of the rule-literal lines already reported alone: the same
+        # line again (a warm-up polling its own address every second) is the same failure
+        self._reported_rule_lines: set[tuple[int, str]] = set()
         self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
         self._request_error: int | None = None  # line of the last "Error in request:" record
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
@@ -437,6 +448,22 @@ class Assembler:
             exc = tracebacks.open_exception(text.strip())  # "ImportError: " + message lines below
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
+        if exc is not None and exc.type == BARE_ERROR_WORD:
+            # "Error: <text>" at column 0 with no traceback above it: no Python class of
+            # SGLang's stack is named Error (it raises RuntimeError/ValueError/Exception), so
+            # this is another program's message (a CI wrapper's "Error: Pod logs ended ...",
+            # a CLI's "Error: ...") or a reporter's "Error: " in front of what they pasted.
+            # Only what follows the word can name a failure: an exception line (taken as
+            # that exception), a signal's words (sig, classified on the whole line) or the
+            # words of a failure the rule pack knows by its message ("NPU out of memory"
+            # behind a reporter's "Error: "); then the line stays an exception incident as
+            # before.  Otherwise it is another program's message, not a failure of its own.
+            inner = tracebacks.bare_exception(exc.message.strip())
+            if inner is not None and inner.type != BARE_ERROR_WORD and not inner.type.endswith("Warning"):
+                line = Line(line.number, exc.message.strip(), line.raw, line.cut)
+            elif sig is None and not self._names_failure(exc.message):
+                self._normal(line, ranks, text, events, found)
+                return
         if sig is not None and (exc is None or sig[0].role != "evidence"):
             self._signal(line, ranks, sig, events)
             return
@@ -453,6 +480,11 @@ class Assembler:
             group.lines.append(line)
             return
         self._normal(line, ranks, text, events, found)
+
+    def _names_failure(self, message: str) -> bool:
+        """Whether ``message`` holds the words of a failure the rule pack knows by its message."""
+        low = message.lower()
+        return any(w in low for w in self._failure_words)
 
     def _exception_line(self, line: Line, ranks: tuple[str, ...], sig, events: list[Event]) -> None:
         """A bare exception line (``line.text`` is the exception, any prefix gone) opens an
@@ -618,9 +650,24 @@ class Assembler:
         self._group = None
         for b in group.builders:
             b.finish()
+        if self._repeats_a_reported_rule_line(group):
+            return
         incident = self._incident(group)
         if incident is not None:
             events.append(Event("incident", self.launch, incident=incident, line=incident.last_line))
+
+    def _repeats_a_reported_rule_line(self, group: _Group) -> bool:
+        """A group made only of rule-literal signal lines (no traceback) whose every line says
+        what such a group already reported in this launch says: the same message repeated (a
+        request retried), not another failure.  Remembers the group's lines otherwise."""
+        if group.builders or not group.signal_lines or not all(
+                n.startswith(RULE_LITERAL_SIGNAL) for n in group.signal_names):
+            return False
+        keys = {(self.launch.index, records.parse_prefix(line.text).message.strip()) for line in group.signal_lines}
+        if keys <= self._reported_rule_lines:
+            return True
+        self._reported_rule_lines |= keys
+        return False
 
     def _incident(self, group: _Group) -> Incident | None:
         launch = self.launch

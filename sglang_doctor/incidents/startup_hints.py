@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from sglang_doctor.incidents.tracebacks import in_startup_constructor
+from sglang_doctor.incidents.tracebacks import in_startup_constructor, is_sglang_file
 from sglang_doctor.model import Frame, Incident
 
 # a source line that builds a start-up object: ``scheduler = Scheduler(`` in run_scheduler_process
@@ -72,9 +72,9 @@ def frames_reason(frames: list[Frame]) -> str | None:
         return "its traceback runs through a start-up constructor (Scheduler / TpModelWorker / ModelRunner)"
     for f in frames:
         path = f.file.replace("\\", "/")
-        if "/sglang/" in path and any(part in path for part in _ARGS_MODULES):
+        if is_sglang_file(path) and any(part in path for part in _ARGS_MODULES):
             return f"a frame checks the launch arguments ({f.function} in {path.rsplit('/', 1)[-1]}), before any worker runs"
-        if "/sglang/" in path and f.function.rsplit(".", 1)[-1] in _STARTUP_STEPS:
+        if is_sglang_file(path) and f.function.rsplit(".", 1)[-1] in _STARTUP_STEPS:
             return f"a frame is in a start-up step ({f.function})"
         if f.source and _BUILDS.search(f.source):
             return f"a frame builds a start-up object ({f.source.strip()[:60]})"

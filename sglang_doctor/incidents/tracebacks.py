@@ -371,8 +371,28 @@ class TracebackBuilder:
             self._msg_lines = []
 
 
+# A Python environment (conda env, venv) that its owner named "sglang": its stdlib, scripts
+# and other packages live under ".../envs/sglang/lib/python3.X/" or ".../sglang/bin/", which
+# are not SGLang's code ("/User/x/miniconda3/envs/sglang/lib/python3.11/site-packages/diskcache/core.py").
+_ENV_NAMED_SGLANG = re.compile(r"/sglang/(?:lib(?:64)?/python[\d.]*|bin|include)/")
+_PACKAGE_DIRS = ("/site-packages/", "/dist-packages/")
+
+
+def is_sglang_file(path: str) -> bool:
+    """Whether a frame's file is SGLang's code: the package ``sglang`` installed
+    (``site-packages/sglang/...``) or a checkout (``.../sglang/python/sglang/...``), not
+    another package of an environment that happens to be named sglang."""
+    p = path.replace("\\", "/")
+    if "/sglang/" not in p:
+        return False
+    cut = max(p.rfind(d) for d in _PACKAGE_DIRS)
+    if cut >= 0:  # an installed package: the directory right after site-packages names it
+        return p[cut:].split("/", 3)[2] == "sglang"
+    return "/sglang/" in _ENV_NAMED_SGLANG.sub("/", p)
+
+
 def sglang_frames(frames: list[Frame]) -> list[Frame]:
-    return [f for f in frames if "/sglang/" in f.file.replace("\\", "/")]
+    return [f for f in frames if is_sglang_file(f.file)]
 
 
 # Functions only start-up runs: the constructors of the scheduler, the TP worker and the model

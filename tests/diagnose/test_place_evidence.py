@@ -148,3 +148,47 @@ def test_the_old_releases_architecture_lookup_is_the_architecture_lookup(pack):
     _, guess = answer(pack, path.read_text(encoding="utf-8"))
     assert guess["category"] == "model.unsupported"
     assert "get_model_cls_by_arch_name" in guess["why"]
+
+
+# sglang.Runtime(...) importing the server module, which imports the constrained-decoding disk
+# cache, whose diskcache.Cache(...) fails on its SQLite file; the paste lost its indentation and
+# is cut before the exception line (corpus field11/013's shape).  The environment is named
+# "sglang": its site-packages are not SGLang's code.
+ENV = "/home/u/miniconda3/envs/sglang/lib/python3.11/site-packages"
+SRC = "/home/u/sglang/python/sglang"
+IMPORTING = (f'File "{SRC}/api.py", line 37, in Runtime\n'
+             "  from sglang.srt.server import Runtime\n"
+             f'File "{SRC}/srt/server.py", line 47, in <module>\n'
+             "  from sglang.srt.constrained.disk_cache import disk_cache\n"
+             f'File "{SRC}/srt/constrained/disk_cache.py", line 13, in <module>\n'
+             '  memory = Cache(cache_dir, eviction_policy="none", cull_limit=0)\n'
+             f'File "{ENV}/diskcache/core.py", line 500, in __init__\n'
+             "  self.reset(key, value)\n"
+             f'File "{ENV}/diskcache/core.py", line 2409, in reset\n'
+             "  sql_retry(statement, (value, key))\n")
+
+
+def test_a_traceback_cut_while_importing_an_sglang_module_is_the_environment(pack):
+    ev, guess = answer(pack, IMPORTING)
+    assert guess["category"] == "other" and "imported" in guess["why"]
+
+
+def test_a_script_run_as_main_is_not_an_import(pack):
+    # runpy runs launch_server.py as __main__: its <module> frame is the program, not an import
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.10/runpy.py", line 86, in _run_code\n'
+            "    exec(code, run_globals)\n"
+            f'  File "{P}/../launch_server.py", line 11, in <module>\n'
+            "    server_args = prepare_server_args(sys.argv[1:])\n")
+    ev, guess = answer(pack, text)
+    assert guess is None or "imported" not in guess["why"]
+
+
+def test_an_environment_named_sglang_is_not_sglangs_code():
+    from sglang_doctor.incidents.tracebacks import is_sglang_file
+
+    assert not is_sglang_file(f"{ENV}/diskcache/core.py")
+    assert not is_sglang_file("/home/u/miniconda3/envs/sglang/lib/python3.11/runpy.py")
+    assert is_sglang_file(f"{ENV}/sglang/srt/managers/scheduler.py")
+    assert is_sglang_file(f"{SRC}/srt/constrained/disk_cache.py")
+    assert is_sglang_file(f"{P}/managers/scheduler.py")
