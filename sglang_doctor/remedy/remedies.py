@@ -1102,9 +1102,27 @@ def _port_free(host: str, port: int, family: int = socket.AF_INET) -> bool:
 @remedy("upgrade_sglang")
 def upgrade_sglang(ctx: Context, params: dict) -> Remediation | None:
     minimum = ctx.fill(params.get("min_version")) or "the newest release"
+    if not minimum[0].isdigit():
+        return Remediation(needs_human=True, safe=False, note=f"SGLang {ctx.version} cannot do this; upgrade SGLang")
+    if _at_least(ctx.version, minimum):
+        # the release the log shows is already the rule's minimum or later: "upgrade to >= the
+        # minimum" would ask for what it has; only a newer release than this one can help
+        return Remediation(needs_human=True, safe=False,
+                           note=f"SGLang {ctx.version} (already {minimum} or later) cannot do this; a newer release "
+                                f"may: pip install -U 'sglang>{ctx.version}'")
     return Remediation(needs_human=True, safe=False,
-                       note=f"SGLang {ctx.version} cannot do this; upgrade: pip install -U 'sglang>={minimum}'"
-                       if minimum[0].isdigit() else f"SGLang {ctx.version} cannot do this; upgrade SGLang")
+                       note=f"SGLang {ctx.version} cannot do this; upgrade: pip install -U 'sglang>={minimum}'")
+
+
+def _at_least(version: str | None, minimum: str) -> bool:
+    """Whether a known release ``version`` is ``minimum`` or later (unknown: not)."""
+    if not version:
+        return False
+    from sglang_doctor.remedy import flags
+    try:
+        return flags.version_key(version) >= flags.version_key(minimum)
+    except ValueError:
+        return False
 
 
 @remedy("needs_human")

@@ -90,3 +90,13 @@ def test_a_scheduler_exception_inside_the_attention_backend_offers_the_other_bac
     # the same crash outside any attention module keeps the isolation steps
     other = _primary(FIXTURES / "runtime" / "scheduler_exception_after_ready_059.log")
     assert all("--attention-backend" not in c["set"] for c in _changes(other["remediation"]))
+
+
+@pytest.mark.parametrize("version, wanted", [("0.5.4", "'sglang>=0.5.9'"), ("0.5.9", "'sglang>0.5.9'"),
+                                             ("0.5.23", "'sglang>0.5.23'")])
+def test_the_upgrade_never_asks_for_a_release_the_log_already_runs(version, wanted):
+    """A rule's minimum release helps a launch older than it; a launch at or past it is told
+    that only a newer release than its own may help (not 'upgrade to >= an older one')."""
+    inc = _primary(FIXTURES / "model" / "transformers_unknown_model_type.log", "--sglang-version", version)
+    notes = " ".join(c["note"] or "" for c in _changes(inc["remediation"]))
+    assert wanted in notes
