@@ -118,10 +118,8 @@ class StreamPipeline:
         blocks, self._wrap_head, self._wrap_size = self._wrap_head, [], 0
         self._wrap_judged = True
         self.assembler.wrap_width = records.wrap_width(b"".join(blocks)[:records.WRAP_SAMPLE])
-        events: list[dict] = []
-        if len(blocks) > 1:
-            events += self._feed(b"".join(blocks[:-1]))
-        return events + self._feed(blocks[-1]) if blocks else events
+        events = self._feed(b"".join(blocks[:-1])) if len(blocks) > 1 else []
+        return events + self._feed(blocks[-1])
 
     def _feed(self, data: bytes) -> list[dict]:
         if data:
