@@ -5,14 +5,14 @@ from __future__ import annotations
 import gc
 import os
 import select
-import signal
 import sys
 import time
 from pathlib import Path
 
 import click
 
-from sglang_doctor import __version__
+from sglang_doctor import __version__, interrupts
+from sglang_doctor.interrupts import Terminated
 from sglang_doctor.exit_codes import ExitCode
 from sglang_doctor.pipeline import InputError, StreamPipeline, open_log
 from sglang_doctor.cli.metrics_options import metrics_options, start_metrics
@@ -25,8 +25,6 @@ EXIT_CODES_HELP = ("Exit codes: 0 no incident; 1 at least one incident; 2 usage 
                    "(one line on stderr); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM.")
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM while following: ends like Ctrl-C (what the log holds is reported) but exits 143."""
 
 
 class DoctorGroup(click.Group):
@@ -35,6 +33,7 @@ class DoctorGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        interrupts.replace_default_sigint()
         try:
             rv = super().main(args, prog_name or "sglang-doctor", complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
@@ -365,7 +364,7 @@ def pipe_mode(flush_after, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_ve
     pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version, gpu_sm=gpu_sm)
     reporter = Reporter(fmt, progress=True)
     fd = sys.stdin.fileno()
-    _install_sigterm_as_interrupt()
+    interrupts.install()
     sniff = _Sniffer()
     shown: set[str] = set()
 
@@ -441,7 +440,7 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
     reporter = Reporter(fmt, progress=True)
     reporter.otel.log_path = os.path.abspath(logfile)
     start_metrics(reporter, metrics_port, metrics_host, node)
-    _install_sigterm_as_interrupt()
+    interrupts.install()
     try:
         follower = follow.Follower(logfile, poll_interval=poll_interval, use_inotify=not poll,
                                    start_at_end=from_end)
@@ -494,22 +493,6 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
         reporter.close()
         _print_warnings(pipe.warnings, shown)
         sys.exit(TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED)
-
-
-def _install_sigterm_as_interrupt() -> None:
-    """Ctrl-C ends a following command cleanly (exit 130), SIGTERM the same way (exit 143).
-
-    SIGINT is set explicitly: a process started in the background of a non-interactive
-    shell inherits SIGINT as ignored, and Python then never raises KeyboardInterrupt.
-    """
-    def handler(signum, frame):
-        raise Terminated
-
-    try:
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    except ValueError:
-        pass
 
 
 def _register_commands() -> None:

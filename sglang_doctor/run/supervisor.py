@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from sglang_doctor import interrupts
 from sglang_doctor.run import child as child_mod
 from sglang_doctor.run import health
 from sglang_doctor.run import history
@@ -131,7 +132,7 @@ class Supervisor:
             self._stop_child()
             if self.attempts and self.attempts[-1]["outcome"] in ("running", "serving"):
                 self.attempts[-1]["outcome"] = "interrupted"
-            code = 143 if getattr(exc, "sigterm", False) else 130
+            code = 143 if isinstance(exc, interrupts.Terminated) else 130
             return self._finish(Outcome("interrupted", "interrupted: the server was stopped", code))
         except child_mod.LaunchError as exc:  # the command cannot start at all (not found on the far side)
             self._stop_child()
@@ -156,14 +157,12 @@ class Supervisor:
 
     def _interrupted(self, signum, frame) -> None:
         """The first Ctrl-C or SIGTERM stops the run.  Later ones only hurry the stop: the
-        handlers are switched before the KeyboardInterrupt is raised, so a second signal can
+        handlers are switched before ``Interrupted`` is raised, so a second signal can
         never raise inside the unwinding (e.g. in a ``__del__``, where Python prints it as an
         "Exception ignored" traceback)."""
         signal.signal(signal.SIGINT, self._hurry_up)
         signal.signal(signal.SIGTERM, self._hurry_up)
-        if signum == signal.SIGTERM:
-            _sigterm_as_interrupt(signum, frame)
-        raise KeyboardInterrupt
+        interrupts.raise_for(signum, frame)
 
     def _hurry_up(self, signum, frame) -> None:
         self._hurry = True
@@ -521,8 +520,3 @@ def crash_diagnosis(code: int | None, pipe: Any) -> Diagnosis:
         confidence=0.5 if killed else 0.4,
     )
 
-
-def _sigterm_as_interrupt(signum, frame):
-    exc = KeyboardInterrupt()
-    exc.sigterm = True
-    raise exc
