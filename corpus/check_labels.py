@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
-corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/field,
+corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
+corpus/field,
 corpus/field9, corpus/field10, corpus/notes10 and corpus/field11).
 
 For each part that exists: every *.log file has exactly one label, every label names an
@@ -9,6 +10,7 @@ key_line is found in its file, thread numbers obey the split (dev and field: N %
 field9, field10 and field11: N % 3 == 2, notes10: numberless operators' notes only,
 heldout, fresh, late, blind, unseen and sealed8: N % 3 == 0, sealed9 and sealed10: N % 3 in {0, 1},
 sealed11: N % 3 in {0, 1} for sgl-project/sglang threads, any number for other projects' threads;
+sealed12: odd N for sgl-project/sglang threads, any number for other projects' threads;
 numberless sources are allowed in every part), and no source URL appears in two parts.
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
@@ -40,10 +42,11 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "sealed11": lambda n: n % 3 in (0, 1),
          "field": lambda n: n % 3 != 0, "field9": lambda n: n % 3 == 2, "field10": lambda n: n % 3 == 2,
          "field11": lambda n: n % 3 == 2,
+         "sealed12": lambda n: n % 2 == 1,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
-SGLANG_ONLY_SPLIT = {"sealed11"}
+SGLANG_ONLY_SPLIT = {"sealed11", "sealed12"}
 
 
 def check_part(root, part, errors):
