@@ -66,7 +66,10 @@ def run_doctor(tmp_path: Path, command: list[str], *opts: str, env: dict | None 
 
 def test_healthy_launch_until_ready(tmp_path):
     port = free_port()
-    proc, events, hist, log = run_doctor(tmp_path, launch(port), "--until-ready")
+    # a long grace: on a loaded machine the stand-in may take seconds to log its SIGTERM line,
+    # and a SIGKILL after a short grace would lose the line this test looks for
+    proc, events, hist, log = run_doctor(tmp_path, launch(port), "--until-ready", "--stop-grace", "60",
+                                         timeout=120)
     assert proc.returncode == 0, proc.stderr
     kinds = [e["event"] for e in events]
     assert "ready" in kinds and "healthy" in kinds
