@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/field,
-corpus/field9, corpus/field10, corpus/notes10 and corpus/field11).
+corpus/field9, corpus/field10, corpus/notes10, corpus/field11 and corpus/field12).
 
 For each part that exists: every *.log file has exactly one label, every label names an
 existing file, the keys are those of CORPUS.md, categories and phases are valid, the
 key_line is found in its file, thread numbers obey the split (dev and field: N % 3 != 0,
-field9, field10 and field11: N % 3 == 2, notes10: numberless operators' notes only,
+field9, field10 and field11: N % 3 == 2, field12: N even for sgl-project/sglang threads (any number
+for other projects' threads), notes10: numberless operators' notes only,
 heldout, fresh, late, blind, unseen and sealed8: N % 3 == 0, sealed9 and sealed10: N % 3 in {0, 1},
 sealed11: N % 3 in {0, 1} for sgl-project/sglang threads, any number for other projects' threads;
 numberless sources are allowed in every part), and no source URL appears in two parts.
@@ -39,11 +40,11 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "sealed9": lambda n: n % 3 in (0, 1), "sealed10": lambda n: n % 3 in (0, 1),
          "sealed11": lambda n: n % 3 in (0, 1),
          "field": lambda n: n % 3 != 0, "field9": lambda n: n % 3 == 2, "field10": lambda n: n % 3 == 2,
-         "field11": lambda n: n % 3 == 2,
+         "field11": lambda n: n % 3 == 2, "field12": lambda n: n % 2 == 0,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
-SGLANG_ONLY_SPLIT = {"sealed11"}
+SGLANG_ONLY_SPLIT = {"sealed11", "field12"}
 
 
 def check_part(root, part, errors):
