@@ -2,12 +2,13 @@
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
 corpus/field,
-corpus/field9, corpus/field10, corpus/notes10 and corpus/field11).
+corpus/field9, corpus/field10, corpus/notes10, corpus/field11 and corpus/field12).
 
 For each part that exists: every *.log file has exactly one label, every label names an
 existing file, the keys are those of CORPUS.md, categories and phases are valid, the
 key_line is found in its file, thread numbers obey the split (dev and field: N % 3 != 0,
-field9, field10 and field11: N % 3 == 2, notes10: numberless operators' notes only,
+field9, field10 and field11: N % 3 == 2, field12: N even for sgl-project/sglang threads (any number
+for other projects' threads), notes10: numberless operators' notes only,
 heldout, fresh, late, blind, unseen and sealed8: N % 3 == 0, sealed9 and sealed10: N % 3 in {0, 1},
 sealed11: N % 3 in {0, 1} for sgl-project/sglang threads, any number for other projects' threads;
 sealed12: odd N for sgl-project/sglang threads, any number for other projects' threads;
@@ -41,12 +42,12 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "sealed9": lambda n: n % 3 in (0, 1), "sealed10": lambda n: n % 3 in (0, 1),
          "sealed11": lambda n: n % 3 in (0, 1),
          "field": lambda n: n % 3 != 0, "field9": lambda n: n % 3 == 2, "field10": lambda n: n % 3 == 2,
-         "field11": lambda n: n % 3 == 2,
+         "field11": lambda n: n % 3 == 2, "field12": lambda n: n % 2 == 0,
          "sealed12": lambda n: n % 2 == 1,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
-SGLANG_ONLY_SPLIT = {"sealed11", "sealed12"}
+SGLANG_ONLY_SPLIT = {"sealed11", "sealed12", "field12"}
 
 
 def check_part(root, part, errors):
