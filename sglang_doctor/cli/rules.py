@@ -116,6 +116,9 @@ def describe_remedy(entry: dict) -> str:
             how.append(f"x{p['factor']}")
         if "to" in p:
             how.append(f"past {p['to']}")
+        if p.get("from_log"):  # remedy/memory_fit.py
+            how = [" or ".join(how) + ", or further when the log's own memory figures call for it"] if how else \
+                  ["as the log's own memory figures call for"]
         bound = p.get("max" if name == "raise_flag" else "min")
         text = f"{verb} {flag} {' or '.join(how)}".rstrip() + (
             f" ({'at most' if name == 'raise_flag' else 'at least'} {bound})" if bound is not None else "")

@@ -20,17 +20,21 @@ from typing import Any
 GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
     # torch OOM at prefill, graph capture or a big request: more room for activations
     "memory.cuda_oom": ("a CUDA out-of-memory", [
-        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5}},
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
         {"lower_flag": {"flag": "--chunked-prefill-size", "factor": 0.5, "min": 512}},
     ]),
     # the pool did not fit: more of the GPU for the pool, or the planner's sizes
     "memory.kv_pool": ("a KV cache pool that did not fit", [
-        {"raise_flag": {"flag": "--mem-fraction-static", "by": 0.03, "max": 0.93}},
+        {"raise_flag": {"flag": "--mem-fraction-static", "by": 0.03, "max": 0.93, "from_log": True}},
         {"plan_memory": {"goal": "fit_pools"}},
     ]),
+    # SGLang's own "Possible solutions" of a failed capture (cuda_graph_runner.py): fewer
+    # captured batch sizes, more headroom (a lower fraction: the capture runs in what the pools
+    # leave), then no CUDA graphs; the first two free memory, the usual cause of a failed capture
     "cuda_graph": ("a CUDA graph capture failure", [
         {"lower_flag": {"flag": "--cuda-graph-max-bs-decode", "factor": 0.5, "min": 8}},
         {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
         {"disable_feature": {"feature": "cuda_graph"}},
     ]),
     # one machine's GPUs talking over PCIe: SGLang's own all-reduce, then NCCL's P2P path
@@ -83,6 +87,30 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 
 
+# A memory guess when the launch's own lines show the KV pool was already allocated ("KV Cache
+# is allocated", "Memory pool end", a capture begun): the pools fitted, so whatever ran out of
+# memory after them ran in the headroom 1 - mem_fraction_static leaves (CUDA graph capture, the
+# first prefill, warm-up), and the fraction goes down, not up (docs/FIXES-SEEN.md session 12;
+# SGLang's "Possible solutions" of a failed capture and its FAQ's "CUDA out of memory").
+GUARDED_AFTER_POOL: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "memory.kv_pool": ("a memory failure after the KV cache pool was allocated", [
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs-decode", "factor": 0.5, "min": 8}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
+        {"lower_flag": {"flag": "--chunked-prefill-size", "factor": 0.5, "min": 512}},
+    ]),
+}
+
+# the milestones that say the launch's KV pool was allocated (incidents/milestones.py names)
+POOL_ALLOCATED = ("kv_cache", "swa_kv_cache", "memory_pool_end", "cuda_graph_begin", "cuda_graph_end",
+                  "post_capture_kv")
+
+
+def pool_allocated(launch: Any) -> bool:
+    """The launch's own lines show its KV cache pool allocated (before any failure the text has)."""
+    return any(m.name in POOL_ALLOCATED for m in getattr(launch, "milestones", None) or [])
+
+
 # The same guesses for a failure while serving (the phase is ``serving``: the server had been
 # ready, or its batch lines show it serving), where they mean something else: a KV pool that
 # filled up under the load (the scheduler's last batch lines show it full, or retracting) is
@@ -97,14 +125,19 @@ GUARDED_SERVING: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 
 
-def _table(phase: str | None, category: str | None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
-    return GUARDED_SERVING if phase == "serving" and category in GUARDED_SERVING else GUARDED
+def _table(phase: str | None, category: str | None, launch: Any = None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    if phase == "serving" and category in GUARDED_SERVING:
+        return GUARDED_SERVING
+    if category in GUARDED_AFTER_POOL and pool_allocated(launch):
+        return GUARDED_AFTER_POOL
+    return GUARDED
 
 
-def entries(category: str | None, phase: str | None = None) -> list[dict[str, Any]]:
+def entries(category: str | None, phase: str | None = None, launch: Any = None) -> list[dict[str, Any]]:
     """The remedy entries to try when the best guess is ``category`` (none when unknown);
-    ``phase`` ``serving`` picks the serving-time meaning of the guess where it differs."""
-    table = _table(phase, category)
+    ``phase`` ``serving`` picks the serving-time meaning of the guess where it differs, and a
+    ``launch`` whose KV pool was allocated the after-the-pool meaning of a pool guess."""
+    table = _table(phase, category, launch)
     return list(table[category][1]) if category in table else []
 
 
@@ -117,9 +150,9 @@ def guess_of(fallback: dict[str, Any] | None) -> tuple[str | None, float]:
     return guess.get("category"), confidence
 
 
-def guard(rem: Any, category: str, confidence: float, phase: str | None = None) -> Any:
+def guard(rem: Any, category: str, confidence: float, phase: str | None = None, launch: Any = None) -> Any:
     """Word ``rem`` as a step that holds only if the guess is right, and make it advice."""
-    words = _table(phase, category)[category][0]
+    words = _table(phase, category, launch)[category][0]
     rem.needs_human, rem.safe = True, False
     rem.note = (f"if this is {words} (a best guess, confidence {confidence:.2f}: the cause line is not in "
                 f"the text; check it first with the next step): {rem.note}")

@@ -267,6 +267,18 @@ def _step_from(ctx: Context, flag: str, params: dict, up: bool) -> Remediation |
     by = _number(params.get("by"))
     factor = _number(params.get("factor"))
     candidates = []
+    computed = _from_log(ctx, flag, params, up) if current is not None else None
+    if computed is not None:
+        # the move the log's own memory figures call for (remedy/memory_fit.py), when it goes
+        # the entry's way; it is the first candidate, the entry's fixed step the next
+        # a floor on the move, never less than the entry's own step: what the figures show
+        # the fixed step cannot be enough for
+        value, why = computed
+        new = value if up else current - value
+        if (up and new > current) or (not up and new < current):
+            candidates.append(new)
+        else:
+            computed = None
     if current is not None:
         if by is not None:
             candidates.append(current + by if up else current - by)
@@ -279,6 +291,17 @@ def _step_from(ctx: Context, flag: str, params: dict, up: bool) -> Remediation |
     if not candidates:
         return None
     new = max(candidates) if up else min(candidates)
+    if computed is not None and new != candidates[0]:
+        computed = None  # the entry's own step moves further: the figures add nothing
+    if computed is not None and up and bound is not None and new > bound:
+        # the fraction the weights call for is past the entry's safe maximum: raising it would
+        # leave too little for activations and graphs, or still no pool.  No raise is proposed;
+        # the step becomes the advice that is left (never applied unattended)
+        return Remediation(needs_human=True, safe=False,
+                           note=f"do not raise {flag} further: the log's own figures call for {new:.2f}, past the "
+                                f"safe maximum {bound:g} ({computed[1]}); the weights leave too little for the pools: "
+                                "more GPUs (--tp-size), a quantized checkpoint, or a smaller --context-length or "
+                                "--max-running-requests")
     if bound is not None:
         new = min(new, bound) if up else max(new, bound)
     new = _as_type(spec, new)
@@ -293,6 +316,8 @@ def _step_from(ctx: Context, flag: str, params: dict, up: bool) -> Remediation |
     was = "unset" if current is None else launch_command.render_scalar(_as_type(spec, current))
     verb = "raise" if up else "lower"
     note = f"{verb} {flag} from {was} to {launch_command.render_scalar(new)}"
+    if computed is not None:
+        note += f" (from the log's own figures: {computed[1]})"
     if guess is None:
         return Remediation(set={flag: new}, note=note, tradeoff=params.get("tradeoff"))
     # The step starts from the release's default, not from the launch's own value: say so,
@@ -303,6 +328,18 @@ def _step_from(ctx: Context, flag: str, params: dict, up: bool) -> Remediation |
     # provenance as for any step (remediate's _declare_sources): "planner", or "log" when a
     # parameter is a template filled from the log
     return Remediation(set={flag: new}, note=f"{note} ({guess.why})", tradeoff=tradeoff, safe=False)
+
+
+def _from_log(ctx: Context, flag: str, params: dict, up: bool) -> tuple[float, str] | None:
+    """An entry's ``from_log: true`` on --mem-fraction-static: the target (up) or the step
+    (down) the log's memory figures give (remedy/memory_fit.py); None without them."""
+    if not params.get("from_log"):
+        return None
+    from sglang_doctor.remedy import memory_fit
+
+    if flag != ctx.flag(memory_fit.FLAG):
+        return None
+    return memory_fit.raise_target(ctx.diagnosis) if up else memory_fit.lower_step(ctx.diagnosis)
 
 
 @remedy("raise_flag")
@@ -1229,7 +1266,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     guessed, confidence = (None, 0.0)
     if not entries and diagnosis.rule == "unknown":
         guessed, confidence = guarded.guess_of(diagnosis.fallback)
-        entries = guarded.entries(guessed, diagnosis.phase)
+        entries = guarded.entries(guessed, diagnosis.phase, diagnosis.launch)
     if not entries:
         return None
     command_known = command is not None
@@ -1266,7 +1303,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         if rem.untrusted:
             rem.safe = False  # advice: shown, never applied by ``run --yes``
         if guessed is not None:
-            guarded.guard(rem, guessed, confidence, diagnosis.phase)
+            guarded.guard(rem, guessed, confidence, diagnosis.phase, diagnosis.launch)
     best, *rest = found
     best.alternatives = rest
     return best

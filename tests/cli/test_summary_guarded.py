@@ -30,9 +30,11 @@ def test_a_fragment_ending_at_the_kv_pool_gets_the_guarded_step_in_json():
     assert fb["best_guess"]["category"] == "memory.kv_pool"
     step = fb["guarded"]
     assert step["needs_human"] is True and step["safe"] is False
-    assert "--mem-fraction-static" in step["set"]
-    # it is said to be a guess, on a failure the text does not show
-    assert step["note"].startswith("if the server did fail after these lines and that was a KV cache pool")
+    assert "--mem-fraction-static" in step["set"] and step["remedy"] == "lower_flag"
+    # it is said to be a guess, on a failure the text does not show; the pool fitted (its line
+    # is the text), so the memory failure that may follow came after it: the fraction goes down
+    assert step["note"].startswith("if the server did fail after these lines and that was a memory failure "
+                                   "after the KV cache pool was allocated")
     assert f"a best guess, confidence {fb['best_guess']['confidence']:.2f}" in step["note"]
 
 
@@ -43,7 +45,7 @@ def test_text_and_rich_output_print_it_as_advice(tmp_path):
         text = " ".join(out.stdout.split())  # rich wraps at its width
         assert "best guess: memory.kv_pool" in text
         assert "advice, for you to decide:" in text and "--mem-fraction-static" in text
-        assert "if the server did fail after these lines and that was a KV cache pool" in text
+        assert "if the server did fail after these lines and that was a memory failure after the KV cache pool" in text
         assert "fix:" not in text  # never a firm fix
 
 

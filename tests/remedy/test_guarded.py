@@ -219,3 +219,36 @@ def test_an_unproven_change_is_not_promoted_over_the_advice():
     sure = Remediation(set={"--disable-cuda-graph": True})
     assert remedies._lead_with_a_change([advice, doubtful, sure]) == [sure, doubtful]
     assert sure.note == "look first" and sure.needs_human and sure.safe is False
+
+
+# -- session 12: the direction of a memory guess by phase, and a cuda_graph guess's fraction ----
+
+
+def _with_milestones(category, names, server_args=None):
+    from sglang_doctor.model import Milestone
+
+    d = _fallback(category, 0.3, server_args=server_args or {"mem_fraction_static": 0.85})
+    d.launch.milestones = [Milestone(name=n, line=i + 1) for i, n in enumerate(names)]
+    d.incident.first_line = d.incident.last_line = len(names) + 1
+    return d
+
+
+def test_a_pool_guess_after_the_pool_was_allocated_lowers_the_fraction():
+    # the launch's lines show the KV pool allocated: whatever ran out of memory after it ran in
+    # the headroom, so the fraction goes down (a pool that did not fit never prints the line)
+    rem = _remediate(_with_milestones("memory.kv_pool", ["load_weights_end", "kv_cache"]))
+    assert rem.set == {"--mem-fraction-static": 0.8} and rem.remedy == "lower_flag"
+    assert rem.note.startswith("if this is a memory failure after the KV cache pool was allocated")
+    assert any("--cuda-graph-max-bs-decode" in o.set for o in rem.alternatives)
+    # before the pool: the pool that did not fit, the fraction up
+    before = _remediate(_with_milestones("memory.kv_pool", ["load_weights_end"]))
+    assert before.set == {"--mem-fraction-static": 0.88} and before.remedy == "raise_flag"
+    assert before.note.startswith("if this is a KV cache pool that did not fit")
+
+
+def test_a_cuda_graph_guess_offers_more_headroom_second():
+    rem = _remediate(_fallback("cuda_graph", server_args={"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64}),
+                     catalog=V059)
+    assert rem.set == {"--cuda-graph-max-bs": 32}
+    assert rem.alternatives[0].set == {"--mem-fraction-static": 0.8}
+    assert any(o.set.get("--disable-cuda-graph") is True for o in rem.alternatives)
