@@ -30,7 +30,8 @@ The collectors, by name (the weights are stated where each piece is made):
 - ``exit_status``: -9 / 137 (SIGKILL) with no Python error.
 - ``prior:PHASE``: the phase the text shows (the ready line; the last start-up progress line
   or milestone before the failure; the launch header with no milestone; a deepest frame in
-  CUDA graph capture, ``PHASE_PLACES``; frames of a start-up constructor), read through what
+  CUDA graph capture, ``PHASE_PLACES``, or a kernel frame under capture's frames,
+  ``CAPTURE_KERNEL_PLACE``; frames of a start-up constructor), read through what
   usually fails in it: one piece per category in proportion to the labelled failures of that
   phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.

@@ -425,5 +425,18 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         "missing": (f"no failure is in these {lines} lines: if the server failed, its error comes after the last "
                     "line (the text ends there) or is in another log"),
         "best_guess": guess,
-        "next_step": "sglang-doctor explain LOG   # on the whole log file; or: grep -n -B2 -A80 'Traceback' LOG",
+        "next_step": _no_failure_step(guess.get("category")),
     }
+
+
+def _no_failure_step(category: str | None) -> str:
+    """The command for a text with no failure in it, by what the guess says it was doing: a launch
+    whose text stops in NCCL / torch.distributed set-up with no error is most often waiting on a
+    rank or node that failed (its error is in that one's log, as for a peer that went away); a kill
+    from outside leaves no error in any log, only in the kernel's; else the whole log file."""
+    if category == "nccl":
+        return ("grep -n -B2 -A80 -E 'Traceback|NCCL WARN|hit an exception' LOG   # on every node and rank's log: a "
+                "launch that stops in NCCL set-up with no error is waiting on the one that failed")
+    if category == "memory.host_oom":
+        return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
+    return "sglang-doctor explain LOG   # on the whole log file; or: grep -n -B2 -A80 'Traceback' LOG"

@@ -126,3 +126,15 @@ def test_the_shipped_table_is_what_the_tool_does_now():
     spec.loader.exec_module(mod)
     fresh = mod.calibration_data()
     assert {k: fresh[k] for k in ("cues", "kinds", "all")} == {k: calibration.TABLE[k] for k in ("cues", "kinds", "all")}
+
+
+def test_a_text_with_no_failure_gets_the_command_for_what_it_was_doing():
+    from sglang_doctor.diagnose import fallback
+
+    serving = (b"[2025-02-06 21:40:01 TP0] Decode batch. #running-req: 3, #token: 900, token usage: 0.01, "
+               b"gen throughput (token/s): 80.1, #queue-req: 0\n")
+    note = fallback.no_incident([], serving, 1)
+    assert note["best_guess"]["category"] == "runtime.crash"
+    assert note["next_step"].startswith("sglang-doctor explain LOG")
+    assert "every node" in fallback._no_failure_step("nccl")
+    assert "dmesg" in fallback._no_failure_step("memory.host_oom")
