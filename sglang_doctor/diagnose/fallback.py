@@ -348,6 +348,9 @@ _LAST_LINE: tuple[tuple[str, str], ...] = (
     ("Decode batch", "serving"), ("Prefill batch", "serving"), ("HTTP/1.1", "serving"),
     ("Application startup complete", "serving"), ("Started server process", "serving"),
     ("Waiting for application startup", "serving"), ("Uvicorn running on", "serving"),
+    # a step's end line names the step after it, as milestones.phase_after does ("Load weight end":
+    # the pools are sized next; "Capture cuda graph end": warm-up), before the step's own name
+    ("Capture cuda graph end", "startup.warmup"), ("Load weight end", "startup.memory_pool"),
     ("Capturing batches", "startup.cuda_graph"), ("Capture cuda graph", "startup.cuda_graph"),
     ("Loading safetensors checkpoint shards", "startup.load_weights"), ("Load weight", "startup.load_weights"),
     ("Detected fp8 checkpoint", "startup.load_weights"), ("Loading pt checkpoint shards", "startup.load_weights"),

@@ -138,3 +138,15 @@ def test_a_text_with_no_failure_gets_the_command_for_what_it_was_doing():
     assert note["next_step"].startswith("sglang-doctor explain LOG")
     assert "every node" in fallback._no_failure_step("nccl")
     assert "dmesg" in fallback._no_failure_step("memory.host_oom")
+
+
+def test_a_text_that_ends_on_a_steps_end_line_is_in_the_next_step():
+    from sglang_doctor.diagnose import fallback
+
+    loaded = (b"[2025-05-01 10:00:01 TP0] Load weight begin. avail mem=78.50 GB\n"
+              b"[2025-05-01 10:00:31 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+              b"avail mem=63.20 GB, mem usage=15.30 GB.\n")
+    assert fallback.text_phase([], loaded)[0] == "startup.memory_pool"
+    assert fallback.text_phase([], loaded.splitlines(keepends=True)[0])[0] == "startup.load_weights"
+    captured = b"[2025-05-01 10:01:02 TP0] Capture cuda graph end. Time elapsed: 20.1 s. mem usage=1.2 GB.\n"
+    assert fallback.text_phase([], captured)[0] == "startup.warmup"
