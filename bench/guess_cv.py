@@ -17,7 +17,11 @@ the summary's for a text with no incident).  Four figures:
 - rotation: the same, but the prior's weight is also chosen on the three training parts from
   ``--weights`` (the session 8 figure; it can only move where the training parts disagree with
   the shipped weight);
-- calibration: how often a guess at each confidence level was right (leave-one-part-out);
+- calibration: how often a guess at each band of stated confidence was right, leave-one-part-out
+  and nested (each part's stated confidence comes from a calibration table counted without it,
+  diagnose/calibration.py), with the calibration error (``calibration_error``: the bands'
+  |confidence - rate| weighted by their guesses, its over-stated part, the Brier score), and the
+  same for the weighed strength the guess stated before it was measured;
 - with ``--counted``: counted-evidence variants (naive Bayes over a few cue families, counted on
   the other parts with smoothing, alone or gated by the current answer), two baselines (the
   training parts' commonest no-cause category; the phase prior's top category) and a nested
@@ -40,69 +44,27 @@ import math
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from guess_prior import READ_ONLY_PARTS, TUNED_PARTS, count, failures  # noqa: E402
+from guess_prior import guess_of, no_cause  # noqa: E402,F401  (guess_of, no_cause: used by tests and --counted)
+from guess_prior import run as _run  # noqa: E402
 
 # the folds: every tuned part; the read-only ones (tuned for rules, not counted in the shipped prior)
 # are scored too, with the prior counted from the prior's parts, never from the part held out
 CV_PARTS = TUNED_PARTS + READ_ONLY_PARTS
 
+from sglang_doctor.diagnose import calibration as calib  # noqa: E402
 from sglang_doctor.diagnose import phase_prior  # noqa: E402
-from sglang_doctor.diagnose.rules_engine import RuleSet  # noqa: E402
-from sglang_doctor.pipeline import StreamPipeline, open_log  # noqa: E402
-
-_LAYER_RANK = {"specific": 2, "class": 1, "fallback": 0}
 
 
-def no_cause(part: str) -> list[dict]:
-    with open(ROOT / "corpus" / part / "labels.yaml", encoding="utf-8") as fh:
-        labels = yaml.safe_load(fh) or []
-    return [lab for lab in labels if isinstance(lab, dict) and lab.get("category") not in (None, "none")
-            and not lab.get("evidence_in_log") and (ROOT / "corpus" / part / lab["file"]).is_file()]
-
-
-_RULESET: list = []
-
-
-def _rules():
-    if not _RULESET:
-        _RULESET.append(RuleSet.load([]))
-    return _RULESET[0]
-
-
-def _run(path: Path):
-    """(pipeline, diagnoses, primary diagnosis or None) for one file, as bench/accuracy.py runs it."""
-    pipe = StreamPipeline(_rules(), remediate=False, whole_log=True)
-    events = []
-    for block in open_log(path):
-        events += pipe.feed(block)
-    events += pipe.finish()
-    diagnoses = [e["_diagnosis"] for e in events if e.get("event") == "incident"]
-    if not diagnoses:
-        return pipe, diagnoses, None
-    ranked = sorted(enumerate(diagnoses), key=lambda p: (-_LAYER_RANK.get(p[1].layer or "fallback", 0),
-                                                         -float(p[1].confidence or 0), p[0]))
-    return pipe, diagnoses, ranked[0][1]
-
-
-def guess_of(path: Path) -> dict:
-    """The best guess bench/accuracy.py scores: the primary incident's fallback, or the summary's."""
-    pipe, diagnoses, primary = _run(path)
-    if primary is None:
-        fb = pipe.summary().get("fallback") or {}
-        return fb.get("best_guess") or {}
-    fb = primary.fallback or next((d.fallback for d in diagnoses if d.fallback), None) or {}
-    return fb.get("best_guess") or {}
-
-
-def measure(parts, counts, weight: float) -> list[tuple[str, str, str | None, float]]:
-    """(part, label, guess, confidence, file) for every no-cause fragment of ``parts``, with the phase
-    prior ``counts`` at ``weight``."""
+def measure(parts, counts, weight: float) -> list[tuple]:
+    """(part, label, guess, stated confidence, file, cue, kind, strength) for every no-cause fragment of
+    ``parts``, with the phase prior ``counts`` at ``weight``.  The stated confidence is the shipped
+    calibration table's (in-sample for these parts); ``nested_calibration`` states it again without
+    the part."""
     saved = phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT
     phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT = counts, weight
     try:
@@ -110,8 +72,9 @@ def measure(parts, counts, weight: float) -> list[tuple[str, str, str | None, fl
         for part in parts:
             for lab in no_cause(part):
                 g = guess_of(ROOT / "corpus" / part / lab["file"])
+                cue, kind = calib.cue_of(g)
                 out.append((part, lab.get("best_guess_category"), g.get("category"), float(g.get("confidence") or 0),
-                            lab["file"]))
+                            lab["file"], cue, kind, calib.strength(g)))
         return out
     finally:
         phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT = saved
@@ -121,15 +84,57 @@ def hits(rows) -> tuple[int, int]:
     return sum(r[1] == r[2] for r in rows), len(rows)
 
 
-def calibration(rows) -> list[dict]:
-    bins = ((0.0, 0.15), (0.15, 0.25), (0.25, 0.35), (0.35, 0.51))
+BANDS = ((0.0, 0.15), (0.15, 0.25), (0.25, 0.35), (0.35, 0.5), (0.5, 0.65), (0.65, 0.8), (0.8, 1.01))
+
+
+def calibration(rows, index: int = 3) -> list[dict]:
+    """Per band of the confidence at ``index`` of each row (3: the stated one; 7: the weighed
+    strength): how many guesses, how many right, the mean confidence, and by how much the band
+    was over-stated (mean confidence above the rate)."""
     out = []
-    for lo, hi in bins:
-        sel = [r for r in rows if lo <= r[3] < hi]
+    for lo, hi in BANDS:
+        sel = [r for r in rows if lo <= r[index] < hi]
         h, n = hits(sel)
-        out.append({"confidence": f"[{lo:.2f}, {hi:.2f})", "right": h, "guesses": n,
+        mean = sum(r[index] for r in sel) / n if n else None
+        out.append({"confidence": f"[{lo:.2f}, {min(hi, 1.0):.2f}{')' if hi < 1 else ']'}", "right": h, "guesses": n,
                     "rate": round(h / n, 3) if n else None,
-                    "mean_confidence": round(sum(r[3] for r in sel) / n, 3) if n else None})
+                    "mean_confidence": round(mean, 3) if n else None,
+                    "over_stated": round(max(0.0, mean - h / n), 3) if n else None})
+    return out
+
+
+def calibration_error(rows, index: int = 3) -> dict:
+    """The expected calibration error (the bands' |mean confidence - rate|, weighted by their
+    guesses), its over-stated part alone (bands whose confidence is above their rate), the worst
+    over-stated band of at least 5 guesses, and the Brier score (mean squared error of the
+    confidence against right = 1 / wrong = 0)."""
+    bands = calibration(rows, index)
+    total = sum(b["guesses"] for b in bands) or 1
+    ece = sum(b["guesses"] * abs(b["mean_confidence"] - b["rate"]) for b in bands if b["guesses"]) / total
+    over = sum(b["guesses"] * b["over_stated"] for b in bands if b["guesses"]) / total
+    worst = max((b["over_stated"] for b in bands if b["guesses"] >= 5), default=0.0)
+    brier = sum((r[index] - (r[1] == r[2])) ** 2 for r in rows) / max(len(rows), 1)
+    return {"ece": round(ece, 3), "over_stated": round(over, 3), "worst_band_over_stated": round(worst, 3),
+            "brier": round(brier, 3), "guesses": len(rows)}
+
+
+def nested_calibration(lopo_rows, parts=None, prior_parts=None) -> list[tuple]:
+    """``lopo_rows`` with each held part's stated confidence counted without it: for each held part
+    H, the calibration table (diagnose/calibration.py) is counted from the guesses on every other
+    fold P, each run with the prior counted from ``prior_parts`` without H and P (what
+    ``scripts/guess_prior.py --calibrate`` does with H absent), then H's guesses are stated from
+    that table by their cue.  The figure a new part would see."""
+    parts = CV_PARTS if parts is None else tuple(parts)
+    prior_parts = TUNED_PARTS if prior_parts is None else tuple(prior_parts)
+    out = []
+    for held in parts:
+        train = []
+        for other in parts:
+            if other != held:
+                counts = count(tuple(p for p in prior_parts if p not in (held, other)))
+                train += measure((other,), counts, phase_prior.PRIOR_WEIGHT)
+        table = calib.count((r[5], r[6], r[1] == r[2]) for r in train)
+        out += [r[:3] + (calib.estimate(r[5], r[6], table)[0],) + r[4:] for r in lopo_rows if r[0] == held]
     return out
 
 
@@ -386,7 +391,14 @@ def main(argv=None) -> int:
     prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
     lopo_rows, report["leave_one_part_out"] = leave_one_part_out(prior_parts=prior_parts)
     _, report["rotation"] = leave_one_part_out(weights=weights, prior_parts=prior_parts)
-    report["calibration"] = calibration(lopo_rows)
+    # the stated confidence, each part's counted without it (nested); the shipped table's (in-sample:
+    # it counted these guesses); the weighed strength (what the guess stated before it was measured)
+    nested = nested_calibration(lopo_rows, prior_parts=prior_parts)
+    report["calibration"] = calibration(nested)
+    report["calibration_error"] = calibration_error(nested)
+    report["calibration_in_sample"] = calibration_error(lopo_rows)
+    report["calibration_strength"] = calibration(lopo_rows, 7)
+    report["calibration_error_strength"] = calibration_error(lopo_rows, 7)
     if args.counted:  # (over the prior's parts only)
         report["counted"] = counted_report([r for r in lopo_rows if r[0] in TUNED_PARTS])
     report["misses"] = [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "confidence": r[3]}
@@ -406,8 +418,20 @@ def main(argv=None) -> int:
             print(f"{name:19} {part:6} {r['right']:>3}/{r['total']:<3}{extra}")
         a = report[key + "_all"]
         print(f"{name:19} {'all':6} {a['right']:>3}/{a['total']:<3} {100 * a['right'] / max(a['total'], 1):.1f}%")
-    for b in report["calibration"]:
-        print(f"confidence {b['confidence']}: right {b['right']}/{b['guesses']} (mean confidence {b['mean_confidence']})")
+    for title, bands, err in (("stated confidence, leave-one-part-out (the table counted without the part)",
+                               report["calibration"], report["calibration_error"]),
+                              ("weighed strength (the figure stated before session 12)",
+                               report["calibration_strength"], report["calibration_error_strength"])):
+        print(title)
+        for b in bands:
+            if b["guesses"]:
+                print(f"  confidence {b['confidence']}: right {b['right']}/{b['guesses']} = {b['rate']:.2f} "
+                      f"(mean confidence {b['mean_confidence']}, over-stated by {b['over_stated']})")
+        print(f"  calibration error {err['ece']}, over-stated part {err['over_stated']}, worst band over-stated "
+              f"{err['worst_band_over_stated']}, Brier {err['brier']} ({err['guesses']} guesses)")
+    e = report["calibration_in_sample"]
+    print(f"stated confidence with the shipped table (in-sample): calibration error {e['ece']}, "
+          f"over-stated part {e['over_stated']}, Brier {e['brier']}")
     if args.counted:
         print_counted(report["counted"])
     return 0

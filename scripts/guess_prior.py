@@ -2,13 +2,21 @@
 the tuned corpus parts: per labelled phase, how many failures were of each category
 (``category``, or ``best_guess_category`` when the cause is not in the text).
 
-Usage: ``python scripts/guess_prior.py [--write] [PART ...]`` (default: dev fresh late field; prints
-the JSON, or writes it with ``--write``).  The sealed parts are never read.
+Usage: ``python scripts/guess_prior.py [--write] [PART ...]`` (default: ``TUNED_PARTS``; prints
+the JSON, or writes it with ``--write``).
+
+``python scripts/guess_prior.py --calibrate [--write]`` counts the table behind the best guess's
+stated confidence (sglang_doctor/diagnose/guess_calibration.json, diagnose/calibration.py): every
+no-cause fragment of every tuned part (``TUNED_PARTS`` and ``READ_ONLY_PARTS``) is run through the
+pipeline with the phase prior counted from ``TUNED_PARTS`` without that part (the held-back
+situation, as bench/guess_cv.py's leave-one-part-out), and each guess's cue is counted right or
+wrong against ``best_guess_category``.  The sealed parts are never read.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,19 +54,96 @@ def count(parts=TUNED_PARTS, root: Path = ROOT) -> dict[str, dict[str, int]]:
     return {phase: dict(sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))) for phase, row in sorted(out.items())}
 
 
+def no_cause(part: str, root: Path = ROOT) -> list[dict]:
+    """The labels of a part's failures whose cause is not in the text (``evidence_in_log: false``)."""
+    with open(root / "corpus" / part / "labels.yaml", encoding="utf-8") as fh:
+        labels = yaml.safe_load(fh) or []
+    return [lab for lab in labels if isinstance(lab, dict) and lab.get("category") not in (None, "none")
+            and not lab.get("evidence_in_log") and (root / "corpus" / part / lab["file"]).is_file()]
+
+
+_LAYER_RANK = {"specific": 2, "class": 1, "fallback": 0}
+_RULESET: list = []
+
+
+def run(path: Path):
+    """(pipeline, diagnoses, primary diagnosis or None) for one file, as bench/accuracy.py runs it."""
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline, open_log
+
+    if not _RULESET:
+        _RULESET.append(RuleSet.load([]))
+    pipe = StreamPipeline(_RULESET[0], remediate=False, whole_log=True)
+    events = []
+    for block in open_log(path):
+        events += pipe.feed(block)
+    events += pipe.finish()
+    diagnoses = [e["_diagnosis"] for e in events if e.get("event") == "incident"]
+    if not diagnoses:
+        return pipe, diagnoses, None
+    ranked = sorted(enumerate(diagnoses), key=lambda p: (-_LAYER_RANK.get(p[1].layer or "fallback", 0),
+                                                         -float(p[1].confidence or 0), p[0]))
+    return pipe, diagnoses, ranked[0][1]
+
+
+def guess_of(path: Path) -> dict:
+    """The best guess bench/accuracy.py scores: the primary incident's fallback, or the summary's."""
+    pipe, diagnoses, primary = run(path)
+    if primary is None:
+        fb = pipe.summary().get("fallback") or {}
+        return fb.get("best_guess") or {}
+    fb = primary.fallback or next((d.fallback for d in diagnoses if d.fallback), None) or {}
+    return fb.get("best_guess") or {}
+
+
+def held_out_guesses(parts, prior_parts=TUNED_PARTS, root: Path = ROOT) -> list[dict]:
+    """The guess on every no-cause fragment of ``parts``, each part run with the phase prior
+    counted from ``prior_parts`` without it: {part, file, label, category, cue, kind, right}."""
+    from sglang_doctor.diagnose import calibration, phase_prior
+
+    saved = phase_prior.COUNTS
+    out = []
+    try:
+        for part in parts:
+            phase_prior.COUNTS = count(tuple(p for p in prior_parts if p != part), root)
+            for lab in no_cause(part, root):
+                g = guess_of(root / "corpus" / part / lab["file"])
+                cue, kind = calibration.cue_of(g)
+                out.append({"part": part, "file": lab["file"], "label": lab.get("best_guess_category"),
+                            "category": g.get("category"), "cue": cue, "kind": kind,
+                            "right": g.get("category") == lab.get("best_guess_category")})
+    finally:
+        phase_prior.COUNTS = saved
+    return out
+
+
+def calibration_data(parts=TUNED_PARTS + READ_ONLY_PARTS, prior_parts=TUNED_PARTS) -> dict:
+    from sglang_doctor.diagnose import calibration
+
+    rows = held_out_guesses(parts, prior_parts)
+    return {"parts": list(parts), "prior_parts": list(prior_parts),
+            **calibration.count((r["cue"], r["kind"], r["right"]) for r in rows)}
+
+
 def data(parts=TUNED_PARTS) -> dict:
     return {"parts": list(parts), "phase_counts": count(parts)}
 
 
 def main(argv: list[str]) -> int:
     write = "--write" in argv
-    parts = tuple(a for a in argv if a != "--write") or TUNED_PARTS
-    text = json.dumps(data(parts), indent=1, sort_keys=False) + "\n"
-    if write:
-        from sglang_doctor.diagnose.phase_prior import DATA
+    if "--calibrate" in argv:
+        sys.path.insert(0, str(ROOT))
+        from sglang_doctor.diagnose import calibration
 
-        DATA.write_text(text, encoding="utf-8")
-        print(f"wrote {DATA}")
+        text = re.sub(r"\[\s+(\d+),\s+(\d+)\s+\]", r"[\1, \2]", json.dumps(calibration_data(), indent=1)) + "\n"
+        target = calibration.DATA
+    else:
+        parts = tuple(a for a in argv if a != "--write") or TUNED_PARTS
+        text = json.dumps(data(parts), indent=1, sort_keys=False) + "\n"
+        from sglang_doctor.diagnose.phase_prior import DATA as target
+    if write:
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target}")
     else:
         sys.stdout.write(text)
     return 0

@@ -30,7 +30,8 @@ The collectors, by name (the weights are stated where each piece is made):
 - ``exit_status``: -9 / 137 (SIGKILL) with no Python error.
 - ``prior:PHASE``: the phase the text shows (the ready line; the last start-up progress line
   or milestone before the failure; the launch header with no milestone; a deepest frame in
-  CUDA graph capture, ``PHASE_PLACES``; frames of a start-up constructor), read through what
+  CUDA graph capture, ``PHASE_PLACES``, or a kernel frame under capture's frames,
+  ``CAPTURE_KERNEL_PLACE``; frames of a start-up constructor), read through what
   usually fails in it: one piece per category in proportion to the labelled failures of that
   phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.
@@ -254,6 +255,15 @@ def _cut_function(inc: Incident, ours: list[Frame]) -> str | None:
 # kernel build as a capture failure (of the labelled tracebacks cut there, none was a capture
 # failure: scripts/guess_prior.py).  Such a frame gives the phase, read through the prior.
 PHASE_PLACES = {"cuda_graph": "startup.cuda_graph"}
+# The same holds one frame further in: a traceback cut inside a kernel place (an attention, MoE or
+# quantization kernel, a model's forward) whose outer SGLang frames are CUDA graph capture
+# (cuda_graph_runner's capture -> capture_one_batch_size -> run_once -> the model's forward -> the
+# backend) stopped in a kernel that capture was running for the first time: the place says which step
+# (startup.cuda_graph, read through the prior), not that the kernel has no code for this GPU.  Of the
+# no-cause tracebacks of the tuned parts cut in a kernel under capture frames (dev/089, field/028,
+# field9/002), two were cuda_graph and one kernel.build; the kernel places with no capture frame above
+# them keep their weight.
+CAPTURE_KERNEL_PLACE = "capture_kernel"
 
 
 # ServerArgs' construction itself (server_args.py: from_cli_args -> the dataclass __init__ ->
@@ -311,6 +321,10 @@ def _place(inc: Incident) -> Evidence | None:
                                 f"it stopped in ServerArgs' construction ({f.function} in {_short(f)}) with no named "
                                 "check below it: the launch's settings were being resolved, which also reads the model's "
                                 "configuration, probes the GPU and picks kernel backends")
+            if depth == 0 and category == "kernel.unsupported_hw" and _under_capture(ours[:-1]):
+                return Evidence(CAPTURE_KERNEL_PLACE, "cuda_graph", 0.0,
+                                f"{why} ({f.function} in {_short(f)}), called from CUDA graph capture, which runs "
+                                "every kernel for the first time")
             if depth == 0:
                 return Evidence("deepest_frame", category, 0.4, f"{why} ({f.function} in {_short(f)})")
             return Evidence("outer_frame", category, 0.3, f"{why} ({f.function} in {_short(f)}, {depth} frame(s) "
@@ -318,9 +332,19 @@ def _place(inc: Incident) -> Evidence | None:
     return None
 
 
+_CAPTURE_FUNCTIONS = ("init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size")
+
+
+def _under_capture(outer: list[Frame]) -> bool:
+    """Some of these SGLang frames are CUDA graph capture (cuda_graph_runner, or its capture steps)."""
+    return any("srt/model_executor/cuda_graph_runner" in f.file.replace("\\", "/")
+               or f.function.rsplit(".", 1)[-1] in _CAPTURE_FUNCTIONS for f in outer)
+
+
 def from_frames(inc: Incident) -> list[Evidence]:
     place = _place(inc)
-    if place is None or place.category in PHASE_PLACES or place.name == ARGS_CONSTRUCTION_PLACE:
+    if place is None or place.category in PHASE_PLACES or place.name in (ARGS_CONSTRUCTION_PLACE,
+                                                                          CAPTURE_KERNEL_PLACE):
         return []  # (a place that names a phase is read by from_context, through the prior)
     return [place]
 
@@ -330,6 +354,8 @@ def frame_phase(inc: Incident) -> tuple[str, str] | None:
     place = _place(inc)
     if place is not None and place.name == ARGS_CONSTRUCTION_PLACE:
         return "startup.args", place.why
+    if place is not None and place.name == CAPTURE_KERNEL_PLACE:
+        return "startup.cuda_graph", place.why
     if place is None or place.category not in PHASE_PLACES:
         return None
     return PHASE_PLACES[place.category], place.why

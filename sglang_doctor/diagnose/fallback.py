@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sglang_doctor.diagnose import evidence, phase_prior
+from sglang_doctor.diagnose import calibration, evidence, phase_prior
 from sglang_doctor.incidents import progress
 from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.tracebacks import in_startup_constructor, sglang_frames
@@ -239,7 +239,7 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     inc = diagnosis.incident
     if diagnosis.layer != "fallback":
         ruled = {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
-                 "why": f"rule {diagnosis.rule} matched what the text holds"}
+                 "why": f"rule {diagnosis.rule} matched what the text holds", "basis": f"rule:{diagnosis.layer}"}
         placed = _more_precise_place(diagnosis)
         if placed is not None:
             return placed
@@ -297,7 +297,7 @@ WORDS_NAME = 0.35  # the weight a word of the failure's own message needs to nam
 
 def _named_by_words(guess: dict[str, Any]) -> bool:
     """The guess rests on a word of the failure's own message strong enough to name it."""
-    if guess.get("category") in (None, "other") or guess.get("confidence", 0) < 0.25:
+    if guess.get("category") in (None, "other") or calibration.strength(guess) < 0.25:
         return False
     return any(ev["name"].startswith("words:") and ev["category"] == guess["category"] and ev["weight"] >= WORDS_NAME
                for ev in guess.get("evidence", ()))
@@ -316,25 +316,29 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
     if diagnosis.layer == "fallback":
         # the guess becomes the incident's category only when the cause line is missing and
         # evidence points somewhere; a cause line no rule knows stays "other"
-        if missing and guess["category"] not in ("other",) and guess["confidence"] >= 0.25:
+        # (the weighed figure, ``strength``, decides; the confidence stated is measured below)
+        weighed = calibration.strength(guess)
+        if missing and guess["category"] not in ("other",) and weighed >= 0.25:
             diagnosis.category = guess["category"]
-            diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.5)
+            diagnosis.confidence = min(max(diagnosis.confidence, weighed), 0.5)
         elif not missing and _named_by_words(guess):
             # the cause line is here and no rule knew it, but its own words name a part of the
             # launch (an architecture, an argument, the transport): the category follows them
             diagnosis.category = guess["category"]
-            diagnosis.confidence = min(max(diagnosis.confidence, guess["confidence"]), 0.4)
+            diagnosis.confidence = min(max(diagnosis.confidence, weighed), 0.4)
             named = True
         where = "the cause line is not in the text" if missing else "no rule knew this failure"
         if diagnosis.assumed_only and not missing_part(inc):
             where = "no rule knew this failure without an assumption"
         if named:
             where = "no rule knew this failure; the category is named by the words of its own message"
+        guess = calibration.calibrate(guess)
         used = [ev["name"] for ev in guess.get("evidence", ()) if ev["category"] == guess["category"]]
         basis = f" (evidence: {', '.join(used)})" if used else ""
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "
                                  f"confidence {guess['confidence']}{basis}.").strip()
-    diagnosis.fallback = {"missing": missing, "best_guess": guess, "next_step": next_step(inc, missing, fragment)}
+    diagnosis.fallback = {"missing": missing, "best_guess": calibration.calibrate(guess),
+                          "next_step": next_step(inc, missing, fragment)}
     return diagnosis
 
 
@@ -344,6 +348,9 @@ _LAST_LINE: tuple[tuple[str, str], ...] = (
     ("Decode batch", "serving"), ("Prefill batch", "serving"), ("HTTP/1.1", "serving"),
     ("Application startup complete", "serving"), ("Started server process", "serving"),
     ("Waiting for application startup", "serving"), ("Uvicorn running on", "serving"),
+    # a step's end line names the step after it, as milestones.phase_after does ("Load weight end":
+    # the pools are sized next; "Capture cuda graph end": warm-up), before the step's own name
+    ("Capture cuda graph end", "startup.warmup"), ("Load weight end", "startup.memory_pool"),
     ("Capturing batches", "startup.cuda_graph"), ("Capture cuda graph", "startup.cuda_graph"),
     ("Loading safetensors checkpoint shards", "startup.load_weights"), ("Load weight", "startup.load_weights"),
     ("Detected fp8 checkpoint", "startup.load_weights"), ("Loading pt checkpoint shards", "startup.load_weights"),
@@ -415,10 +422,24 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
     found = evidence.weigh(pieces, context_known=True)
     guess = found if found is not None else {"category": "other", "confidence": 0.1,
-                                             "why": "the text shows no failure and no phase"}
+                                             "why": "the text shows no failure and no phase", "evidence": []}
+    guess = calibration.calibrate(guess)
     return {
         "missing": (f"no failure is in these {lines} lines: if the server failed, its error comes after the last "
                     "line (the text ends there) or is in another log"),
         "best_guess": guess,
-        "next_step": "sglang-doctor explain LOG   # on the whole log file; or: grep -n -B2 -A80 'Traceback' LOG",
+        "next_step": _no_failure_step(guess.get("category")),
     }
+
+
+def _no_failure_step(category: str | None) -> str:
+    """The command for a text with no failure in it, by what the guess says it was doing: a launch
+    whose text stops in NCCL / torch.distributed set-up with no error is most often waiting on a
+    rank or node that failed (its error is in that one's log, as for a peer that went away); a kill
+    from outside leaves no error in any log, only in the kernel's; else the whole log file."""
+    if category == "nccl":
+        return ("grep -n -B2 -A80 -E 'Traceback|NCCL WARN|hit an exception' LOG   # on every node and rank's log: a "
+                "launch that stops in NCCL set-up with no error is waiting on the one that failed")
+    if category == "memory.host_oom":
+        return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
+    return "sglang-doctor explain LOG   # on the whole log file; or: grep -n -B2 -A80 'Traceback' LOG"

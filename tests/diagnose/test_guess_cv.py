@@ -118,3 +118,40 @@ def test_counted_report_never_counts_the_held_part(cv, monkeypatch):
         # gated: a value never counted leaves the counts unsure (four labels alike), so the current answer stands
         assert all(fold[v[0]] == 3 for v in cv.VARIANTS if v[4])
         assert fold["nested"] == 3 and fold["nested_choice"].startswith("current")
+
+
+# -- calibration of the stated confidence ------------------------------------------------------
+
+
+def test_the_calibration_error_weighs_each_band_by_its_guesses(cv):
+    # 10 guesses at 0.3, 8 right (under-stated by 0.5); 10 at 0.7, 2 right (over-stated by 0.5)
+    rows = ([("p", "x", "x", 0.3, "f", "c", "k", 0.3)] * 8 + [("p", "x", "y", 0.3, "f", "c", "k", 0.3)] * 2
+            + [("p", "x", "x", 0.7, "f", "c", "k", 0.7)] * 2 + [("p", "x", "y", 0.7, "f", "c", "k", 0.7)] * 8)
+    err = cv.calibration_error(rows)
+    assert err["ece"] == 0.5 and err["over_stated"] == 0.25 and err["worst_band_over_stated"] == 0.5
+    assert err["brier"] == round((8 * 0.49 + 2 * 0.09 + 2 * 0.09 + 8 * 0.49) / 20, 3)
+    bands = {b["confidence"]: b for b in cv.calibration(rows) if b["guesses"]}
+    assert bands["[0.25, 0.35)"]["rate"] == 0.8 and bands["[0.25, 0.35)"]["over_stated"] == 0.0
+    assert bands["[0.65, 0.80)"]["over_stated"] == 0.5
+
+
+def test_nested_calibration_counts_each_parts_table_without_it(cv, monkeypatch):
+    counted, measured = [], []
+
+    def fake_measure(parts, counts, weight):
+        (part,) = parts
+        measured.append(part)
+        # the cue "c" is right on dev only; every other part's guesses on it are wrong
+        return [(part, "x", "x" if part == "dev" else "y", 0.5, "f", "c->x", "c", 0.3)] * 4
+
+    monkeypatch.setattr(cv, "count", lambda parts: counted.append(tuple(parts)) or {})
+    monkeypatch.setattr(cv, "measure", fake_measure)
+    lopo = [(p, "x", "x", 0.5, "f", "c->x", "c", 0.3) for p in cv.CV_PARTS]
+    out = cv.nested_calibration(lopo)
+    stated = {r[0]: r[3] for r in out}
+    # dev's table has no dev guesses (all wrong): stated lower than for a part whose table counts dev's
+    assert stated["dev"] < stated["fresh"]
+    pairs = [(h, o) for h in cv.CV_PARTS for o in cv.CV_PARTS if o != h]
+    assert measured == [o for _, o in pairs]
+    for (held, other), prior in zip(pairs, counted):  # each inner run's prior leaves out both
+        assert set(prior) == set(cv.TUNED_PARTS) - {held, other}

@@ -102,7 +102,9 @@ def test_a_fragment_that_stops_in_nccl_set_up_guesses_nccl(tmp_path):
     summary = summary_of(tmp_path, text)[-1]
     guess = summary["fallback"]["best_guess"]
     assert guess["category"] == "nccl"
-    assert "words:nccl" in guess["why"] and guess["confidence"] <= 0.5
+    assert "words:nccl" in guess["why"] and guess["strength"] <= 0.5 and guess["confidence"] <= 0.9
+    # a launch that stops in NCCL set-up with no error waits on a rank or node that failed: its log
+    assert "every node" in summary["fallback"]["next_step"] and "NCCL WARN" in summary["fallback"]["next_step"]
 
 
 def test_a_server_args_dump_is_no_evidence(tmp_path):

@@ -32,7 +32,7 @@ def test_building_the_model_class_is_not_loading_its_weights(pack):
                                     f'  File "{P}/model_loader/loader.py", line 145, in _in')
     assert guess["category"] == "model.unsupported"
     assert "_initialize_model" in guess["why"] and ev["rule"] == "class.model.load"
-    assert guess["confidence"] < ev["confidence"]  # below the rule layer's
+    assert guess["strength"] < ev["confidence"]  # weighed below the rule layer's
 
 
 def test_a_cut_inside_load_weights_stays_model_load(pack):

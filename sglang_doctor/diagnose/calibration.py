@@ -1,0 +1,127 @@
+"""The best guess's stated confidence: how often a guess resting on the same cue was right on
+tuned logs it was not counted from.
+
+The guess itself (diagnose/evidence.py, fallback.best_guess) adds up hand-written weights; the
+weighed figure (kept in the guess as ``strength``) orders the categories and decides, as before,
+whether the fallback names the incident's category.  As a probability it was wrong: on the tuned
+parts, leave-one-part-out, guesses weighed 0.25-0.35 were right 73% of the time and guesses
+weighed under 0.15 right 29% (docs/GUESS-MISSES.md).  So the confidence the tool *states* is
+measured instead: the share of right guesses among the held-out guesses that rested on the same
+cue, counted by ``python scripts/guess_prior.py --calibrate --write`` (every tuned part scored
+with the phase prior counted without it: the held-back situation) into ``guess_calibration.json``.
+
+The cue of a guess is the strongest piece of evidence for the category it names
+(``prior:serving->runtime.crash``, ``deepest_frame->model.load``, ``signal:killed->memory.host_oom``),
+a rule layer's answer (``rule:class->cuda_graph``) or nothing (``none->other``).  A cue seen on
+few guesses says little, so its rate is shrunk towards its kind's (the piece's name before its
+``:``: ``prior``, ``deepest_frame``, ``rule:class``), and the kind's towards every guess's
+(``SHRINK`` pseudo-guesses each step).  The figure stated is that estimate less ``MARGIN``
+standard deviations of it, so that a rate measured on a handful of guesses is not stated as
+if it were known: the confidence may be under-stated, never over-stated on purpose.
+``bench/guess_cv.py`` measures it (per band, the calibration error, nested: each part's
+confidence counted without that part).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+DATA = Path(__file__).with_name("guess_calibration.json")
+SHRINK = 16.0  # pseudo-guesses pulling a cue's rate towards its kind's, and a kind's towards all guesses'
+MARGIN = 0.5  # standard deviations taken off the estimate
+FLOOR, CEILING = 0.05, 0.9  # a guess is never stated as certain either way
+ALL = "*"
+
+
+def _load() -> dict[str, Any]:
+    try:
+        return json.loads(DATA.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+TABLE: dict[str, Any] = _load()
+
+
+def cue_of(guess: dict[str, Any]) -> tuple[str, str]:
+    """(cue, kind) of a guess: its strongest piece of evidence for the category it names, or the
+    rule layer that answered (``basis``), or ``none``."""
+    category = guess.get("category") or "other"
+    basis = guess.get("basis")
+    if basis:
+        return f"{basis}->{category}", basis
+    pieces = [ev for ev in guess.get("evidence", ()) or ()
+              if ev.get("category") == category and float(ev.get("weight") or 0) > 0]
+    if not pieces:
+        return f"none->{category}", "none"
+    top = max(pieces, key=lambda ev: float(ev["weight"]))  # (the first of equals)
+    name = str(top["name"])
+    return f"{name}->{category}", name.split(":", 1)[0]
+
+
+def count(rows: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
+    """The table from (cue, kind, right) of held-out guesses: [right, guesses] per cue, per kind
+    and for all (``ALL``)."""
+    cues: dict[str, list[int]] = {}
+    kinds: dict[str, list[int]] = {}
+    every = [0, 0]
+    for cue, kind, right in rows:
+        for table, key in ((cues, cue), (kinds, kind)):
+            cell = table.setdefault(key, [0, 0])
+            cell[0] += bool(right)
+            cell[1] += 1
+        every[0] += bool(right)
+        every[1] += 1
+    return {"cues": dict(sorted(cues.items())), "kinds": dict(sorted(kinds.items())), "all": every}
+
+
+def estimate(cue: str, kind: str, table: dict[str, Any] | None = None) -> tuple[float, str]:
+    """The stated confidence of a guess resting on ``cue`` (of ``kind``), and what it rests on."""
+    table = TABLE if table is None else table
+    r, n = table.get("all") or (0, 0)
+    p = (r + 1) / (n + 2)
+    weight = n + 2
+    basis = []
+    for key, source in ((kind, "kinds"), (cue, "cues")):
+        rk, nk = (table.get(source) or {}).get(key, (0, 0))
+        p = (rk + SHRINK * p) / (nk + SHRINK)
+        weight = nk + SHRINK
+        if nk:
+            basis.append(f"{rk}/{nk} for {key}")
+    sd = math.sqrt(p * (1 - p) / (weight + 1))
+    stated = min(CEILING, max(FLOOR, p - MARGIN * sd))
+    if n:
+        basis.append(f"{r}/{n} for every guess")
+        why = (f"held-out tuned guesses right: {', '.join(basis)} (shrunk towards the wider counts, less "
+               f"{MARGIN:g} sd)")
+    else:
+        why = "no calibration table: the figure is a prior, not a measurement"
+    return round(stated, 3), why
+
+
+def calibrate(guess: dict[str, Any], table: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The guess with its stated ``confidence`` measured (``estimate``); the weighed figure is
+    kept as ``strength``, and the cue and what the figure rests on as ``cue`` / ``calibration``.
+    A guess already calibrated is returned as it is."""
+    if "strength" in guess:
+        return guess
+    cue, kind = cue_of(guess)
+    stated, why = estimate(cue, kind, table)
+    out = dict(guess)
+    out["strength"] = guess.get("confidence", 0.0)
+    out["confidence"] = stated
+    out["cue"] = cue
+    out["calibration"] = why
+    return out
+
+
+def strength(guess: dict[str, Any]) -> float:
+    """The weighed figure of a guess (before or after ``calibrate``): what the fallback's
+    thresholds read."""
+    try:
+        return float(guess.get("strength", guess.get("confidence")) or 0.0)
+    except (TypeError, ValueError):
+        return 0.0

@@ -1,0 +1,152 @@
+"""The best guess's stated confidence is measured (diagnose/calibration.py): the held-out rate of
+the guesses that rested on the same cue, shrunk towards wider counts when the cue is rare, less a
+margin; the weighed figure (``strength``) still decides what the fallback names."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from sglang_doctor.diagnose import calibration
+from sglang_doctor.pipeline import StreamPipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+P = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
+# a traceback cut in the scheduler's serving loop (deepest_frame -> runtime.crash, weighed 0.4)
+CUT_SERVING = ("[2025-04-10 07:26:56 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+               f'  File "{P}/managers/scheduler.py", line 3155, in run_scheduler_process\n'
+               "    scheduler.event_loop_normal()\n")
+# a traceback cut inside an attention kernel that CUDA graph capture was running
+CUT_IN_CAPTURE = ("[2025-04-10 07:26:56 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                  f'  File "{P}/managers/scheduler.py", line 1809, in run_scheduler_process\n'
+                  "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n"
+                  f'  File "{P}/model_executor/cuda_graph_runner.py", line 310, in capture\n'
+                  "    ) = self.capture_one_batch_size(bs, forward)\n"
+                  f'  File "{P}/model_executor/cuda_graph_runner.py", line 402, in capture_one_batch_size\n'
+                  "    self.model_runner.attn_backend.init_forward_metadata_capture_cuda_graph(\n"
+                  f'  File "{P}/layers/attention/flashinfer_backend.py", line 370, in init_forward_metadata_capture_cuda_graph\n'
+                  "    self.indices_updater_decode.update(\n")
+# the same kernel frame with no capture frame above it (the model's forward, serving or warming up)
+CUT_IN_KERNEL = ("[2025-04-10 07:26:56 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                 f'  File "{P}/models/llama.py", line 420, in forward\n'
+                 "    hidden_states = self.model(input_ids, positions, forward_batch)\n"
+                 f'  File "{P}/layers/attention/flashinfer_backend.py", line 370, in forward_extend\n'
+                 "    o = self.prefill_wrapper.forward(\n")
+
+
+def incident(pack, text):
+    pipe = StreamPipeline(pack, remediate=False)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    (ev,) = [e for e in events if e["event"] == "incident"]
+    return ev
+
+
+def table(cues, kinds, every):
+    return {"cues": cues, "kinds": kinds, "all": every}
+
+
+def test_the_cue_is_the_strongest_piece_for_the_named_category():
+    guess = {"category": "model.load", "evidence": [
+        {"name": "prior:startup.load_weights", "category": "model.load", "weight": 0.2},
+        {"name": "deepest_frame", "category": "model.load", "weight": 0.4},
+        {"name": "signal:killed", "category": "memory.host_oom", "weight": 0.5}]}
+    assert calibration.cue_of(guess) == ("deepest_frame->model.load", "deepest_frame")
+    assert calibration.cue_of({"category": "nccl", "basis": "rule:class"}) == ("rule:class->nccl", "rule:class")
+    assert calibration.cue_of({"category": "other", "evidence": [
+        {"name": "words:nccl", "category": "nccl", "weight": 0.15}]}) == ("none->other", "none")
+    assert calibration.cue_of({"category": "nccl", "evidence": [
+        {"name": "words:nccl", "category": "nccl", "weight": 0.15}]}) == ("words:nccl->nccl", "words")
+
+
+def test_a_rare_cue_is_shrunk_towards_its_kind_and_a_common_one_follows_its_rate():
+    t = table({"deepest_frame->nccl": [2, 2], "deepest_frame->model.load": [90, 100]},
+              {"deepest_frame": [92, 102], "prior": [10, 40]}, [102, 142])
+    rare, _ = calibration.estimate("deepest_frame->nccl", "deepest_frame", t)
+    common, _ = calibration.estimate("deepest_frame->model.load", "deepest_frame", t)
+    assert rare < common < 0.9  # 2/2 is not stated as certain; 90/100 is stated near (under) its rate
+    assert 0.8 < common
+    # an unseen cue of a kind that is mostly wrong is stated low, below the rate of every guess
+    unseen, why = calibration.estimate("prior:serving->runtime.crash", "prior", t)
+    assert unseen < 102 / 142 and "10/40 for prior" in why
+    # the margin takes off, it never adds: the estimate is at most the shrunk rate
+    saved = calibration.MARGIN
+    try:
+        calibration.MARGIN = 0.0
+        assert calibration.estimate("deepest_frame->nccl", "deepest_frame", t)[0] >= rare
+    finally:
+        calibration.MARGIN = saved
+
+
+def test_count_adds_up_per_cue_kind_and_all():
+    t = calibration.count([("a->x", "a", True), ("a->x", "a", False), ("b->y", "b", True)])
+    assert t == {"cues": {"a->x": [1, 2], "b->y": [1, 1]}, "kinds": {"a": [1, 2], "b": [1, 1]}, "all": [2, 3]}
+
+
+def test_the_stated_confidence_is_measured_and_the_strength_still_names_the_category(pack, monkeypatch):
+    ev = incident(pack, CUT_SERVING)
+    guess = ev["fallback"]["best_guess"]
+    assert guess["category"] == ev["category"] == "runtime.crash"
+    assert guess["strength"] <= 0.5 and guess["cue"] == "deepest_frame->runtime.crash"
+    assert f"confidence {guess['confidence']}" in ev["explanation"]
+    # a table where that cue was never right: the same category is named (the strength decides),
+    # the stated confidence falls to what the table says
+    monkeypatch.setattr(calibration, "TABLE", table({"deepest_frame->runtime.crash": [0, 50]},
+                                                    {"deepest_frame": [0, 50]}, [0, 50]))
+    low = incident(pack, CUT_SERVING)
+    assert low["category"] == "runtime.crash" and low["fallback"]["best_guess"]["strength"] == guess["strength"]
+    assert low["fallback"]["best_guess"]["confidence"] < 0.1 < guess["confidence"]
+
+
+def test_a_kernel_frame_under_graph_capture_gives_the_phase_not_the_cause(pack):
+    capture = incident(pack, CUT_IN_CAPTURE)["fallback"]["best_guess"]
+    names = {(e["name"], e["category"]) for e in capture["evidence"]}
+    assert ("deepest_frame", "kernel.unsupported_hw") not in names
+    assert any(name == "prior:startup.cuda_graph" for name, _ in names)
+    # with no capture frame above it the kernel frame keeps its reading
+    kernel = incident(pack, CUT_IN_KERNEL)["fallback"]["best_guess"]
+    assert any(e["name"] == "deepest_frame" and e["category"] == "kernel.unsupported_hw" for e in kernel["evidence"])
+
+
+def test_the_shipped_table_adds_up_and_covers_every_tuned_part():
+    spec = importlib.util.spec_from_file_location("guess_prior", ROOT / "scripts" / "guess_prior.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    t = calibration.TABLE
+    assert t["parts"] == list(mod.TUNED_PARTS + mod.READ_ONLY_PARTS) and t["prior_parts"] == list(mod.TUNED_PARTS)
+    for key in ("cues", "kinds"):
+        assert [sum(c[0] for c in t[key].values()), sum(c[1] for c in t[key].values())] == t["all"]
+    assert t["all"][1] == sum(len(mod.no_cause(p)) for p in t["parts"])
+
+
+@pytest.mark.slow
+def test_the_shipped_table_is_what_the_tool_does_now():
+    """``python scripts/guess_prior.py --calibrate --write`` after any change that moves a guess."""
+    spec = importlib.util.spec_from_file_location("guess_prior", ROOT / "scripts" / "guess_prior.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fresh = mod.calibration_data()
+    assert {k: fresh[k] for k in ("cues", "kinds", "all")} == {k: calibration.TABLE[k] for k in ("cues", "kinds", "all")}
+
+
+def test_a_text_with_no_failure_gets_the_command_for_what_it_was_doing():
+    from sglang_doctor.diagnose import fallback
+
+    serving = (b"[2025-02-06 21:40:01 TP0] Decode batch. #running-req: 3, #token: 900, token usage: 0.01, "
+               b"gen throughput (token/s): 80.1, #queue-req: 0\n")
+    note = fallback.no_incident([], serving, 1)
+    assert note["best_guess"]["category"] == "runtime.crash"
+    assert note["next_step"].startswith("sglang-doctor explain LOG")
+    assert "every node" in fallback._no_failure_step("nccl")
+    assert "dmesg" in fallback._no_failure_step("memory.host_oom")
+
+
+def test_a_text_that_ends_on_a_steps_end_line_is_in_the_next_step():
+    from sglang_doctor.diagnose import fallback
+
+    loaded = (b"[2025-05-01 10:00:01 TP0] Load weight begin. avail mem=78.50 GB\n"
+              b"[2025-05-01 10:00:31 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+              b"avail mem=63.20 GB, mem usage=15.30 GB.\n")
+    assert fallback.text_phase([], loaded)[0] == "startup.memory_pool"
+    assert fallback.text_phase([], loaded.splitlines(keepends=True)[0])[0] == "startup.load_weights"
+    captured = b"[2025-05-01 10:01:02 TP0] Capture cuda graph end. Time elapsed: 20.1 s. mem usage=1.2 GB.\n"
+    assert fallback.text_phase([], captured)[0] == "startup.warmup"
