@@ -854,19 +854,29 @@ class Scanner:
 
     def _holds_literal(self, data: bytes) -> bool:
         """Whether ``data`` holds a cover (what ``self._finder(len(data)).starts`` being
-        non-empty says): one Aho-Corasick pass instead of a ``find`` per cover for the short
-        texts of ESC/NUL lines, when ``ahocorasick_rs`` is there and the engine is not forced."""
+        non-empty says): one pass instead of a ``find`` per cover for the short texts of
+        ESC/NUL lines, when the engine is not forced: the C extension's (which keeps the GIL
+        on them), else an Aho-Corasick automaton when ``ahocorasick_rs`` is there."""
         if self._any is None:
             self._any = False
             if self._engine is None:
-                try:
-                    import ahocorasick_rs
-
-                    self._any = ahocorasick_rs.BytesAhoCorasick(list(self._small._lits))
-                except (ImportError, ValueError, TypeError):
+                lits = list(self._small._lits)
+                try:  # the C extension's pass keeps the GIL on such a text (see LiteralIndex)
+                    if lits and min(map(len, lits)) >= 3:
+                        scan = importlib.import_module("sglang_doctor.read._native").Matcher(lits).scan
+                        self._any = lambda d: bool(scan(d, 0, len(d))[0])
+                except (ImportError, ValueError, TypeError, MemoryError):
                     pass
+                if not self._any:
+                    try:
+                        import ahocorasick_rs
+
+                        find = ahocorasick_rs.BytesAhoCorasick(lits).find_matches_as_indexes
+                        self._any = lambda d: bool(find(d))
+                    except (ImportError, ValueError, TypeError):
+                        pass
         if self._any and len(data) <= ANY_TEXT:
-            return bool(self._any.find_matches_as_indexes(data))
+            return self._any(data)
         return bool(self._finder(len(data)).starts(data, 0, len(data)))
 
     def _finder(self, size: int):
