@@ -147,6 +147,7 @@ def bench_size(path: Path, runs: int, doctor: list[str], before: Path | None = N
         "explain_wall": median(doc_runs, "wall"), "explain_cpu": median(doc_runs, "cpu"),
         "explain_rss_mb": max(r["rss_mb"] for r in doc_runs),
         "explain_walls": [round(r["wall"], 3) for r in doc_runs], "grep_walls": [round(r["wall"], 3) for r in grep_runs],
+        "explain_cpus": [round(r["cpu"], 3) for r in doc_runs], "grep_cpus": [round(r["cpu"], 3) for r in grep_runs],
     }
     res["ratio_wall"] = res["explain_wall"] / res["grep_wall"]
     res["ratio_cpu"] = res["explain_cpu"] / res["grep_cpu"]
@@ -154,6 +155,8 @@ def bench_size(path: Path, runs: int, doctor: list[str], before: Path | None = N
     if before_runs:
         res["before_wall"], res["before_cpu"] = median(before_runs, "wall"), median(before_runs, "cpu")
         res["before_rss_mb"] = max(r["rss_mb"] for r in before_runs)
+        res["before_walls"] = [round(r["wall"], 3) for r in before_runs]
+        res["before_cpus"] = [round(r["cpu"], 3) for r in before_runs]
         res["before_ratio_wall"] = res["before_wall"] / res["grep_wall"]
         res["before_ratio_cpu"] = res["before_cpu"] / res["grep_cpu"]
     res["load_average"] = os.getloadavg()[0]

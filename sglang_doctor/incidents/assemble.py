@@ -771,9 +771,9 @@ class Assembler:
 
     def _new_launch(self, line: Line, dump: str, events: list[Event]) -> None:
         try:
-            fields, form = server_args.parse_dump(dump)
+            fields, form, complete = server_args.parse_dump_checked(dump)
         except server_args.DumpError:
-            fields, form = {}, None
+            fields, form, complete = {}, None, False
         current = self.launch
         if current.line is None and not current.milestones:
             launch = current
@@ -783,7 +783,7 @@ class Assembler:
             self.launches.append(launch)
         launch.server_args = fields
         launch.server_args_form = form
-        launch.server_args_complete = form is not None and server_args.dump_is_complete(dump)
+        launch.server_args_complete = complete
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
         self._stopping = False
         self._went_down = False

@@ -47,21 +47,63 @@ def find_dump(message: str) -> str | None:
 
 def parse_dump(text: str) -> tuple[dict[str, Any], str]:
     """(fields, form) for the text after ``server_args=``; form is "dataclass" or "dict"."""
+    fields, form, _ = parse_dump_checked(text)
+    return fields, form
+
+
+def parse_dump_checked(text: str) -> tuple[dict[str, Any], str, bool]:
+    """(fields, form, complete): ``parse_dump`` and ``dump_is_complete`` together.  A dump
+    read whole as one literal (the usual case) is complete without the character scan of
+    ``dump_is_complete`` when nothing in it can make that scan read it otherwise: no comment
+    (``#``), no line break, no triple quote (see ``_plainly_closed``)."""
     text = text.strip()
     if text.startswith("ServerArgs("):
         fields = _parse_call(text)
+        whole = fields is not None
         if fields is None:
             fields = _parse_fields(text[len("ServerArgs("):], dict_form=False)
-        return fields, "dataclass"
+        return fields, "dataclass", (whole and _plainly_closed(text)) or dump_is_complete(text)
     if text.startswith("{"):
         try:
-            value = _literal_eval(text)
+            value = _literal_dict(text)
             if isinstance(value, dict):
-                return {str(k): v for k, v in value.items()}, "dict"
+                return ({str(k): v for k, v in value.items()}, "dict",
+                        _plainly_closed(text) or dump_is_complete(text))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             pass
-        return _parse_fields(text[1:], dict_form=True), "dict"
+        return _parse_fields(text[1:], dict_form=True), "dict", dump_is_complete(text)
     raise DumpError("not a server_args dump")
+
+
+def _plainly_closed(text: str) -> bool:
+    """For a stripped text that parsed whole as one literal call or dict: True when
+    ``dump_is_complete`` is sure to say so too.  Its scan tracks brackets and quotes only;
+    in a valid literal without a comment, a line break or a triple-quoted string, those are
+    exactly Python's, so it finds the closing bracket at the text's end."""
+    return "#" not in text and "\n" not in text and "\r" not in text and "'''" not in text and '"""' not in text
+
+
+_CONSTANT = ast.Constant
+
+
+def _node_value(node):
+    """``ast.literal_eval(node)``, without its per-call set-up for a plain constant (most of
+    a dump's 150-300 values): ``literal_eval`` returns a ``Constant``'s ``value`` as is."""
+    return node.value if type(node) is _CONSTANT else ast.literal_eval(node)
+
+
+def _literal_dict(text: str):
+    """``_literal_eval(text)`` for a dict repr, its keys and values converted by
+    ``_node_value``: the same value, or an exception where that raises one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            node = ast.parse(text.lstrip(" \t"), mode="eval").body
+            if type(node) is not ast.Dict:
+                return ast.literal_eval(node)
+            return dict(zip(map(_node_value, node.keys), map(_node_value, node.values)))
+        except (TypeError, MemoryError, RecursionError) as exc:
+            raise ValueError(f"not a literal: {type(exc).__name__}") from exc
 
 
 def _parse_call(text: str) -> dict[str, Any] | None:
@@ -83,7 +125,7 @@ def _parse_call(text: str) -> dict[str, Any] | None:
         for kw in call.keywords:
             if kw.arg is None:  # **kwargs
                 return None
-            fields[kw.arg] = ast.literal_eval(kw.value)
+            fields[kw.arg] = _node_value(kw.value)
         return fields
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None

@@ -696,6 +696,9 @@ static PyObject *vec_bytes(Vec *v)
 
 /* scan(buf, lo, hi) -> (pairs, marks): bytes of native int64 pairs, (offset, literal id)
  * and (offset, kind: 0 CR, 2 ESC, 3 NUL) */
+/* scans shorter than this keep the GIL */
+#define KEEP_GIL_BELOW 65536
+
 static PyObject *Matcher_scan(Matcher *self, PyObject *args)
 {
     Py_buffer view;
@@ -715,9 +718,15 @@ static PyObject *Matcher_scan(Matcher *self, PyObject *args)
     }
     st.first = st.last + self->nlits;
     st.slot = st.first + self->nlits;
-    Py_BEGIN_ALLOW_THREADS
-    scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks);
-    Py_END_ALLOW_THREADS
+    if (hi - lo >= KEEP_GIL_BELOW) {
+        Py_BEGIN_ALLOW_THREADS
+        scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks);
+        Py_END_ALLOW_THREADS
+    } else {
+        /* a line's text (scanner.LiteralIndex): releasing the GIL would cost more than the
+         * scan, and let another thread run Python for up to a switch interval meanwhile */
+        scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks);
+    }
     free(st.last);
     PyBuffer_Release(&view);
     if (pairs.failed || marks.failed) {

@@ -854,19 +854,29 @@ class Scanner:
 
     def _holds_literal(self, data: bytes) -> bool:
         """Whether ``data`` holds a cover (what ``self._finder(len(data)).starts`` being
-        non-empty says): one Aho-Corasick pass instead of a ``find`` per cover for the short
-        texts of ESC/NUL lines, when ``ahocorasick_rs`` is there and the engine is not forced."""
+        non-empty says): one pass instead of a ``find`` per cover for the short texts of
+        ESC/NUL lines, when the engine is not forced: the C extension's (which keeps the GIL
+        on them), else an Aho-Corasick automaton when ``ahocorasick_rs`` is there."""
         if self._any is None:
             self._any = False
             if self._engine is None:
-                try:
-                    import ahocorasick_rs
-
-                    self._any = ahocorasick_rs.BytesAhoCorasick(list(self._small._lits))
-                except (ImportError, ValueError, TypeError):
+                lits = list(self._small._lits)
+                try:  # the C extension's pass keeps the GIL on such a text (see LiteralIndex)
+                    if lits and min(map(len, lits)) >= 3:
+                        scan = importlib.import_module("sglang_doctor.read._native").Matcher(lits).scan
+                        self._any = lambda d: bool(scan(d, 0, len(d))[0])
+                except (ImportError, ValueError, TypeError, MemoryError):
                     pass
+                if not self._any:
+                    try:
+                        import ahocorasick_rs
+
+                        find = ahocorasick_rs.BytesAhoCorasick(lits).find_matches_as_indexes
+                        self._any = lambda d: bool(find(d))
+                    except (ImportError, ValueError, TypeError):
+                        pass
         if self._any and len(data) <= ANY_TEXT:
-            return bool(self._any.find_matches_as_indexes(data))
+            return self._any(data)
         return bool(self._finder(len(data)).starts(data, 0, len(data)))
 
     def _finder(self, size: int):
@@ -1062,7 +1072,7 @@ class LiteralIndex:
     LONG_TEXT = 1 << 16
     BYTES_TEXT = 1 << 10  # from this length on, the text's UTF-8 bytes are searched (a 10 KB dump: 30 us, not 60)
 
-    def __init__(self, literals: Iterable[str]):
+    def __init__(self, literals: Iterable[str], native: bool = True):
         self.literals = tuple(sorted(set(literals)))
         try:
             import ahocorasick_rs
@@ -1072,11 +1082,32 @@ class LiteralIndex:
                 if self.literals else None
         except ImportError:
             self._ac = self._bytes_ac = None
+        self._matcher = self._native_matcher() if native else None
+
+    def _native_matcher(self):
+        """The C extension's pass over these literals, when it is built and takes them (3
+        bytes or more each): it keeps the GIL on a line's text, where ``ahocorasick_rs``
+        releases it on every call (0.6 us alone, 3.9 us of CPU with another thread running
+        Python, and up to a switch interval's wait: the read-ahead threads run Python
+        between their C calls)."""
+        lits = [lit.encode() for lit in self.literals]
+        if not lits or min(map(len, lits)) < 3:
+            return None
+        try:
+            native = importlib.import_module("sglang_doctor.read._native")
+            return native.Matcher(lits)
+        except (ImportError, ValueError, TypeError, MemoryError):
+            return None
 
     def found(self, text: str) -> set[str]:
+        lits = self.literals
+        if self._matcher is not None and len(text) <= self.LONG_TEXT:
+            # (offset, literal id) of each literal's first occurrence on each line of the text
+            data = text.encode("utf-8", "surrogatepass")
+            pairs = memoryview(self._matcher.scan(data, 0, len(data))[0]).cast("q")
+            return {lits[i] for i in pairs[1::2]}
         if self._ac is None or len(text) > self.LONG_TEXT:
             return {lit for lit in self.literals if lit in text}
-        lits = self.literals
         if len(text) >= self.BYTES_TEXT:
             # UTF-8 is self-synchronising: a literal occurs in the bytes where it occurs in the text
             data = text.encode("utf-8", "surrogatepass")

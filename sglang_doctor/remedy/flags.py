@@ -687,10 +687,16 @@ def _document(version: str) -> dict[str, Any]:
 
 def read_shipped(file_name: str) -> dict[str, Any]:
     """A shipped catalogue document, whole (``sglang-V.json``, however it is stored)."""
+    return copy.deepcopy(_shipped_document(file_name))
+
+
+def _shipped_document(file_name: str) -> dict[str, Any]:
+    """``read_shipped`` without the copy, for the cached catalogues built here (a ``Catalog``
+    only reads its body; the deep copy was 20k calls for the two a log's launches need)."""
     match = _CATALOGUE_NAME.match(file_name)
     if not match or match.group("version") not in _stored_files():
         raise FileNotFoundError(f"no shipped catalogue {file_name}")
-    return copy.deepcopy(_document(match.group("version")))
+    return _document(match.group("version"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -716,7 +722,7 @@ def load_catalog(version: str, prefer_shipped: bool = False) -> Catalog:
             fallback_note = (f" (the installed SGLang's parser failed: "
                              f"{type(exc).__name__}: {_first_line(exc)})")
     file_name = shipped_catalogue_for(version)
-    document = read_shipped(file_name)
+    document = _shipped_document(file_name)
     note = fallback_note
     if document["sglang_version"] != version and not note:
         note = f" (nearest shipped to {version})"
@@ -732,7 +738,7 @@ def shipped_catalog(version: str) -> Catalog:
     """The shipped catalogue of exactly ``version`` (one of KNOWN_VERSIONS), never the
     live parser: what other versions' spellings are looked up in."""
     file_name = _shipped_files()[version]
-    return Catalog(version, f"catalogue {file_name}", read_shipped(file_name))
+    return Catalog(version, f"catalogue {file_name}", _shipped_document(file_name))
 
 
 @dataclasses.dataclass(frozen=True)

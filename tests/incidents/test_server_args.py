@@ -61,3 +61,57 @@ def test_one_parse_equals_field_by_field(seed_full):
         got, _ = parse_dump(text)
         want = server_args._parse_fields(text.strip()[len("ServerArgs("):], dict_form=False)
         assert got == want and [is_raw(v) for v in got.values()] == [is_raw(v) for v in want.values()]
+
+
+def _mutations(dump: str, rng, count: int):
+    pieces = ["", "=", ",", "'", '"', "'''", '"""', "\\", "(", ")", "[", "]", "{", "}", "<", ">", "#", "# )",
+              "\n", "\r", ", a=<function f at 0x1>", ", b=name", ", c=-2", ", d=(1, 'x')", ", e={'k': [1]}",
+              ": 1, 'k2': ", "'k': -1.5, "]
+    for _ in range(count):
+        text = list(dump)
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(text))
+            text[k:k] = rng.choice(pieces)
+        yield "".join(text)[:rng.randint(1, len(dump) + 40)]
+
+
+def test_parse_checked_equals_parse_and_completeness(seed_full):
+    """parse_dump_checked's fields, form and completeness are parse_dump's and
+    dump_is_complete's (whose character scan it skips for a dump read whole), and its
+    literal conversions are ast.literal_eval's, on whole, cut and mutated dumps of both forms
+    (comments, triple quotes and line breaks included, where the scan reads otherwise)."""
+    import ast
+    import random
+    import warnings
+
+    from sglang_doctor.incidents import server_args
+
+    dump = find_dump(next(line for line in seed_full.read_text().splitlines() if "server_args=" in line))
+    fields, _ = parse_dump(dump)
+    as_dict = repr(fields)
+    rng = random.Random(13)
+    texts = [dump, as_dict, "{'a': 1} # }", "{'a': '''x'y'''}", "ServerArgs(a='''x'y''')", "ServerArgs(a=1) # x",
+             "{'a': 1,\n 'b': 2}", "ServerArgs(a=1,\n b=[2])", "{'a': 1, **x}", "{[1]: 2}", "{'a': {1, 2}}"]
+    texts += list(_mutations(dump, rng, 120)) + list(_mutations(as_dict, rng, 120))
+    for text in texts:
+        try:
+            expected = parse_dump(text)
+        except DumpError:
+            with pytest.raises(DumpError):
+                server_args.parse_dump_checked(text)
+            continue
+        got = server_args.parse_dump_checked(text)
+        assert got == (*expected, server_args.dump_is_complete(text)), text
+        assert [type(v) for v in got[0].values()] == [type(v) for v in expected[0].values()]
+        stripped = text.strip()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = ast.literal_eval(stripped)
+        except Exception:  # noqa: BLE001 - any failure: the fast form fails too
+            want = ValueError
+        try:
+            have = server_args._literal_dict(stripped)
+        except (ValueError, SyntaxError):
+            have = ValueError
+        assert have == want or (have is ValueError and want is ValueError), text

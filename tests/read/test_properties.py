@@ -256,6 +256,28 @@ def test_literal_index_on_long_texts_equals_a_loop_over_every_literal(parts):
     assert LiteralIndex(signals.LITERALS).found(long_text) == {lit for lit in signals.LITERALS if lit in long_text}
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Error: ", "exit code", "crashed with exit code", "NCCL WARN", "Killed", "rc=",
+                                 "rc=137", "Exit code:", "x", " ", "\n", "\r", "\x1b[31m", "\x00", "é", "\udcff",
+                                 "Received sigquit", "Traceback (most recent call last):"]), max_size=40),
+       st.integers(0, 70))
+def test_literal_index_paths_agree(parts, pad):
+    """The C extension's path (the GIL kept on short texts), the automaton's and the loop of
+    ``in`` give the same literals, on texts with line breaks, CR, ESC, NUL and non-ASCII."""
+    from sglang_doctor.incidents import assemble
+    from sglang_doctor.read.scanner import LiteralIndex
+
+    literals = set(assemble.Assembler()._literals.literals)
+    text = "y" * pad + "".join(parts)
+    want = {lit for lit in literals if lit in text}
+    native = LiteralIndex(literals)
+    if native._matcher is None:
+        pytest.skip("the C extension is not built")
+    assert native.found(text) == want
+    if "\udcff" not in text or len(text) >= LiteralIndex.BYTES_TEXT:  # (the str automaton refuses a lone surrogate)
+        assert LiteralIndex(literals, native=False).found(text) == want
+
+
 def _blocks(data: bytes, chunks: list[int]) -> list[bytes]:
     out, pos = [], 0
     for size in chunks:
