@@ -1,5 +1,6 @@
 """Write sglang_doctor/diagnose/flag_names.py: every option string of every shipped flag
-catalogue (sglang_doctor/remedy/catalogs), as data the diagnose stage may read.
+catalogue (sglang_doctor/remedy/catalogs), and the older spellings of the releases before 0.4.0
+(catalogs/pre-0.4.0-renames.json), as data the diagnose stage may read.
 
 The diagnose stage checks that a flag a message names is SGLang's before a rule names it as
 the flag to change (pip's ``--force-reinstall`` is not); it may not import the remedy stage
@@ -26,6 +27,8 @@ def flag_names() -> list[str]:
     for version in flags.KNOWN_VERSIONS:
         for action in flags.read_shipped(flags._shipped_files()[version]).get("actions", ()):
             names.update(o for o in action.get("option_strings") or () if o.startswith("--"))
+    # the spellings of the releases before 0.4.0 (no catalogue; scripts/gen_pre040_renames.py)
+    names.update(flags.pre_040_options())
     return sorted(names)
 
 

@@ -803,6 +803,32 @@ def derived_renames() -> tuple[Rename, ...]:
     return tuple(out)
 
 
+PRE_040_FILE = "pre-0.4.0-renames.json"
+
+
+@functools.lru_cache(maxsize=None)
+def _pre_040() -> dict[str, Any]:
+    path = importlib.resources.files(_CATALOGUE_PACKAGE) / PRE_040_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+@functools.lru_cache(maxsize=None)
+def pre_040_renames() -> tuple[Rename, ...]:
+    """The renames between the releases before 0.4.0 (0.1.x-0.3.x, which have no shipped
+    catalogue) and on to 0.4.0, found by scripts/gen_pre040_renames.py in each wheel's
+    server_args.py: the rule of :func:`derived_renames`, plus the same choices, a nearly equal
+    help text or a name containing the other's (``--schedule-heuristic`` ->
+    ``--schedule-policy``, 0.2.7)."""
+    return tuple(Rename(r["old"], r["new"], r["before"], r["after"], r["evidence"])
+                 for r in _pre_040().get("renames", ()))
+
+
+def pre_040_options() -> dict[str, tuple[str, str]]:
+    """Option strings of the releases before 0.4.0 that no shipped catalogue has -> (first,
+    last) release that has them."""
+    return {o: (v["first"], v["last"]) for o, v in _pre_040().get("options", {}).items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _option_meanings() -> dict[str, tuple[tuple[str, bool, bool], ...]]:
     """option string -> the (dest, takes_value, negative) it had in any shipped release,
@@ -821,7 +847,8 @@ def translate(flag: str, to: Catalog) -> str | None:
     """The spelling of the same setting in ``to``'s version, or None.  The flag may be any
     shipped release's exact spelling: it keeps its name if ``to`` has it exactly, else it
     follows its ServerArgs field (dest) into ``to``, else the renames derived from the
-    catalogues (:func:`derived_renames`), followed in either direction and transitively."""
+    catalogues (:func:`derived_renames`) and those of the releases before 0.4.0
+    (:func:`pre_040_renames`), followed in either direction and transitively."""
     text = flag.split("=", 1)[0].strip()
     if text in to._by_option:
         return to._by_option[text].name
@@ -841,7 +868,7 @@ def translate(flag: str, to: Catalog) -> str | None:
     while frontier:
         following = []
         for option in frontier:
-            for rename in derived_renames():
+            for rename in (*pre_040_renames(), *derived_renames()):
                 for source, target in ((rename.old, rename.new), (rename.new, rename.old)):
                     if source == option and target not in seen:
                         seen.add(target)
