@@ -41,9 +41,14 @@ def run(tmp_path, setup: str, sig: str) -> int:
                           capture_output=True).returncode
 
 
+# Python installs its own SIGINT handler at start only when SIGINT is not ignored; a test run in
+# the background of a script inherits it ignored, so the handler is set as a foreground start sets it.
+PYTHON_START = "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def test_premise_python_own_handler_exits_by_sigint(tmp_path):
     """What the subclasses avoid: Python's KeyboardInterrupt, caught, still ends the process by SIGINT."""
-    assert run(tmp_path, "", "SIGINT") == -signal.SIGINT
+    assert run(tmp_path, PYTHON_START, "SIGINT") == -signal.SIGINT
 
 
 @pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
@@ -65,7 +70,8 @@ def test_supervisor_handler_keeps_the_chosen_status(tmp_path, sig, code):
 
 
 def test_cli_replaces_python_default_sigint_handler(tmp_path):
-    assert run(tmp_path, "from sglang_doctor import interrupts\ninterrupts.replace_default_sigint()\n", "SIGINT") == 130
+    assert run(tmp_path, PYTHON_START + "from sglang_doctor import interrupts\n"
+                         "interrupts.replace_default_sigint()\n", "SIGINT") == 130
 
 
 def test_cli_leaves_an_ignored_sigint_ignored(tmp_path):
