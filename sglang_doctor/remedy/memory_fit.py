@@ -26,6 +26,8 @@ import math
 import re
 from typing import Any
 
+from sglang_doctor.remedy.launch_check import finite_number
+
 FLAG = "--mem-fraction-static"
 
 # the pool's own share above SGLang's bound (a few percent of the GPU holds a usable KV pool)
@@ -37,14 +39,6 @@ _MIN_STEP = 0.02
 _TRIED = re.compile(r"Tried to allocate (\d+(?:\.\d+)?) (GiB|MiB|KiB)")
 _FREE = re.compile(r"total capacity of (\d+(?:\.\d+)?) GiB of which (\d+(?:\.\d+)?) (GiB|MiB|KiB) is free")
 _GIB = {"GiB": 1.0, "MiB": 1 / 1024, "KiB": 1 / (1024 * 1024)}
-
-
-def _number(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 def _up(x: float) -> float:
@@ -60,7 +54,7 @@ def weights_bound(diagnosis: Any) -> tuple[float, str] | None:
     for m in getattr(launch, "milestones", None) or []:
         if m.name != "load_weights_end" or (first is not None and m.line > first):
             continue
-        avail, usage = _number(m.figures.get("avail_mem_gb")), _number(m.figures.get("mem_usage_gb"))
+        avail, usage = finite_number(m.figures.get("avail_mem_gb")), finite_number(m.figures.get("mem_usage_gb"))
         if avail is None or usage is None or avail < 0 or usage <= 0 or avail + usage > 4096:
             continue
         bound = 1.0 - avail / (avail + usage)
