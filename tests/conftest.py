@@ -34,6 +34,15 @@ def explain_one_incident(path, *extra: str) -> dict:
     return inc
 
 
+def only_incident(pack, text: str) -> dict:
+    """The one incident ``text`` forms, read in process by a fresh pipeline (no remedies)."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline(pack, remediate=False)
+    (ev,) = [e for e in pipe.feed(text.encode()) + pipe.finish() if e["event"] == "incident"]
+    return ev
+
+
 def processes_mentioning(text: str) -> list[int]:
     """Live (not zombie) processes other than this one whose command line contains ``text``."""
     import os

@@ -2,10 +2,10 @@
 shipped rule pack on fragments whose cause line is missing."""
 
 
+from conftest import only_incident
 from sglang_doctor.diagnose import evidence, phase_prior
 from sglang_doctor.diagnose.evidence import Evidence
 from sglang_doctor.model import Incident, Line
-from sglang_doctor.pipeline import StreamPipeline
 
 P = "/sgl-workspace/sglang/python/sglang/srt"
 SCHED = (f"[2025-02-09 22:50:08 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
@@ -14,9 +14,7 @@ SCHED = (f"[2025-02-09 22:50:08 TP0] Scheduler hit an exception: Traceback (most
 
 
 def guess_of(pack, text):
-    pipe = StreamPipeline(pack, remediate=False)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    (ev,) = [e for e in events if e["event"] == "incident"]
+    ev = only_incident(pack, text)
     return ev, ev["fallback"]["best_guess"]
 
 
@@ -150,8 +148,7 @@ def test_an_exit_status_of_its_own_is_no_host_oom_evidence():
 
 def test_calledprocesserror_is_an_exception_not_an_exit_status(pack):
     text = "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n"
-    pipe = StreamPipeline(pack, remediate=False)
-    (ev,) = [e for e in pipe.feed(text.encode()) + pipe.finish() if e["event"] == "incident"]
+    ev = only_incident(pack, text)
     assert ev["exception"]["type"] == "subprocess.CalledProcessError"
     assert ev["category"] == "kernel.build"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import only_incident
 from sglang_doctor.diagnose import calibration
-from sglang_doctor.pipeline import StreamPipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 P = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
@@ -32,13 +32,6 @@ CUT_IN_KERNEL = ("[2025-04-10 07:26:56 TP0] Scheduler hit an exception: Tracebac
                  "    hidden_states = self.model(input_ids, positions, forward_batch)\n"
                  f'  File "{P}/layers/attention/flashinfer_backend.py", line 370, in forward_extend\n'
                  "    o = self.prefill_wrapper.forward(\n")
-
-
-def incident(pack, text):
-    pipe = StreamPipeline(pack, remediate=False)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    (ev,) = [e for e in events if e["event"] == "incident"]
-    return ev
 
 
 def table(cues, kinds, every):
@@ -83,7 +76,7 @@ def test_count_adds_up_per_cue_kind_and_all():
 
 
 def test_the_stated_confidence_is_measured_and_the_strength_still_names_the_category(pack, monkeypatch):
-    ev = incident(pack, CUT_SERVING)
+    ev = only_incident(pack, CUT_SERVING)
     guess = ev["fallback"]["best_guess"]
     assert guess["category"] == ev["category"] == "runtime.crash"
     assert guess["strength"] <= 0.5 and guess["cue"] == "deepest_frame->runtime.crash"
@@ -92,18 +85,18 @@ def test_the_stated_confidence_is_measured_and_the_strength_still_names_the_cate
     # the stated confidence falls to what the table says
     monkeypatch.setattr(calibration, "TABLE", table({"deepest_frame->runtime.crash": [0, 50]},
                                                     {"deepest_frame": [0, 50]}, [0, 50]))
-    low = incident(pack, CUT_SERVING)
+    low = only_incident(pack, CUT_SERVING)
     assert low["category"] == "runtime.crash" and low["fallback"]["best_guess"]["strength"] == guess["strength"]
     assert low["fallback"]["best_guess"]["confidence"] < 0.1 < guess["confidence"]
 
 
 def test_a_kernel_frame_under_graph_capture_gives_the_phase_not_the_cause(pack):
-    capture = incident(pack, CUT_IN_CAPTURE)["fallback"]["best_guess"]
+    capture = only_incident(pack, CUT_IN_CAPTURE)["fallback"]["best_guess"]
     names = {(e["name"], e["category"]) for e in capture["evidence"]}
     assert ("deepest_frame", "kernel.unsupported_hw") not in names
     assert any(name == "prior:startup.cuda_graph" for name, _ in names)
     # with no capture frame above it the kernel frame keeps its reading
-    kernel = incident(pack, CUT_IN_KERNEL)["fallback"]["best_guess"]
+    kernel = only_incident(pack, CUT_IN_KERNEL)["fallback"]["best_guess"]
     assert any(e["name"] == "deepest_frame" and e["category"] == "kernel.unsupported_hw" for e in kernel["evidence"])
 
 

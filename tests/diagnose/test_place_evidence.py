@@ -6,7 +6,7 @@ call, and a traceback's code lines are not the failure's words.  Each fragment i
 from SGLang's own frame layout (0.4.x-0.5.x), cut before its exception line."""
 
 
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import only_incident
 
 P = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
 HEAD = (f"[2025-04-10 07:26:56 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
@@ -20,9 +20,7 @@ LOAD = (HEAD + f'  File "{P}/model_executor/model_runner.py", line 379, in load_
 
 
 def answer(pack, text):
-    pipe = StreamPipeline(pack, remediate=False)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    (ev,) = [e for e in events if e["event"] == "incident"]
+    ev = only_incident(pack, text)
     return ev, ev["fallback"]["best_guess"]
 
 

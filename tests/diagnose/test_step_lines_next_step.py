@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import only_incident
 from sglang_doctor.diagnose import evidence, fallback
 from sglang_doctor.pipeline import StreamPipeline, read_incidents
 
@@ -84,9 +85,7 @@ def test_a_failure_that_names_the_kv_cache_still_reads_its_words(pack):
             '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
             "    raise RuntimeError(msg)\n"
             "RuntimeError: the kv cache pool is too small for one request\n")
-    pipe = StreamPipeline(pack, remediate=False)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    (ev,) = [e for e in events if e["event"] == "incident"]
+    ev = only_incident(pack, text)
     words = [e for e in evidence.from_words(ev["_diagnosis"].incident) if e.name == "words:kv_pool"]
     assert words and "failure's message" in words[0].why
 
