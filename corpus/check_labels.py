@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
-corpus/field,
+corpus/sealed13, corpus/field,
 corpus/field9, corpus/field10, corpus/notes10, corpus/field11 and corpus/field12).
 
 For each part that exists: every *.log file has exactly one label, every label names an
@@ -12,7 +12,9 @@ for other projects' threads), notes10: numberless operators' notes only,
 heldout, fresh, late, blind, unseen and sealed8: N % 3 == 0, sealed9 and sealed10: N % 3 in {0, 1},
 sealed11: N % 3 in {0, 1} for sgl-project/sglang threads, any number for other projects' threads;
 sealed12: odd N for sgl-project/sglang threads, any number for other projects' threads;
-numberless sources are allowed in every part), and no source URL appears in two parts.
+sealed13: odd N for every repository's threads, and a numberless source only when its repository owner (or,
+without a repository, its site's host name) starts with a letter a-m;
+numberless sources are allowed in every other part), and no source URL appears in two parts.
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
 import os
@@ -44,10 +46,24 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "field": lambda n: n % 3 != 0, "field9": lambda n: n % 3 == 2, "field10": lambda n: n % 3 == 2,
          "field11": lambda n: n % 3 == 2, "field12": lambda n: n % 2 == 0,
          "sealed12": lambda n: n % 2 == 1,
+         "sealed13": lambda n: n % 2 == 1,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
 SGLANG_ONLY_SPLIT = {"sealed11", "sealed12", "field12"}
+# Parts whose numberless sources are split by the first letter of the repository owner (or, for a source
+# without a repository, of the site's host name without a leading "www."): the letters a part may take.
+NUMBERLESS_OWNER_SPLIT = {"sealed13": "abcdefghijklm"}
+
+
+def numberless_owner(src):
+    """The name a numberless source is split by: its repository's owner, else its URL's host name."""
+    repo = src.get("repo")
+    if isinstance(repo, str) and "/" in repo:
+        return repo.split("/", 1)[0].lower()
+    url = src.get("url") or ""
+    host = url.split("://", 1)[-1].split("/", 1)[0].lower()
+    return host[4:] if host.startswith("www.") else host
 
 
 def check_part(root, part, errors):
@@ -110,6 +126,10 @@ def check_part(root, part, errors):
             if src.get("kind") not in KINDS:
                 errors.append(f"{where}: bad source.kind {src.get('kind')!r}")
             n = src.get("number")
+            if n is None and part in NUMBERLESS_OWNER_SPLIT:
+                owner = numberless_owner(src)
+                if not owner or owner[0] not in NUMBERLESS_OWNER_SPLIT[part]:
+                    errors.append(f"{where}: numberless source {owner!r} belongs to the other part")
             if n is not None:
                 if not isinstance(n, int):
                     errors.append(f"{where}: source.number must be an int or null")
