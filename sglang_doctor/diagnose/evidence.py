@@ -576,11 +576,40 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
         last = last_before(launch, inc.first_line)
         if last is not None:
             out += _low_memory(last, phase_after(last.name))
+    if inc.captures.get("progress_phase") == "startup.load_weights" and found and found[0] == "startup.load_weights":
+        out += past_architecture(inc.captures.get("progress_text", ""))
     if inc.captures.get("progress_phase") == progress.JIT_BUILD:
         out.append(Evidence("progress", "kernel.build", 0.3,
                             f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
                             "shows a JIT kernel build under way"))
     return out
+
+
+# The weight-loading progress lines (progress.PROGRESS: the checkpoint-shard bars, the loader's
+# "Using model weights format", the fp8 quantization config's "Detected fp8 checkpoint") come after
+# the architecture lookup: DefaultModelLoader.load_model first calls _initialize_model, which looks
+# the architecture up (get_model_architecture: "Model architectures [...] are not supported for
+# now"), then builds the quantization config (Fp8Config prints its notice) and the model class; only
+# then does load_weights iterate the checkpoint's shards.  A text whose last step line is one of
+# them has passed the check that makes most start-up model.unsupported failures, so the weight
+# phase's prior (model.load and model.unsupported nearly level, docs/GUESS-MISSES.md) leans to the
+# weights themselves.  On the tuned parts, no labelled failure whose last step line before it is a
+# weight-loading progress line was model.unsupported (model.load 2, other 2, cuda_graph, nccl,
+# runtime.crash: the failure came later); a shape mismatch of a variant the model code does not
+# fit still can be, so the piece lowers, it never vetoes.
+WEIGHTS_READING = tuple(lit for lit, phase in progress.PROGRESS if phase == "startup.load_weights")
+PAST_ARCHITECTURE = -0.1
+
+
+def past_architecture(line: str) -> list[Evidence]:
+    """A piece against model.unsupported when ``line`` (the last step line before the failure, or
+    the line a text with no failure ends with) shows the weights being read (``WEIGHTS_READING``)."""
+    lit = next((lit for lit in WEIGHTS_READING if lit in line), None)
+    if lit is None:
+        return []
+    return [Evidence("weights_reading", "model.unsupported", PAST_ARCHITECTURE,
+                     f"the last step line shows the weights being read ({lit!r}): the model's architecture had been "
+                     "looked up and its class built before it")]
 
 
 LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little

@@ -379,6 +379,11 @@ _EVENT_LOOP = re.compile(r"\bevent_loop_(?:normal|overlap|pp)(?:_[a-z]+)*")
 EVENT_LOOP_LINES = 40  # how far back from the end of the text the event loop's name is looked for
 
 
+def _phase_line(tail: bytes) -> str:
+    """The last line that names the phase by what it shows (``_LAST_LINE``), as text_phase reads it; "" if none."""
+    return next((text for text in _last_lines(tail) if any(lit in text for lit, _ in _LAST_LINE)), "")
+
+
 def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | None]:
     """The phase a text with no failure in it ends in, and how it shows it: its last lines (a
     batch line, a capture bar, a weight-loading line), else the scheduler's event loop named in
@@ -415,6 +420,8 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     pieces = []
     if phase is not None and phase in phase_prior.COUNTS:
         pieces = phase_prior.pieces(phase, why + "; if it failed, it failed there")
+        if phase == "startup.load_weights":
+            pieces += evidence.past_architecture(_phase_line(tail))
     elif phase == progress.JIT_BUILD:
         pieces = [evidence.Evidence("phase", "kernel.build", 0.25, why + "; if it failed, it failed there")]
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
