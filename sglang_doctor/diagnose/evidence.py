@@ -501,10 +501,52 @@ _ALLOCATING = re.compile(r"\btorch\.(?:empty|zeros|ones|full|randn|rand|empty_li
                          r"\.create_weights\(")
 
 
+# Exception classes as a traceback prints them, each with the category its type alone names (None:
+# the type names no part of a launch), to complete a type name a paste cut short: a traceback whose
+# last line is "torch.O" lost "torch.OutOfMemoryError: CUDA out of memory ..." (torch raises
+# torch.OutOfMemoryError, an alias of torch.cuda.OutOfMemoryError, when the caching allocator fails;
+# torch.distributed's DistBackendError / DistNetworkError / DistStoreError are NCCL's and the store's).
+# The builtins are listed so that a cut "Runtim" is known for cut, and names nothing.
+TYPE_NAMES: dict[str, str | None] = {
+    "torch.OutOfMemoryError": "memory.cuda_oom", "torch.cuda.OutOfMemoryError": "memory.cuda_oom",
+    "torch.distributed.DistBackendError": "nccl", "torch.distributed.DistNetworkError": "nccl",
+    "torch.distributed.DistStoreError": "nccl",
+    **{name: None for name in ("RuntimeError", "ValueError", "AssertionError", "KeyError", "TypeError", "AttributeError",
+                               "ImportError", "ModuleNotFoundError", "NotImplementedError", "IndexError", "OSError",
+                               "FileNotFoundError", "PermissionError", "ConnectionError", "TimeoutError",
+                               "StopIteration", "SystemExit", "ZeroDivisionError", "NameError")},
+}
+CUT_TYPE_MIN = 5  # characters a cut type name needs before it is completed (``torch`` alone is not)
+
+
+def cut_type(inc: Incident) -> list[str] | None:
+    """The exception names a type cut short could be (``torch.O`` -> torch.OutOfMemoryError), when
+    the exception line holds only a type that is not a name of ``TYPE_NAMES`` but begins one; else None."""
+    exc = inc.exception
+    if exc is None or not exc.type or exc.message.strip() or exc.type in TYPE_NAMES:
+        return None
+    names = [name for name in TYPE_NAMES if name.startswith(exc.type)]
+    return names or None
+
+
+def from_cut_type(inc: Incident) -> list[Evidence]:
+    """An exception type cut inside its name that can only be one category's (``TYPE_NAMES``)."""
+    names = cut_type(inc)
+    if not names or len(exc.type if (exc := inc.exception) else "") < CUT_TYPE_MIN:
+        return []
+    categories = {TYPE_NAMES[n] for n in names}
+    if len(categories) != 1 or None in categories:
+        return []
+    return [Evidence("cut_type", categories.pop(), 0.45,
+                     f"the exception line was cut inside its type name ({inc.exception.type}...), which can only be "
+                     f"{' or '.join(names)}")]
+
+
 def from_allocation(inc: Incident) -> list[Evidence]:
     """The traceback was cut in the middle of allocating device memory: where a cut traceback
     stops at an allocation, the exception it lost is most often CUDA running out of memory."""
-    if not inc.truncated or not inc.frames or (inc.exception is not None and inc.exception.type):
+    cut = cut_type(inc) is not None
+    if not (inc.truncated or cut) or not inc.frames or (inc.exception is not None and inc.exception.type and not cut):
         return []
     last = inc.frames[-1]
     path = last.file.replace("\\", "/")
@@ -762,7 +804,7 @@ def from_serving(inc: Incident) -> list[Evidence]:
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
-              + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+              + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
         # error or a faulthandler dump in a start-up step is that step's failure, not one
