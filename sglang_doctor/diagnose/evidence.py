@@ -651,7 +651,7 @@ def past_architecture(line: str) -> list[Evidence]:
         return []
     return [Evidence("weights_reading", "model.unsupported", PAST_ARCHITECTURE,
                      f"the last step line shows the weights being read ({lit!r}): the model's architecture had been "
-                     "looked up and its class built before it")]
+                     "looked up before it")]
 
 
 LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little
@@ -853,6 +853,10 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
     why = "; ".join(f"{ev.name} ({ev.weight:+.2f}): {ev.why}" for ev in used)
     if against:
         why += "; against it: " + "; ".join(f"{ev.name} for {ev.category} ({ev.weight:+.2f})" for ev in against)
+    lowered = [ev for ev in evidence if ev.category != best and ev.weight < 0 and ev.category in top]
+    if lowered:
+        # a piece that took down another category the text had evidence for
+        why += "; lowered: " + "; ".join(f"{ev.category} by {ev.name} ({ev.weight:+.2f}): {ev.why}" for ev in lowered)
     if not context_known:
         why += "; the log does not say whether the server had been ready (confidence lowered)"
     return {"category": best, "confidence": round(confidence, 3), "why": why,

@@ -31,6 +31,8 @@ def test_a_text_ending_in_a_shard_bar_is_past_the_architecture_lookup(level_row)
     g = note["best_guess"]
     assert g["category"] == "model.load"
     assert any(e["name"] == "weights_reading" and e["weight"] < 0 for e in g["evidence"])
+    # the explanation says what took the other reading down
+    assert "lowered: model.unsupported by weights_reading" in g["why"]
 
 
 def test_the_fp8_notice_counts_as_reading_too(level_row):
