@@ -35,6 +35,10 @@ The collectors, by name (the weights are stated where each piece is made):
   usually fails in it: one piece per category in proportion to the labelled failures of that
   phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.
+- ``weights_reading``: the last step line shows the checkpoint being read (a shard bar, the
+  fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
+- ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
+  it can complete to names one category (``TYPE_NAMES``).
 - ``low_memory``: the last milestone shows almost no free GPU memory.
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
   pool (nearly) full, or requests retracted (incidents/serving.py).
