@@ -35,6 +35,10 @@ The collectors, by name (the weights are stated where each piece is made):
   usually fails in it: one piece per category in proportion to the labelled failures of that
   phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.
+- ``weights_reading``: the last step line shows the checkpoint being read (a shard bar, the
+  fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
+- ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
+  it can complete to names one category (``TYPE_NAMES``).
 - ``low_memory``: the last milestone shows almost no free GPU memory.
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
   pool (nearly) full, or requests retracted (incidents/serving.py).
@@ -501,10 +505,52 @@ _ALLOCATING = re.compile(r"\btorch\.(?:empty|zeros|ones|full|randn|rand|empty_li
                          r"\.create_weights\(")
 
 
+# Exception classes as a traceback prints them, each with the category its type alone names (None:
+# the type names no part of a launch), to complete a type name a paste cut short: a traceback whose
+# last line is "torch.O" lost "torch.OutOfMemoryError: CUDA out of memory ..." (torch raises
+# torch.OutOfMemoryError, an alias of torch.cuda.OutOfMemoryError, when the caching allocator fails;
+# torch.distributed's DistBackendError / DistNetworkError / DistStoreError are NCCL's and the store's).
+# The builtins are listed so that a cut "Runtim" is known for cut, and names nothing.
+TYPE_NAMES: dict[str, str | None] = {
+    "torch.OutOfMemoryError": "memory.cuda_oom", "torch.cuda.OutOfMemoryError": "memory.cuda_oom",
+    "torch.distributed.DistBackendError": "nccl", "torch.distributed.DistNetworkError": "nccl",
+    "torch.distributed.DistStoreError": "nccl",
+    **{name: None for name in ("RuntimeError", "ValueError", "AssertionError", "KeyError", "TypeError", "AttributeError",
+                               "ImportError", "ModuleNotFoundError", "NotImplementedError", "IndexError", "OSError",
+                               "FileNotFoundError", "PermissionError", "ConnectionError", "TimeoutError",
+                               "StopIteration", "SystemExit", "ZeroDivisionError", "NameError")},
+}
+CUT_TYPE_MIN = 5  # characters a cut type name needs before it is completed (``torch`` alone is not)
+
+
+def cut_type(inc: Incident) -> list[str] | None:
+    """The exception names a type cut short could be (``torch.O`` -> torch.OutOfMemoryError), when
+    the exception line holds only a type that is not a name of ``TYPE_NAMES`` but begins one; else None."""
+    exc = inc.exception
+    if exc is None or not exc.type or exc.message.strip() or exc.type in TYPE_NAMES:
+        return None
+    names = [name for name in TYPE_NAMES if name.startswith(exc.type)]
+    return names or None
+
+
+def from_cut_type(inc: Incident) -> list[Evidence]:
+    """An exception type cut inside its name that can only be one category's (``TYPE_NAMES``)."""
+    names = cut_type(inc)
+    if not names or len(exc.type if (exc := inc.exception) else "") < CUT_TYPE_MIN:
+        return []
+    categories = {TYPE_NAMES[n] for n in names}
+    if len(categories) != 1 or None in categories:
+        return []
+    return [Evidence("cut_type", categories.pop(), 0.45,
+                     f"the exception line was cut inside its type name ({inc.exception.type}...), which can only be "
+                     f"{' or '.join(names)}")]
+
+
 def from_allocation(inc: Incident) -> list[Evidence]:
     """The traceback was cut in the middle of allocating device memory: where a cut traceback
     stops at an allocation, the exception it lost is most often CUDA running out of memory."""
-    if not inc.truncated or not inc.frames or (inc.exception is not None and inc.exception.type):
+    cut = cut_type(inc) is not None
+    if not (inc.truncated or cut) or not inc.frames or (inc.exception is not None and inc.exception.type and not cut):
         return []
     last = inc.frames[-1]
     path = last.file.replace("\\", "/")
@@ -576,11 +622,40 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
         last = last_before(launch, inc.first_line)
         if last is not None:
             out += _low_memory(last, phase_after(last.name))
+    if inc.captures.get("progress_phase") == "startup.load_weights" and found and found[0] == "startup.load_weights":
+        out += past_architecture(inc.captures.get("progress_text", ""))
     if inc.captures.get("progress_phase") == progress.JIT_BUILD:
         out.append(Evidence("progress", "kernel.build", 0.3,
                             f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
                             "shows a JIT kernel build under way"))
     return out
+
+
+# The weight-loading progress lines (progress.PROGRESS: the checkpoint-shard bars, the loader's
+# "Using model weights format", the fp8 quantization config's "Detected fp8 checkpoint") come after
+# the architecture lookup: DefaultModelLoader.load_model first calls _initialize_model, which looks
+# the architecture up (get_model_architecture: "Model architectures [...] are not supported for
+# now"), then builds the quantization config (Fp8Config prints its notice) and the model class; only
+# then does load_weights iterate the checkpoint's shards.  A text whose last step line is one of
+# them has passed the check that makes most start-up model.unsupported failures, so the weight
+# phase's prior (model.load and model.unsupported nearly level, docs/GUESS-MISSES.md) leans to the
+# weights themselves.  On the tuned parts, no labelled failure whose last step line before it is a
+# weight-loading progress line was model.unsupported (model.load 2, other 2, cuda_graph, nccl,
+# runtime.crash: the failure came later); a shape mismatch of a variant the model code does not
+# fit still can be, so the piece lowers, it never vetoes.
+WEIGHTS_READING = tuple(lit for lit, phase in progress.PROGRESS if phase == "startup.load_weights")
+PAST_ARCHITECTURE = -0.1
+
+
+def past_architecture(line: str) -> list[Evidence]:
+    """A piece against model.unsupported when ``line`` (the last step line before the failure, or
+    the line a text with no failure ends with) shows the weights being read (``WEIGHTS_READING``)."""
+    lit = next((lit for lit in WEIGHTS_READING if lit in line), None)
+    if lit is None:
+        return []
+    return [Evidence("weights_reading", "model.unsupported", PAST_ARCHITECTURE,
+                     f"the last step line shows the weights being read ({lit!r}): the model's architecture had been "
+                     "looked up before it")]
 
 
 LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little
@@ -733,7 +808,7 @@ def from_serving(inc: Incident) -> list[Evidence]:
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
-              + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+              + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
         # error or a faulthandler dump in a start-up step is that step's failure, not one
@@ -782,6 +857,10 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
     why = "; ".join(f"{ev.name} ({ev.weight:+.2f}): {ev.why}" for ev in used)
     if against:
         why += "; against it: " + "; ".join(f"{ev.name} for {ev.category} ({ev.weight:+.2f})" for ev in against)
+    lowered = [ev for ev in evidence if ev.category != best and ev.weight < 0 and ev.category in top]
+    if lowered:
+        # a piece that took down another category the text had evidence for
+        why += "; lowered: " + "; ".join(f"{ev.category} by {ev.name} ({ev.weight:+.2f}): {ev.why}" for ev in lowered)
     if not context_known:
         why += "; the log does not say whether the server had been ready (confidence lowered)"
     return {"category": best, "confidence": round(confidence, 3), "why": why,

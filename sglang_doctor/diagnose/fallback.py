@@ -76,6 +76,9 @@ def missing_part(incident: Incident) -> str | None:
         if ours and ours[-1].function.endswith("sigquit_handler") and incident.exception is None:
             return ("only the parent's sigquit handler is here: the child's error is above these lines "
                     "or in another log (the scheduler's own output)")
+        if evidence.cut_type(incident) is not None:
+            return (f"the exception line was cut inside its type name ({incident.exception.type}...): the exception "
+                    "and the message that names the cause are missing")
         if incident.exception is None or not (incident.exception.type or incident.exception.message):
             if not incident.frames:
                 return "the traceback was cut right after its first line: no frame and no exception line"
@@ -263,8 +266,11 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
             "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
 
 
-# The pieces that say where a cut traceback stopped, function by function (diagnose/evidence.py)
-_PLACE_PIECES = ("deepest_frame", "cut_call")
+# The pieces of what a cut traceback was doing when it stopped (diagnose/evidence.py): the function
+# it stopped in (the deepest frame, or the call the text was cut inside), the library below SGLang's
+# frames, an allocation, a JIT build the progress lines show under way, the exception type cut inside
+# its name.  A class rule knows only the module.
+_PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allocation", "progress")
 
 
 def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
@@ -274,10 +280,12 @@ def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
     place is the better guess (model_loader's _initialize_model builds the model class: an
     unsupported architecture, not a weight that failed to load).  None when the rule's stands."""
     inc = diagnosis.incident
-    if diagnosis.layer != "class" or inc.kind != "traceback" or (inc.exception is not None and inc.exception.type):
+    cut = evidence.cut_type(inc) is not None
+    if diagnosis.layer != "class" or inc.kind != "traceback" or (inc.exception is not None and inc.exception.type
+                                                                 and not cut):
         return None
     pieces = evidence.collect(diagnosis)
-    place = next((p for p in pieces if p.name in _PLACE_PIECES and p.weight > 0), None)
+    place = max((p for p in pieces if p.name in _PLACE_PIECES and p.weight > 0), key=lambda p: p.weight, default=None)
     if place is None or place.category in (diagnosis.category, "other"):
         return None
     score = evidence.scores(pieces)
@@ -288,7 +296,7 @@ def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
         return None
     found = dict(found, confidence=round(min(found["confidence"], diagnosis.confidence - 0.05), 3))
     found["why"] = (f"rule {diagnosis.rule} ({diagnosis.category}) matched on the module the cut traceback stopped in; "
-                    f"the function it stopped in says more: {found['why']}")
+                    f"what it was doing there says more: {found['why']}")
     return found
 
 
@@ -379,6 +387,11 @@ _EVENT_LOOP = re.compile(r"\bevent_loop_(?:normal|overlap|pp)(?:_[a-z]+)*")
 EVENT_LOOP_LINES = 40  # how far back from the end of the text the event loop's name is looked for
 
 
+def _phase_line(tail: bytes) -> str:
+    """The last line that names the phase by what it shows (``_LAST_LINE``), as text_phase reads it; "" if none."""
+    return next((text for text in _last_lines(tail) if any(lit in text for lit, _ in _LAST_LINE)), "")
+
+
 def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | None]:
     """The phase a text with no failure in it ends in, and how it shows it: its last lines (a
     batch line, a capture bar, a weight-loading line), else the scheduler's event loop named in
@@ -415,6 +428,8 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     pieces = []
     if phase is not None and phase in phase_prior.COUNTS:
         pieces = phase_prior.pieces(phase, why + "; if it failed, it failed there")
+        if phase == "startup.load_weights":
+            pieces += evidence.past_architecture(_phase_line(tail))
     elif phase == progress.JIT_BUILD:
         pieces = [evidence.Evidence("phase", "kernel.build", 0.25, why + "; if it failed, it failed there")]
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the

@@ -267,7 +267,7 @@ class Assembler:
         self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
         self._request_error: int | None = None  # line of the last "Error in request:" record
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
-        self._progress: tuple[int, str] | None = None  # (line, phase) of the last progress line
+        self._progress: tuple[int, str, str] | None = None  # (line, phase, message) of the last progress line
         # the launch's last serving.KEEP batch lines (line, text) and last retraction line: the
         # block scanner hands over the last ones of the text it skips (serving.py)
         self._batches: list[tuple[int, str]] = []
@@ -518,7 +518,7 @@ class Assembler:
         if found is None and self._group is None and (literals is None or not self._progress_literals.isdisjoint(literals)):
             phase = progress.phase_of(message)
             if phase is not None:
-                self._progress = (line.number, phase)
+                self._progress = (line.number, phase, message[:200])
         if found is not None:
             name, figures = found
             ms = Milestone(name, line.number, records.rank_label(ranks) or None, figures, message)
@@ -723,6 +723,7 @@ class Assembler:
             # the step the server was in when it failed, when no milestone came after it
             incident.captures.setdefault("progress_phase", self._progress[1])
             incident.captures.setdefault("progress_line", str(self._progress[0]))
+            incident.captures.setdefault("progress_text", self._progress[2])
         return incident
 
     def _add_serving(self, incident: Incident, lines: list[Line]) -> None:
