@@ -590,7 +590,10 @@ FEATURES: dict[str, dict[str, Any]] = {
         "tradeoff": "disables CUDA graphs: decode is typically 20-40% slower, frees the graph memory",
     },
     "prefill_cuda_graph": {
+        # 0.5.14+: the prefill backend; 0.5.10-0.5.13 (piecewise on by default, no prefill
+        # backend flag): --disable-piecewise-cuda-graph; 0.5.3-0.5.9 (opt-in): drop the switch
         "ways": [{"set": {"--cuda-graph-backend-prefill": "disabled"}},
+                 {"set": {"--disable-piecewise-cuda-graph": True}},
                  {"unset": ["--enable-piecewise-cuda-graph"]}],
         "tradeoff": "disables prefill (piecewise) CUDA graphs: slower short prefills, frees their memory",
     },
