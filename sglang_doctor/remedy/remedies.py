@@ -52,7 +52,7 @@ class Context:
             from sglang_doctor.remedy import flags
 
             return flags.KNOWN_VERSIONS
-        if self.version_source == "frame paths" and self.version_range:
+        if self.version_source in ("frame paths", "message wording") and self.version_range:
             return tuple(self.version_range)
         return None
 
@@ -159,6 +159,8 @@ def _span(releases: tuple[str, ...] | list[str]) -> str:
 def _why_guessed(ctx: Context) -> str:
     if ctx.version_source == "frame paths":
         return f"the log does not name the release; its traceback frames fit SGLang {_span(ctx.guessed_range or ())}"
+    if ctx.version_source == "message wording":
+        return f"the log does not name the release; its message is worded as SGLang {_span(ctx.guessed_range or ())} print it"
     return "the log does not name the release"
 
 
