@@ -331,18 +331,22 @@ class StreamPipeline:
                 frames = _frame_range(diagnosis)  # no header, no dump: what the traceback's frames say
                 if frames is not None:
                     hint = f"{frames.newest}-frames"
+                # the matched rule's text is printed only by some releases (its ``versions``)
+                wording = _wording_range(self.ruleset, diagnosis, frames)
+                if wording is not None:
+                    frames, hint = wording, f"{wording.newest}-wording"
             version, source = flags.resolve_version(log_version, self.version, hint)
             catalog = flags.load_catalog(version, prefer_shipped=True)
             diagnosis.remediation = remedies.remediate(
                 diagnosis, command=self.command, version=catalog.version, catalog=catalog,
                 hardware=self.hardware, model_config=self._model_config_for(launch), warnings=self.warnings,
                 evidence=self.evidence(launch), version_source=source,
-                version_range=frames.releases if frames is not None and source == "frame paths" else None,
+                version_range=frames.releases if frames is not None and source in ("frame paths", "message wording") else None,
             )
             if diagnosis.remediation is not None:
                 diagnosis.remediation.target = {"sglang_version": catalog.version, "version_source": source,
                                                 "flags_from": catalog.source}
-                if frames is not None and source == "frame paths":
+                if frames is not None and source in ("frame paths", "message wording"):
                     # inferred, and from what (docs/DESIGN.md "SGLang releases")
                     diagnosis.remediation.target["inferred_range"] = frames.to_json()
         except Exception as exc:  # a remedy must never take the diagnosis down with it
@@ -437,6 +441,23 @@ def _frame_range(diagnosis: Diagnosis):
         return None
     try:
         return frame_releases.frame_range(line.text for line in diagnosis.incident.lines)
+    except Exception:  # noqa: BLE001 - a version guess must never take the reading down
+        return None
+
+
+def _wording_range(ruleset: Any, diagnosis: Diagnosis, frames: Any):
+    """The releases that print the text the diagnosis's rule matched (its ``versions``),
+    within the frames' range when there is one; None when the rule dates nothing."""
+    rule = ruleset.get(diagnosis.rule) if ruleset is not None and hasattr(ruleset, "get") else None
+    versions = getattr(rule, "versions", None)
+    if not versions:
+        return None
+    try:
+        from sglang_doctor.remedy import release_range
+    except ImportError:
+        return None
+    try:
+        return release_range.wording_range(rule.id, versions, frames.releases if frames is not None else None)
     except Exception:  # noqa: BLE001 - a version guess must never take the reading down
         return None
 

@@ -336,6 +336,9 @@ def _inferred_release(rem: dict) -> str | None:
     inferred from the traceback's frames (remedy/frame_releases.py), else None."""
     target = rem.get("target") or {}
     found = target.get("inferred_range")
+    if target.get("version_source") == "message wording" and isinstance(found, dict):
+        return (f"flags for SGLang {target.get('sglang_version')}: the log names no release; its message is "
+                f"worded as SGLang {found.get('spec')} print it (inferred)")
     if target.get("version_source") != "frame paths" or not isinstance(found, dict):
         return None
     frames = ", ".join(str(f) for f in (found.get("frames") or [])[:3])

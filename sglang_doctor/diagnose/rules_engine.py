@@ -101,6 +101,9 @@ class Rule:
     references: list[str] = field(default_factory=list)
     doc: dict[str, str] = field(default_factory=dict)
     status: str = "stable"
+    # the releases that print the text the rule matches ("0.4.6-0.5.13"; oldest, newest): when
+    # the log names no release, the remedy is spelled for the newest of them (pipeline)
+    versions: tuple[str, str] | None = None
     # phase -> category: the category follows the phase the failure fell in (a class rule for
     # SGLang's own internal checks, whose cause is no step of the launch); ``category`` is
     # the answer for a phase the map does not name (``unknown``)
@@ -425,7 +428,17 @@ def _build_rule(item: Any, path: Path, repo_root: Path | None, problems: list[st
     if isinstance(doc, dict):
         rule.doc = {k: str(v) for k, v in doc.items() if k != "__line__"}
     rule.status = str(item.get("status", "stable"))
+    if "versions" in item:
+        found = _VERSIONS.fullmatch(str(item["versions"]).strip())
+        if found is None:
+            bad("versions must be a release or a range of them, e.g. '0.4.6-0.5.13'")
+        else:
+            rule.versions = (found["oldest"], found["newest"] or found["oldest"])
     return rule if len(problems) == before else None
+
+
+_RELEASE = r"\d+\.\d+\.\d+(?:\.post\d+)?"
+_VERSIONS = re.compile(rf"(?P<oldest>{_RELEASE})(?:\s*-\s*(?P<newest>{_RELEASE}))?")
 
 
 def _as_tuple(value: Any, bad, what: str) -> tuple[str, ...]:

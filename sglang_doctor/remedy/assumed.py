@@ -45,6 +45,7 @@ _RELEASE_WORDS = {
     "dump fields": " (the newest release whose settings match the log's dump)",
     "rule spelling": " (the newest release with that spelling; the log does not name the release)",
     "frame paths": " (the newest release the log's traceback frames fit; the log does not name the release)",
+    "message wording": " (the newest release that words its message so; the log does not name the release)",
 }
 
 

@@ -118,9 +118,11 @@ def resolve_version(log_version: str | None, cli_version: str | None,
     dataclass dump vs the newer dict dump: evidence about the server that wrote the log,
     which may run elsewhere; "V-fields": the newest release whose ServerArgs fields match the
     dump, source "dump fields"; "V-frames": the newest release the traceback frames of a log
-    without a dump fit, source "frame paths", remedy/frame_releases.py); the installed SGLang
-    (metadata only, never imported); the newest shipped catalogue.  source is "log",
-    "option", "log style", "dump fields", "frame paths", "installed" or "newest catalogue".
+    without a dump fit, source "frame paths", remedy/frame_releases.py; "V-wording": the newest
+    release that prints the matched rule's text, source "message wording",
+    release_range.wording_range); the installed SGLang (metadata only, never imported); the
+    newest shipped catalogue.  source is "log", "option", "log style", "dump fields", "frame
+    paths", "message wording", "installed" or "newest catalogue".
     """
     style_version = log_style.rsplit("-", 1)[0] if log_style else None
     style_source = "log style"
@@ -128,6 +130,8 @@ def resolve_version(log_version: str | None, cli_version: str | None,
         style_source = "dump fields"
     elif log_style and log_style.endswith("-frames"):
         style_source = "frame paths"
+    elif log_style and log_style.endswith("-wording"):
+        style_source = "message wording"
     for value, source in ((log_version, "log"), (cli_version, "option"), (style_version, style_source),
                           (installed_version(), "installed")):
         if value and value.strip():

@@ -99,3 +99,33 @@ def release_range(fields: Iterable[str], complete: bool) -> ReleaseRange | None:
     if not having:
         return None
     return ReleaseRange(tuple(having), False)
+
+
+@dataclass(frozen=True)
+class WordingRange(ReleaseSpan):
+    """The shipped releases that print the text a rule matched (the rule's ``versions``), for
+    a log that names no release: the wording of SGLang's own message dates it (e.g. the order
+    of a "Possible solutions" list)."""
+
+    releases: tuple[str, ...]  # oldest first
+    rule: str
+
+    def to_json(self) -> dict:
+        return {"spec": self.spec, "oldest": self.oldest, "newest": self.newest,
+                "releases": len(self.releases), "from": "message wording", "rule": self.rule}
+
+
+def wording_range(rule_id: str, versions: tuple[str, str] | None,
+                  within: tuple[str, ...] | None = None) -> WordingRange | None:
+    """The shipped releases from ``versions[0]`` to ``versions[1]`` (and in ``within``, the
+    range other evidence allows, when given); None when the rule dates nothing or no shipped
+    release is left."""
+    if not versions:
+        return None
+    try:
+        low, high = flags.version_key(versions[0]), flags.version_key(versions[1])
+    except ValueError:
+        return None
+    releases = tuple(v for v in flags.KNOWN_VERSIONS if low <= flags.version_key(v) <= high
+                     and (within is None or v in within))
+    return WordingRange(releases, rule_id) if releases else None

@@ -52,7 +52,7 @@ class Context:
             from sglang_doctor.remedy import flags
 
             return flags.KNOWN_VERSIONS
-        if self.version_source == "frame paths" and self.version_range:
+        if self.version_source in ("frame paths", "message wording") and self.version_range:
             return tuple(self.version_range)
         return None
 
@@ -159,6 +159,8 @@ def _span(releases: tuple[str, ...] | list[str]) -> str:
 def _why_guessed(ctx: Context) -> str:
     if ctx.version_source == "frame paths":
         return f"the log does not name the release; its traceback frames fit SGLang {_span(ctx.guessed_range or ())}"
+    if ctx.version_source == "message wording":
+        return f"the log does not name the release; its message is worded as SGLang {_span(ctx.guessed_range or ())} print it"
     return "the log does not name the release"
 
 
@@ -590,7 +592,10 @@ FEATURES: dict[str, dict[str, Any]] = {
         "tradeoff": "disables CUDA graphs: decode is typically 20-40% slower, frees the graph memory",
     },
     "prefill_cuda_graph": {
+        # 0.5.14+: the prefill backend; 0.5.10-0.5.13 (piecewise on by default, no prefill
+        # backend flag): --disable-piecewise-cuda-graph; 0.5.3-0.5.9 (opt-in): drop the switch
         "ways": [{"set": {"--cuda-graph-backend-prefill": "disabled"}},
+                 {"set": {"--disable-piecewise-cuda-graph": True}},
                  {"unset": ["--enable-piecewise-cuda-graph"]}],
         "tradeoff": "disables prefill (piecewise) CUDA graphs: slower short prefills, frees their memory",
     },

@@ -26,6 +26,10 @@ FLAGS: dict[str, dict[str, str]] = {
     "--cuda-graph-max-bs-decode": {"lower": "batches above it run without CUDA graphs: slower decode at high "
                                             "concurrency; frees graph memory"},
     "--cuda-graph-max-bs-prefill": {"lower": "longer prefills run without a prefill CUDA graph: slower short prefills"},
+    "--piecewise-cuda-graph-max-tokens": {"lower": "prefill batches above it run without a piecewise CUDA graph: "
+                                                   "slower prefill of those batches; frees graph memory"},
+    "--torch-compile-max-bs": {"lower": "batches above it run without torch.compile: slower decode at high "
+                                        "concurrency; shorter compile"},
     "--cuda-graph-backend-decode": {"disabled": "no decode CUDA graphs: decode typically 20-40% slower"},
     "--cuda-graph-backend-prefill": {"disabled": "no prefill CUDA graphs: slower short prefills"},
     "--disable-piecewise-cuda-graph": {"set": "no piecewise (prefill) CUDA graphs: slower short prefills; decode "
