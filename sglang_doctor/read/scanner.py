@@ -314,6 +314,25 @@ class NativeFinder(_Finder):
     def _pairs(self, buf: bytes, pos: int, end: int) -> tuple[bytes, bytes]:
         return self._matcher_for(buf, pos, end).scan(buf, pos, end)
 
+    def scan_lines(self, buf: bytes, pos: int, end: int, bits: bytearray, base: int, stop: int) -> tuple[bytes, bytes]:
+        """``_pairs``, and the newline bits of buf[pos:end] set in ``bits`` (zeroed, for
+        buf[base:stop], bit k the byte base + k) in the same pass, in every 64-bit word whose
+        bytes all lie in [pos, end): a word shared with a neighbouring part is left zero,
+        for the caller to fill with ``newline_bits`` once both parts are done.  An extension
+        built before this existed (no ``SCAN_NEWLINES``) gets a separate ``newline_bits``
+        pass over the same words."""
+        if self.fused_newlines:
+            return self._matcher_for(buf, pos, end).scan(buf, pos, end, bits, base, stop)
+        k0 = -(-(pos - base) // 64) * 64
+        k1 = stop - base if end == stop else (end - base) // 64 * 64
+        if k1 > k0:
+            self._native.newline_bits(buf, base, bits, k0, k1)
+        return self._pairs(buf, pos, end)
+
+    @property
+    def fused_newlines(self) -> bool:
+        return getattr(self._native, "SCAN_NEWLINES", 0) == 1
+
     def pairs(self, buf: bytes, pos: int, end: int) -> list[tuple[int, int]]:
         """(offset, literal id): the first hit of each literal in each line."""
         raw = memoryview(self._pairs(buf, pos, end)[0]).cast("q")

@@ -407,26 +407,28 @@ class WeakFilter:
         bits = bytearray(-(-(hi - lo) // 64) * 8)
         kinds, hides = self._kinds, self._hide_specs
 
-        def part(f, a: int, b: int, k0: int, k1: int):
-            f.newline_bits(block, lo, bits, k0, k1)
-            pairs, marks = f._pairs(block, a, b)
+        def part(f, a: int, b: int):
+            # the pass sets the newline bits of the 64-bit words within [a, b) as it goes
+            pairs, marks = f.scan_lines(block, a, b, bits, lo, hi)
             return f._native.sift(block, a, b, pairs, marks, kinds, hides)
 
         if helper is None or hi - lo < 2 * CHUNK:
-            parts = [part(finder, lo, hi, 0, hi - lo)]
+            parts = [part(finder, lo, hi)]
         else:
             pool, other = helper
             # the calling thread (the read-ahead worker) also reads the blocks: it searches
             # the smaller part, so that both threads are done at about the same time
             split = (hi - lo) * WORKER_SHARE // 100
             mid = block.find(b"\n", lo + split, hi) + 1 or hi  # a line boundary: no literal straddles it
-            kmid = split // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
-            later = pool.submit(part, other, mid, hi, kmid, hi - lo)
+            later = pool.submit(part, other, mid, hi)
             try:
-                first = part(finder, lo, mid, 0, kmid)
+                first = part(finder, lo, mid)
             finally:
                 second = later.result()
             parts = [first, second]
+            k = (mid - lo) // 64 * 64
+            if k != mid - lo:  # the word both parts share: left to be filled here
+                finder.newline_bits(block, lo, bits, k, min(k + 64, hi - lo))
         hits: list[int] = []
         quads: list[int] = []
         esc: list[int] = []
