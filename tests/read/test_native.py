@@ -319,3 +319,59 @@ def check_two_threads(lines, rule_pack):
     assert bytes(index.words) == bytes(one[2].words)
     for p in range(lo, hi + 1, 7):
         assert index.count(lo, p) == block.count(b"\n", lo, p)
+
+
+def run_read_ahead(rule_pack, blocks, used: list) -> tuple:
+    """(events, lines seen) of ``explain``'s read-ahead over ``blocks`` (every block of 200
+    bytes of whole lines or more searched ahead) against feeding every block as it is; the
+    sizes the head finder searched are added to ``used``."""
+    from sglang_doctor.pipeline import StreamPipeline
+    from sglang_doctor.read import records
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scanner, "SMALL_BLOCK", 200)
+        mp.setattr(scanner, "_cpus", lambda: 2)
+        mp.setattr(vector, "CHUNK", 64)
+        mp.setattr(records, "WRAP_SAMPLE", 1)  # (else the blocks of a text under 1 MiB are held and fed as one)
+        search = scanner.NativeFinder.hits
+
+        def spy(self, buf, pos, end):
+            if self.repick == 0:
+                used.append(end - pos)
+            return search(self, buf, pos, end)
+
+        mp.setattr(scanner.NativeFinder, "hits", spy)
+
+        def run(fast: bool):
+            pipe = StreamPipeline(rule_pack, remediate=False, fast=fast)
+            assert pipe.scanner._engine is None
+            events = []
+            for block in (pipe.read_ahead(iter(blocks)) if fast else blocks):
+                events += pipe.feed(block)
+            events += pipe.finish()
+            return [(e["event"], e.get("rule"), e.get("line"), e.get("lines")) for e in events], pipe.lines_seen
+
+        return run(True), run(False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(SIFT_LINES + ["\x1b[31mTraceback (most recent call last):\x1b[0m",
+                                                    "caf\xe9 \x00 Error: x", "bar 50%\r bar 100%"]),
+                      min_size=1, max_size=150),
+       size=st.integers(40, 3000))
+def test_read_ahead_searches_its_pieces_natively_with_the_same_events(lines, size, rule_pack):
+    """With the default engine and the extension, the pieces ``read_ahead`` leaves to the
+    caller (each block's first line, joined to the tail before) are searched by a native
+    finder (``Scanner._head``): the events and line count are those of reading every line."""
+    data = ("\n".join(lines) + "\n").encode()
+    got, want = run_read_ahead(rule_pack, [data[k:k + size] for k in range(0, len(data), size)], [])
+    assert got == want
+
+
+def test_the_head_finder_searches_the_first_lines_of_blocks(rule_pack):
+    data = ("\n".join(SIFT_LINES * 20) + "\n").encode()
+    used: list = []
+    got, want = run_read_ahead(rule_pack, [data[k:k + 1000] for k in range(0, len(data), 1000)], used)
+    assert got == want and got[0]
+    assert used and max(used) < 1000  # the pieces fed, not the blocks
