@@ -375,3 +375,19 @@ def test_the_head_finder_searches_the_first_lines_of_blocks(rule_pack):
     got, want = run_read_ahead(rule_pack, [data[k:k + 1000] for k in range(0, len(data), 1000)], used)
     assert got == want and got[0]
     assert used and max(used) < 1000  # the pieces fed, not the blocks
+
+
+@settings(max_examples=300, deadline=None)
+@given(buf=buffers(), points=st.lists(st.integers(0, 1 << 16), min_size=2, max_size=6))
+def test_line_index_counts_the_newlines_of_any_range(buf, points):
+    """``LineIndex.count`` (the scanner's skipped runs) is ``bytes.count`` of newlines, on any
+    range of the indexed part, both ends included (the last partial word, the end itself)."""
+    data, lo, hi = buf
+    bits = bytearray(-(-(hi - lo) // 64) * 8)
+    native.newline_bits(data, lo, bits, 0, hi - lo)
+    index = vector.LineIndex(native, data, lo, hi, bits)
+    at = sorted({lo, hi, *(lo + p % (hi - lo + 1) for p in points)})
+    for a in at:
+        for b in at:
+            if a <= b:
+                assert index.count(a, b) == data.count(b"\n", a, b)
