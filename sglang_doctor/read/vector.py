@@ -461,13 +461,18 @@ class WeakFilter:
                 k += 4
                 continue
             # a line whose weak hits all stand or fall by its message (consecutive, same newline)
-            j = k
-            conditions = set()
-            while j < n and quads[j + 3] == nl:
-                conditions.update(rxs[quads[j + 1]])
-                j += 4
-            if any(rx.match(block, msg, nl) is not None for rx in conditions):
-                weak.update((quads[x], lits[quads[x + 1]]) for x in range(k, j, 4))
+            j = k + 4
+            if j < n and quads[j + 3] == nl:
+                conditions = set(rxs[i])
+                while j < n and quads[j + 3] == nl:
+                    conditions.update(rxs[quads[j + 1]])
+                    j += 4
+            else:  # one weak hit on the line (the ~30k tokenizer warnings per GiB)
+                conditions = rxs[i]
+            for rx in conditions:
+                if rx.match(block, msg, nl) is not None:
+                    weak.update((quads[x], lits[quads[x + 1]]) for x in range(k, j, 4))
+                    break
             else:
                 dropped.update(quads[k:j:4])
             k = j
