@@ -512,27 +512,45 @@ static inline void mark_bits(const unsigned char *buf, Py_ssize_t i, Py_ssize_t 
 /* The newline bits the pass sets as it goes (what newline_bits gives), when asked: bit k of
  * words is byte base + k.  Only the words whose bytes (up to end, the index's end) all lie in
  * the pass's [lo, hi) are written, words [wlo, whi): a word shared with the part another
- * thread searches is left alone (zero) for the caller to fill (NativeFinder.scan_lines). */
+ * thread searches is left alone (zero) for the caller to fill (NativeFinder.scan_lines).
+ * The strides start at lo, so each is (lo - base) % 64 bytes into a word: a word is the
+ * carry of the stride before (its last bytes) and the first bytes of this one, written once
+ * with a plain store. */
 typedef struct {
     uint64_t *words;
     Py_ssize_t base, wlo, whi;
+    uint64_t carry;  /* the bits of the last stride that belong to the next word */
+    Py_ssize_t next; /* that word (-1: none yet) */
 } Newlines;
 
-/* the newline bits m of the 64 bytes (fewer at the end: the others zero) starting at i */
-static inline void put_newlines(const Newlines *nl, Py_ssize_t i, uint64_t m)
+/* the newline bits m of the 64 bytes (fewer at the end: the others zero) starting at i; the
+ * strides come in order, 64 bytes apart */
+static inline void put_newlines(Newlines *nl, Py_ssize_t i, uint64_t m)
 {
     Py_ssize_t off = i - nl->base, w = off >> 6;
     int s = (int)(off & 63);
-    if (w >= nl->wlo && w < nl->whi)
-        nl->words[w] |= m << s;
-    if (s && w + 1 >= nl->wlo && w + 1 < nl->whi)
-        nl->words[w + 1] |= m >> (64 - s);
+    if (s == 0) {
+        if (w >= nl->wlo && w < nl->whi)
+            nl->words[w] = m;
+        return;
+    }
+    if (w >= nl->wlo && w < nl->whi)  /* (the first stride's word starts before lo: not written) */
+        nl->words[w] = nl->carry | (m << s);
+    nl->carry = m >> (64 - s);
+    nl->next = w + 1;
+}
+
+/* after the last stride: its carry is the last word's start */
+static inline void end_newlines(Newlines *nl)
+{
+    if (nl->next >= nl->wlo && nl->next < nl->whi)
+        nl->words[nl->next] = nl->carry;
 }
 
 /* the pass; avx2 is a constant (scan_plain, scan_avx2: the AVX2 helpers inline in the latter) */
 static inline __attribute__((always_inline)) void scan_body(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
                                                             Py_ssize_t hi, State *st, Vec *pairs, Vec *marks,
-                                                            const Newlines *nl, const int avx2)
+                                                            Newlines *nl, const int avx2)
 {
     Py_ssize_t mlast[4] = {lo - 1, lo - 1, lo - 1, lo - 1};
     const uint8_t *bitmap = m->bitmap;
@@ -689,10 +707,12 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
         }
         i = e;
     }
+    if (nl != NULL)
+        end_newlines(nl);
 }
 
 static void scan_plain(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi, State *st,
-                       Vec *pairs, Vec *marks, const Newlines *nl)
+                       Vec *pairs, Vec *marks, Newlines *nl)
 {
     scan_body(m, buf, lo, hi, st, pairs, marks, nl, 0);
 }
@@ -700,14 +720,14 @@ static void scan_plain(const Matcher *m, const unsigned char *buf, Py_ssize_t lo
 #ifdef HAVE_AVX2_DISPATCH
 __attribute__((target("avx2"))) static void scan_avx2(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
                                                       Py_ssize_t hi, State *st, Vec *pairs, Vec *marks,
-                                                      const Newlines *nl)
+                                                      Newlines *nl)
 {
     scan_body(m, buf, lo, hi, st, pairs, marks, nl, 1);
 }
 #endif
 
 static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
-                 State *st, Vec *pairs, Vec *marks, const Newlines *nl)
+                 State *st, Vec *pairs, Vec *marks, Newlines *nl)
 {
 #ifdef HAVE_AVX2_DISPATCH
     if (use_avx2) {
@@ -763,6 +783,8 @@ static PyObject *Matcher_scan(Matcher *self, PyObject *args)
         nlw.base = base;
         nlw.wlo = (lo - base + 63) / 64;  /* the first word starting at or after lo */
         nlw.whi = hi == end ? (end - base + 63) / 64 : (hi - base) / 64;  /* past the last ending by hi */
+        nlw.carry = 0;
+        nlw.next = -1;
         nl = &nlw;
     }
     if (get_range(&view, &lo, &hi) < 0) {
