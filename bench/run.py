@@ -120,12 +120,19 @@ def warm(path: Path) -> None:
             pass
 
 
+def spread(res: dict, who: str) -> str:
+    """The range of one side's runs: 'wall lo-hi s / cpu lo-hi s'."""
+    w, c = res[f"{who}_walls"], res[f"{who}_cpus"]
+    return f"{min(w):.2f}-{max(w):.2f} s / {min(c):.2f}-{max(c):.2f} s"
+
+
 def median(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
 
 def bench_size(path: Path, runs: int, doctor: list[str], before: Path | None = None) -> dict:
     warm(path)
+    load_at_start = os.getloadavg()[0]
     manifest = check.load_manifest(path)
     grep_runs, doc_runs, before_runs, problems = [], [], [], []
     out_path = DATA / (path.name + ".explain.jsonl")
@@ -160,6 +167,7 @@ def bench_size(path: Path, runs: int, doctor: list[str], before: Path | None = N
         res["before_ratio_wall"] = res["before_wall"] / res["grep_wall"]
         res["before_ratio_cpu"] = res["before_cpu"] / res["grep_cpu"]
     res["load_average"] = os.getloadavg()[0]
+    res["load_at_start"] = load_at_start
     return res
 
 
@@ -254,6 +262,9 @@ def main() -> None:
             print(f"{'':>5}  before ({args.before}): explain {r['before_wall']:.2f}s (cpu {r['before_cpu']:.2f}, "
                   f"{r['before_rss_mb']:.0f} MB)  ratio wall {r['before_ratio_wall']:.2f}x cpu "
                   f"{r['before_ratio_cpu']:.2f}x  (load at the end {r['load_average']:.2f})", flush=True)
+        print(f"{'':>5}  spread of the {args.runs} runs, wall / cpu: grep {spread(r, 'grep')}; explain "
+              f"{spread(r, 'explain')}" + (f"; before {spread(r, 'before')}" if "before_walls" in r else "")
+              + f"  (load {r['load_at_start']:.2f} at the start, {r['load_average']:.2f} at the end)", flush=True)
     if not args.no_drain3:
         d = drain3_rate(ensure_log(sizes[-1], args.seed, args.variety), args.drain3_python)
         if d:

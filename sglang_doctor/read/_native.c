@@ -453,11 +453,18 @@ __attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned c
 #endif
 
 #ifdef HAVE_AVX2_DISPATCH
-/* bits[kind] of the 64 bytes at p: CR (kind 0), ESC (2), NUL (3); returns whether any is set */
-__attribute__((target("avx2"))) static inline int dirty_bits_avx2(const unsigned char *p, uint64_t bits[4])
+/* bits[kind] of the 64 bytes at p: CR (kind 0), ESC (2), NUL (3); returns whether any is set;
+ * with nl, *nl = the bits of its newlines */
+__attribute__((target("avx2"))) static inline int dirty_bits_avx2(const unsigned char *p, uint64_t bits[4],
+                                                                  uint64_t *nl)
 {
     const __m256i cr = _mm256_set1_epi8('\r'), es = _mm256_set1_epi8(0x1b), zero = _mm256_setzero_si256();
     __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+    if (nl != NULL) {  /* the newline bits from the same loads (the pass's Newlines) */
+        const __m256i n = _mm256_set1_epi8('\n');
+        *nl = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, n)) |
+              (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, n)) << 32;
+    }
     __m256i ca = _mm256_cmpeq_epi8(a, cr), cb = _mm256_cmpeq_epi8(b, cr);
     __m256i ea = _mm256_cmpeq_epi8(a, es), eb = _mm256_cmpeq_epi8(b, es);
     __m256i za = _mm256_cmpeq_epi8(a, zero), zb = _mm256_cmpeq_epi8(b, zero);
@@ -502,10 +509,48 @@ static inline void mark_bits(const unsigned char *buf, Py_ssize_t i, Py_ssize_t 
     }
 }
 
+/* The newline bits the pass sets as it goes (what newline_bits gives), when asked: bit k of
+ * words is byte base + k.  Only the words whose bytes (up to end, the index's end) all lie in
+ * the pass's [lo, hi) are written, words [wlo, whi): a word shared with the part another
+ * thread searches is left alone (zero) for the caller to fill (NativeFinder.scan_lines).
+ * The strides start at lo, so each is (lo - base) % 64 bytes into a word: a word is the
+ * carry of the stride before (its last bytes) and the first bytes of this one, written once
+ * with a plain store. */
+typedef struct {
+    uint64_t *words;
+    Py_ssize_t base, wlo, whi;
+    uint64_t carry;  /* the bits of the last stride that belong to the next word */
+    Py_ssize_t next; /* that word (-1: none yet) */
+} Newlines;
+
+/* the newline bits m of the 64 bytes (fewer at the end: the others zero) starting at i; the
+ * strides come in order, 64 bytes apart */
+static inline void put_newlines(Newlines *nl, Py_ssize_t i, uint64_t m)
+{
+    Py_ssize_t off = i - nl->base, w = off >> 6;
+    int s = (int)(off & 63);
+    if (s == 0) {
+        if (w >= nl->wlo && w < nl->whi)
+            nl->words[w] = m;
+        return;
+    }
+    if (w >= nl->wlo && w < nl->whi)  /* (the first stride's word starts before lo: not written) */
+        nl->words[w] = nl->carry | (m << s);
+    nl->carry = m >> (64 - s);
+    nl->next = w + 1;
+}
+
+/* after the last stride: its carry is the last word's start */
+static inline void end_newlines(Newlines *nl)
+{
+    if (nl->next >= nl->wlo && nl->next < nl->whi)
+        nl->words[nl->next] = nl->carry;
+}
+
 /* the pass; avx2 is a constant (scan_plain, scan_avx2: the AVX2 helpers inline in the latter) */
 static inline __attribute__((always_inline)) void scan_body(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
                                                             Py_ssize_t hi, State *st, Vec *pairs, Vec *marks,
-                                                            const int avx2)
+                                                            Newlines *nl, const int avx2)
 {
     Py_ssize_t mlast[4] = {lo - 1, lo - 1, lo - 1, lo - 1};
     const uint8_t *bitmap = m->bitmap;
@@ -522,11 +567,13 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
         Py_ssize_t e = i + 64 < hi ? i + 64 : hi;
 #ifdef HAVE_AVX2_DISPATCH
         if (avx2 && e - i == 64) {
-            uint64_t bits[4];
-            if (dirty_bits_avx2(buf + i, bits))
+            uint64_t bits[4], nlbits = 0;
+            if (dirty_bits_avx2(buf + i, bits, nl != NULL ? &nlbits : NULL))
                 for (int kind = 0; kind < 4; kind++)
                     if (kind != 1 && mlast[kind] < e - 1)
                         mark_bits(buf, i, hi, bits[kind], kind, mlast, marks);
+            if (nl != NULL)
+                put_newlines(nl, i, nlbits);
         } else
 #endif
 #ifdef HAVE_SSE2
@@ -542,6 +589,13 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
                 any = _mm_or_si128(any, _mm_or_si128(_mm_cmpeq_epi8(v[q], cr),
                                                      _mm_or_si128(_mm_cmpeq_epi8(v[q], es), _mm_cmpeq_epi8(v[q], zero))));
             }
+            if (nl != NULL) {
+                const __m128i n = _mm_set1_epi8('\n');
+                uint64_t nlbits = 0;
+                for (int q = 0; q < 4; q++)
+                    nlbits |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[q], n)) << (16 * q);
+                put_newlines(nl, i, nlbits);
+            }
             for (int kind = 0; kind < 4 && _mm_movemask_epi8(any); kind++) {  /* (none: the usual case) */
                 if (kind == 1 || mlast[kind] >= e - 1)
                     continue;
@@ -554,11 +608,15 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
         } else
 #endif
         {
+            uint64_t nlbits = 0;
             for (Py_ssize_t p = i; p < e; p++) {
                 unsigned char c = buf[p];
                 if (c == '\r' || c == 0x1b || c == 0)
                     mark(buf, p, hi, mlast, marks);
+                nlbits |= (uint64_t)(c == '\n') << (p - i);
             }
+            if (nl != NULL)
+                put_newlines(nl, i, nlbits);
         }
         /* short literals starting in [i, e) */
         if (m->nshorts) {
@@ -649,32 +707,35 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
         }
         i = e;
     }
+    if (nl != NULL)
+        end_newlines(nl);
 }
 
 static void scan_plain(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi, State *st,
-                       Vec *pairs, Vec *marks)
+                       Vec *pairs, Vec *marks, Newlines *nl)
 {
-    scan_body(m, buf, lo, hi, st, pairs, marks, 0);
+    scan_body(m, buf, lo, hi, st, pairs, marks, nl, 0);
 }
 
 #ifdef HAVE_AVX2_DISPATCH
 __attribute__((target("avx2"))) static void scan_avx2(const Matcher *m, const unsigned char *buf, Py_ssize_t lo,
-                                                      Py_ssize_t hi, State *st, Vec *pairs, Vec *marks)
+                                                      Py_ssize_t hi, State *st, Vec *pairs, Vec *marks,
+                                                      Newlines *nl)
 {
-    scan_body(m, buf, lo, hi, st, pairs, marks, 1);
+    scan_body(m, buf, lo, hi, st, pairs, marks, nl, 1);
 }
 #endif
 
 static void scan(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
-                 State *st, Vec *pairs, Vec *marks)
+                 State *st, Vec *pairs, Vec *marks, Newlines *nl)
 {
 #ifdef HAVE_AVX2_DISPATCH
     if (use_avx2) {
-        scan_avx2(m, buf, lo, hi, st, pairs, marks);
+        scan_avx2(m, buf, lo, hi, st, pairs, marks, nl);
         return;
     }
 #endif
-    scan_plain(m, buf, lo, hi, st, pairs, marks);
+    scan_plain(m, buf, lo, hi, st, pairs, marks, nl);
 }
 
 static int get_range(Py_buffer *view, Py_ssize_t *lo, Py_ssize_t *hi)
@@ -694,19 +755,42 @@ static PyObject *vec_bytes(Vec *v)
     return out;
 }
 
-/* scan(buf, lo, hi) -> (pairs, marks): bytes of native int64 pairs, (offset, literal id)
- * and (offset, kind: 0 CR, 2 ESC, 3 NUL) */
+/* scan(buf, lo, hi[, bits, base, end]) -> (pairs, marks): bytes of native int64 pairs,
+ * (offset, literal id) and (offset, kind: 0 CR, 2 ESC, 3 NUL); given a zeroed writable bits
+ * buffer for buf[base:end] (whole 64-bit words), also sets the bits of the newlines in
+ * [lo, hi) there, as newline_bits(buf, base, bits, ...) would, in every 64-bit word whose
+ * bytes all lie in [lo, hi) (see Newlines: the words it shares with another part are left
+ * to the caller) */
 /* scans shorter than this keep the GIL */
 #define KEEP_GIL_BELOW 65536
 
 static PyObject *Matcher_scan(Matcher *self, PyObject *args)
 {
-    Py_buffer view;
-    Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "y*nn", &view, &lo, &hi))
+    Py_buffer view, bv = {0};
+    Py_ssize_t lo, hi, base = 0, end = 0;
+    if (!PyArg_ParseTuple(args, "y*nn|w*nn", &view, &lo, &hi, &bv, &base, &end))
         return NULL;
+    Newlines nlw, *nl = NULL;
+    if (bv.obj != NULL) {
+        /* bits for buf[base:end] (bit k: byte base + k), whole 64-bit words */
+        if (base < 0 || base > lo || hi > end || end > view.len || bv.len < (end - base + 63) / 64 * 8) {
+            PyBuffer_Release(&view);
+            PyBuffer_Release(&bv);
+            PyErr_SetString(PyExc_ValueError, "newline bits: range outside the buffers");
+            return NULL;
+        }
+        nlw.words = (uint64_t *)bv.buf;
+        nlw.base = base;
+        nlw.wlo = (lo - base + 63) / 64;  /* the first word starting at or after lo */
+        nlw.whi = hi == end ? (end - base + 63) / 64 : (hi - base) / 64;  /* past the last ending by hi */
+        nlw.carry = 0;
+        nlw.next = -1;
+        nl = &nlw;
+    }
     if (get_range(&view, &lo, &hi) < 0) {
         PyBuffer_Release(&view);
+        if (bv.obj != NULL)
+            PyBuffer_Release(&bv);
         return NULL;
     }
     Vec pairs = {0}, marks = {0};
@@ -714,21 +798,25 @@ static PyObject *Matcher_scan(Matcher *self, PyObject *args)
     st.last = (Py_ssize_t *)malloc((size_t)self->nlits * 3 * sizeof(Py_ssize_t));
     if (st.last == NULL) {
         PyBuffer_Release(&view);
+        if (bv.obj != NULL)
+            PyBuffer_Release(&bv);
         return PyErr_NoMemory();
     }
     st.first = st.last + self->nlits;
     st.slot = st.first + self->nlits;
     if (hi - lo >= KEEP_GIL_BELOW) {
         Py_BEGIN_ALLOW_THREADS
-        scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks);
+        scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks, nl);
         Py_END_ALLOW_THREADS
     } else {
         /* a line's text (scanner.LiteralIndex): releasing the GIL would cost more than the
          * scan, and let another thread run Python for up to a switch interval meanwhile */
-        scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks);
+        scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks, nl);
     }
     free(st.last);
     PyBuffer_Release(&view);
+    if (bv.obj != NULL)
+        PyBuffer_Release(&bv);
     if (pairs.failed || marks.failed) {
         free(pairs.data);
         free(marks.data);
@@ -745,7 +833,8 @@ static PyObject *Matcher_scan(Matcher *self, PyObject *args)
 }
 
 static PyMethodDef Matcher_methods[] = {
-    {"scan", (PyCFunction)Matcher_scan, METH_VARARGS, "scan(buf, lo, hi) -> (pairs, marks) as int64 bytes"},
+    {"scan", (PyCFunction)Matcher_scan, METH_VARARGS,
+     "scan(buf, lo, hi[, bits, base, end]) -> (pairs, marks) as int64 bytes; with bits, the newline bits too"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1239,6 +1328,11 @@ PyMODINIT_FUNC PyInit__native(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)
         return NULL;
+    /* Matcher.scan sets newline bits too (the scanner falls back to newline_bits without) */
+    if (PyModule_AddIntConstant(m, "SCAN_NEWLINES", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&MatcherType);
     if (PyModule_AddObject(m, "Matcher", (PyObject *)&MatcherType) < 0) {
         Py_DECREF(&MatcherType);

@@ -184,14 +184,30 @@ def wrap_width(data: bytes) -> int | None:
     raws = data.split(b"\n")[:-1]  # whole lines only
     if len(raws) < 2:
         return None
-    lines = [clean_text(raw[:-1] if raw.endswith(b"\r") else raw) for raw in raws]
-    width = max(len(line) for line in lines)
+    # A line's text is never longer than its bytes (a character per valid sequence or
+    # replaced byte; escapes, NULs and rewritten parts removed), so only the lines whose
+    # bytes are at least as long as the longest text so far are decoded: the longest first.
+    lens = [len(raw) for raw in raws]
+    texts: dict[int, str] = {}
+
+    def text(i: int) -> str:
+        got = texts.get(i)
+        if got is None:
+            raw = raws[i]
+            got = texts[i] = clean_text(raw[:-1] if raw.endswith(b"\r") else raw)
+        return got
+
+    width = 0
+    for i in sorted(range(len(raws)), key=lens.__getitem__, reverse=True):
+        if lens[i] <= width:
+            break
+        width = max(width, len(text(i)))
     if width < WRAP_MIN_WIDTH:
         return None
     pieces: set[str] = set()
-    for i, line in enumerate(lines[:-1]):
-        if len(line) == width and not starts_own_line(lines[i + 1], line):
-            pieces.add(_DIGITS.sub("0", line))
+    for i in range(len(raws) - 1):
+        if lens[i] >= width and len(text(i)) == width and not starts_own_line(text(i + 1), text(i)):
+            pieces.add(_DIGITS.sub("0", text(i)))
             if len(pieces) >= WRAP_MIN_PIECES:
                 return width
     return None

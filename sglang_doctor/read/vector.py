@@ -159,6 +159,18 @@ class LineIndex(_NewlineRank):
     def lines(self) -> int:
         return self.before[-1]
 
+    def count(self, lo: int, hi: int) -> int:
+        """``_NewlineRank.count`` on the memoryviews (their items are ints already): the
+        scanner asks this about 15k times per GiB."""
+        words, before, base = self.words, self.before, self.lo
+        n = len(words)
+        off = hi - base
+        w = off >> 6
+        r = before[-1] if w >= n else before[w] + (words[w] & ((1 << (off & 63)) - 1)).bit_count()
+        off = lo - base
+        w = off >> 6
+        return r - (before[-1] if w >= n else before[w] + (words[w] & ((1 << (off & 63)) - 1)).bit_count())
+
 
 
 def newline_bits(np, lo: int, hi: int):
@@ -407,26 +419,28 @@ class WeakFilter:
         bits = bytearray(-(-(hi - lo) // 64) * 8)
         kinds, hides = self._kinds, self._hide_specs
 
-        def part(f, a: int, b: int, k0: int, k1: int):
-            f.newline_bits(block, lo, bits, k0, k1)
-            pairs, marks = f._pairs(block, a, b)
+        def part(f, a: int, b: int):
+            # the pass sets the newline bits of the 64-bit words within [a, b) as it goes
+            pairs, marks = f.scan_lines(block, a, b, bits, lo, hi)
             return f._native.sift(block, a, b, pairs, marks, kinds, hides)
 
         if helper is None or hi - lo < 2 * CHUNK:
-            parts = [part(finder, lo, hi, 0, hi - lo)]
+            parts = [part(finder, lo, hi)]
         else:
             pool, other = helper
             # the calling thread (the read-ahead worker) also reads the blocks: it searches
             # the smaller part, so that both threads are done at about the same time
             split = (hi - lo) * WORKER_SHARE // 100
             mid = block.find(b"\n", lo + split, hi) + 1 or hi  # a line boundary: no literal straddles it
-            kmid = split // CHUNK * CHUNK  # a chunk boundary (whole bytes of bits)
-            later = pool.submit(part, other, mid, hi, kmid, hi - lo)
+            later = pool.submit(part, other, mid, hi)
             try:
-                first = part(finder, lo, mid, 0, kmid)
+                first = part(finder, lo, mid)
             finally:
                 second = later.result()
             parts = [first, second]
+            k = (mid - lo) // 64 * 64
+            if k != mid - lo:  # the word both parts share: left to be filled here
+                finder.newline_bits(block, lo, bits, k, min(k + 64, hi - lo))
         hits: list[int] = []
         quads: list[int] = []
         esc: list[int] = []
@@ -447,13 +461,18 @@ class WeakFilter:
                 k += 4
                 continue
             # a line whose weak hits all stand or fall by its message (consecutive, same newline)
-            j = k
-            conditions = set()
-            while j < n and quads[j + 3] == nl:
-                conditions.update(rxs[quads[j + 1]])
-                j += 4
-            if any(rx.match(block, msg, nl) is not None for rx in conditions):
-                weak.update((quads[x], lits[quads[x + 1]]) for x in range(k, j, 4))
+            j = k + 4
+            if j < n and quads[j + 3] == nl:
+                conditions = set(rxs[i])
+                while j < n and quads[j + 3] == nl:
+                    conditions.update(rxs[quads[j + 1]])
+                    j += 4
+            else:  # one weak hit on the line (the ~30k tokenizer warnings per GiB)
+                conditions = rxs[i]
+            for rx in conditions:
+                if rx.match(block, msg, nl) is not None:
+                    weak.update((quads[x], lits[quads[x + 1]]) for x in range(k, j, 4))
+                    break
             else:
                 dropped.update(quads[k:j:4])
             k = j

@@ -238,3 +238,156 @@ def test_many_literals_sharing_windows_and_hash_slots():
         hi = rnd.randint(lo, len(data))
         assert sorted(scanner.NativeFinder(lits).pairs(data, lo, hi)) == \
             sorted(scanner.FindFinder(lits).pairs(data, lo, hi))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(buf=buffers(), cuts=st.lists(st.integers(0, 10_000), max_size=3), fused=st.booleans())
+def test_the_pass_sets_the_newline_bits_newline_bits_gives(buf, cuts, fused):
+    """``NativeFinder.scan_lines`` over consecutive parts of a range (any cut, not only at a
+    line boundary), then the words two parts share filled by ``newline_bits``, as
+    ``WeakFilter.search_native`` does: the bits of one ``newline_bits`` over the range, and the
+    pairs and marks of a pass without bits.  ``fused``: the pass sets them; else (an
+    extension built before ``SCAN_NEWLINES``) a separate ``newline_bits`` per part."""
+    with pytest.MonkeyPatch.context() as mp:
+        if not fused:
+            mp.delattr(native, "SCAN_NEWLINES", raising=False)
+        check_scan_lines(buf, cuts, fused)
+
+
+def check_scan_lines(buf, cuts, fused):
+    data, lo, hi = buf
+    data += b"\n\r\x1b\x00abc" * 20  # (longer, so that parts hold whole 64-byte strides)
+    hi = len(data) if hi == len(buf[0]) else hi
+    finder = scanner.NativeFinder(tuple(sorted(LITERALS)))
+    assert finder.fused_newlines == fused
+    want = bytearray(-(-(hi - lo) // 64) * 8)
+    native.newline_bits(data, lo, want, 0, hi - lo)
+    bits = bytearray(len(want))
+    edges = sorted({lo, hi, *(lo + c % (hi - lo + 1) for c in cuts)})
+    for a, b in zip(edges, edges[1:]):
+        got = finder.scan_lines(data, a, b, bits, lo, hi)
+        assert got == finder._pairs(data, a, b)
+    for a in edges[1:-1]:
+        k = (a - lo) // 64 * 64
+        if k != a - lo:
+            native.newline_bits(data, lo, bits, k, min(k + 64, hi - lo))
+    assert bits == want
+
+
+def test_scan_refuses_newline_bits_outside_the_buffers():
+    m = native.Matcher((b"Error: ",), b"")
+    with pytest.raises(ValueError):  # bits too short for [base, end)
+        m.scan(b"a\n" * 100, 0, 200, bytearray(8), 0, 200)
+    with pytest.raises(ValueError):  # lo before base
+        m.scan(b"a\n" * 100, 0, 200, bytearray(32), 10, 200)
+    with pytest.raises(ValueError):  # hi past end
+        m.scan(b"a\n" * 100, 0, 200, bytearray(32), 0, 100)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(SIFT_LINES + ["x" * 63, "y" * 64, "", "z" * 130]), min_size=1, max_size=120),
+       share=st.integers(1, 99))
+def test_search_native_in_two_threads_indexes_every_newline(lines, share, rule_pack):
+    """A block searched in two parts (the worker's and the helper's, split anywhere): the
+    newline index counts every newline of every range exactly, whatever word the split
+    falls in, and the hits are those of one part over the whole block."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vector, "CHUNK", 64)
+        mp.setattr(vector, "WORKER_SHARE", share)
+        check_two_threads(lines, rule_pack)
+
+
+def check_two_threads(lines, rule_pack):
+    from sglang_doctor.pipeline import StreamPipeline
+
+    sc = StreamPipeline(rule_pack, remediate=False).scanner
+    sc._engine = "native"
+    finder = sc._worker_finder()
+    block = ("\n".join(lines) + "\n").encode()
+    lo, hi = 0, len(block)
+    search, weak_set = scanner.search_set(sc._lits, sc._weak_lits)
+    wf = vector.WeakFilter(None, finder._lits, weak_set, sc._hides, sc._heads)
+    pool = scanner.HelperThread("test-helper")
+    try:
+        two = wf.search_native(finder, block, lo, hi, (pool, sc._worker_finder()))
+    finally:
+        pool.shutdown()
+    one = wf.search_native(finder, block, lo, hi)
+    assert two[0] == one[0] and two[1] == one[1] and sorted(two[3]) == sorted(one[3])
+    index = two[2]
+    assert bytes(index.words) == bytes(one[2].words)
+    for p in range(lo, hi + 1, 7):
+        assert index.count(lo, p) == block.count(b"\n", lo, p)
+
+
+def run_read_ahead(rule_pack, blocks, used: list) -> tuple:
+    """(events, lines seen) of ``explain``'s read-ahead over ``blocks`` (every block of 200
+    bytes of whole lines or more searched ahead) against feeding every block as it is; the
+    sizes the head finder searched are added to ``used``."""
+    from sglang_doctor.pipeline import StreamPipeline
+    from sglang_doctor.read import records
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scanner, "SMALL_BLOCK", 200)
+        mp.setattr(scanner, "_cpus", lambda: 2)
+        mp.setattr(vector, "CHUNK", 64)
+        mp.setattr(records, "WRAP_SAMPLE", 1)  # (else the blocks of a text under 1 MiB are held and fed as one)
+        search = scanner.NativeFinder.hits
+
+        def spy(self, buf, pos, end):
+            if self.repick == 0:
+                used.append(end - pos)
+            return search(self, buf, pos, end)
+
+        mp.setattr(scanner.NativeFinder, "hits", spy)
+
+        def run(fast: bool):
+            pipe = StreamPipeline(rule_pack, remediate=False, fast=fast)
+            assert pipe.scanner._engine is None
+            events = []
+            for block in (pipe.read_ahead(iter(blocks)) if fast else blocks):
+                events += pipe.feed(block)
+            events += pipe.finish()
+            return [(e["event"], e.get("rule"), e.get("line"), e.get("lines")) for e in events], pipe.lines_seen
+
+        return run(True), run(False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(SIFT_LINES + ["\x1b[31mTraceback (most recent call last):\x1b[0m",
+                                                    "caf\xe9 \x00 Error: x", "bar 50%\r bar 100%"]),
+                      min_size=1, max_size=150),
+       size=st.integers(40, 3000))
+def test_read_ahead_searches_its_pieces_natively_with_the_same_events(lines, size, rule_pack):
+    """With the default engine and the extension, the pieces ``read_ahead`` leaves to the
+    caller (each block's first line, joined to the tail before) are searched by a native
+    finder (``Scanner._head``): the events and line count are those of reading every line."""
+    data = ("\n".join(lines) + "\n").encode()
+    got, want = run_read_ahead(rule_pack, [data[k:k + size] for k in range(0, len(data), size)], [])
+    assert got == want
+
+
+def test_the_head_finder_searches_the_first_lines_of_blocks(rule_pack):
+    data = ("\n".join(SIFT_LINES * 20) + "\n").encode()
+    used: list = []
+    got, want = run_read_ahead(rule_pack, [data[k:k + 1000] for k in range(0, len(data), 1000)], used)
+    assert got == want and got[0]
+    assert used and max(used) < 1000  # the pieces fed, not the blocks
+
+
+@settings(max_examples=300, deadline=None)
+@given(buf=buffers(), points=st.lists(st.integers(0, 1 << 16), min_size=2, max_size=6))
+def test_line_index_counts_the_newlines_of_any_range(buf, points):
+    """``LineIndex.count`` (the scanner's skipped runs) is ``bytes.count`` of newlines, on any
+    range of the indexed part, both ends included (the last partial word, the end itself)."""
+    data, lo, hi = buf
+    bits = bytearray(-(-(hi - lo) // 64) * 8)
+    native.newline_bits(data, lo, bits, 0, hi - lo)
+    index = vector.LineIndex(native, data, lo, hi, bits)
+    at = sorted({lo, hi, *(lo + p % (hi - lo + 1) for p in points)})
+    for a in at:
+        for b in at:
+            if a <= b:
+                assert index.count(a, b) == data.count(b"\n", a, b)
