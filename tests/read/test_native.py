@@ -330,6 +330,7 @@ def run_read_ahead(rule_pack, blocks, used: list) -> tuple:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(scanner, "SMALL_BLOCK", 200)
+        mp.setattr(scanner, "AHO_MAX_COVERS", 10**6)  # the extension's finder even with Hyperscan installed
         mp.setattr(scanner, "_cpus", lambda: 2)
         mp.setattr(vector, "CHUNK", 64)
         mp.setattr(records, "WRAP_SAMPLE", 1)  # (else the blocks of a text under 1 MiB are held and fed as one)
