@@ -2,7 +2,7 @@
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
 corpus/field,
-corpus/field9, corpus/field10, corpus/notes10, corpus/field11 and corpus/field12).
+corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12 and corpus/field13).
 
 For each part that exists: every *.log file has exactly one label, every label names an
 existing file, the keys are those of CORPUS.md, categories and phases are valid, the
@@ -12,6 +12,8 @@ for other projects' threads), notes10: numberless operators' notes only,
 heldout, fresh, late, blind, unseen and sealed8: N % 3 == 0, sealed9 and sealed10: N % 3 in {0, 1},
 sealed11: N % 3 in {0, 1} for sgl-project/sglang threads, any number for other projects' threads;
 sealed12: odd N for sgl-project/sglang threads, any number for other projects' threads;
+field13: even N in any repository, and numberless sources only from a repository owner (or, with no
+repository, a site) whose name starts with n-z or a digit;
 numberless sources are allowed in every part), and no source URL appears in two parts.
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
@@ -44,10 +46,24 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "field": lambda n: n % 3 != 0, "field9": lambda n: n % 3 == 2, "field10": lambda n: n % 3 == 2,
          "field11": lambda n: n % 3 == 2, "field12": lambda n: n % 2 == 0,
          "sealed12": lambda n: n % 2 == 1,
+         "field13": lambda n: n % 2 == 0,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
 SGLANG_ONLY_SPLIT = {"sealed11", "sealed12", "field12"}
+# Parts whose numberless sources must come from a repository owner (or, with no repository, a web
+# site) whose name starts with one of these characters (the other helper of that session took the rest).
+NUMBERLESS_OWNER_START = {"field13": "nopqrstuvwxyz0123456789"}
+
+
+def numberless_owner(src):
+    """The name a numberless source is split on: the repository's owner, else the URL's host
+    without a leading 'www.'."""
+    repo = src.get("repo") or ""
+    if "/" in repo:
+        return repo.split("/", 1)[0].lower()
+    host = (src.get("url") or "").split("://", 1)[-1].split("/", 1)[0].lower()
+    return host[4:] if host.startswith("www.") else host
 
 
 def check_part(root, part, errors):
@@ -117,6 +133,10 @@ def check_part(root, part, errors):
                     pass
                 elif not PARTS[part](n):
                     errors.append(f"{where}: thread #{n} belongs to the other part")
+            elif part in NUMBERLESS_OWNER_START:
+                owner = numberless_owner(src)
+                if not owner or owner[0] not in NUMBERLESS_OWNER_START[part]:
+                    errors.append(f"{where}: numberless source {owner!r} belongs to the other part")
             if src.get("url"):
                 urls.add(src["url"])
         text = open(os.path.join(d, name), encoding="utf-8", errors="replace").read()
