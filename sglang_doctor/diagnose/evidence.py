@@ -402,6 +402,8 @@ def from_library_frames(inc: Incident) -> list[Evidence]:
 # whose exception line is cut off failed to bind: the address or port was taken (EADDRINUSE) or
 # is not this host's (EADDRNOTAVAIL).
 BIND_CALLS = frozenset({"bind", "bind_to_random_port", "server_bind", "bind_socket"})
+# a bare "bind" only in a socket library's file (inspect.Signature.bind binds call arguments)
+_SOCKET_FILES = ("zmq", "socket", "uvicorn", "asyncio")
 
 
 def from_bind_frame(inc: Incident) -> list[Evidence]:
@@ -409,7 +411,8 @@ def from_bind_frame(inc: Incident) -> list[Evidence]:
     if not inc.frames or (inc.exception is not None and inc.exception.type):
         return []
     f = inc.frames[-1]
-    if f.function.rsplit(".", 1)[-1] not in BIND_CALLS:
+    name = f.function.rsplit(".", 1)[-1]
+    if name not in BIND_CALLS or (name == "bind" and not any(p in f.file.lower() for p in _SOCKET_FILES)):
         return []
     return [Evidence("bind_frame", "network.port", 0.4,
                      f"the traceback stops inside {f.function} ({_short(f)}), which binds a socket to an address: "

@@ -48,3 +48,12 @@ def test_with_its_exception_line_the_exception_speaks_not_the_frame(pack):
                        + "zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.5:18123')\n")
     assert ev["rule"] == "network.port.zmq_address_in_use"
     assert not any(e["name"] == "bind_frame" for e in _guess(ev).get("evidence", []))
+
+
+def test_inspect_s_signature_bind_binds_arguments_not_a_port(pack):
+    text = ('  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/utils/common.py", line 812, in wrapper\n'
+            "    bound = sig.bind(*args, **kwargs)\n"
+            '  File "/usr/lib/python3.12/inspect.py", line 3280, in bind\n'
+            "    return self._bind(args, kwargs)\n")
+    guess = _guess(only_incident(pack, text))
+    assert not any(e["name"] == "bind_frame" for e in guess.get("evidence", []))
