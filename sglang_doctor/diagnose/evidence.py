@@ -399,6 +399,30 @@ def from_library_frames(inc: Incident) -> list[Evidence]:
     return []
 
 
+# The calls that bind a listening socket to an address: pyzmq's Socket.bind (SGLang's IPC and the
+# PD/KV bootstrap servers, 0.4.x-0.5.x get_zmq_socket / disaggregation common/conn.py
+# _bind_server_socket) and bind_to_random_port, the standard library's socketserver
+# server_bind, uvicorn's Config.bind_socket.  A traceback whose deepest frame is one of them and
+# whose exception line is cut off failed to bind: the address or port was taken (EADDRINUSE) or
+# is not this host's (EADDRNOTAVAIL).
+BIND_CALLS = frozenset({"bind", "bind_to_random_port", "server_bind", "bind_socket"})
+# a bare "bind" only in a socket library's file (inspect.Signature.bind binds call arguments)
+_SOCKET_FILES = ("zmq", "socket", "uvicorn", "asyncio")
+
+
+def from_bind_frame(inc: Incident) -> list[Evidence]:
+    """The deepest frame of a traceback that lost its exception line is a socket bind."""
+    if not inc.frames or (inc.exception is not None and inc.exception.type):
+        return []
+    f = inc.frames[-1]
+    name = f.function.rsplit(".", 1)[-1]
+    if name not in BIND_CALLS or (name == "bind" and not any(p in f.file.lower() for p in _SOCKET_FILES)):
+        return []
+    return [Evidence("bind_frame", "network.port", 0.4,
+                     f"the traceback stops inside {f.function} ({_short(f)}), which binds a socket to an address: "
+                     "a port that was taken or an address that is not this host's")]
+
+
 _CURRENT_THREAD = re.compile(r"^\s*Current thread 0x[0-9a-fA-F]+ \(most recent call first\):")
 
 
@@ -808,7 +832,8 @@ def from_serving(inc: Incident) -> list[Evidence]:
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
-              + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc))
+              + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
+              + from_bind_frame(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
         # error or a faulthandler dump in a start-up step is that step's failure, not one

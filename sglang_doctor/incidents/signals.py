@@ -50,7 +50,11 @@ SIGNALS: tuple[Signal, ...] = (
        r"Subprocess (?P<process>\S+) \(pid=(?P<pid>\d+)\) crashed with exit code (?P<exit_code>-?\d+)", "evidence"),
     _s("scheduler_died", ("scheduler died during initialization",),
        r"Rank (?P<rank>\d+) scheduler died during initialization \(exit code: (?P<exit_code>-?\d+)\)", "terminal"),
-    _s("scheduler_dead", ("scheduler is dead",), r"Rank (?P<rank>\d+) scheduler is dead", "evidence"),
+    # (SGLang logs "Rank N scheduler is dead. Please check if there are relevant logs." and the
+    # exit code on a line of its own; a wrapper that joins them, "Rank 0 scheduler is dead. Exit
+    # code: -6 (SIGABRT)", keeps the code: a kill (-9) or an abort (-6) are different deaths)
+    _s("scheduler_dead", ("scheduler is dead",),
+       r"Rank (?P<rank>\d+) scheduler is dead(?:\.[^\n]*?\b[Ee]xit code:? (?P<exit_code>-?\d+))?", "evidence"),
     # (not subprocess.CalledProcessError's "returned non-zero exit status N": an exception line)
     _s("exit_code", ("Exit code:", "exit code", "exit status", "rc="),
        r"^(?:Exit code: (?P<exit_code>-?\d+)|rc=(?P<rc>\d+)\s*$|.*\b(?<!non-zero )exit(?:ed with)? (?:code|status)[ :=]+(?P<status>-?\d+))",
