@@ -603,12 +603,17 @@ def _context(phase: str) -> str:
     return head + "".join(f"[{STAMP.format(i + 1)} TP0] {line}\n" for i, line in enumerate(_CONTEXT.get(phase, [])))
 
 
-def _traceback(site: dict, message: str, header: str) -> str:
+def _traceback(site: dict, message: str, header: str, phase: str = "unknown") -> str:
     exc = "AssertionError" if site["kind"] == "assert" else site["exception"]
     func = site["function"].rsplit(".", 1)[-1]
     entry = "scheduler.event_loop_overlap()" if header.startswith("Scheduler") else "scheduler = Scheduler("
+    # while serving, the scheduler's traceback passes through its event loop's frame (0.5.23
+    # scheduler.py event_loop_overlap -> run_batch), as every real serving crash shows
+    loop = (f'  File "{PREFIX}srt/managers/scheduler.py", line 1201, in event_loop_overlap\n'
+            f"    batch_result = self.run_batch(batch)\n") if phase == "serving" else ""
     return (f"[{STAMP.format(30)} TP0] {header}Traceback (most recent call last):\n"
             f'  File "{PREFIX}srt/managers/scheduler.py", line 3100, in run_scheduler_process\n    {entry}\n'
+            + loop +
             f'  File "{PREFIX}{site["file"]}", line {site["line"]}, in {func}\n'
             f"    {'assert' if site['kind'] == 'assert' else 'raise'} ...\n"
             f"{exc}: {message}\n\n")
@@ -649,11 +654,11 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, 
         # traceback, through the site's function, with the words the line printed: the raised
         # exception's own type and text are not in the site, a RuntimeError stands for it)
         return (_context(phase) + f"[{stamp} TP0] {message}\n"
-                + _traceback(site, message, "Scheduler hit an exception: "))
+                + _traceback(site, message, "Scheduler hit an exception: ", phase))
     if site["kind"].startswith("log"):
         return _context(phase) + f"[{stamp} TP0] {message}\n"
     header = "Scheduler hit an exception: "
-    return _context(phase) + _traceback(site, message, header)
+    return _context(phase) + _traceback(site, message, header, phase)
 
 
 def by_phase_categories(rules_dir: Path = ROOT / "rules") -> tuple[dict[str, str], str]:

@@ -889,6 +889,8 @@ class RuleSet:
         chosen = best.get("specific") or best.get("class")
         if chosen is None:
             return fallback.attach(unknown_diagnosis(incident, launch))
+        if "class" in best and chosen is best.get("specific") and _yields_to_class(chosen[1], best["class"][1], incident, launch):
+            chosen = best["class"]
         _, rule, captures, assumed = chosen
         values = _Defaults({k: v for k, v in (launch.server_args if launch else {}).items()})
         values.update(captures)
@@ -898,12 +900,7 @@ class RuleSet:
         if incident.truncated and rule.frames_only:
             confidence *= TRUNCATED_FRAMES_ONLY_FACTOR
         confidence *= ASSUMED_FACTOR ** len(assumed)
-        phase = rule.phase
-        if phase == "auto":
-            if not getattr(incident, "after_ready_known", True):
-                phase = "serving" if rule.after_ready else "unknown"
-            else:
-                phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
+        phase = _rule_phase(rule, incident, launch)
         category = rule.category_by_phase.get(phase, rule.category)
         values.setdefault("phase", phase)
         explanation = _fill(rule.explanation, values).strip() + fallback.context_note(incident)
@@ -920,6 +917,35 @@ class RuleSet:
             # another category, is the answer (fallback.over_assumption)
             diagnosis = fallback.over_assumption(diagnosis) or diagnosis
         return fallback.attach(diagnosis)
+
+
+def _rule_phase(rule: Rule, incident: Incident, launch: Launch | None) -> str:
+    """The phase a rule's diagnosis of this incident names (``phase: auto``: the log's)."""
+    phase = rule.phase
+    if phase == "auto":
+        if not getattr(incident, "after_ready_known", True):
+            phase = "serving" if rule.after_ready else "unknown"
+        else:
+            phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
+    return phase
+
+
+# A generic specific rule that knows only the traceback's shape (frames only, a low priority:
+# runtime.crash.scheduler_exception knows the scheduler's event loop raised, nothing of what)
+# names where the failure surfaced, not what it was.
+YIELDING_PRIORITY = 5
+
+
+def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Launch | None) -> bool:
+    """The specific rule matched only by the traceback's shape, and a class rule that knows the
+    failure itself (its exception type, message, words or the deepest SGLang frame: not a rule
+    whose answer is its context's) names another category: the class rule's answer says more
+    (a setting SGLang refused at its first batch of a kind is args.invalid, not a crash)."""
+    if not specific.frames_only or specific.priority > YIELDING_PRIORITY:
+        return False
+    if cls.names_nothing:
+        return False
+    return cls.category_by_phase.get(_rule_phase(cls, incident, launch), cls.category) != specific.category
 
 
 def _deepest_hit(patterns: tuple[str, ...], frames) -> bool:
