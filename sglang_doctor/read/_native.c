@@ -21,6 +21,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 #define HAVE_SSE2 1
@@ -1302,11 +1305,31 @@ static PyObject *avx2(PyObject *mod, PyObject *args)
 #endif
 }
 
+/* heap_blocks(mmap_max, trim) -> whether set: glibc's malloc serves allocations up to
+ * mmap_max bytes from its heap and keeps up to trim bytes freed at its top (mallopt
+ * M_MMAP_THRESHOLD, M_TRIM_THRESHOLD), so that the read-ahead's 8 MiB blocks reuse the
+ * memory of the blocks freed before them instead of each being a fresh mapping whose 2,048
+ * pages fault in.  Process-wide; False (nothing done) without glibc. */
+static PyObject *heap_blocks(PyObject *mod, PyObject *args)
+{
+    int mmap_max, trim;
+    if (!PyArg_ParseTuple(args, "ii", &mmap_max, &trim))
+        return NULL;
+#ifdef __GLIBC__
+    return PyBool_FromLong(mallopt(M_MMAP_THRESHOLD, mmap_max) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1);
+#else
+    (void)mmap_max;
+    (void)trim;
+    return PyBool_FromLong(0);
+#endif
+}
+
 static PyMethodDef module_methods[] = {
     {"prefix_counts", prefix_counts, METH_VARARGS, "prefix_counts(bits) -> int64 bytes"},
     {"avx2", avx2, METH_VARARGS, "avx2([on]) -> whether the AVX2 path is used"},
     {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
     {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul)"},
+    {"heap_blocks", heap_blocks, METH_VARARGS, "heap_blocks(mmap_max, trim) -> whether glibc's malloc took them"},
     {NULL, NULL, 0, NULL},
 };
 

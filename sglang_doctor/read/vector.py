@@ -40,7 +40,8 @@ WINDOW = 64  # bytes of a line start looked at for its header; a longer header i
 MAX_RANKS = 6  # DP, PP, ATTN_CP, MOE_DP, TP, EP
 CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
 # search_native with a helper thread: the share of each block the read-ahead worker searches
-# itself (it reads the blocks too: about a third of its time), the helper the rest
+# itself, the helper the rest; the worker reads the next block while the helper finishes
+# (reading is about a third of its time)
 WORKER_SHARE = 35
 
 _numpy = None
@@ -363,7 +364,7 @@ class WeakFilter:
                        for off, c in checks]
         self._marks = Marks()
 
-    def search(self, np, finder, block: bytes, lo: int, hi: int, helper=None):
+    def search(self, np, finder, block: bytes, lo: int, hi: int, helper=None, meanwhile=None):
         """(hits, weak, index, dirty) for block[lo:hi] (whole lines), as ``Scanner._scan``
         takes them: the sorted hit offsets, {offset: weak literal} of the weak ones left, the
         block's BlockIndex, and the first ESC and the first NUL of each line holding one
@@ -371,10 +372,13 @@ class WeakFilter:
 
         ``helper``: (an executor with a thread of its own, a second finder) to search and
         index the second half of the block at the same time as this thread does the first
-        (the engine and numpy release the GIL: two cores, about half the wall time)."""
+        (the engine and numpy release the GIL: two cores, about half the wall time).
+        ``meanwhile``: called (with no argument; it must not raise) once this thread's part
+        is done, before it waits for the helper's: the read-ahead worker reads its next
+        block then."""
         native = hasattr(finder, "newline_bits")  # scanner.NativeFinder: hits, marks and newlines in C
         if native and hasattr(finder._native, "sift"):
-            return self.search_native(finder, block, lo, hi, helper)
+            return self.search_native(finder, block, lo, hi, helper, meanwhile)
 
         def pack(k0: int, k1: int) -> None:
             if native:
@@ -405,13 +409,15 @@ class WeakFilter:
         try:
             (pos, ids), marks = find(finder, lo, mid)
             pack(0, kmid)
+            if meanwhile is not None:
+                meanwhile()
         finally:
             (pos2, ids2), marks2 = later.result()
         return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),
                          BlockIndex(np, block, lo, hi, bits),
                          (np.concatenate((marks[0], marks2[0])), np.concatenate((marks[1], marks2[1]))))
 
-    def search_native(self, finder, block: bytes, lo: int, hi: int, helper=None):
+    def search_native(self, finder, block: bytes, lo: int, hi: int, helper=None, meanwhile=None):
         """``search`` with the C extension doing the filter too (``_native.sift``: what
         ``sift`` drops, on the pairs and marks of its own pass, GIL released), in each part's
         thread; only the head conditions (regexes) are checked here, as ``_kept_by_heads`` does.
@@ -435,6 +441,8 @@ class WeakFilter:
             later = pool.submit(part, other, mid, hi)
             try:
                 first = part(finder, lo, mid)
+                if meanwhile is not None:
+                    meanwhile()
             finally:
                 second = later.result()
             parts = [first, second]

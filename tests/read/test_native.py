@@ -392,3 +392,125 @@ def test_line_index_counts_the_newlines_of_any_range(buf, points):
         for b in at:
             if a <= b:
                 assert index.count(a, b) == data.count(b"\n", a, b)
+
+
+def test_the_worker_reads_the_next_block_while_the_helper_searches(rule_pack):
+    """With a helper thread the worker fetches block k+1 during block k's search (``_Prefetch``,
+    called by ``search_native``): same events and line count as feeding every block, three
+    blocks at most held (the caller's, the one handed over, the one read ahead)."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    data = ("\n".join(SIFT_LINES * 30) + "\n").encode()
+    blocks = [data[k:k + 700] for k in range(0, len(data), 700)]
+    read = []  # how many blocks the source had given when the caller took each one
+    calls = []
+
+    def source():
+        for k, block in enumerate(blocks):
+            read.append(k)
+            yield block
+
+    search = vector.WeakFilter.search_native
+
+    def spy(self, finder, block, lo, hi, helper=None, meanwhile=None):
+        calls.append((helper is not None, meanwhile is not None))
+        return search(self, finder, block, lo, hi, helper, meanwhile)
+
+    def run(fast: bool):
+        pipe = StreamPipeline(rule_pack, remediate=False, fast=fast)
+        events = []
+        for block in (pipe.read_ahead(source()) if fast else blocks):
+            if fast:
+                taken.append(len(read))
+            events += pipe.feed(block)
+        events += pipe.finish()
+        return [(e["event"], e.get("rule"), e.get("line"), e.get("lines")) for e in events], pipe.lines_seen
+
+    taken: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scanner, "SMALL_BLOCK", 200)
+        mp.setattr(scanner, "AHO_MAX_COVERS", 10**6)  # the extension's finder even with Hyperscan installed
+        mp.setattr(scanner, "_cpus", lambda: 2)
+        mp.setattr(vector, "CHUNK", 64)
+        mp.setattr(vector.WeakFilter, "search_native", spy)
+        got, want = run(True), run(False)
+    assert got == want and got[0]
+    assert calls and all(c == (True, True) for c in calls)  # a helper and a prefetch on every block
+    assert len(taken) == len(blocks)
+    # when the caller takes block k, at most k+1 and k+2 are read beyond it (the one handed
+    # over next, the one read during its search): three blocks held
+    assert all(k + 1 <= n <= k + 3 for k, n in enumerate(taken))
+
+
+def test_a_read_error_during_a_prefetch_reaches_the_caller_after_the_blocks_before_it(rule_pack):
+    """The block after the failing read is never fetched; the blocks read before the error
+    are all fed first, then the error is raised in the caller's thread; no thread is left."""
+    import threading
+
+    from sglang_doctor.pipeline import StreamPipeline
+
+    good = ("\n".join(SIFT_LINES * 10) + "\n").encode()
+
+    def failing():
+        yield good
+        yield good
+        raise OSError("disk gone")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scanner, "SMALL_BLOCK", 200)
+        mp.setattr(scanner, "_cpus", lambda: 2)
+        mp.setattr(vector, "CHUNK", 64)
+        pipe = StreamPipeline(rule_pack, remediate=False)
+        fed = 0
+        with pytest.raises(OSError, match="disk gone"):
+            for block in pipe.read_ahead(failing()):
+                pipe.feed(block)
+                fed += 1
+    assert fed == 2 and pipe.lines_seen == 2 * good.count(b"\n")
+    assert not any(t.name == "sglang-doctor-read-ahead" and t.is_alive() for t in threading.enumerate())
+
+
+def test_closing_a_prefetching_read_ahead_stops_its_worker(rule_pack):
+    import threading
+
+    from sglang_doctor.pipeline import StreamPipeline
+
+    block = ("\n".join(SIFT_LINES * 10) + "\n").encode()
+
+    def endless():
+        while True:
+            yield block
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scanner, "SMALL_BLOCK", 200)
+        mp.setattr(scanner, "_cpus", lambda: 2)
+        mp.setattr(vector, "CHUNK", 64)
+        pipe = StreamPipeline(rule_pack, remediate=False)
+        ahead = pipe.read_ahead(endless())
+        for _ in range(3):
+            pipe.feed(next(ahead))
+        ahead.close()
+    assert not any(t.name == "sglang-doctor-read-ahead" and t.is_alive() for t in threading.enumerate())
+
+
+def test_prefetch_gives_the_items_in_order_and_raises_where_the_items_did():
+    def items():
+        yield 1
+        yield 2
+        raise OSError("gone")
+
+    ahead = scanner._Prefetch(items())
+    got = [next(ahead)]
+    ahead.fetch()
+    ahead.fetch()  # (fetched once)
+    got.append(next(ahead))
+    ahead.fetch()  # the error is kept ...
+    assert got == [1, 2]
+    with pytest.raises(OSError, match="gone"):
+        next(ahead)  # ... and raised where it was
+    assert list(scanner._Prefetch(iter([]))) == []
+    assert list(scanner._Prefetch(iter([b"a", b"", b"c"]))) == [b"a", b"", b"c"]
+
+
+def test_heap_blocks_is_a_setting_or_nothing():
+    assert native.heap_blocks(16 << 20, 64 << 20) in (True, False)
