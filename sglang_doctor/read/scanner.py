@@ -621,10 +621,11 @@ class Scanner:
         Reading and the literal search release the GIL, so they run alongside the Python
         work on the block before (newline counting, the lines at hits).  Each block is
         yielded unchanged; ``feed`` given that very block uses the search done for it, any
-        other data is searched as usual.  With a helper thread the worker reads the next
-        block while the helper finishes its part of this one's search (``_Prefetch``); it
-        hands a block over only once the caller has taken the last one: three blocks at
-        most are held (the caller's, the one handed over, the one read ahead).  An exception
+        other data is searched as usual.  With the C extension and a helper thread, the
+        worker reads the next block while the helper finishes its part of this one's search
+        (``_Prefetch``); it hands a block over only once the caller has taken the last one:
+        three blocks at most are held (the caller's, the one handed over, the one read
+        ahead; two without the prefetch).  An exception
         raised while reading is raised here, in the caller's thread, after the blocks read
         before it; closing the iterator stops the worker."""
         if not self.fast:
@@ -703,8 +704,9 @@ class Scanner:
     def _search_ahead(self, finder, block: bytes, helper: tuple | None = None, meanwhile=None) -> tuple | None:
         """(lo, hi, hits, weak, dirty, index) for block[lo:hi], from its first to its last
         whole line; None when that part is small (the caller searches it then).  With numpy,
-        the weak-hit filter and the newline index are done here too (read/vector.py);
-        ``meanwhile`` is called while the helper thread searches (``WeakFilter.search``)."""
+        the weak-hit filter and the newline index are done here too (read/vector.py); with
+        the C extension, ``meanwhile`` is called while the helper thread searches
+        (``WeakFilter.search_native``)."""
         lo = block.find(b"\n") + 1
         hi = block.rfind(b"\n") + 1
         if hi - lo < SMALL_BLOCK:
@@ -721,7 +723,7 @@ class Scanner:
         if self._weak_filter is None or not hasattr(self._weak_filter, "_marks"):  # (not search_native's)
             search, weak_set = search_set(self._lits, self._weak_lits)
             self._weak_filter = vector.WeakFilter(np, finder._lits, weak_set, self._hides, self._heads)
-        hits, weak, index, dirty = self._weak_filter.search(np, finder, block, lo, hi, helper, meanwhile)
+        hits, weak, index, dirty = self._weak_filter.search(np, finder, block, lo, hi, helper)
         return (lo, hi, hits, weak, dirty, index)
 
     def finish(self) -> None:

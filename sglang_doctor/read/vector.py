@@ -373,9 +373,11 @@ class WeakFilter:
         ``helper``: (an executor with a thread of its own, a second finder) to search and
         index the second half of the block at the same time as this thread does the first
         (the engine and numpy release the GIL: two cores, about half the wall time).
-        ``meanwhile``: called (with no argument; it must not raise) once this thread's part
-        is done, before it waits for the helper's: the read-ahead worker reads its next
-        block then."""
+        ``meanwhile`` (the C extension's path only, ``search_native``): called (with no
+        argument; it must not raise) once this thread's part is done, before it waits for
+        the helper's: the read-ahead worker reads its next block then.  (Not on the numpy
+        path, which keeps two blocks at most: without the extension the blocks are fresh
+        mappings, and a third one held would add its 8 MiB to the peak.)"""
         native = hasattr(finder, "newline_bits")  # scanner.NativeFinder: hits, marks and newlines in C
         if native and hasattr(finder._native, "sift"):
             return self.search_native(finder, block, lo, hi, helper, meanwhile)
@@ -409,8 +411,6 @@ class WeakFilter:
         try:
             (pos, ids), marks = find(finder, lo, mid)
             pack(0, kmid)
-            if meanwhile is not None:
-                meanwhile()
         finally:
             (pos2, ids2), marks2 = later.result()
         return self.sift(np, block, lo, hi, np.concatenate((pos, pos2)), np.concatenate((ids, ids2)),
