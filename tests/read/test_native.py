@@ -512,5 +512,11 @@ def test_prefetch_gives_the_items_in_order_and_raises_where_the_items_did():
     assert list(scanner._Prefetch(iter([b"a", b"", b"c"]))) == [b"a", b"", b"c"]
 
 
-def test_heap_blocks_is_a_setting_or_nothing():
-    assert native.heap_blocks(16 << 20, 64 << 20) in (True, False)
+def test_heap_blocks_is_taken_by_glibc_and_nothing_elsewhere():
+    import os
+
+    try:
+        glibc = os.confstr("CS_GNU_LIBC_VERSION") is not None
+    except (ValueError, OSError, AttributeError):
+        glibc = False
+    assert native.heap_blocks(scanner.HEAP_BLOCKS, 4 * scanner.HEAP_BLOCKS) is glibc
