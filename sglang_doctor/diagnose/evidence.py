@@ -560,7 +560,7 @@ def cut_type(inc: Incident) -> list[str] | None:
 def from_cut_type(inc: Incident) -> list[Evidence]:
     """An exception type cut inside its name that can only be one category's (``TYPE_NAMES``)."""
     names = cut_type(inc)
-    if not names or len(exc.type if (exc := inc.exception) else "") < CUT_TYPE_MIN:
+    if not names or len(inc.exception.type) < CUT_TYPE_MIN:  # (names: the exception has a type)
         return []
     categories = {TYPE_NAMES[n] for n in names}
     if len(categories) != 1 or None in categories:
