@@ -129,10 +129,21 @@ class StreamPipeline:
         self.scanner.feed(data)
         return self._take()
 
-    def read_ahead(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+    def read_ahead(self, blocks: Iterable[bytes], prepare: bool = False) -> Iterator[bytes]:
         """``blocks`` (a finished file's), read and searched by a worker thread ahead of
-        ``feed``; feed each block yielded, in order (read/scanner.py, Scanner.read_ahead)."""
-        return self.scanner.read_ahead(blocks)
+        ``feed``; feed each block yielded, in order (read/scanner.py, Scanner.read_ahead).
+        ``prepare`` (explain on a big file): the stages after the reading are imported while
+        the worker reads and searches the first block, when this thread would only wait."""
+        return self.scanner.read_ahead(blocks, meanwhile=self._prepare if prepare else None)
+
+    def _prepare(self) -> None:
+        """Import what remediation will need (10-12 ms of CPU at load 10 that came in the
+        serial tail of explain, after the last block)."""
+        try:
+            if self.remediate and self.ruleset is not None:
+                from sglang_doctor.remedy import guarded, remedies  # noqa: F401
+        except ImportError:  # as where they are used: no remedies then
+            pass
 
     def flush_idle(self) -> list[dict]:
         """Complete what is open after an idle gap (the partial last line stays pending).

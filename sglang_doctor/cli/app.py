@@ -280,7 +280,8 @@ def _explain_files(logfiles, reporter, ruleset, hw, config, sglang_version) -> N
         if len(logfiles) > 1:
             reporter.message(f"# {path}", style="bold")
         sniff = _Sniffer()
-        for block in pipe.read_ahead(open_log(path)):  # read and searched ahead in a thread
+        # read and searched ahead in a thread; a big file's later stages imported meanwhile
+        for block in pipe.read_ahead(open_log(path), prepare=_big_file(path)):
             sniff.see(block)
             for ev in pipe.feed(block):
                 _explain_event(reporter, ev)
@@ -296,6 +297,18 @@ def _explain_files(logfiles, reporter, ruleset, hw, config, sglang_version) -> N
         reporter.event(summary)
         total += pipe.incident_count
     sys.exit(ExitCode.INCIDENTS if total else ExitCode.OK)
+
+
+# a file this big is read in several blocks: the remedy modules are imported while its first
+# one is read and searched (a small log, often without an incident, need not pay for them)
+PREPARE_BYTES = 32 << 20
+
+
+def _big_file(path: str) -> bool:
+    try:
+        return os.stat(path).st_size >= PREPARE_BYTES
+    except OSError:  # (open_log says what is wrong with it)
+        return False
 
 
 def _print_warnings(warnings, shown: set[str]) -> None:

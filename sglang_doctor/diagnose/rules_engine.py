@@ -19,7 +19,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import regex
 
 from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
@@ -468,6 +467,8 @@ class _LazyPattern:
         if rx is None:
             rx = _COMPILED.get(self._source)
             if rx is None:
+                import regex
+
                 rx = _COMPILED[self._source] = regex.compile(self._source, regex.MULTILINE)
             self._rx = rx
         return getattr(rx, name)
@@ -498,6 +499,10 @@ def _compile(pattern: Any, bad, what: str):
         return None
     if _lazy_regexes:
         return _LazyPattern(pattern)
+    # (imported here: a pack from the cache compiles its regexes on first use, so the ``regex``
+    # module, about 5-10 ms of imports, is not needed before the first incident)
+    import regex
+
     try:
         return regex.compile(pattern, regex.MULTILINE)
     except regex.error as exc:

@@ -442,11 +442,18 @@ __attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned c
 {
     const __m256i c1 = _mm256_set1_epi8((char)u[pick[0]]), c2 = _mm256_set1_epi8((char)u[pick[1]]);
     const __m256i c3 = _mm256_set1_epi8((char)u[pick[2]]);
+    /* the rarest byte first, for the whole stride: most strides lack it (the '=' of ` pid=`
+     * and `rc=` is in 12% of the v2 log's strides), and then no bit can be set */
+    __m256i a1 = _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + pick[0])), c1);
+    __m256i b1 = _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + 32 + pick[0])), c1);
+    __m256i any = _mm256_or_si256(a1, b1);
+    if (_mm256_testz_si256(any, any))
+        return 0;
     uint64_t out = 0;
     for (int half = 0; half < 2; half++) {
         const unsigned char *q = p + 32 * half;
         __m256i acc = _mm256_and_si256(
-            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[0])), c1),
+            _mm256_and_si256(half ? b1 : a1,
                              _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[1])), c2)),
             _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(q + pick[2])), c3));
         out |= (uint64_t)(uint32_t)_mm256_movemask_epi8(acc) << (32 * half);

@@ -614,7 +614,7 @@ class Scanner:
         if pos < len(data):
             self._hold(data[pos:])
 
-    def read_ahead(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+    def read_ahead(self, blocks: Iterable[bytes], meanwhile: Callable[[], None] | None = None) -> Iterator[bytes]:
         """``blocks``, read and searched ahead by a worker thread while the caller feeds
         the one before.
 
@@ -625,7 +625,8 @@ class Scanner:
         worker reads the next block while the helper finishes its part of this one's search
         (``_Prefetch``); it hands a block over only once the caller has taken the last one:
         three blocks at most are held (the caller's, the one handed over, the one read
-        ahead; two without the prefetch).  An exception
+        ahead; two without the prefetch).  ``meanwhile`` is called once the worker has
+        started, before the first block is waited for.  An exception
         raised while reading is raised here, in the caller's thread, after the blocks read
         before it; closing the iterator stops the worker."""
         if not self.fast:
@@ -668,6 +669,8 @@ class Scanner:
         worker = threading.Thread(target=work, name="sglang-doctor-read-ahead", daemon=True)
         worker.start()
         try:
+            if meanwhile is not None:
+                meanwhile()
             while True:
                 block, found, exc = handoff.get()
                 taken.release()

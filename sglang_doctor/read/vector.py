@@ -460,32 +460,40 @@ class WeakFilter:
             nul += memoryview(n).cast("q").tolist()
         lits, rxs = self._lits, self._head_rx
         weak: dict[int, bytes] = {}
-        dropped: set[int] = set()
+        dropped: list[int] = []
         k, n = 0, len(quads)
+        # (indexing, not a 4-item slice per quad, and a list of the dropped: this loop runs
+        # for the ~30k tokenizer warnings per GiB, in the worker's chain)
         while k < n:
-            off, i, msg, nl = quads[k:k + 4]
+            msg = quads[k + 2]
             if msg < 0:
-                weak[off] = lits[i]
+                weak[quads[k]] = lits[quads[k + 1]]
                 k += 4
                 continue
             # a line whose weak hits all stand or fall by its message (consecutive, same newline)
+            nl = quads[k + 3]
             j = k + 4
             if j < n and quads[j + 3] == nl:
-                conditions = set(rxs[i])
+                conditions = set(rxs[quads[k + 1]])
                 while j < n and quads[j + 3] == nl:
                     conditions.update(rxs[quads[j + 1]])
                     j += 4
             else:  # one weak hit on the line (the ~30k tokenizer warnings per GiB)
-                conditions = rxs[i]
+                conditions = rxs[quads[k + 1]]
             for rx in conditions:
                 if rx.match(block, msg, nl) is not None:
-                    weak.update((quads[x], lits[quads[x + 1]]) for x in range(k, j, 4))
+                    for x in range(k, j, 4):
+                        weak[quads[x]] = lits[quads[x + 1]]
                     break
             else:
-                dropped.update(quads[k:j:4])
+                if j == k + 4:
+                    dropped.append(quads[k])
+                else:
+                    dropped += quads[k:j:4]
             k = j
         if dropped:
-            hits = [p for p in hits if p not in dropped]
+            gone = set(dropped)
+            hits = [p for p in hits if p not in gone]
         return hits, weak, LineIndex(finder._native, block, lo, hi, bits), esc + nul
 
     def sift(self, np, block: bytes, lo: int, hi: int, pos, ids, index: BlockIndex | None = None, marks=None):

@@ -18,7 +18,6 @@ import dataclasses
 import difflib
 import enum
 import functools
-import importlib.metadata
 import importlib.resources
 import json
 import math
@@ -104,6 +103,8 @@ KNOWN_VERSIONS: tuple[str, ...] = tuple(sorted(_shipped_files(), key=version_key
 
 def installed_version() -> str | None:
     """The installed SGLang's version from its distribution metadata (never imports it)."""
+    import importlib.metadata  # (here: about 10-25 ms of imports a run whose log names its version skips)
+
     try:
         return importlib.metadata.version("sglang")
     except importlib.metadata.PackageNotFoundError:
@@ -132,8 +133,13 @@ def resolve_version(log_version: str | None, cli_version: str | None,
         style_source = "frame paths"
     elif log_style and log_style.endswith("-wording"):
         style_source = "message wording"
+    # the installed version is looked up only when nothing before it gives one: the lookup
+    # searches every sys.path entry for SGLang's metadata (about 1 ms), and explain asks for
+    # each of a log's launches and incidents (54 times on the benchmark's GiB)
     for value, source in ((log_version, "log"), (cli_version, "option"), (style_version, style_source),
-                          (installed_version(), "installed")):
+                          (None, "installed")):
+        if source == "installed":
+            value = installed_version()
         if value and value.strip():
             version = value.strip().lstrip("vV")
             try:
@@ -716,7 +722,7 @@ def load_catalog(version: str, prefer_shipped: bool = False) -> Catalog:
     version = version.strip().lstrip("vV")
     version_key(version)
     fallback_note = ""
-    if installed_version() == version and not (prefer_shipped and version in KNOWN_VERSIONS):
+    if not (prefer_shipped and version in KNOWN_VERSIONS) and installed_version() == version:
         try:
             parser, server_args_cls = _live_parser()
             body = snapshot_parser(parser, server_args_cls)

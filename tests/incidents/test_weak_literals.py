@@ -72,3 +72,18 @@ def test_what_the_bytes_test_calls_a_warning_the_text_test_does_too(text):
     text_says_not_warning = re.match(signals._WARNING_LINE, text) is not None
     bytes_says_not_warning = re.match(signals.WARNING_LINE_BYTES.encode(), text.encode()) is not None
     assert bytes_says_not_warning or not text_says_not_warning
+
+
+def test_an_extra_signal_compiles_its_regex_on_first_use_and_matches_as_compiled():
+    import re
+
+    from sglang_doctor.incidents import signals
+
+    sig = signals.extra_signal("rule_literal:boom", ("boom",), re.escape("boom"))
+    assert sig.regex._rx is None  # not compiled at start-up
+    want = re.compile(sig.regex.pattern)
+    for text in ("boom", "x boom y", "WARNING boom", "To silence this warning boom", "nothing", "Warning: boom"):
+        got = sig.regex.search(text)
+        exp = want.search(text)
+        assert (got is None) == (exp is None) and (got is None or got.span() == exp.span())
+    assert sig.regex.match("boom") is not None and sig.regex.flags == want.flags

@@ -51,3 +51,39 @@ def test_holds_literal_says_what_the_finder_says(text):
     sc = scanner.Scanner(lambda line: None, lambda: False, assemble.TRIGGER_LITERALS,
                          weak=("Error: ", 'File "'))
     assert sc._holds_literal(text) == bool(sc._small.starts(text, 0, len(text)))
+
+
+def test_read_ahead_calls_meanwhile_once_with_its_worker_started_and_the_same_events():
+    """``meanwhile`` (explain's imports of the later stages) runs once, in the caller's
+    thread, after the worker has started and before the first block is taken; the events
+    are those of reading without it."""
+    from sglang_doctor.cli.app import load_ruleset
+    from sglang_doctor.pipeline import StreamPipeline
+
+    data = b"".join(b"[2026-01-01 00:00:%02d] Decode batch. #running-req: %d\n" % (k % 60, k) for k in range(3000))
+    data += b"Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: boom\n"
+    blocks = [data[k:k + 4096] for k in range(0, len(data), 4096)]
+    ruleset = load_ruleset(())
+    seen = []
+
+    def run(prepare: bool):
+        pipe = StreamPipeline(ruleset, whole_log=True)
+        if prepare:
+            def meanwhile():
+                seen.append((threading.current_thread() is threading.main_thread(),
+                             any(t.name == "sglang-doctor-read-ahead" for t in threading.enumerate())))
+            ahead = pipe.scanner.read_ahead(iter(blocks), meanwhile=meanwhile)
+        else:
+            ahead = pipe.read_ahead(iter(blocks))
+        events = []
+        for block in ahead:
+            events += pipe.feed(block)
+        events += pipe.finish()
+        return [(e["event"], e.get("rule"), e.get("line"), e.get("lines")) for e in events], pipe.lines_seen
+
+    got, want = run(True), run(False)
+    assert got == want and got[0]
+    assert seen == [(True, True)]
+    # the pipeline's own hook imports the remedy modules only (no events of its own)
+    pipe = StreamPipeline(ruleset, whole_log=True)
+    assert list(pipe.read_ahead(iter([b"plain line\n"]), prepare=True)) == [b"plain line\n"]
