@@ -193,9 +193,8 @@ FRAME_FEATURES: tuple[tuple[str, str], ...] = (
     ("model_executor/cuda_graph_runner", "cuda_graph"),
     ("torch/_inductor/", "torch_compile"),
     ("torch/_dynamo/", "torch_compile"),
-    # the scheduler's overlap worker thread (0.4.x-0.5.x; later releases overlap inside the
-    # scheduler's own loop, whose module is on every path and so names nothing)
-    ("managers/tp_worker_overlap_thread", "overlap_schedule"),
+    # (not the overlap worker thread, tp_worker_overlap_thread: on every forward path while the
+    # overlap scheduler is on, the default, so it names nothing)
     # the prefix cache's trees (not the hierarchical cache's, FRAME_DROPS below)
     ("mem_cache/radix_cache", "radix_cache"),
     ("mem_cache/mamba_radix_cache", "radix_cache"),

@@ -1289,7 +1289,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         params = dict(params or {})
         if not _passes_modules(diagnosis, params.pop("when_modules", None)):
             continue
-        if not _passes_words(diagnosis, params.pop("when_words", None)):
+        if not _passes_words(diagnosis, params.pop("when_words", None), params.pop("unless_words", None)):
             continue
         if not _passes_phase(diagnosis, params.pop("when_phase", None)):
             continue
@@ -1328,20 +1328,26 @@ def _passes_modules(diagnosis: Diagnosis, modules: Any) -> bool:
     return any(m in f.file.replace("\\", "/") for f in diagnosis.incident.frames for m in wanted)
 
 
-def _passes_words(diagnosis: Diagnosis, words: Any) -> bool:
+def _passes_words(diagnosis: Diagnosis, words: Any, unless: Any = None) -> bool:
     """An entry's ``when_words: [lower-case substrings]``: it applies only when the failure's
     own words (its exceptions' ``Type: message`` and its failure lines, as a class rule's
     ``message_any`` reads them) hold one of them: the transport or the subsystem a message
     names picks its switch (``NET/IB`` -> NCCL_IB_DISABLE=1, ``mooncake`` -> the other KV
-    transfer backend).  The words only choose among the rule's own changes, never become a
-    value.  No list: always."""
-    if not words:
+    transfer backend).  ``unless_words``: not when they hold one of these (a default for one
+    machine's GPUs is not offered when the words name NCCL's inter-node network, ``NET/...``).
+    The words only choose among the rule's own changes, never become a value.  No lists: always."""
+    if not words and not unless:
         return True
     from sglang_doctor.diagnose.evidence import failure_words
 
-    wanted = [str(w).lower() for w in (words if isinstance(words, (list, tuple)) else [words])]
+    def listed(value: Any) -> list[str]:
+        return [str(w).lower() for w in (value if isinstance(value, (list, tuple)) else [value])] if value else []
+
     text = failure_words(diagnosis.incident)[:20000].lower()
-    return any(w in text for w in wanted)
+    if any(w in text for w in listed(unless)):
+        return False
+    wanted = listed(words)
+    return not wanted or any(w in text for w in wanted)
 
 
 def _passes_phase(diagnosis: Diagnosis, phases: Any) -> bool:

@@ -139,3 +139,11 @@ def test_a_quantization_the_gpu_refuses_drops_the_launchs_override():
                    server_args={"quantization": None, "model_path": "/m"})
     rem = _remediate(d)
     assert rem is None or (not rem.unset and not rem.set)
+
+
+def test_unless_words_keeps_a_one_machine_default_off_an_inter_node_network_failure():
+    d = _diagnosis(_rule("class.nccl.signal"), rule="class.nccl.signal",
+                   signal="NCCL WARN NET/OFI aws-ofi-nccl initialization failed")
+    rem = _remediate(d)
+    assert rem is None or all("NCCL_P2P_DISABLE" not in r.env and "--disable-custom-all-reduce" not in r.set
+                              for r in [rem, *rem.alternatives])
