@@ -412,6 +412,16 @@ def _build_rule(item: Any, path: Path, repo_root: Path | None, problems: list[st
             if params is None:
                 bad(f"remedy {name!r} parameters must be a mapping")
                 continue
+            # the entry-level conditions (remedies._passes_words / _passes_phase)
+            for key in ("when_words", "unless_words"):
+                words = params.get(key)
+                if words is not None and (not isinstance(words, list) or not words
+                                          or not all(isinstance(w, str) and w and w == w.lower() for w in words)):
+                    bad(f"remedy {name!r}: {key} must be a list of lower-case substrings")
+            phases = params.get("when_phase")
+            if phases is not None and (not isinstance(phases, list) or not phases
+                                       or not all(isinstance(x, str) and x in PHASES for x in phases)):
+                bad(f"remedy {name!r}: when_phase must be a list of CONTRACT phases ({', '.join(PHASES)})")
             rule.remedy.append({name: params})
     for key in ("examples", "counter_examples", "references"):
         value = item.get(key, [])

@@ -193,6 +193,12 @@ FRAME_FEATURES: tuple[tuple[str, str], ...] = (
     ("model_executor/cuda_graph_runner", "cuda_graph"),
     ("torch/_inductor/", "torch_compile"),
     ("torch/_dynamo/", "torch_compile"),
+    # (not the overlap worker thread, tp_worker_overlap_thread: on every forward path while the
+    # overlap scheduler is on, the default, so it names nothing)
+    # the prefix cache's trees (not the hierarchical cache's, FRAME_DROPS below)
+    ("mem_cache/radix_cache", "radix_cache"),
+    ("mem_cache/mamba_radix_cache", "radix_cache"),
+    ("mem_cache/swa_radix_cache", "radix_cache"),
 )
 
 
@@ -274,6 +280,12 @@ FRAME_DROPS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("srt/managers/cache_controller", ("--enable-hierarchical-cache",), "the hierarchical cache"),
     ("srt/layers/moe/token_dispatcher/", ("--moe-a2a-backend",), "the expert-parallel all-to-all backend"),
     ("srt/eplb/", ("--enable-eplb",), "expert-parallel load balancing"),
+    # DP attention's gathers and scatters (layers/dp_attention.py) run only with
+    # --enable-dp-attention; two-batch overlap's splitter only with its switch
+    ("srt/layers/dp_attention", ("--enable-dp-attention",), "DP attention"),
+    ("srt/two_batch_overlap", ("--enable-two-batch-overlap",), "two-batch overlap"),
+    ("srt/batch_overlap/two_batch_overlap", ("--enable-two-batch-overlap",), "two-batch overlap"),
+    ("srt/batch_overlap/single_batch_overlap", ("--enable-single-batch-overlap",), "single-batch overlap"),
 )
 
 

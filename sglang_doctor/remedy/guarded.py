@@ -80,7 +80,14 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
         # raised inside an attention backend's module (its frames are in the text): the other
         # backend (the isolation step stays the first alternative)
         {"switch_backend": {"when_frames": True, "plain_note": True}},
+        # raised inside an optional feature's own module (custom all-reduce, torch.compile;
+        # speculative decoding, LoRA, HiCache, DP attention, ...): that feature off
+        # (class_remedies.FRAME_FEATURES / FRAME_DROPS), only when the frames pass it; the
+        # radix tree, on by default, after the off-by-default switches
+        {"disable_in_frames": {"features": ["custom_all_reduce", "torch_compile"]}},
+        {"drop_in_frames": {}},
         {"isolate_features": {}},
+        {"disable_in_frames": {"features": ["radix_cache"]}},
         {"disable_feature": {"feature": "overlap_schedule"}},
         {"disable_feature": {"feature": "cuda_graph"}},
     ]),

@@ -1289,6 +1289,10 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         params = dict(params or {})
         if not _passes_modules(diagnosis, params.pop("when_modules", None)):
             continue
+        if not _passes_words(diagnosis, params.pop("when_words", None), params.pop("unless_words", None)):
+            continue
+        if not _passes_phase(diagnosis, params.pop("when_phase", None)):
+            continue
         result = op(ctx, params)
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
@@ -1322,6 +1326,40 @@ def _passes_modules(diagnosis: Diagnosis, modules: Any) -> bool:
         return True
     wanted = [str(m) for m in (modules if isinstance(modules, (list, tuple)) else [modules])]
     return any(m in f.file.replace("\\", "/") for f in diagnosis.incident.frames for m in wanted)
+
+
+def _passes_words(diagnosis: Diagnosis, words: Any, unless: Any = None) -> bool:
+    """An entry's ``when_words: [lower-case substrings]``: it applies only when the failure's
+    own words (its exceptions' ``Type: message`` and its failure lines, as a class rule's
+    ``message_any`` reads them) hold one of them: the transport or the subsystem a message
+    names picks its switch (``NET/IB`` -> NCCL_IB_DISABLE=1, ``mooncake`` -> the other KV
+    transfer backend).  ``unless_words``: not when they hold one of these (a default for one
+    machine's GPUs is not offered when the words name NCCL's inter-node network, ``NET/...``).
+    The words only choose among the rule's own changes, never become a value.  No lists: always."""
+    if not words and not unless:
+        return True
+    from sglang_doctor.diagnose.evidence import failure_words
+
+    def listed(value: Any) -> list[str]:
+        return [str(w).lower() for w in (value if isinstance(value, (list, tuple)) else [value])] if value else []
+
+    text = failure_words(diagnosis.incident)[:20000].lower()
+    if any(w in text for w in listed(unless)):
+        return False
+    wanted = listed(words)
+    return not wanted or any(w in text for w in wanted)
+
+
+def _passes_phase(diagnosis: Diagnosis, phases: Any) -> bool:
+    """An entry's ``when_phase: [phases]``: it applies only to a failure in one of these phases
+    (``serving``, ``startup.cuda_graph``, ...; a name also covers its sub-phases), for a rule
+    whose category follows the phase (``category_by_phase``) and whose fix does too.  An
+    unknown phase passes no list.  No list: always."""
+    if not phases:
+        return True
+    wanted = [str(p) for p in (phases if isinstance(phases, (list, tuple)) else [phases])]
+    phase = str(diagnosis.phase or "")
+    return bool(phase) and any(phase == p or phase.startswith(p + ".") for p in wanted)
 
 
 def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:

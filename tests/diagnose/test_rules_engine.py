@@ -52,6 +52,8 @@ def test_good_rule_matches_and_fills_templates(tmp_path):
     (GOOD.replace("title:", "bogus: 1\n    title:"), "r.yaml:2: t.good: unknown key 'bogus'"),
     (GOOD.replace("'boom (?P<what>\\w+)'", "'boom ('"), "match.message does not compile"),
     (GOOD + "    remedy:\n      - frobnicate: {}\n", "unknown remedy 'frobnicate'"),
+    (GOOD + "    remedy:\n      - set_env: {name: X_Y, value: '1', when_phase: [later]}\n", "when_phase must be a list of"),
+    (GOOD + "    remedy:\n      - set_env: {name: X_Y, value: '1', when_words: [NET/IB]}\n", "when_words must be a list of lower-case"),
     (GOOD + "    examples: [fixtures/nope.log]\n", "example file fixtures/nope.log does not exist"),
     (GOOD.replace("category: other", "category: nonsense"), "unknown category 'nonsense'"),
     (GOOD + GOOD.split("rules:\n")[1], "duplicate rule id 't.good'"),
