@@ -47,6 +47,7 @@ and 0.5.9 recorded there and holds the false-alarm count at or below the recorde
     python scripts/inventory_warnings.py                    # 0.5.9 and 0.5.23: write
     python scripts/inventory_warnings.py --check            # recompute, compare with the files
     python scripts/inventory_warnings.py --versions 0.5.23 --show   # list the false alarms
+    python scripts/inventory_warnings.py --versions 0.5.23 --probe-exceptions   # {e} filled
 """
 
 from __future__ import annotations
@@ -389,6 +390,32 @@ def library_alarm(engine: Engine, version: str, entry: dict) -> list[str]:
 # -- the inventory --------------------------------------------------------------------------------
 
 
+# --probe-exceptions: a handled exception's text where a site prints ``{e}`` (``str(e)``, ...):
+# what a healthy run's optional imports, missing caches and refused connections print, and a
+# caught CUDA out-of-memory error.  Not recorded: which exception a real run hands each site is
+# not in the source, so the figure says which words in such lines the engine takes as failures.
+_EXC_EXPR = re.compile(r"^(?:e|err|exc|ex|error|exception|(?:str|repr)\((?:e|err|exc|ex|error)\)|"
+                       r"traceback\.format_exc\(\))$")
+EXCEPTION_VALUES = ("No module named 'flash_attn'", "[Errno 2] No such file or directory: '/root/.cache/x.json'",
+                    "[Errno 111] Connection refused",
+                    "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB")
+
+
+def probe_exceptions(inv: dict, version: str, engine: Engine) -> tuple[int, Counter]:
+    sites, found = 0, Counter()
+    for site in iter_sites(inv):
+        exprs = [m.group(1) for m in invf._PLACEHOLDER.finditer(site["template"]) if m.group(1)]
+        if site["status"] == "reports_failure" or not any(_EXC_EXPR.match(x) for x in exprs):
+            continue
+        sites += 1
+        for value in EXCEPTION_VALUES:
+            message = invf._PLACEHOLDER.sub(lambda m: m.group(0)[0] if m.group(0) in ("{{", "}}") else (
+                value if _EXC_EXPR.match(m.group(1)) else "X"), site["template"])
+            for rule in engine.incidents(healthy_log(version, site["phase"], rendered_lines(site, message))):
+                found[(value.split(".")[0][:40], rule)] += 1
+    return sites, found
+
+
 def inventory(version: str, wheel: Path, disp: invf.Dispositions, engine: Engine) -> dict:
     files: dict[str, list] = {}
     kinds: Counter = Counter()
@@ -448,7 +475,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--check", action="store_true", help="compare with the files in --out instead of writing")
     ap.add_argument("--show", action="store_true", help="print every false alarm")
+    ap.add_argument("--probe-exceptions", action="store_true",
+                    help="with the recorded files: fill each {e} with a handled exception's text and count incidents")
     args = ap.parse_args(argv)
+    if args.probe_exceptions:
+        engine = Engine()
+        for version in args.versions:
+            recorded = json.loads((args.out / f"warnings-{version}.json").read_text(encoding="utf-8"))
+            sites, found = probe_exceptions(recorded, version, engine)
+            print(f"sglang {version}: {sites} sites print a handled exception's text")
+            for (value, rule), n in found.most_common():
+                print(f"  {n:5d} {value!r} -> {rule}")
+        return 0
     wheel_dir = args.wheel_dir or invf.default_wheel_dir()
     disp = invf.Dispositions.load()
     engine = Engine()
