@@ -581,6 +581,9 @@ class Assembler:
             # bash reporting the job that the operator's "kill -9 <pid>" above ended
             self._record = _Record(ranks, "normal")
             return
+        if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
+            self._record = _Record(ranks, "normal")
+            return
         if sig.role == "stop" or sig.role == "benign":
             self._stopping = True
             self._record = _Record(ranks, "normal")

@@ -12,6 +12,8 @@ and a trigger for the block scanner), a regex, and a role:
 - ``benign``: looks like a failure but is an operator stop (exit code -15 / -2 / 0).
 - ``operator_kill``: the operator's ``kill -9 <pid>``; the shell's ``<pid> Killed`` for one of
   those pids is not an incident.
+- ``handled``: a line that holds a failure's words but reports what a healthy server does
+  (a client's abort of one request); it starts nothing and the server goes on.
 """
 
 from __future__ import annotations
@@ -65,7 +67,10 @@ SIGNALS: tuple[Signal, ...] = (
     _s("killed", ("Killed",),
        r"^(?:\[\d+\][+-]?\s+)?Killed\b|(?:\bline \d+: +(?P<killed_pid>\d+) +)?\bKilled\s+(?:python|nohup|sglang)",
        "evidence"),
-    _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?P<nccl_message>.*)", "evidence"),
+    # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
+    # verbs library on a host without InfiniBand, after which it uses sockets; later releases
+    # print it at INFO.  A healthy launch prints it; a real NCCL failure warns on lines of its own)
+    _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?!Failed to open libibverbs\.so)(?P<nccl_message>.*)", "evidence"),
     _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
        r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),
     # (flashinfer's FLASHINFER_CUDA_CALL prints "CUDA Error: <what> (<code>) <file>: line N at function ...")
@@ -73,8 +78,11 @@ SIGNALS: tuple[Signal, ...] = (
        "evidence"),
     _s("cpp_terminate", ("terminate called",), r"terminate called (?:after throwing an instance of '(?P<cpp_type>[^']+)'|without an active exception)", "evidence"),
     _s("faulthandler", ("Fatal Python error",), r"Fatal Python error: (?P<fatal>.*)", "evidence"),
+    # (a line that names SIGSEGV as what it avoids is not a crash report: 0.5.23 logs "Detected
+    # GPT-OSS model on Blackwell ..., using triton MOE kernel to avoid triton_kernels SIGSEGV.")
     _s("segfault", ("Caught signal 11", "Segmentation fault", "SIGSEGV"),
-       r"Caught signal (?P<signum>\d+) \((?P<signame>[^:)]+)|Segmentation fault|\bSIGSEGV\b", "evidence"),
+       r"Caught signal (?P<signum>\d+) \((?P<signame>[^:)]+)|Segmentation fault|"
+       r"^(?!.*\b(?:avoid|avoids|avoiding|prevent|prevents|preventing|work around)\b).*\bSIGSEGV\b", "evidence"),
     _s("nccl_watchdog", ("detected by watchdog", "Watchdog caught collective operation timeout"),
        r"Exception \(either an error or timeout\) detected by watchdog|Watchdog caught collective operation timeout",
        "evidence"),
@@ -104,6 +112,11 @@ SIGNALS: tuple[Signal, ...] = (
     # disaggregation/decode.py, prefill.py: "Decode transfer failed for request rank=N ... with
     # exception KVTransferError(bootstrap_room=N): <reason>" -- the KV transport between the
     # prefill and decode servers broke (a client's abort, "Aborted by AbortReq.", is not a failure)
+    # a client that aborts a PD request: KVSender/KVReceiver.abort record "Aborted by AbortReq."
+    # and the transfer ends failed with that reason (0.5.23 disaggregation/common/conn.py); the
+    # server keeps serving, and no rule's literal ("transfer failed for request") makes it one
+    _s("kv_transfer_aborted", ("transfer failed for request",),
+       r"(?:Decode|Prefill) transfer failed for request .*? with exception \w+\([^)]*\): Aborted by AbortReq", "handled"),
     _s("kv_transfer_failed", ("transfer failed for request",),
        r"(?:Decode|Prefill) transfer failed for request .*? with exception (?P<transfer_exc>\w+)\([^)]*\): "
        r"(?!Aborted by AbortReq)(?P<transfer_message>[^\"]+)", "evidence"),
@@ -153,14 +166,18 @@ def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
 
 # A line SGLang itself calls a warning ("... To silence this warning, specify
 # --disable-custom-all-reduce explicitly.") reports something it worked around: it does not
-# start an incident through a rule's literal (it still counts inside an incident).
-_WARNING_LINE = r"(?!.*(?:To silence this warning|\bWarning: |\bWARNING\b))"
+# start an incident through a rule's literal (it still counts inside an incident).  NCCL's own
+# INFO level ("host:pid:tid [dev] NCCL INFO ...", NCCL_DEBUG=INFO chatter) is informational in
+# the same way: its probe for an optional network plugin prints "NET/Plugin: Plugin load returned
+# 2 : libnccl-net.so: cannot open shared object file ..." on every healthy launch; NCCL's
+# failures are WARN lines (the nccl_warn signal) and error returns (``-> N``).
+_WARNING_LINE = r"(?!.*(?:To silence this warning|\bWarning: |\bWARNING\b|\bNCCL INFO ))"
 # The same test for the block scanner, over a message's raw bytes: a message it calls a
 # warning is one _WARNING_LINE calls a warning too (its word boundaries are ASCII
 # punctuation, spaces or the ends, which are word boundaries in the decoded text as well).
 # Lazy ``.*?``: a warning says so near its start, and the test stops there.
 WARNING_LINE_BYTES = (r"(?!.*?(?:To silence this warning|(?<![\w\x80-\xff])Warning: |"
-                      r"(?<![\w\x80-\xff])WARNING(?![\w\x80-\xff])))")
+                      r"(?<![\w\x80-\xff])WARNING(?![\w\x80-\xff])|(?<![\w\x80-\xff])NCCL INFO ))")
 
 
 class LazyPattern:
