@@ -154,8 +154,11 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
                 "(torch, NCCL, a CUDA library)"),
     "cpp_terminate": ("runtime.crash", 0.3, "a C++ exception terminated the process"),
     "faulthandler": ("runtime.crash", 0.3, "Python's faulthandler reported a fatal error"),
+    # (the exit signals below count as they are only when the text gives no exit status: a status
+    # of SIGKILL adds ``from_exit_status``'s piece, any other status drops them, see from_signals)
     "scheduler_died": ("memory.host_oom", 0.4, "a scheduler died during initialization with no Python error"),
-    "scheduler_dead": ("memory.host_oom", 0.35, "a scheduler process died with no Python error"),
+    "scheduler_dead": ("memory.host_oom", 0.2, "a scheduler process died and the text shows no Python error of it "
+                       "and no exit status (a kill from outside leaves none; the status would tell)"),
     "exit_code": ("memory.host_oom", 0.3, "a process exited with no Python error"),
     "subprocess_crashed": ("memory.host_oom", 0.3, "a subprocess died with no Python error"),
     "transfer_error": ("nccl", 0.35, "a KV-transfer / RDMA / NVSHMEM error"),
@@ -165,7 +168,31 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
 }
 # the failure lines that outweigh where the frames were (they name the failing part itself)
 STRONG_SIGNALS = frozenset({"nccl_warn", "nccl_error", "nccl_watchdog", "oom_killer", "killed", "cuda_alloc_oom"})
+# What a process's exit status says: multiprocessing's ``exitcode`` (SGLang's "Exit code: N",
+# "(exit code: N)") is -N for a death by signal N, a shell's status is 128+N.  SIGKILL (-9 / 137)
+# comes from outside, most often the kernel's OOM killer; SIGABRT (-6 / 134) is the process's own
+# abort (an uncaught C++ exception, a failed assertion, NCCL's abort) and SIGSEGV (-11 / 139)
+# its own native crash: their cause was printed before the status.  Another negative status is
+# a death by another signal; a positive one the process's own exit (a Python error, sys.exit).
 _EXIT_KILLED = ("-9", "137")
+_EXIT_ABORTED = ("-6", "134")
+_EXIT_NATIVE = ("-11", "139")
+
+
+def exit_meaning(code: str | None) -> str | None:
+    """``killed`` / ``aborted`` / ``native`` / ``signal`` / ``exited`` for an exit status (see
+    above), None when the text gives none (unknown: it says nothing either way)."""
+    if code is None:
+        return None
+    if code in _EXIT_KILLED:
+        return "killed"
+    if code in _EXIT_ABORTED:
+        return "aborted"
+    if code in _EXIT_NATIVE:
+        return "native"
+    return "signal" if code.startswith("-") else "exited"
+
+
 _EXIT_SIGNALS = frozenset({"exit_code", "subprocess_crashed", "scheduler_died", "scheduler_dead"})
 _CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
 _CUT_NAME = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w{3,})$")  # the name a cut source line ends inside
@@ -608,17 +635,56 @@ def from_thread(inc: Incident) -> list[Evidence]:
     return []
 
 
+# 0.5.10+ engine.py _scheduler_died_error raises the status in its exception's message
+_DIED_MESSAGE = re.compile(r"scheduler died during initialization \(exit code: (-?\d+)\)")
+
+
 def _exit_code(inc: Incident) -> str | None:
     for key in ("exit_code", "status", "rc"):
         if inc.captures.get(key):
             return inc.captures[key]
+    for exc in reversed(inc.chain):
+        m = _DIED_MESSAGE.search(exc.message or "")
+        if m:
+            return m.group(1)
     return None
 
 
+def exit_code(inc: Incident) -> str | None:
+    """The exit status the incident's text gives (``Exit code: -6``, ``(exit code: -9)``,
+    ``rc=137``), or None."""
+    return _exit_code(inc)
+
+
+# the launcher's notice that a scheduler died before it was ready (engine.py: 0.4.x-0.5.9 "Rank N
+# scheduler is dead." in _launch_subprocesses / _wait_for_scheduler_ready, 0.5.10+ "Rank N
+# scheduler died during initialization"): only the launch waits on the schedulers this way
+_LAUNCHER_DEATH = re.compile(r"scheduler (?:is dead|died during initialization)")
+
+
+def launcher_death(inc: Incident) -> bool:
+    """The incident is the launcher's notice that a scheduler died during the launch."""
+    if {"scheduler_dead", "scheduler_died"} & set(inc.signal_names):
+        return True
+    return any(_LAUNCHER_DEATH.search(e.message or "") for e in inc.chain)
+
+
 def from_exit_status(inc: Incident) -> list[Evidence]:
-    if _exit_code(inc) in _EXIT_KILLED:
+    code = _exit_code(inc)
+    meaning = exit_meaning(code)
+    if meaning == "killed":
         return [Evidence("exit_status", "memory.host_oom", 0.5,
                          "exit code -9 / 137 (SIGKILL) with no Python error: most often the kernel's OOM killer")]
+    if meaning in ("aborted", "native") and launcher_death(inc):
+        return []  # a death during the launch: a crash of its own, not one while serving (its cause is above)
+    if meaning == "aborted":
+        return [Evidence("exit_status", "runtime.crash", 0.3,
+                         f"exit code {code} (SIGABRT): the process aborted itself (an uncaught C++ exception, a failed "
+                         "assertion, NCCL's abort), not a kill from outside; its message was printed before the status")]
+    if meaning == "native":
+        return [Evidence("exit_status", "runtime.crash", 0.3,
+                         f"exit code {code} (SIGSEGV): a native crash of the process itself, not a kill from "
+                         "outside")]
     return []
 
 
@@ -724,7 +790,8 @@ WORDS: tuple[tuple[str, re.Pattern, str, float, str], ...] = tuple(
         ("transformers", r"transformers(?:==| version|>=|<)|upgrade (?:your )?transformers|model type .{0,40}not recognized|"
          r"does not recognize this architecture|architectures? .{0,80}not supported",
          "model.unsupported", 0.35, "it names the model's architecture or the transformers version"),
-        ("hub", r"huggingface|hf_hub|\b40[13] client error|repository not found|gated repo|local_files_only|"
+        ("hub", r"huggingface|(?-i:hf_hub)|offlinemodeisenabled|localentrynotfounderror|outgoing traffic has been disabled|"
+         r"\b40[13] client error|repository not found|gated repo|local_files_only|"
          r"safetensors|config\.json|tokenizer_config|snapshot_download",
          "model.load", 0.3, "it names model files or the Hugging Face hub"),
         ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror", "memory.cuda_oom", 0.35, "it names running out of memory"),
@@ -770,8 +837,24 @@ def step_line(text: str) -> bool:
     return any(lit in text for lit in _STEP_LITERALS)
 
 
+# A setting echoed, not a failure: an environment assignment (``HF_HUB_OFFLINE=1``, ``export
+# NCCL_DEBUG=INFO``, docker's ``-e TORCH_CUDA_ARCH_LIST=9.0``) names what was set, in every launch
+# that sets it, failing or not; and a shell's echo of a command line (a prompt's ``$ env | grep
+# NCCL``, ``user@host:~# ...``, set -x's ``+ export ...``) is what was typed, not what happened.
+# Their words are no words of a failure (an upper-case ``HF_HUB_*`` name is a variable, the hub's
+# own code is ``huggingface_hub`` / ``hf_hub_download``).
+_ENV_ASSIGN = re.compile(r"(?<![\w.])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=(?:\"[^\"]*\"|'[^']*'|\S*)")
+_SHELL_ECHO = re.compile(r"^\s*(?:\+{1,3}|\$|[\w.-]+@[\w.-]+:[^\s$#]*[$#])\s")
+
+
+def echoed(text: str) -> bool:
+    """The line is a shell's echo of a command line (see ``_SHELL_ECHO``)."""
+    return bool(_SHELL_ECHO.match(text))
+
+
 def _words(text: str, scale: float, source: str) -> list[Evidence]:
     out = []
+    text = _ENV_ASSIGN.sub(" ", text)
     for name, rx, category, weight, why in WORDS:
         m = rx.search(text)
         if m:
@@ -780,9 +863,17 @@ def _words(text: str, scale: float, source: str) -> list[Evidence]:
     return out
 
 
+# SGLang's own fixed advice inside a failure's message, the same whatever the failure was: a
+# word of it is no word of the failure (0.5.10+ engine.py _scheduler_died_error names the OOM
+# killer for every exit code: "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.
+# Run `dmesg -T | grep -i oom` to check.")
+_FIXED_ADVICE = re.compile(r"If exit code is -9 \(SIGKILL\),[^\n]*")
+
+
 def failure_words(inc: Incident) -> str:
     """The failure's own words: its exceptions (type and message) and its failure lines."""
-    return "\n".join([f"{e.type}: {e.message}" for e in inc.chain] + [line.text for line in inc.signals])
+    return _FIXED_ADVICE.sub("", "\n".join([f"{e.type}: {e.message}" for e in inc.chain]
+                                           + [line.text for line in inc.signals]))
 
 
 def from_words(inc: Incident) -> list[Evidence]:
@@ -794,15 +885,17 @@ def from_words(inc: Incident) -> list[Evidence]:
     code = inc.kind == "traceback"
     rest = "\n".join(line.text for line in inc.lines
                      if line not in inc.signals and 'File "' not in line.text and not _DUMP.search(line.text)
-                     and not step_line(line.text) and not (code and line.text[:1].isspace()))
-    out += [ev for ev in _words(rest, 0.5, "the incident's lines") if ev.name not in named]
+                     and not step_line(line.text) and not (code and line.text[:1].isspace())
+                     and not echoed(line.text))
+    out += [ev for ev in _words(_FIXED_ADVICE.sub("", rest), 0.5, "the incident's lines") if ev.name not in named]
     return out
 
 
 def from_text(lines: list[str]) -> list[Evidence]:
     """Words of the lines a fragment ends with, when no failure is in them (half weight);
     a ``server_args`` dump names every feature whether it is used or not: left out."""
-    return _words("\n".join(t for t in lines if not _DUMP.search(t) and not step_line(t)), 0.5, "the last lines")
+    return _words("\n".join(t for t in lines if not _DUMP.search(t) and not step_line(t) and not echoed(t)), 0.5,
+                  "the last lines")
 
 
 def _known_before_serving(diagnosis: Diagnosis) -> bool:

@@ -19,8 +19,29 @@ from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.tracebacks import in_startup_constructor, sglang_frames
 from sglang_doctor.model import Diagnosis, Incident, Launch
 
-_EXIT_KILLED = ("-9", "137")
 _TERMINAL = ("sigquit_launch", "sigquit_running")
+_EXIT_NAMES = frozenset({"exit_code", "subprocess_crashed", "scheduler_dead", "scheduler_died"})
+_MEANING = {
+    "killed": "SIGKILL: killed from outside, most often the kernel's OOM killer",
+    "aborted": "SIGABRT: the process aborted itself (an uncaught C++ exception, a failed assertion, NCCL's abort)",
+    "native": "SIGSEGV: a native crash of the process itself",
+    "signal": "a death by a signal",
+    "exited": "the process's own exit, most often after a Python error",
+}
+
+
+def scheduler_death(incident: Incident) -> bool:
+    """The incident is the launcher's notice that a scheduler died (engine.py: 0.4.x-0.5.9 "Rank N
+    scheduler is dead. Please check if there are relevant logs." then "Exit code: N" and the
+    EOFError of the pipe it waited on; 0.5.10+ RuntimeError "Rank N scheduler died during
+    initialization (exit code: N)"): the launcher only saw the death, the scheduler's own error
+    is above it."""
+    return evidence.launcher_death(incident)
+
+
+def _status(code: str | None) -> str:
+    meaning = evidence.exit_meaning(code)
+    return f"exit code {code}, {_MEANING[meaning]}" if meaning else "no exit code in the text"
 
 
 def unknown_diagnosis(incident: Incident, launch: Launch | None) -> Diagnosis:
@@ -83,6 +104,10 @@ def missing_part(incident: Incident) -> str | None:
             if not incident.frames:
                 return "the traceback was cut right after its first line: no frame and no exception line"
             return "the traceback was cut above its last line: the exception that names the cause is missing"
+        code = evidence.exit_code(incident)
+        if scheduler_death(incident) and evidence.exit_meaning(code) != "killed":
+            return (f"the launcher only saw a scheduler process die ({_status(code)}): the scheduler's own error "
+                    "is above these lines (or in its own log)")
         if wrapper_death(incident):
             return ("the program that ran SGLang says the server process died: the server's own error is in the "
                     "server's output, not in these lines")
@@ -95,7 +120,14 @@ def missing_part(incident: Incident) -> str | None:
         if names & set(_TERMINAL):
             return ("only the parent's sigquit is here: the child's error is above these lines "
                     "or in another log (the scheduler's own output)")
-        return "only an exit status is here: the error that made the process exit is not in the text"
+        code = evidence.exit_code(incident)
+        if evidence.exit_meaning(code) == "killed":
+            return "only an exit status is here: the error that made the process exit is not in the text"
+        if code is None and scheduler_death(incident):
+            return ("only the launcher's notice that a scheduler died is here, with no exit code: the code (on the "
+                    "line after it) says whether it was killed, and the scheduler's own error is above it")
+        return (f"only an exit status is here ({_status(code)}): the error that made the process exit was printed "
+                "above these lines (or in the process's own log)")
     if names & {"killed", "oom_killer"}:
         return "no Python error: the process was killed from outside, so its own log stops without a cause"
     if names & {"segfault", "faulthandler", "aborted"}:
@@ -198,14 +230,22 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
     """The one command that gets the missing part (``LOG`` = the server's log file, the whole
     file, not the pasted part)."""
     names = set(incident.signal_names)
-    if names & {"killed", "oom_killer"} or (incident.captures.get("exit_code") in _EXIT_KILLED):
+    code = evidence.exit_code(incident)
+    meaning = evidence.exit_meaning(code) if names & _EXIT_NAMES or scheduler_death(incident) else None
+    if names & {"killed", "oom_killer"} or meaning == "killed":
         return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
+    if meaning == "aborted" and not names & {"segfault", "faulthandler", "aborted", "cpp_terminate"}:
+        return (f"grep -n -B2 -A20 -E 'terminate called|what\\(\\)|Assertion|NCCL WARN|Fatal Python|Traceback' LOG   "
+                f"# the abort's own message (a C++ exception, an assertion, NCCL), printed before exit code {code}")
+    if meaning is None and scheduler_death(incident) and not names - _EXIT_NAMES - set(_TERMINAL):
+        return ("grep -n -B60 -A1 -E 'scheduler is dead|scheduler died' LOG   # the exit code on the line after it "
+                "(-9: killed from outside, most often the OOM killer; -6: an abort) and the scheduler's own error "
+                "above it")
     if names & {"segfault", "faulthandler", "aborted"}:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
     if "c10d_peer_gone" in names or "nccl_watchdog" in names:
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
     if (missing or "").startswith("only an exit status"):
-        code = next((incident.captures[k] for k in ("exit_code", "status", "rc") if incident.captures.get(k)), None)
         if code is None or not re.fullmatch(r"-?\d{1,3}", code):
             # "Rank N scheduler is dead" with no status: a process that leaves no Python error was
             # most often killed from outside

@@ -960,7 +960,18 @@ def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Laun
         return False
     if cls.names_nothing:
         return False
-    return cls.category_by_phase.get(_rule_phase(cls, incident, launch), cls.category) != specific.category
+    category = cls.category_by_phase.get(_rule_phase(cls, incident, launch), cls.category)
+    if category == specific.category:
+        return False
+    if (category == "args.invalid" and cls.after_ready is not True and (specific.after_ready or incident.after_ready)
+            and not any(names_setting(e.message) for e in incident.chain)):
+        # a setting refused is args.invalid; a value check that names no setting a user makes
+        # (no --flag, environment switch or server_args field), met while serving, checks a value
+        # computed while serving (a batch's size, a request's input: "tokens_per_req must be >= 1,
+        # got 0", "audio length 1001 is not divisible by 4"), not the launch's.  The class rules
+        # written for a refusal after ready (after_ready: true) read their own message for that.
+        return False
+    return True
 
 
 def _deepest_hit(patterns: tuple[str, ...], frames) -> bool:

@@ -46,3 +46,33 @@ def test_a_specific_rule_that_reads_the_message_never_yields(pack):
     ev = only_incident(pack, _deepest("layers/attention/linear/kda_backend.py", "decode",
                                       "RuntimeError: CUDA error: an illegal memory access was encountered"))
     assert ev["rule"] == "runtime.crash.illegal_memory_access"
+
+
+def test_a_value_check_while_serving_that_names_no_setting_stays_the_schedulers_crash(pack):
+    # class.args.value_check was written for any phase: after ready, a value check that names no
+    # setting a user makes checks a value computed while serving (a request's audio, a batch's
+    # size), so the scheduler's crash stands (0.5.23 layers/muse_spark/muse_spark_audio.py,
+    # layers/dcp/layout.py)
+    for path, func, exc in (("layers/muse_spark/muse_spark_audio.py", "patchify",
+                             "ValueError: audio length 1001 is not divisible by 4"),
+                            ("layers/dcp/layout.py", "get_dcp_chain_spec_lens",
+                             "ValueError: tokens_per_req must be >= 1, got 0")):
+        ev = only_incident(pack, _deepest(path, func, exc))
+        assert (ev["rule"], ev["category"]) == ("runtime.crash.scheduler_exception", "runtime.crash"), exc
+
+
+def test_a_value_check_while_serving_that_names_a_setting_is_the_setting(pack):
+    ev = only_incident(pack, _deepest("layers/dcp/comm.py", "dcp_a2a_lse_reduce",
+                                      "AssertionError: num_heads (12) must be divisible by dcp_size (8)"))
+    assert (ev["rule"], ev["category"]) == ("class.args.value_check", "args.invalid")
+    ev = only_incident(pack, (FIXTURES / "runtime" / "scheduler_exception_value_check_request_input_0523.log").read_text())
+    assert ev["category"] == "runtime.crash"
+
+
+def test_a_refusal_written_for_serving_still_takes_over_without_a_setting_named(pack):
+    # class.args.refused_while_serving (after_ready: true) reads its own message for a refusal:
+    # "dcp_kv_mask is not supported for FP4 KV cache." (0.5.23 mem_cache/memory_pool.py) names
+    # a combination, not a flag
+    ev = only_incident(pack, _deepest("mem_cache/memory_pool.py", "set_kv_buffer",
+                                      "RuntimeError: dcp_kv_mask is not supported for FP4 KV cache."))
+    assert (ev["rule"], ev["category"]) == ("class.args.refused_while_serving", "args.invalid")
