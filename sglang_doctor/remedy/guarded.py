@@ -28,13 +28,12 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
         {"raise_flag": {"flag": "--mem-fraction-static", "by": 0.03, "max": 0.93, "from_log": True}},
         {"plan_memory": {"goal": "fit_pools"}},
     ]),
-    # SGLang's own "Possible solutions" of a failed capture (cuda_graph_runner.py): fewer
-    # captured batch sizes, more headroom (a lower fraction: the capture runs in what the pools
-    # leave), then no CUDA graphs; the first two free memory, the usual cause of a failed capture
+    # a failed capture: SGLang's own "Possible solutions" for the release (CUDA_GRAPH_BY_RELEASE
+    # below); this list is the 0.4.6-0.5.13 one, for a caller that names no release
     "cuda_graph": ("a CUDA graph capture failure", [
-        {"lower_flag": {"flag": "--cuda-graph-max-bs-decode", "factor": 0.5, "min": 8}},
-        {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
         {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
+        {"disable_feature": {"feature": "torch_compile"}},
         {"disable_feature": {"feature": "cuda_graph"}},
     ]),
     # one machine's GPUs talking over PCIe: SGLang's own all-reduce, then NCCL's P2P path
@@ -94,6 +93,56 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 
 
+# What a failed CUDA graph capture takes differs by release, and SGLang says so itself: every
+# failed decode capture prints its "Possible solutions" list, whose order and flags changed twice
+# (rules/cuda_graph.yaml's advice-tail rules hold each list and date it by its ``versions``):
+#   0.4.0-0.4.5: 1. --disable-cuda-graph 2. smaller --mem-fraction-static 3. no torch compile
+#                4. smaller --cuda-graph-max-bs (cuda_graph_runner.py: graphs off first)
+#   0.4.6-0.5.13: 1. smaller --mem-fraction-static 2. smaller --cuda-graph-max-bs 3. no torch compile
+#                4. --disable-cuda-graph ("Not recommended")
+#   0.5.14-: 1. smaller --mem-fraction-static 2. smaller --cuda-graph-max-bs-decode
+#                3. --cuda-graph-backend-decode=disabled (runner_backend_utils/__init__.py)
+# A cuda_graph guess takes the list of the release the remedy is spelled for (the log's, the
+# option's, or the newest the dump / frames / wording allow), as a rule matching that release's
+# list does; a test keeps these in step with the rules.  (first release, entries), oldest first;
+# a release before the first takes the first list (the oldest shipped catalogue is 0.4.0).
+CUDA_GRAPH_BY_RELEASE: tuple[tuple[str, list[dict[str, Any]]], ...] = (
+    ("0.4.0", [
+        {"disable_feature": {"feature": "cuda_graph"}},
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
+        {"disable_feature": {"feature": "torch_compile"}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
+    ]),
+    ("0.4.6", GUARDED["cuda_graph"][1]),
+    ("0.5.14", [
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs-decode", "factor": 0.5, "min": 8}},
+        # SGLang's own --cuda-graph-backend-decode=disabled, through disable_feature: a release
+        # guessed from a range that reaches before 0.5.14 gets the spelling all of it accepts
+        # (--disable-cuda-graph), as the other lists do
+        {"disable_feature": {"feature": "cuda_graph"}},
+    ]),
+)
+
+
+def cuda_graph_entries(version: str | None) -> list[dict[str, Any]]:
+    """SGLang's own list for a failed capture in ``version`` (``CUDA_GRAPH_BY_RELEASE``); the
+    0.4.6-0.5.13 list when the release is unknown or unreadable."""
+    from sglang_doctor.remedy import flags
+
+    try:
+        key = flags.version_key(version) if version else None
+    except ValueError:
+        key = None
+    if key is None:
+        return list(GUARDED["cuda_graph"][1])
+    chosen = CUDA_GRAPH_BY_RELEASE[0][1]
+    for first, listed in CUDA_GRAPH_BY_RELEASE:
+        if flags.version_key(first) <= key:
+            chosen = listed
+    return list(chosen)
+
+
 # A memory guess when the launch's own lines show the KV pool was already allocated ("KV Cache
 # is allocated", "Memory pool end", a capture begun): the pools fitted, so whatever ran out of
 # memory after them ran in the headroom 1 - mem_fraction_static leaves (CUDA graph capture, the
@@ -140,11 +189,16 @@ def _table(phase: str | None, category: str | None, launch: Any = None) -> dict[
     return GUARDED
 
 
-def entries(category: str | None, phase: str | None = None, launch: Any = None) -> list[dict[str, Any]]:
+def entries(category: str | None, phase: str | None = None, launch: Any = None,
+            version: str | None = None) -> list[dict[str, Any]]:
     """The remedy entries to try when the best guess is ``category`` (none when unknown);
-    ``phase`` ``serving`` picks the serving-time meaning of the guess where it differs, and a
-    ``launch`` whose KV pool was allocated the after-the-pool meaning of a pool guess."""
+    ``phase`` ``serving`` picks the serving-time meaning of the guess where it differs, a
+    ``launch`` whose KV pool was allocated the after-the-pool meaning of a pool guess, and
+    ``version`` (the release the flags are spelled for) SGLang's own list for a failed capture
+    in that release (``CUDA_GRAPH_BY_RELEASE``)."""
     table = _table(phase, category, launch)
+    if category == "cuda_graph" and table is GUARDED:
+        return cuda_graph_entries(version)
     return list(table[category][1]) if category in table else []
 
 

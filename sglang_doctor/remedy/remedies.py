@@ -1271,7 +1271,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     guessed, confidence = (None, 0.0)
     if not entries and diagnosis.rule == "unknown":
         guessed, confidence = guarded.guess_of(diagnosis.fallback)
-        entries = guarded.entries(guessed, diagnosis.phase, diagnosis.launch)
+        entries = guarded.entries(guessed, diagnosis.phase, diagnosis.launch, version)
     if not entries:
         return None
     command_known = command is not None

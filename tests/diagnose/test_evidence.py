@@ -181,3 +181,41 @@ def test_a_traceback_cut_building_the_expert_location_table_is_the_architecture_
     _, guess = guess_of(pack, text)
     assert guess["category"] == "model.unsupported"
     assert "compute_initial_expert_location_metadata" in guess["why"]
+
+
+
+def test_a_traceback_cut_in_0514_capture_frames_is_the_capture_step():
+    # from 0.5.14 capture is in model_executor/runner/decode_cuda_graph_runner.py and the graph
+    # back ends of runner_backend/ (before: model_executor/cuda_graph_runner.py): the same step
+    from sglang_doctor.model import Frame
+
+    sched = Frame(f"{P}/managers/scheduler.py", 1787, "run_scheduler_process")
+    for capture in (Frame(f"{P}/model_executor/runner/decode_cuda_graph_runner.py", 702, "_capture"),
+                    Frame(f"{P}/model_executor/runner_backend/full_cuda_graph_backend.py", 90, "capture_one"),
+                    Frame(f"{P}/model_executor/cuda_graph_runner.py", 402, "capture_one_batch_size")):
+        inc = Incident(kind="traceback", first_line=1, last_line=4, truncated=True, frames=[sched, capture])
+        assert evidence.frame_phase(inc)[0] == "startup.cuda_graph", capture.file
+        assert evidence.from_frames(inc) == []  # (a phase, read through the prior; not a category)
+        # a kernel place that this capture called: the capture step, not "no code for this GPU"
+        kernel = Frame(f"{P}/layers/attention/flashinfer_backend.py", 300, "forward_decode")
+        inc = Incident(kind="traceback", first_line=1, last_line=5, truncated=True, frames=[sched, capture, kernel])
+        assert evidence.frame_phase(inc)[0] == "startup.cuda_graph", capture.file
+    # a runner module of 0.5.14+ that does not capture (the eager runner) is no capture frame
+    eager = Frame(f"{P}/model_executor/runner/eager_runner.py", 40, "forward")
+    inc = Incident(kind="traceback", first_line=1, last_line=4, truncated=True, frames=[sched, eager])
+    assert evidence.frame_phase(inc) is None
+
+
+def test_the_hubs_names_count_only_in_the_failures_own_message():
+    # a launch script's HF_HUB_OFFLINE=1 echo or a model path's config.json are printed by healthy
+    # launches too: no hub word from the lines around a failure or at the end of a text
+    around = ["export HF_HUB_OFFLINE=1", "model path /models/qwen/config.json found"]
+    assert not any(ev.name == "words:hub" for ev in evidence.from_text(around))
+    inc = Incident(kind="traceback", first_line=1, last_line=3,
+                   lines=[Line(1, "Traceback (most recent call last):"), Line(2, "HF_HUB_OFFLINE=1 is set")])
+    assert not any(ev.name == "words:hub" for ev in evidence.from_words(inc))
+    # the failure's own message naming the hub still counts (full weight)
+    own = evidence._words("OSError: We couldn't connect to 'https://huggingface.co'", 1.0, "the failure's message")
+    assert [ev.weight for ev in own if ev.name == "words:hub"] == [0.3]
+    # the other words keep their half weight in the lines around
+    assert any(ev.name == "words:nccl" and ev.weight == 0.15 for ev in evidence.from_text(["NCCL INFO Bootstrap"]))

@@ -70,9 +70,28 @@ def test_a_rare_cue_is_shrunk_towards_its_kind_and_a_common_one_follows_its_rate
         calibration.MARGIN = saved
 
 
-def test_count_adds_up_per_cue_kind_and_all():
-    t = calibration.count([("a->x", "a", True), ("a->x", "a", False), ("b->y", "b", True)])
-    assert t == {"cues": {"a->x": [1, 2], "b->y": [1, 1]}, "kinds": {"a": [1, 2], "b": [1, 1]}, "all": [2, 3]}
+def test_count_adds_up_per_cue_kind_category_and_all():
+    t = calibration.count([("a->x", "a", True), ("a->x", "a", False), ("b->y", "b", True), ("c:d->x", "c", True)])
+    assert t == {"cues": {"a->x": [1, 2], "b->y": [1, 1], "c:d->x": [1, 1]},
+                 "kinds": {"a": [1, 2], "b": [1, 1], "c": [1, 1]},
+                 "categories": {"x": [2, 3], "y": [1, 1]}, "all": [3, 4]}
+
+
+def test_a_rare_cue_is_shrunk_towards_the_rate_of_its_categorys_guesses():
+    # session 14: the middle step is the category the guess names, not the cue's kind: an "other"
+    # guess (nothing in the text points anywhere) is right far less often than the average guess
+    t = {"cues": {"none->other": [6, 22], "prior:startup->other": [7, 19], "deepest_frame->runtime.crash": [20, 22],
+                  "prior:serving->runtime.crash": [13, 16]},
+         "kinds": {"none": [6, 22], "prior": [20, 35], "deepest_frame": [20, 22]},
+         "categories": {"other": [13, 41], "runtime.crash": [33, 38]}, "all": [46, 79]}
+    rare_other, why = calibration.estimate("import_frame->other", "import_frame", t)
+    rare_crash, _ = calibration.estimate("thread->runtime.crash", "thread", t)
+    assert rare_other < 46 / 79 < rare_crash  # an unseen cue takes its category's side of the average
+    assert "13/41 for every other guess" in why and "46/79 for every guess" in why
+    # the same table without categories (counted before session 14): the kinds' step, as before
+    old = {k: v for k, v in t.items() if k != "categories"}
+    assert calibration.estimate("none->other", "none", old)[1] != calibration.estimate("none->other", "none", t)[1]
+    assert "6/22 for none," in calibration.estimate("none->other", "none", old)[1]
 
 
 def test_the_stated_confidence_is_measured_and_the_strength_still_names_the_category(pack, monkeypatch):
@@ -106,7 +125,7 @@ def test_the_shipped_table_adds_up_and_covers_every_tuned_part():
     spec.loader.exec_module(mod)
     t = calibration.TABLE
     assert t["parts"] == list(mod.TUNED_PARTS + mod.READ_ONLY_PARTS) and t["prior_parts"] == list(mod.TUNED_PARTS)
-    for key in ("cues", "kinds"):
+    for key in ("cues", "kinds", "categories"):
         assert [sum(c[0] for c in t[key].values()), sum(c[1] for c in t[key].values())] == t["all"]
     assert t["all"][1] == sum(len(mod.no_cause(p)) for p in t["parts"])
 

@@ -51,7 +51,8 @@ def test_a_cuda_oom_guess_gets_the_fraction_down_as_guarded_advice():
 
 def test_each_guarded_step_is_spelled_for_the_release():
     rem = _remediate(_fallback("cuda_graph"), catalog=V046)
-    assert "--cuda-graph-max-bs" in rem.set  # 0.4.6 has no per-phase --cuda-graph-max-bs-decode
+    assert any("--cuda-graph-max-bs" in o.set for o in _all(rem))  # 0.4.6 has no per-phase -decode flag
+    assert not any("--cuda-graph-max-bs-decode" in o.set for o in _all(rem))
     assert any(o.set.get("--disable-cuda-graph") is True for o in _all(rem))
 
 
@@ -246,9 +247,50 @@ def test_a_pool_guess_after_the_pool_was_allocated_lowers_the_fraction():
     assert before.note.startswith("if this is a KV cache pool that did not fit")
 
 
-def test_a_cuda_graph_guess_offers_more_headroom_second():
-    rem = _remediate(_fallback("cuda_graph", server_args={"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64}),
-                     catalog=V059)
-    assert rem.set == {"--cuda-graph-max-bs": 32}
-    assert rem.alternatives[0].set == {"--mem-fraction-static": 0.8}
-    assert any(o.set.get("--disable-cuda-graph") is True for o in rem.alternatives)
+def test_a_cuda_graph_guess_follows_sglangs_own_list_for_the_release():
+    # every failed decode capture prints SGLang's "Possible solutions"; their order and flags
+    # changed twice, and the guess's step follows the list of the release it is spelled for
+    # (before: one list, --cuda-graph-max-bs first, whatever the release)
+    args = {"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64}
+    rem = _remediate(_fallback("cuda_graph", server_args=args), catalog=V059)  # 0.4.6-0.5.13
+    assert rem.set == {"--mem-fraction-static": 0.8}
+    assert rem.alternatives[0].set == {"--cuda-graph-max-bs": 32}
+    assert rem.alternatives[-1].set == {"--disable-cuda-graph": True}  # "Not recommended": last
+    old = _remediate(_fallback("cuda_graph", server_args=args), catalog=flags.load_catalog("0.4.3"))  # 0.4.0-0.4.5
+    assert old.set == {"--disable-cuda-graph": True}  # graphs off first, as 0.4.3 printed it
+    assert old.alternatives[0].set == {"--mem-fraction-static": 0.8}
+    assert any(o.set == {"--cuda-graph-max-bs": 32} for o in old.alternatives)
+    new = _remediate(_fallback("cuda_graph", server_args={"mem_fraction_static": 0.85,
+                                                          "cuda_graph_max_bs_decode": 64}))  # 0.5.23
+    assert new.set == {"--mem-fraction-static": 0.8}
+    assert new.alternatives[0].set == {"--cuda-graph-max-bs-decode": 32}
+    assert new.alternatives[1].set.get("--cuda-graph-backend-decode") == "disabled"
+    assert not any("--disable-cuda-graph" in o.set for o in _all(new))
+    for rem in (rem, old, new):
+        assert all(o.needs_human and o.safe is False for o in _all(rem))
+
+
+def test_the_guess_lists_are_the_rules_lists_for_each_release():
+    # the advice-tail rules (rules/cuda_graph.yaml) hold SGLang's list for the releases their
+    # wording dates; the guess takes the same mechanisms in the same order for those releases
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+
+    rules = RuleSet.load([])
+    kinds = {"lower_flag": lambda p: p["flag"].removesuffix("-decode"),
+             "disable_feature": lambda p: f"off:{p['feature']}",
+             "set_flag": lambda p: "off:cuda_graph" if p.get("value") in (True, "disabled") else p["flag"]}
+
+    def mechanisms(entries):
+        return [kinds[name](params) for e in entries for name, params in e.items()]
+
+    for rule_id, release in (("cuda_graph.possible_solutions_tail_040", "0.4.3"),
+                             ("cuda_graph.possible_solutions_tail", "0.5.9"),
+                             ("cuda_graph.possible_solutions_tail_0523", "0.5.23")):
+        rule = rules.get(rule_id)
+        low, high = rule.versions
+        assert flags.version_key(low) <= flags.version_key(release) <= flags.version_key(high)
+        assert mechanisms(guarded.entries("cuda_graph", version=release)) == mechanisms(rule.remedy), rule_id
+    # no release, or one the catalogues cannot read: the 0.4.6-0.5.13 list, as before any dating
+    assert guarded.entries("cuda_graph") == guarded.entries("cuda_graph", version="0.5.9")
+    assert guarded.entries("cuda_graph", version="not-a-release") == guarded.entries("cuda_graph")
+    assert guarded.entries("cuda_graph", version="0.3.6") == guarded.entries("cuda_graph", version="0.4.0")
