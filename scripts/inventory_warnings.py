@@ -457,17 +457,6 @@ def iter_sites(inv: dict):
                    "template": template, "status": status, "alarm": rules}
 
 
-def dumps(inv: dict) -> str:
-    head = {k: v for k, v in inv.items() if k != "files"}
-    lines = ["{" + json.dumps(head, sort_keys=True, ensure_ascii=False)[1:-1] + ', "files": {']
-    items = sorted(inv["files"].items())
-    for i, (path, sites) in enumerate(items):
-        comma = "," if i < len(items) - 1 else ""
-        lines.append(f"{json.dumps(path)}: {json.dumps(sites, ensure_ascii=False, separators=(',', ':'))}{comma}")
-    lines.append("}}")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS))
@@ -494,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     for version in args.versions:
         inv = inventory(version, invf.find_wheel(version, wheel_dir), disp, engine)
         target = args.out / f"warnings-{version}.json"
-        text = dumps(inv)
+        text = invf.dumps(inv)
         if args.check:
             same = target.is_file() and target.read_text(encoding="utf-8") == text
             print(f"{target}: {'up to date' if same else 'DIFFERS'}")

@@ -100,6 +100,15 @@ _FIXED_WORDS = {
 }
 
 
+# a remedy step's conditions, as `rules show` words them: (key, wording, how a value is shown)
+_CONDITIONS = (
+    ("when_modules", "only when the traceback passes", str),
+    ("when_words", "only when the failure's words hold", lambda w: repr(str(w))),
+    ("unless_words", "not when the failure's words hold", lambda w: repr(str(w))),
+    ("when_phase", "only in the phase", str),
+)
+
+
 def describe_remedy(entry: dict) -> str:
     """A rule's remedy entry in words (``plan_memory {goal: fit_pools}`` -> what it does)."""
     ((name, params),) = entry.items()
@@ -141,20 +150,12 @@ def describe_remedy(entry: dict) -> str:
     elif name == "needs_human":
         text = f"a person must act: {p.get('reason') or 'no launch flag can fix this'}"
     else:
-        shown = ", ".join(f"{k} {v}" for k, v in p.items() if k not in ("tradeoff", "note", "when_modules", "when_words", "unless_words", "when_phase"))
+        shown = ", ".join(f"{k} {v}" for k, v in p.items() if k not in ("tradeoff", "note", *(c[0] for c in _CONDITIONS)))
         text = f"{name.replace('_', ' ')}" + (f" ({shown})" if shown else "")
-    if p.get("when_modules"):
-        modules = p["when_modules"] if isinstance(p["when_modules"], list) else [p["when_modules"]]
-        text += f" (only when the traceback passes {' or '.join(str(m) for m in modules)})"
-    if p.get("when_words"):
-        words = p["when_words"] if isinstance(p["when_words"], list) else [p["when_words"]]
-        text += f" (only when the failure's words hold {' or '.join(repr(str(w)) for w in words)})"
-    if p.get("unless_words"):
-        words = p["unless_words"] if isinstance(p["unless_words"], list) else [p["unless_words"]]
-        text += f" (not when the failure's words hold {' or '.join(repr(str(w)) for w in words)})"
-    if p.get("when_phase"):
-        phases = p["when_phase"] if isinstance(p["when_phase"], list) else [p["when_phase"]]
-        text += f" (only in the phase {' or '.join(str(x) for x in phases)})"
+    for key, say, show in _CONDITIONS:
+        if p.get(key):
+            values = p[key] if isinstance(p[key], list) else [p[key]]
+            text += f" ({say} {' or '.join(show(v) for v in values)})"
     if p.get("tradeoff"):
         text += f"; trade-off: {p['tradeoff']}"
     return text
