@@ -370,12 +370,13 @@ class _Finder(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def find_sites(path: str, text: str) -> list[dict]:
+def find_sites(path: str, text: str, finder_class: type | None = None) -> list[dict]:
+    """The sites of one source file, found by ``_Finder`` (or a subclass that looks for other calls)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return []
-    finder = _Finder(path)
+    finder = (finder_class or _Finder)(path)
     finder.visit(tree)
     return finder.sites
 
