@@ -1030,7 +1030,85 @@ typedef struct {
     Py_ssize_t len;
 } Hide;
 
-/* sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul), all bytes of
+/* The head conditions sift can decide itself (read/vector.NATIVE_HEADS maps each regex, a bytes
+ * pattern with no flags, to its code here), matched at msg with the line's newline nl as the
+ * end, as ``rx.match(buf, msg, nl)`` does (a lookbehind sees the bytes before msg): 1 when it
+ * matches, 0 when not, -1 for a code it does not know.
+ *   HEAD_ERROR (1): rb"loc\(|\S+(?: serve)?: error: " (incidents/assemble.py HEAD_ONLY_LITERALS).
+ *     \S+ ends where the run of non-whitespace bytes from msg ends (r, the first ASCII
+ *     whitespace of [msg, nl), else nl): ": error: " has its ':' at r - 1 (its space ends the
+ *     run), " serve: error: " starts at r; both need a byte of the run before them.
+ *   HEAD_NOT_WARNING (2): signals.WARNING_LINE_BYTES, a negative lookahead: no "To silence this
+ *     warning", no "Warning: " or "NCCL INFO " after a non-word byte, no "WARNING" between
+ *     non-word bytes (or the ends) in [msg, nl); a word byte is [A-Za-z0-9_\x80-\xff].
+ *   HEAD_ERROR_OR_NOT_WARNING (3): the two alternatives joined by '|' (a weak literal that is
+ *     also a rule's literal, incidents/assemble.py weak_literals). */
+#define HEAD_ERROR 1
+#define HEAD_NOT_WARNING 2
+#define HEAD_ERROR_OR_NOT_WARNING 3
+
+static inline int is_space_byte(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static inline int is_word_byte(unsigned char c)
+{
+    return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int error_head(const unsigned char *buf, Py_ssize_t msg, Py_ssize_t nl)
+{
+    if (nl - msg >= 4 && memcmp(buf + msg, "loc(", 4) == 0)
+        return 1;
+    Py_ssize_t r = msg;
+    while (r < nl && !is_space_byte(buf[r]))
+        r++;
+    if (r - 1 > msg && r - 1 + 9 <= nl && memcmp(buf + r - 1, ": error: ", 9) == 0)
+        return 1;
+    if (r > msg && r + 15 <= nl && memcmp(buf + r, " serve: error: ", 15) == 0)
+        return 1;
+    return 0;
+}
+
+static int not_warning(const unsigned char *buf, Py_ssize_t msg, Py_ssize_t nl)
+{
+    for (Py_ssize_t p = msg; p < nl; p++) {
+        unsigned char c = buf[p];
+        if (c == 'T') {
+            if (nl - p >= 23 && memcmp(buf + p, "To silence this warning", 23) == 0)
+                return 0;
+        } else if (c == 'W' || c == 'N') {
+            if (p > 0 && is_word_byte(buf[p - 1]))
+                continue;
+            if (c == 'N') {
+                if (nl - p >= 10 && memcmp(buf + p, "NCCL INFO ", 10) == 0)
+                    return 0;
+            } else if (nl - p >= 9 && memcmp(buf + p, "Warning: ", 9) == 0) {
+                return 0;
+            } else if (nl - p >= 7 && memcmp(buf + p, "WARNING", 7) == 0 && (p + 7 == nl || !is_word_byte(buf[p + 7]))) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int head_matches(int code, const unsigned char *buf, Py_ssize_t msg, Py_ssize_t nl)
+{
+    switch (code) {
+    case HEAD_ERROR:
+        return error_head(buf, msg, nl);
+    case HEAD_NOT_WARNING:
+        return not_warning(buf, msg, nl);
+    case HEAD_ERROR_OR_NOT_WARNING:
+        return error_head(buf, msg, nl) || not_warning(buf, msg, nl);
+    default:
+        return -1;
+    }
+}
+
+/* sift(buf, lo, hi, pairs, marks, kinds, hides[, heads]) -> (hits, weak, esc, nul), all bytes of
  * native int64:
  *   pairs, marks: what Matcher.scan gave for buf[lo:hi] (whole lines);
  *   kinds: one byte per literal id of the matcher: 0 strong, 1 weak, 2 weak with a head
@@ -1040,20 +1118,28 @@ typedef struct {
  * weak: (offset, id, msg, nl) per weak hit kept, sorted: msg is -1, or, for a line whose
  *   fate is its head condition (vector.WeakFilter._kept_by_heads), where its message starts;
  *   nl the line's newline;
+ * heads (optional): one byte per literal id, the code of its head condition when sift can
+ *   match it itself (head_matches), else 0: a line whose kind-2 hits all have a code is kept
+ *   (msg -1) or dropped here, by its head conditions, instead of being left to the caller;
  * esc, nul: the first ESC / NUL of each line holding one, sorted.
  * What is dropped is exactly what WeakFilter.sift drops. */
 static PyObject *sift(PyObject *mod, PyObject *args)
 {
-    Py_buffer view, pv, mv, kv;
+    Py_buffer view, pv, mv, kv, hv = {0};
     Py_ssize_t lo, hi;
     PyObject *hides_obj, *result = NULL, *fast = NULL;
-    if (!PyArg_ParseTuple(args, "y*nny*y*y*O", &view, &lo, &hi, &pv, &mv, &kv, &hides_obj))
+    if (!PyArg_ParseTuple(args, "y*nny*y*y*O|y*", &view, &lo, &hi, &pv, &mv, &kv, &hides_obj, &hv))
         return NULL;
+    const unsigned char *heads = hv.obj != NULL ? (const unsigned char *)hv.buf : NULL;
     Hide *hides = NULL;
     Py_ssize_t nhides = 0;
     Hit *weak = NULL;
     int64_t *strong = NULL, *others = NULL, *esc = NULL, *nul = NULL, *hits = NULL, *wout = NULL;
     Py_ssize_t ns = 0, nw = 0, no = 0, ne = 0, nn = 0, nh = 0, nwo = 0;
+    if (heads != NULL && hv.len != kv.len) {
+        PyErr_SetString(PyExc_ValueError, "heads: one byte per literal id, as kinds");
+        goto done;
+    }
     if (get_range(&view, &lo, &hi) < 0 || (pv.len % 16) || (mv.len % 16)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "pairs and marks are int64 pairs");
@@ -1185,11 +1271,25 @@ static PyObject *sift(PyObject *mod, PyObject *args)
         Py_ssize_t msg = -1;
         int keep = 1;
         if (!unsure && sglang_header(buf, s, hi, &msg)) {
-            int headed = 0;
-            for (Py_ssize_t x = j; x < k; x++)
-                headed |= kinds[weak[x].id] == 2;
+            int headed = 0, decided = heads != NULL && nl >= 0, met = 0;
+            for (Py_ssize_t x = j; x < k; x++) {
+                if (kinds[weak[x].id] != 2)
+                    continue;
+                headed = 1;
+                if (decided && !met) {
+                    int m = head_matches(heads[weak[x].id], buf, msg, nl);
+                    if (m < 0)
+                        decided = 0;  /* a condition only the caller can match */
+                    else
+                        met = m;
+                }
+            }
             if (!headed)
                 keep = 0;
+            else if (decided) {  /* its head conditions, matched here */
+                keep = met;
+                msg = -1;
+            }
         } else {
             msg = -1;
         }
@@ -1230,6 +1330,8 @@ done:
     PyBuffer_Release(&pv);
     PyBuffer_Release(&mv);
     PyBuffer_Release(&kv);
+    if (hv.obj != NULL)
+        PyBuffer_Release(&hv);
     return result;
 }
 
@@ -1335,7 +1437,7 @@ static PyMethodDef module_methods[] = {
     {"prefix_counts", prefix_counts, METH_VARARGS, "prefix_counts(bits) -> int64 bytes"},
     {"avx2", avx2, METH_VARARGS, "avx2([on]) -> whether the AVX2 path is used"},
     {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
-    {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul)"},
+    {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides[, heads]) -> (hits, weak, esc, nul)"},
     {"heap_blocks", heap_blocks, METH_VARARGS, "heap_blocks(mmap_max, trim) -> whether glibc's malloc took them"},
     {NULL, NULL, 0, NULL},
 };
@@ -1358,6 +1460,11 @@ PyMODINIT_FUNC PyInit__native(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)
         return NULL;
+    /* sift takes the head conditions' codes (read/vector.NATIVE_HEADS) */
+    if (PyModule_AddIntConstant(m, "SIFT_HEADS", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     /* Matcher.scan sets newline bits too (the scanner falls back to newline_bits without) */
     if (PyModule_AddIntConstant(m, "SCAN_NEWLINES", 1) < 0) {
         Py_DECREF(m);
