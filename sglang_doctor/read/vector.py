@@ -25,7 +25,8 @@ Without numpy the scanner does all of it itself, as before.
 
 With the C extension (``scanner.NativeFinder``), ``WeakFilter.search_native`` does the same
 without numpy: the pass, the filter (``_native.sift``, exactly what ``sift`` drops) and the
-newline bits in C, the index a ``LineIndex``; only the head conditions' regexes run here.
+newline bits in C, the index a ``LineIndex``; only the head conditions' regexes run here,
+and not even those when they are the built-in ones (``NATIVE_HEADS``, matched by ``sift``).
 """
 
 from __future__ import annotations
