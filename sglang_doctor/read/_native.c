@@ -33,6 +33,7 @@
 #define HSIZE (1u << HBITS)
 #define STRIDE 4      /* a window is hashed at every STRIDE-th position */
 #define MIN_HASHED (STRIDE + 2)  /* shorter literals are compared at every position instead */
+#define BATCH_MAX 4   /* strides whose window hits the AVX2 pass tries together (flush_batch) */
 
 typedef struct {
     uint32_t key;  /* the window's 3 bytes (a 4-byte load & key_mask) */
@@ -369,6 +370,12 @@ typedef struct {
     Py_ssize_t *last;  /* per literal: end of the line of its last reported occurrence */
     Py_ssize_t *first; /* per literal: that occurrence */
     Py_ssize_t *slot;  /* per literal: its index in pairs */
+    /* the short literals' occurrences in the strides of the AVX2 pass's open batch (BATCH
+     * strides, their window hits tried together), in the order found: reported when the
+     * batch is, before the window hits of later strides (scan_body) */
+    Py_ssize_t *pend_pos;
+    int *pend_lit;
+    Py_ssize_t npend;
 } State;
 
 /* an occurrence of literal lit at s (verified): the first of its line is kept */
@@ -431,6 +438,34 @@ __attribute__((target("avx2"))) static uint32_t window_hits_avx2(const uint8_t *
         out |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(hit)) << (8 * half);
     }
     return out;
+}
+
+/* The AVX2 pass tries the window hits of BATCH strides (64 bytes each) together, from one
+ * 64-bit mask: one loop over a few hits per 256 bytes instead of one per stride, whose
+ * branches a CPU mispredicts about as often as a stride has a hit or none (a v2 log: 0.6
+ * hits per stride, nearly all of them common text such as the "rro" of "error", rejected by
+ * the first bytes).  The same candidates, tried in the same order, the short literals' own
+ * occurrences reported between them as a stride at a time would (flush_batch). */
+#define BATCH BATCH_MAX
+
+static inline void flush_batch(const Matcher *m, const unsigned char *buf, Py_ssize_t lo, Py_ssize_t hi,
+                               uint64_t wmask, Py_ssize_t wbase, State *st, Vec *pairs)
+{
+    Py_ssize_t k = 0, n = st->npend;
+    while (wmask) {
+        int b = __builtin_ctzll(wmask);
+        wmask &= wmask - 1;
+        /* the short literals found in this hit's stride and the ones before it come first */
+        Py_ssize_t until = wbase + 64 * ((b >> 4) + 1);
+        for (; k < n && st->pend_pos[k] < until; k++)
+            found(st, buf, hi, st->pend_lit[k], st->pend_pos[k], pairs);
+        Py_ssize_t q = wbase + STRIDE * b;
+        uint32_t x = load32(buf + q) & key_mask;
+        candidate(m, buf, lo, hi, q, x, hash32(x), st, pairs);
+    }
+    for (; k < n; k++)
+        found(st, buf, hi, st->pend_lit[k], st->pend_pos[k], pairs);
+    st->npend = 0;
 }
 #endif
 
@@ -565,6 +600,12 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
     Py_ssize_t mlast[4] = {lo - 1, lo - 1, lo - 1, lo - 1};
     const uint8_t *bitmap = m->bitmap;
     Py_ssize_t i = lo;
+#ifdef HAVE_AVX2_DISPATCH
+    uint64_t wmask = 0;  /* the open batch's window hits: bit 16s + b, stride s's window b */
+    Py_ssize_t wbase = lo;
+    int nacc = 0;
+#endif
+    st->npend = 0;
     Py_ssize_t maxshort = 0;
     for (int k = 0; k < m->nlits; k++) {
         st->last[k] = lo - 1;
@@ -575,6 +616,17 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
             maxshort = m->lens[m->shorts[k]];
     while (i < hi) {
         Py_ssize_t e = i + 64 < hi ? i + 64 : hi;
+        /* a stride of the batches (its short literals' occurrences held for flush_batch) */
+        const int batched = avx2 && e - i == 64;
+#define SHORT_FOUND(lit, at)                                  \
+        do {                                                  \
+            if (batched) {                                    \
+                st->pend_pos[st->npend] = (at);               \
+                st->pend_lit[st->npend++] = (lit);            \
+            } else {                                          \
+                found(st, buf, hi, (lit), (at), pairs);       \
+            }                                                 \
+        } while (0)
 #ifdef HAVE_AVX2_DISPATCH
         if (avx2 && e - i == 64) {
             uint64_t bits[4], nlbits = 0;
@@ -645,7 +697,7 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
                         while (t < len && c[t] == u[t])
                             t++;
                         if (t == len)
-                            found(st, buf, hi, lit, i + b, pairs);
+                            SHORT_FOUND(lit, i + b);
                     }
                 }
             } else
@@ -670,7 +722,7 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
                         int b = __builtin_ctzll(bits);
                         bits &= bits - 1;
                         if (memcmp(buf + i + b, u, (size_t)len) == 0)
-                            found(st, buf, hi, lit, i + b, pairs);
+                            SHORT_FOUND(lit, i + b);
                     }
                 }
             } else
@@ -681,7 +733,7 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
                     Py_ssize_t len = m->lens[lit];
                     for (Py_ssize_t p = i; p < e && p + len <= hi; p++)
                         if (buf[p] == m->lits[lit][0] && memcmp(buf + p, m->lits[lit], (size_t)len) == 0)
-                            found(st, buf, hi, lit, p, pairs);
+                            SHORT_FOUND(lit, p);
                 }
             }
         }
@@ -689,14 +741,16 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
         Py_ssize_t p = i;
 #ifdef HAVE_AVX2_DISPATCH
         if (avx2 && e - i == 64) {
-            /* the 16 windows of the stride hashed and tested at once; the hits one by one */
+            /* the 16 windows of the stride hashed and tested at once; the hits of BATCH
+             * strides tried together (and before a stride that is not a batch's) */
             uint32_t hits = window_hits_avx2(bitmap, buf + i);
-            while (hits) {
-                int b = __builtin_ctz(hits);
-                hits &= hits - 1;
-                Py_ssize_t q = i + STRIDE * b;
-                uint32_t x = load32(buf + q) & key_mask;
-                candidate(m, buf, lo, hi, q, x, hash32(x), st, pairs);
+            if (nacc == 0)
+                wbase = i;
+            wmask |= (uint64_t)hits << (16 * nacc);
+            if (++nacc == BATCH || e + 64 > hi) {
+                flush_batch(m, buf, lo, hi, wmask, wbase, st, pairs);
+                wmask = 0;
+                nacc = 0;
             }
             p = e;
         }
@@ -716,6 +770,7 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
                 candidate(m, buf, lo, hi, p, x, h, st, pairs);
         }
         i = e;
+#undef SHORT_FOUND
     }
     if (nl != NULL)
         end_newlines(nl);
@@ -814,6 +869,20 @@ static PyObject *Matcher_scan(Matcher *self, PyObject *args)
     }
     st.first = st.last + self->nlits;
     st.slot = st.first + self->nlits;
+    /* a batch's short occurrences: at most 64 per short literal and stride */
+    Py_ssize_t npend_max = (Py_ssize_t)BATCH_MAX * 64 * (self->nshorts ? self->nshorts : 1);
+    st.pend_pos = (Py_ssize_t *)malloc((size_t)npend_max * sizeof(Py_ssize_t));
+    st.pend_lit = (int *)malloc((size_t)npend_max * sizeof(int));
+    st.npend = 0;
+    if (st.pend_pos == NULL || st.pend_lit == NULL) {
+        free(st.last);
+        free(st.pend_pos);
+        free(st.pend_lit);
+        PyBuffer_Release(&view);
+        if (bv.obj != NULL)
+            PyBuffer_Release(&bv);
+        return PyErr_NoMemory();
+    }
     if (hi - lo >= KEEP_GIL_BELOW) {
         Py_BEGIN_ALLOW_THREADS
         scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks, nl);
@@ -824,6 +893,8 @@ static PyObject *Matcher_scan(Matcher *self, PyObject *args)
         scan(self, (const unsigned char *)view.buf, lo, hi, &st, &pairs, &marks, nl);
     }
     free(st.last);
+    free(st.pend_pos);
+    free(st.pend_lit);
     PyBuffer_Release(&view);
     if (bv.obj != NULL)
         PyBuffer_Release(&bv);
@@ -1030,7 +1101,85 @@ typedef struct {
     Py_ssize_t len;
 } Hide;
 
-/* sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul), all bytes of
+/* The head conditions sift can decide itself (read/vector.NATIVE_HEADS maps each regex, a bytes
+ * pattern with no flags, to its code here), matched at msg with the line's newline nl as the
+ * end, as ``rx.match(buf, msg, nl)`` does (a lookbehind sees the bytes before msg): 1 when it
+ * matches, 0 when not, -1 for a code it does not know.
+ *   HEAD_ERROR (1): rb"loc\(|\S+(?: serve)?: error: " (incidents/assemble.py HEAD_ONLY_LITERALS).
+ *     \S+ ends where the run of non-whitespace bytes from msg ends (r, the first ASCII
+ *     whitespace of [msg, nl), else nl): ": error: " has its ':' at r - 1 (its space ends the
+ *     run), " serve: error: " starts at r; both need a byte of the run before them.
+ *   HEAD_NOT_WARNING (2): signals.WARNING_LINE_BYTES, a negative lookahead: no "To silence this
+ *     warning", no "Warning: " or "NCCL INFO " after a non-word byte, no "WARNING" between
+ *     non-word bytes (or the ends) in [msg, nl); a word byte is [A-Za-z0-9_\x80-\xff].
+ *   HEAD_ERROR_OR_NOT_WARNING (3): the two alternatives joined by '|' (a weak literal that is
+ *     also a rule's literal, incidents/assemble.py weak_literals). */
+#define HEAD_ERROR 1
+#define HEAD_NOT_WARNING 2
+#define HEAD_ERROR_OR_NOT_WARNING 3
+
+static inline int is_space_byte(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static inline int is_word_byte(unsigned char c)
+{
+    return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int error_head(const unsigned char *buf, Py_ssize_t msg, Py_ssize_t nl)
+{
+    if (nl - msg >= 4 && memcmp(buf + msg, "loc(", 4) == 0)
+        return 1;
+    Py_ssize_t r = msg;
+    while (r < nl && !is_space_byte(buf[r]))
+        r++;
+    if (r - 1 > msg && r - 1 + 9 <= nl && memcmp(buf + r - 1, ": error: ", 9) == 0)
+        return 1;
+    if (r > msg && r + 15 <= nl && memcmp(buf + r, " serve: error: ", 15) == 0)
+        return 1;
+    return 0;
+}
+
+static int not_warning(const unsigned char *buf, Py_ssize_t msg, Py_ssize_t nl)
+{
+    for (Py_ssize_t p = msg; p < nl; p++) {
+        unsigned char c = buf[p];
+        if (c == 'T') {
+            if (nl - p >= 23 && memcmp(buf + p, "To silence this warning", 23) == 0)
+                return 0;
+        } else if (c == 'W' || c == 'N') {
+            if (p > 0 && is_word_byte(buf[p - 1]))
+                continue;
+            if (c == 'N') {
+                if (nl - p >= 10 && memcmp(buf + p, "NCCL INFO ", 10) == 0)
+                    return 0;
+            } else if (nl - p >= 9 && memcmp(buf + p, "Warning: ", 9) == 0) {
+                return 0;
+            } else if (nl - p >= 7 && memcmp(buf + p, "WARNING", 7) == 0 && (p + 7 == nl || !is_word_byte(buf[p + 7]))) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int head_matches(int code, const unsigned char *buf, Py_ssize_t msg, Py_ssize_t nl)
+{
+    switch (code) {
+    case HEAD_ERROR:
+        return error_head(buf, msg, nl);
+    case HEAD_NOT_WARNING:
+        return not_warning(buf, msg, nl);
+    case HEAD_ERROR_OR_NOT_WARNING:
+        return error_head(buf, msg, nl) || not_warning(buf, msg, nl);
+    default:
+        return -1;
+    }
+}
+
+/* sift(buf, lo, hi, pairs, marks, kinds, hides[, heads]) -> (hits, weak, esc, nul), all bytes of
  * native int64:
  *   pairs, marks: what Matcher.scan gave for buf[lo:hi] (whole lines);
  *   kinds: one byte per literal id of the matcher: 0 strong, 1 weak, 2 weak with a head
@@ -1040,20 +1189,28 @@ typedef struct {
  * weak: (offset, id, msg, nl) per weak hit kept, sorted: msg is -1, or, for a line whose
  *   fate is its head condition (vector.WeakFilter._kept_by_heads), where its message starts;
  *   nl the line's newline;
+ * heads (optional): one byte per literal id, the code of its head condition when sift can
+ *   match it itself (head_matches), else 0: a line whose kind-2 hits all have a code is kept
+ *   (msg -1) or dropped here, by its head conditions, instead of being left to the caller;
  * esc, nul: the first ESC / NUL of each line holding one, sorted.
  * What is dropped is exactly what WeakFilter.sift drops. */
 static PyObject *sift(PyObject *mod, PyObject *args)
 {
-    Py_buffer view, pv, mv, kv;
+    Py_buffer view, pv, mv, kv, hv = {0};
     Py_ssize_t lo, hi;
     PyObject *hides_obj, *result = NULL, *fast = NULL;
-    if (!PyArg_ParseTuple(args, "y*nny*y*y*O", &view, &lo, &hi, &pv, &mv, &kv, &hides_obj))
+    if (!PyArg_ParseTuple(args, "y*nny*y*y*O|y*", &view, &lo, &hi, &pv, &mv, &kv, &hides_obj, &hv))
         return NULL;
+    const unsigned char *heads = hv.obj != NULL ? (const unsigned char *)hv.buf : NULL;
     Hide *hides = NULL;
     Py_ssize_t nhides = 0;
     Hit *weak = NULL;
     int64_t *strong = NULL, *others = NULL, *esc = NULL, *nul = NULL, *hits = NULL, *wout = NULL;
     Py_ssize_t ns = 0, nw = 0, no = 0, ne = 0, nn = 0, nh = 0, nwo = 0;
+    if (heads != NULL && hv.len != kv.len) {
+        PyErr_SetString(PyExc_ValueError, "heads: one byte per literal id, as kinds");
+        goto done;
+    }
     if (get_range(&view, &lo, &hi) < 0 || (pv.len % 16) || (mv.len % 16)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "pairs and marks are int64 pairs");
@@ -1185,11 +1342,25 @@ static PyObject *sift(PyObject *mod, PyObject *args)
         Py_ssize_t msg = -1;
         int keep = 1;
         if (!unsure && sglang_header(buf, s, hi, &msg)) {
-            int headed = 0;
-            for (Py_ssize_t x = j; x < k; x++)
-                headed |= kinds[weak[x].id] == 2;
+            int headed = 0, decided = heads != NULL && nl >= 0, met = 0;
+            for (Py_ssize_t x = j; x < k; x++) {
+                if (kinds[weak[x].id] != 2)
+                    continue;
+                headed = 1;
+                if (decided && !met) {
+                    int m = head_matches(heads[weak[x].id], buf, msg, nl);
+                    if (m < 0)
+                        decided = 0;  /* a condition only the caller can match */
+                    else
+                        met = m;
+                }
+            }
             if (!headed)
                 keep = 0;
+            else if (decided) {  /* its head conditions, matched here */
+                keep = met;
+                msg = -1;
+            }
         } else {
             msg = -1;
         }
@@ -1230,6 +1401,8 @@ done:
     PyBuffer_Release(&pv);
     PyBuffer_Release(&mv);
     PyBuffer_Release(&kv);
+    if (hv.obj != NULL)
+        PyBuffer_Release(&hv);
     return result;
 }
 
@@ -1335,7 +1508,7 @@ static PyMethodDef module_methods[] = {
     {"prefix_counts", prefix_counts, METH_VARARGS, "prefix_counts(bits) -> int64 bytes"},
     {"avx2", avx2, METH_VARARGS, "avx2([on]) -> whether the AVX2 path is used"},
     {"newline_bits", newline_bits, METH_VARARGS, "newline_bits(buf, lo, bits, k0, k1)"},
-    {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides) -> (hits, weak, esc, nul)"},
+    {"sift", sift, METH_VARARGS, "sift(buf, lo, hi, pairs, marks, kinds, hides[, heads]) -> (hits, weak, esc, nul)"},
     {"heap_blocks", heap_blocks, METH_VARARGS, "heap_blocks(mmap_max, trim) -> whether glibc's malloc took them"},
     {NULL, NULL, 0, NULL},
 };
@@ -1358,6 +1531,11 @@ PyMODINIT_FUNC PyInit__native(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)
         return NULL;
+    /* sift takes the head conditions' codes (read/vector.NATIVE_HEADS) */
+    if (PyModule_AddIntConstant(m, "SIFT_HEADS", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     /* Matcher.scan sets newline bits too (the scanner falls back to newline_bits without) */
     if (PyModule_AddIntConstant(m, "SCAN_NEWLINES", 1) < 0) {
         Py_DECREF(m);

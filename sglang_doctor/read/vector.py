@@ -25,11 +25,13 @@ Without numpy the scanner does all of it itself, as before.
 
 With the C extension (``scanner.NativeFinder``), ``WeakFilter.search_native`` does the same
 without numpy: the pass, the filter (``_native.sift``, exactly what ``sift`` drops) and the
-newline bits in C, the index a ``LineIndex``; only the head conditions' regexes run here.
+newline bits in C, the index a ``LineIndex``; only the head conditions' regexes run here,
+and not even those when they are the built-in ones (``NATIVE_HEADS``, matched by ``sift``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Mapping, Sequence
 
 from sglang_doctor.read import records
@@ -43,6 +45,16 @@ CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
 # itself, the helper the rest; the worker reads the next block while the helper finishes
 # (reading is about a third of its time)
 WORKER_SHARE = 35
+# head conditions (``Scanner(weak_heads=...)``, compiled as bytes patterns with no flags) that
+# the C extension's sift matches itself (``_native.c`` head_matches: pattern -> its code
+# there), so that the ~31k lines per GiB whose weak hit stands or falls by one (the v2 log's
+# tokenizer warnings) are decided in the part's thread, GIL released, instead of one
+# ``rx.match`` each in the worker's Python.  Any other pattern is left to Python, as before.
+# (incidents/assemble.py HEAD_ONLY_LITERALS; tests/read/test_native.py holds both to the regex)
+_ERROR_HEAD = rb"loc\(|\S+(?: serve)?: error: "  # incidents/assemble.py HEAD_ONLY_LITERALS[": error: "]
+_NOT_WARNING = (rb"(?!.*?(?:To silence this warning|(?<![\w\x80-\xff])Warning: |"  # signals.WARNING_LINE_BYTES
+                rb"(?<![\w\x80-\xff])WARNING(?![\w\x80-\xff])|(?<![\w\x80-\xff])NCCL INFO ))")
+NATIVE_HEADS = {_ERROR_HEAD: 1, _NOT_WARNING: 2, _ERROR_HEAD + b"|" + _NOT_WARNING: 3}
 
 _numpy = None
 
@@ -338,6 +350,13 @@ def sglang_header(np, block: bytes, starts, end: int):
     return ok
 
 
+def _native_head(rxs: tuple) -> int:
+    """The C extension's code for these head conditions (``NATIVE_HEADS``), or 0."""
+    if len(rxs) != 1 or not isinstance(rxs[0], re.Pattern) or rxs[0].flags != 0:
+        return 0
+    return NATIVE_HEADS.get(rxs[0].pattern, 0)
+
+
 class WeakFilter:
     """Drops, for a whole block at once, the weak hits the scanner's filter would drop and
     can be sure of here (module doc); the rest is left to the scanner."""
@@ -355,6 +374,9 @@ class WeakFilter:
         # for the C extension's sift (scanner.NativeFinder): each literal id's kind (0 strong,
         # 1 weak, 2 weak with a head condition, 3 the `` pid=`` needle after the literals)
         self._kinds = bytes([2 if u else 1 if w else 0 for w, u in zip(is_weak, unsure)] + [3])
+        # per literal id, the code of its head conditions when the C extension's sift matches
+        # them itself (a literal with one condition, in NATIVE_HEADS), else 0 (left to Python)
+        self._head_codes = bytes([_native_head(rxs) for rxs in self._head_rx] + [0])
         self._hide_specs = tuple((ids[w], off, c) for w, checks in hides.items() if w in ids for off, c in checks)
         if np is None:
             return
@@ -424,10 +446,13 @@ class WeakFilter:
         No numpy: the newline index is a ``LineIndex``."""
         bits = bytearray(-(-(hi - lo) // 64) * 8)
         kinds, hides = self._kinds, self._hide_specs
+        codes = self._head_codes if getattr(finder._native, "SIFT_HEADS", 0) == 1 and any(self._head_codes) else None
 
         def part(f, a: int, b: int):
             # the pass sets the newline bits of the 64-bit words within [a, b) as it goes
             pairs, marks = f.scan_lines(block, a, b, bits, lo, hi)
+            if codes is not None:
+                return f._native.sift(block, a, b, pairs, marks, kinds, hides, codes)
             return f._native.sift(block, a, b, pairs, marks, kinds, hides)
 
         if helper is None or hi - lo < 2 * CHUNK:

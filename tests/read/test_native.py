@@ -5,6 +5,7 @@ literal in each line), its marks the first ``\\r``/ESC/NUL/`` pid=`` of each lin
 newline bits ``vector.pack_newlines``'s, on any bytes and any range.  Skipped when the
 extension was not built (an install without a C compiler)."""
 
+import re
 import sys
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sglang_doctor.read import scanner, vector
+from sglang_doctor.read import records, scanner, vector
 
 native = pytest.importorskip("sglang_doctor.read._native")
 
@@ -154,6 +155,19 @@ SIFT_LINES = [
     "\x1b[31m[2026-12-02 15:56:05] Error: coloured\x1b[0m",
     "[2026-12-02 15:56:05] Error: a NUL\x00 inside",
     "[2026-12-02 15:56:05] Error: Error: Exception: Error\n",
+    # head conditions the C extension's sift matches itself (vector.NATIVE_HEADS)
+    "[2026-12-02 15:56:05] loc(x.py:1): error: an MLIR location",
+    "[2026-12-02 15:56:05] sglang serve: error: argument --tp: invalid int value",
+    "[2026-12-02 15:56:05] a serve: error: two words before serve",
+    "[2026-12-02 15:56:05] : error: nothing before the colon",
+    "[2026-12-02 15:56:05] prog:: error: two colons",
+    "[2026-12-02 15:56:05] NCCL INFO x: error: an INFO line",
+    "[2026-12-02 15:56:05] xNCCL INFO x: error: a word byte before",
+    "[2026-12-02 15:56:05] To silence this warning x: error: a warning",
+    "[2026-12-02 15:56:05] WARNINGS y: error: not the word",
+    "[2026-12-02 15:56:05] y: error: WARNING",
+    "[2026-12-02 15:56:05] y: error: \u00e9Warning: after a UTF-8 byte",
+    "[2026-12-02 15:56:05] y\tz: error: a tab",
 ]
 
 
@@ -185,6 +199,56 @@ def test_native_sift_equals_the_numpy_filter(lines, cut, rule_pack):
     hits, weak, _, dirty = wf.sift(np, block, lo, hi, pos, ids, vector.BlockIndex(np, block, lo, hi), marks)
     assert (got_hits, got_weak, got_dirty) == (hits, weak, dirty)
     assert index.count(lo, hi) == block.count(b"\n", lo, hi)
+
+
+HEAD_PIECES = (b"loc(", b"loc", b": error: ", b"error: ", b" serve", b" serve: error: ", b"serve: error: ", b"x",
+               b"prog", b" ", b"\t", b"\r", b"\x0b", b"\x0c", b":", b"_", b"\xc3\xa9", b"\x80", b"WARNING", b"Warning: ",
+               b"NCCL INFO ", b"To silence this warning", b"WARNINGS", b"Warning:", b"NCCL INFO", b"9", b"(")
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=st.lists(st.lists(st.one_of(st.sampled_from(HEAD_PIECES), st.binary(max_size=6)), max_size=12),
+                         min_size=1, max_size=20),
+       before=st.sampled_from([b"", b" ", b"x", b"\xff"]))
+def test_native_head_conditions_equal_their_regexes(messages, before):
+    """Each head condition ``sift`` matches in C (``vector.NATIVE_HEADS``) keeps and drops
+    exactly the lines its regex (``rx.match(block, msg, nl)``) keeps and drops."""
+    if getattr(native, "SIFT_HEADS", 0) != 1:
+        pytest.skip("an extension built before sift took head conditions")
+    lines = []
+    for parts in messages:
+        msg = b"".join(parts).replace(b"\n", b" ")
+        lines.append(b"[2026-12-02 15:56:05]" + before + msg + b" : error: ")  # (a weak hit on every line)
+    block = b"\n".join(lines) + b"\n"
+    lit = b": error: "
+    for pattern, code in vector.NATIVE_HEADS.items():
+        rx = re.compile(pattern)
+        finder = scanner.NativeFinder((lit,), frozenset({lit}))
+        wf = vector.WeakFilter(None, finder._lits, {lit}, {lit: []}, {lit: (rx,)})
+        assert wf._head_codes[0] == code
+        got = wf.search_native(finder, block, 0, len(block))
+        wf._head_codes = bytes(len(wf._head_codes))  # the regex, in Python
+        want = wf.search_native(finder, block, 0, len(block))
+        assert (got[0], got[1], got[3]) == (want[0], want[1], want[3])
+        kept = set(got[1])
+        start = 0
+        for line in lines:
+            nl = start + len(line)
+            if b"\r" not in line and b" pid=" not in line:  # (else the scanner judges the line)
+                m = records.HEADER_BYTES.match(block, start)
+                p = block.index(lit, start)  # the line's first hit (the pass keeps the first per literal)
+                assert (p in kept) == (rx.match(block, m.end(), nl) is not None), (pattern, line)
+            start = nl + 1
+
+
+def test_native_heads_are_the_packs_head_conditions():
+    """The patterns the C extension matches are the ones the shipped pack gives the scanner
+    (a change to either only leaves the lines to Python: this says so)."""
+    from sglang_doctor.incidents import assemble, signals
+
+    head = assemble.HEAD_ONLY_LITERALS[": error: "].encode()
+    assert {head, signals.WARNING_LINE_BYTES.encode(), head + b"|" + signals.WARNING_LINE_BYTES.encode()} \
+        == set(vector.NATIVE_HEADS)
 
 
 def test_native_sift_refuses_pairs_outside_its_range():
