@@ -32,6 +32,7 @@ another launch's (a relaunch whose ``server_args`` dump the paste lost) keeps th
 
 from __future__ import annotations
 
+from sglang_doctor.incidents import signals
 from sglang_doctor.model import Incident, Launch
 
 # signals (incidents/signals.py names) that say a process ended
@@ -40,6 +41,12 @@ DEATH_SIGNALS = frozenset({
     "oom_killer", "killed", "faulthandler", "segfault", "cpp_terminate", "aborted", "bus_error", "init_failed",
     "watchdog_timeout", "argparse_error", "port_in_use", "uvicorn_error",
 })
+# 0.4.x engine.py ``sigchld_handler``: the main process reports that one of its children exited
+# with a non-zero status (``os.waitpid(0, WNOHANG)``: any child, a helper subprocess too) and
+# goes on.  A scheduler that dies before ready also ends the launch ("Rank N scheduler is dead",
+# its own signals), so this line alone, followed by the same launch's ready line, was a child
+# the server did not need: not a death of the launch.
+CHILD_REPORT = "Child process unexpectedly failed with an exit code"
 # words of SGLang's own fatal handlers, in the incident's text: the process that printed them
 # sends SIGQUIT to its parent and the launch ends (scheduler.py, data_parallel_controller.py,
 # detokenizer_manager.py, tokenizer_manager.py: "... hit an exception: <traceback>")
@@ -54,7 +61,11 @@ ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_
 
 def is_death(incident: Incident) -> bool:
     """The incident shows a process of its launch ending."""
-    if any(name in DEATH_SIGNALS for name in incident.signal_names):
+    names = set(DEATH_SIGNALS.intersection(incident.signal_names))
+    if "exit_code" in names and all(CHILD_REPORT in line.text for line in incident.signals
+                                    if (found := signals.classify(line.text)) and found[0].name == "exit_code"):
+        names.discard("exit_code")  # only the parent's report of a child's exit status
+    if names:
         return True
     return any(word in line.text for line in incident.lines for word in DEATH_WORDS)
 

@@ -182,3 +182,25 @@ def test_explain_exits_0_and_says_it_survived(tmp_path: Path, fmt: str):
     else:
         assert "a warning the server survived, not the launch's cause" in proc.stdout
         assert "1 warning the server survived before ready" in proc.stdout
+
+
+# 0.4.6.post5 engine.py sigchld_handler: logger.warning("Child process unexpectedly failed with an
+# exit code %d. pid=%d", exitcode, pid) -- the main process reports a child's exit and goes on
+CHILD_REPORT = "[2026-01-01 00:00:50] Child process unexpectedly failed with an exit code 256. pid=32885\n"
+
+
+def test_a_childs_exit_reported_by_the_parent_before_ready_is_survived(pack):
+    text = DUMP + START + CHILD_REPORT + CAPTURED + SCHEDULER_UP + UVICORN + WARMUP + READY
+    events = _events(pack, text)
+    assert _incidents(events) == [] and len(_survived(events)) == 1
+
+
+def test_a_schedulers_own_exit_status_before_ready_is_a_death(pack):
+    """0.5.9 engine.py: "Rank 0 scheduler is dead. Please check if there are relevant logs." and
+    "Exit code: -9": the launch ended; a ready line after it is another start's."""
+    dead = ("[2026-01-01 00:00:50] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[2026-01-01 00:00:50] Exit code: -9\n")
+    text = DUMP + START + CHILD_REPORT + dead + CAPTURED + SCHEDULER_UP + UVICORN + WARMUP + READY
+    events = _events(pack, text)
+    assert len(_incidents(events)) == 1
+    assert _survived(events) == []
