@@ -26,8 +26,10 @@ another launch's (a relaunch whose ``server_args`` dump the paste lost) keeps th
   ``FAKE_BOOTSTRAP_HOST``), so no KV crosses the transport before the ready line and it proves
   nothing about it (a decode server whose RDMA registration failed comes up, then every
   transfer fails);
-- the incident comes before the launch's dump (a failure of an earlier, dump-less attempt
-  whose launch record the dump then took over).
+- the incident is a traceback before the launch's dump: SGLang logs warnings while it resolves
+  the arguments, before the dump (those are lowered like any other), but a traceback there is
+  the launching process's own exception (``__post_init__``, the argument parser): an earlier,
+  dump-less attempt that failed, whose launch record the dump then took over.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
     ready = launch.ready_line
     if incident.after_ready or incident.last_line >= ready or incident.first_line >= ready:
         return False
-    if launch.line is not None and incident.first_line <= launch.line:
+    if launch.line is not None and incident.first_line <= launch.line and incident.kind != "signal":
         return False
     if is_death(incident) or any(name in NOT_PROVED_BY_READY for name in incident.signal_names):
         return False

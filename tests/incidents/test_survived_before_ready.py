@@ -158,6 +158,16 @@ def test_a_failure_before_the_launchs_dump_is_not_lowered(pack):
     assert len(_survived(events)) == 1
 
 
+def test_a_warning_of_the_argument_resolution_before_the_dump_is_survived(pack):
+    """0.5.23 arg_groups/serving_hook.py logs while it resolves the arguments, before the dump:
+    logger.warning(f"Failed to create CUDA coredump directory {coredump_dir}: {e}; coredumps may
+    fail to write.")"""
+    warning = ("[2026-01-01 00:00:00] Failed to create CUDA coredump directory /tmp/sglang_cuda_coredumps: CUDA out of "
+               "memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB; coredumps may fail to write.\n")
+    events = _events(pack, warning + HEALTHY_WITH_CAUGHT_OOM)
+    assert _incidents(events) == [] and [w["lines"][0] for w in _survived(events)][0] == 1
+
+
 def test_a_kv_transport_error_before_ready_stays_an_incident(pack):
     """PD warm-up goes to a fake bootstrap host: the ready line proves nothing of Mooncake."""
     mooncake = ("E0101 00:00:50.337682 3833148 rdma_context.cpp:265] Failed to register memory 0x7f9568000000: "
