@@ -42,9 +42,11 @@ a healthy-run line: an incident there is no false alarm, and it is counted apart
 Output: ``data/inventory/warnings-VERSION.json`` (per site: line, function, kind, phase,
 message template, status ``clean`` / ``false_alarm`` / ``reports_failure`` and the rule ids
 of its incidents) and its figures; the everyday test re-runs every site of 0.5.23
-and 0.5.9 recorded there and holds the false-alarm count at or below the recorded one.
+and 0.5.9 recorded there (and 0.4.6.post5's, the 0.4.x release wild logs still come from:
+its healthy launch is written with its own strings) and holds the false-alarm count at or below
+the recorded one.
 
-    python scripts/inventory_warnings.py                    # 0.5.9 and 0.5.23: write
+    python scripts/inventory_warnings.py                    # 0.4.6.post5, 0.5.9 and 0.5.23: write
     python scripts/inventory_warnings.py --check            # recompute, compare with the files
     python scripts/inventory_warnings.py --versions 0.5.23 --show   # list the false alarms
     python scripts/inventory_warnings.py --versions 0.5.23 --probe-exceptions   # {e} filled
@@ -67,7 +69,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import inventory_failures as invf  # noqa: E402  (reuses the wheel reading and the templates)
 
-DEFAULT_VERSIONS = ("0.5.9", "0.5.23")
+DEFAULT_VERSIONS = ("0.4.6.post5", "0.5.9", "0.5.23")
 DEFAULT_OUT = ROOT / "data" / "inventory"
 LIBRARY_LINES = DEFAULT_OUT / "healthy-lines.yaml"
 
@@ -82,6 +84,9 @@ EXCLUDED_PATHS = ("srt/*/test_*.py", "srt/*/tests/*", "srt/debug_utils/*")
 SERVING_PATHS = ("srt/disaggregation/*", "srt/entrypoints/openai/*", "srt/entrypoints/anthropic/*", "srt/entrypoints/ollama/*",
                  "srt/function_call/*", "srt/parser/reasoning_parser.py", "srt/managers/tokenizer_manager*",
                  "srt/managers/detokenizer_manager*", "srt/managers/multi_tokenizer_mixin.py")
+# request handlers in modules that also start the server: (path, function glob); 0.5.9's gRPC
+# servicer answers Generate / Embed / Abort / HealthCheck once the server is up
+SERVING_FUNCTIONS = (("srt/entrypoints/grpc_server.py", "SGLangSchedulerServicer.[A-Z]*"),)
 # lines printed by the main process (the http server, tokenizer manager, argument resolution):
 # no TP prefix; everything else runs in the scheduler processes
 MAIN_PROCESS_PATHS = ("srt/entrypoints/*", "srt/server_args*", "srt/arg_groups/*", "srt/managers/tokenizer*",
@@ -152,6 +157,9 @@ def site_phase(site: dict, disp: invf.Dispositions) -> str:
     """Where a healthy run prints the line: the failure inventory's phase of the place (a
     logged line is a ``log`` site there), the request-serving entry points after ready."""
     phase = disp.phase({**site, "kind": "log"})
+    if any(fnmatch.fnmatchcase(site["file"], path) and fnmatch.fnmatchcase(site["function"], function)
+           for path, function in SERVING_FUNCTIONS):
+        return "serving"
     if phase != "serving" and any(fnmatch.fnmatchcase(site["file"], g) for g in SERVING_PATHS) \
             and not re.search(r"(^|\.)(__init__|__post_init__|_?init\w*|_?load\w*|_?setup\w*)$", site["function"]):
         return "serving"
@@ -167,6 +175,10 @@ _DUMP = {
                % (MODEL, MODEL)),
     "0.5.9": ("server_args=ServerArgs(model_path='%s', tokenizer_path='%s', host='127.0.0.1', port=30000, "
               "tp_size=2, mem_fraction_static=0.88, chunked_prefill_size=8192, cuda_graph_max_bs=256)" % (MODEL, MODEL)),
+    # 0.4.x: engine.py ``logger.info(f"{server_args=}")`` of the dataclass, as 0.5.9
+    "0.4.6.post5": ("server_args=ServerArgs(model_path='%s', tokenizer_path='%s', host='127.0.0.1', port=30000, "
+                    "tp_size=2, mem_fraction_static=0.88, chunked_prefill_size=8192, cuda_graph_max_bs=160)"
+                    % (MODEL, MODEL)),
 }
 # (step, TP-prefixed, text) of a healthy tp=2 launch, sglang-notes 1.3 (both releases' strings)
 _MILESTONES = {
@@ -190,6 +202,20 @@ _MILESTONES = {
         ("startup.distributed", True, "Init torch distributed ends. elapsed=0.52 s, mem usage=0.41 GB"),
         ("startup.load_weights", True, "Load weight begin. avail mem=78.50 GB"),
         ("startup.memory_pool", True, "Load weight end. elapsed=38.12 s, type=LlamaForCausalLM, dtype=torch.bfloat16, "
+                                      "avail mem=62.31 GB, mem usage=16.19 GB."),
+        ("startup.memory_pool", True, "KV Cache is allocated. #tokens: 420000, K size: 24.00 GB, V size: 24.00 GB"),
+        ("startup", True, "Memory pool end. avail mem=13.20 GB"),
+        ("startup.cuda_graph", True, "Capture cuda graph begin. This can take up to several minutes. avail mem=13.10 GB"),
+        ("startup.cuda_graph.end", True, "Capture cuda graph end. Time elapsed: 21.40 s. mem usage=0.52 GB. "
+                                         "avail mem=12.58 GB."),
+    ],
+    # 0.4.6.post5 model_runner.py (its strings: no elapsed on the distributed end line, no
+    # "Memory baseline"), mem_cache/memory_pool.py
+    "0.4.6.post5": [
+        ("startup.distributed", True, "Init torch distributed begin."),
+        ("startup.distributed", True, "Init torch distributed ends. mem usage=0.41 GB"),
+        ("startup.load_weights", True, "Load weight begin. avail mem=78.50 GB"),
+        ("startup.memory_pool", True, "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
                                       "avail mem=62.31 GB, mem usage=16.19 GB."),
         ("startup.memory_pool", True, "KV Cache is allocated. #tokens: 420000, K size: 24.00 GB, V size: 24.00 GB"),
         ("startup", True, "Memory pool end. avail mem=13.20 GB"),
@@ -228,6 +254,21 @@ _READY = {
         (False, 'INFO:     127.0.0.1:33792 - "POST /generate HTTP/1.1" 200 OK'),
         (False, "The server is fired up and ready to roll!"),
     ],
+    # 0.4.6.post5 scheduler.py (no available_gpu_mem before 0.4.7; "Prefill batch." with a
+    # period), http_server.py (/get_model_info, then the warm-up /generate)
+    "0.4.6.post5": [
+        ("TP0", "max_total_num_tokens=420000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+               "max_running_requests=2048, context_len=131072"),
+        (False, "INFO:     Started server process [10649]"),
+        (False, "INFO:     Waiting for application startup."),
+        (False, "INFO:     Application startup complete."),
+        (False, "INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)"),
+        (False, 'INFO:     127.0.0.1:33788 - "GET /get_model_info HTTP/1.1" 200 OK'),
+        ("TP0", "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, #running-req: 0, "
+               "#queue-req: 0"),
+        (False, 'INFO:     127.0.0.1:33792 - "POST /generate HTTP/1.1" 200 OK'),
+        (False, "The server is fired up and ready to roll!"),
+    ],
 }
 _SERVING = {
     "0.5.23": [
@@ -242,6 +283,13 @@ _SERVING = {
                "#queue-req: 0, input throughput (token/s): 4131.00, cuda graph: False"),
         (False, 'INFO:     127.0.0.1:51734 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
         ("TP0", "Decode batch, #running-req: 4, #token: 1741, token usage: 0.01, cuda graph: True, "
+               "gen throughput (token/s): 342.88, #queue-req: 0"),
+    ],
+    "0.4.6.post5": [
+        ("TP0", "Prefill batch. #new-seq: 3, #new-token: 1532, #cached-token: 0, token usage: 0.01, #running-req: 1, "
+               "#queue-req: 0"),
+        (False, 'INFO:     127.0.0.1:51734 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
+        ("TP0", "Decode batch. #running-req: 4, #token: 1741, token usage: 0.01, cuda graph: True, "
                "gen throughput (token/s): 342.88, #queue-req: 0"),
     ],
 }
@@ -265,9 +313,16 @@ def rendered_lines(site: dict, message: str) -> list[tuple[bool | None, str]]:
     return [(not _main_process(site["file"]), message)]
 
 
+def _style(version: str) -> str:
+    """The release whose healthy-launch lines stand for ``version``'s (0.4.x: 0.4.6.post5's)."""
+    if version in _MILESTONES:
+        return version
+    return "0.4.6.post5" if version.startswith("0.4.") else "0.5.23"
+
+
 def healthy_log(version: str, phase: str, lines: list[tuple[bool | str | None, str]]) -> str:
     """A healthy tp=2 launch of ``version`` with ``lines`` printed where ``phase`` prints them."""
-    version = version if version in _MILESTONES else "0.5.23"
+    version = _style(version)
     out: list[str] = []
     clock = iter(range(1, 10_000))
 

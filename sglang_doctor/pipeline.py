@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 from sglang_doctor.incidents import assemble as incidents_mod
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents import signals
+from sglang_doctor.incidents import survived as survived_mod
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.model import Diagnosis, Incident, Launch, Line
 from sglang_doctor.read import records
@@ -61,6 +62,11 @@ class StreamPipeline:
         self.whole_log = whole_log
         self._outcomes: dict[int, list[str]] = {}  # launch index -> rule ids of its incidents
         self._pending: list[dict] = []  # incident events still to be remedied (whole_log)
+        # whole_log: incident events before their launch's ready line, held until that launch
+        # prints it (then a warning it survived, incidents/survived.py), starts over or the log ends
+        self._before_ready: list[dict] = []
+        self._deaths: dict[int, list[int]] = {}  # launch index -> first lines of incidents that show a death
+        self.survived_count = 0  # incidents the launch came up after: reported as warnings
         self.capacity = capacity  # explain: a "capacity" event after each launch that sized its pools
         self._capacity_done: set[int] = set()
         extra: tuple[signals.Signal, ...] = ()
@@ -165,6 +171,7 @@ class StreamPipeline:
         self.idle_deferred = 0
         self.scanner.finish()
         self._convert(self.assembler.flush())
+        self._release_before_ready()  # a launch whose log ends before its ready line: unknown stays unknown
         self._remedy_pending()
         for launch in self.launches:  # launches whose log ends before the ready line
             self._add_capacity(launch)
@@ -189,6 +196,8 @@ class StreamPipeline:
     def summary(self) -> dict:
         out = {"event": "summary", "incidents": self.incident_count, "launches": len(self.launches),
                "lines": self.lines_seen}
+        if self.survived_count:
+            out["survived"] = self.survived_count
         if self.incident_count == 0:
             # no failure in the text: for a fragment, say so and where its cause would be
             from sglang_doctor.diagnose.fallback import no_incident
@@ -249,14 +258,66 @@ class StreamPipeline:
         return records.parse_prefix(line.text).timestamp
 
     def _take(self) -> list[dict]:
-        if self._pending and len(self._events) > HOLD_LIMIT:
-            self._remedy_pending()  # memory stays bounded: remedy with the launches seen so far
-        if self._pending:  # whole_log: what comes after an unremedied incident waits with it
-            first = next(i for i, ev in enumerate(self._events) if ev is self._pending[0])
+        self._decide_before_ready()
+        if (self._pending or self._before_ready) and len(self._events) > HOLD_LIMIT:
+            self._before_ready = []  # memory stays bounded: held incidents stay incidents
+            self._remedy_pending()  # and are remedied with the launches seen so far
+        held = [ev for ev in (self._pending[:1] + self._before_ready[:1])]
+        if held:  # whole_log: what comes after an unremedied or undecided incident waits with it
+            first = min(i for i, ev in enumerate(self._events) if any(ev is h for h in held))
             out, self._events = self._events[:first], self._events[first:]
             return out
         out, self._events = self._events, []
         return out
+
+    def _decide_before_ready(self) -> None:
+        """Held incidents whose launch has printed its ready line since: each either a warning
+        the launch survived (incidents/survived.py) or, when something says the ready line is
+        a relaunch's, an incident as before.  Every line up to the ready line has been read, and
+        the ready line closed any incident open before it."""
+        if not self._before_ready:
+            return
+        launches = self.assembler.launches
+        keep = []
+        for ev in self._before_ready:
+            diagnosis = ev["_diagnosis"]
+            launch = launches[diagnosis.incident.launch_index] if diagnosis.incident.launch_index < len(launches) else None
+            if launch is None or launch.ready_line is None:
+                keep.append(ev)
+            elif survived_mod.survived(diagnosis.incident, launch, self._deaths.get(launch.index, [])):
+                self._to_survived(ev, launch)
+        self._before_ready = keep
+
+    def _release_before_ready(self, launch_index: int | None = None) -> None:
+        """Held incidents of launches other than ``launch_index`` (all when None) stay
+        incidents: their launch started over or the log ended before its ready line."""
+        self._decide_before_ready()
+        self._before_ready = [ev for ev in self._before_ready
+                              if launch_index is not None and ev["launch"] == launch_index]
+
+    def _to_survived(self, ev: dict, launch: Launch) -> None:
+        """Turn the incident event ``ev`` (in place: it keeps its place among the events) into
+        a warning: the launch came up after it."""
+        diagnosis = ev["_diagnosis"]
+        inc = diagnosis.incident
+        self.incident_count -= 1
+        self.survived_count += 1
+        rules = self._outcomes.get(launch.index)
+        if rules and diagnosis.rule in rules:
+            rules.remove(diagnosis.rule)
+        self._pending = [p for p in self._pending if p is not ev]
+        what = diagnosis.title or diagnosis.rule
+        lines = f"line {inc.first_line}" if inc.first_line == inc.last_line else f"lines {inc.first_line}-{inc.last_line}"
+        ev.clear()
+        ev.update({
+            "event": "warning", "kind": "survived_before_ready",
+            "message": f"{lines}: {what} ({diagnosis.rule}), yet launch {launch.index + 1} came up after it "
+                       f"(ready line {launch.ready_line}): a warning the server survived, not the launch's cause",
+            "rule": diagnosis.rule, "category": diagnosis.category, "phase": diagnosis.phase,
+            "lines": [inc.first_line, inc.last_line], "ranks": list(inc.ranks),
+            "exception": inc.exception.to_json() if inc.exception else None,
+            "launch": launch.index, "ready_line": launch.ready_line,
+        })
 
     def _remedy_pending(self) -> None:
         """The whole log is read: remedy the held incidents with every launch as evidence."""
@@ -282,6 +343,8 @@ class StreamPipeline:
     def _convert(self, events: list[incidents_mod.Event]) -> None:
         for ev in events:
             if ev.kind == "launch":
+                if self._before_ready:
+                    self._release_before_ready(ev.launch.index)
                 out = incidents_mod.launch_json(ev.launch)
                 out["_timestamp"] = self._timestamp_of(ev.launch.line)  # the log's own time (export uses it)
                 found = _release_range(ev.launch)  # issue 14: the releases its dump fits
@@ -310,6 +373,15 @@ class StreamPipeline:
                 self._events.append(out)
                 if self.whole_log and self.remediate and self.ruleset is not None:
                     self._pending.append(out)
+                if self.whole_log and ev.launch is not None:
+                    self._hold_before_ready(out, ev.incident, ev.launch)
+
+    def _hold_before_ready(self, out: dict, incident: Incident, launch: Launch) -> None:
+        """whole_log: an incident before its launch's ready line waits for it (_take decides)."""
+        if survived_mod.is_death(incident):
+            self._deaths.setdefault(launch.index, []).append(incident.first_line)
+        elif not incident.after_ready and (launch.ready_line is None or incident.first_line < launch.ready_line):
+            self._before_ready.append(out)
 
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
         if self.ruleset is not None:

@@ -116,6 +116,8 @@ class Reporter:
             self._line(summary_text(ev), style="bold")
         elif kind == "status":
             self._line(ev.get("text", ""), style="yellow")
+        elif kind == "warning" and ev.get("kind") == "survived_before_ready":
+            self._line(f"warning: {ev.get('message', '')}", style="yellow")
         self.stream.flush()
 
     def notify(self, ev: dict) -> None:
@@ -227,9 +229,10 @@ def summary_text(ev: dict) -> str:
     n = ev.get("incidents", 0)
     launches = ev.get("launches", 0)
     lines = ev.get("lines")
+    survived = ev.get("survived")
     return f"summary: {n} incident{'s' if n != 1 else ''} in {launches} launch{'es' if launches != 1 else ''}" + (
         f", {lines} line{'s' if lines != 1 else ''} read" if lines is not None else ""
-    ) + "".join("\n  " + line for line in fallback_lines(ev) + summary_guarded_lines(ev))
+    ) + (f", {survived} warning{'s' if survived != 1 else ''} the server survived before ready" if survived else "") + "".join("\n  " + line for line in fallback_lines(ev) + summary_guarded_lines(ev))
 
 
 def summary_guarded_lines(ev: dict) -> list[str]:

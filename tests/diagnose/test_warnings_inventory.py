@@ -23,12 +23,13 @@ from conftest import ROOT
 from sglang_doctor.incidents import signals
 
 INVENTORY = ROOT / "data" / "inventory"
-VERSIONS = ("0.5.23", "0.5.9")
+VERSIONS = ("0.5.23", "0.5.9", "0.4.6.post5")
 SAMPLE_EVERY = 15
 # (sites, library lines) that raise a false alarm, at most: the figures recorded after the
 # session-14 fixes (first measured: 0.5.23 2 of 2815 sites and 2 of 21 library lines, 0.5.9 3
 # of 1177 sites and 2 of 21 library lines)
-CEILING = {"0.5.23": (0, 0), "0.5.9": (0, 0)}
+# 0.4.6.post5 (session 15; first measured 1 of 297 sites, 0 of 22 library lines)
+CEILING = {"0.5.23": (0, 0), "0.5.9": (0, 0), "0.4.6.post5": (0, 0)}
 
 
 def _script():
@@ -56,7 +57,8 @@ def _load(version: str) -> dict:
 def test_the_recorded_figures_add_up_and_hold_the_ceiling(version):
     data = _load(version)
     sites = list(inv.iter_sites(data))
-    assert len(sites) == data["sites"] + data["reports_failure"] and data["sites"] > 500
+    # (0.4.6.post5's srt is smaller: 297 sites)
+    assert len(sites) == data["sites"] + data["reports_failure"] and data["sites"] > (250 if version < "0.5" else 500)
     assert sum(data["kinds"].values()) == data["sites"] + data["reports_failure"]
     status = [s["status"] for s in sites]
     assert set(status) <= {"clean", "false_alarm", "reports_failure"}
@@ -93,7 +95,9 @@ def test_no_site_recorded_clean_raises_an_incident_on_a_sample(version, engine):
 
 # the sites that were false alarms when first measured, each run on every test
 FIXED = [("0.5.23", "srt/arg_groups/model_overrides/gpt_oss.py", "Detected GPT-OSS model on Blackwell"),
-         ("0.5.9", "srt/model_executor/model_runner_kv_cache_mixin.py", "max_total_tokens={max_total_tokens} is larger")]
+         ("0.5.9", "srt/model_executor/model_runner_kv_cache_mixin.py", "max_total_tokens={max_total_tokens} is larger"),
+         # engine.py sigchld_handler: a child's exit status before ready, the launch then came up
+         ("0.4.6.post5", "srt/entrypoints/engine.py", "Child process unexpectedly failed with an exit code")]
 
 
 @pytest.mark.parametrize("version, path, start", FIXED)

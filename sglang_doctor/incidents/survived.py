@@ -1,0 +1,106 @@
+"""An incident before ready that the launch survived: a warning, not the launch's cause.
+
+SGLang prints its ready line (``The server is fired up and ready to roll!``,
+entrypoints/http_server.py ``_wait_and_warmup``) in the main process only after every
+scheduler rank of the node sent ``status: ready`` through its pipe (engine.py
+``_wait_for_scheduler_ready``: a rank that died or reported anything else raises
+"Rank N scheduler died during initialization" / "Initialization failed" instead) and after the
+warm-up request succeeded (else "Initialization failed. warmup error: ..." and
+``kill_process_tree``).  So when the SAME launch prints that line after an incident, every
+process of that launch lived through what the incident shows: a caught ``CUDA out of memory``
+printed in a warning, a fallback's logged traceback.  It is reported as a warning the server
+survived (pipeline.py), never as the launch's cause.
+
+Unknown stays unknown: without the ready line nothing changes.  What would make the ready line
+another launch's (a relaunch whose ``server_args`` dump the paste lost) keeps the incident:
+
+- the incident itself shows a process ending (a parent's sigquit, "Killed", an exit status, a
+  segfault, a scheduler that died, "Scheduler hit an exception", "Initialization failed", ...):
+  its launch cannot have come up after it, so the ready line belongs to a relaunch;
+- such a death incident, or a start-up line printed once per launch that the launch had
+  already printed (the scheduler's ``max_total_num_tokens=`` summary, uvicorn's "Uvicorn
+  running on", the start-up timings), between the incident and the ready line: the start-up
+  began again;
+- the incident is a KV transport's (Mooncake / NIXL / NVSHMEM errors, a failed KV transfer): in
+  PD disaggregation the warm-up request goes to a fake bootstrap host (http_server.py
+  ``FAKE_BOOTSTRAP_HOST``), so no KV crosses the transport before the ready line and it proves
+  nothing about it (a decode server whose RDMA registration failed comes up, then every
+  transfer fails);
+- the incident is a traceback before the launch's dump: SGLang logs warnings while it resolves
+  the arguments, before the dump (those are lowered like any other), but a traceback there is
+  the launching process's own exception (``__post_init__``, the argument parser): an earlier,
+  dump-less attempt that failed, whose launch record the dump then took over.
+"""
+
+from __future__ import annotations
+
+from sglang_doctor.incidents import signals
+from sglang_doctor.model import Incident, Launch
+
+# signals (incidents/signals.py names) that say a process ended
+DEATH_SIGNALS = frozenset({
+    "sigquit_launch", "sigquit_running", "subprocess_crashed", "scheduler_died", "scheduler_dead", "exit_code",
+    "oom_killer", "killed", "faulthandler", "segfault", "cpp_terminate", "aborted", "bus_error", "init_failed",
+    "watchdog_timeout", "argparse_error", "port_in_use", "uvicorn_error",
+})
+# 0.4.x engine.py ``sigchld_handler``: the main process reports that one of its children exited
+# with a non-zero status (``os.waitpid(0, WNOHANG)``: any child, a helper subprocess too) and
+# goes on.  A scheduler that dies before ready also ends the launch ("Rank N scheduler is dead",
+# its own signals), so this line alone, followed by the same launch's ready line, was a child
+# the server did not need: not a death of the launch.
+CHILD_REPORT = "Child process unexpectedly failed with an exit code"
+# words of SGLang's own fatal handlers, in the incident's text: the process that printed them
+# sends SIGQUIT to its parent and the launch ends (scheduler.py, data_parallel_controller.py,
+# detokenizer_manager.py, tokenizer_manager.py: "... hit an exception: <traceback>")
+DEATH_WORDS = ("hit an exception", "Initialization failed", "scheduler died during initialization",
+               "scheduler is dead", "Received sigquit", "SIGQUIT received")
+# signals of the KV transport between PD instances, which the warm-up does not exercise
+NOT_PROVED_BY_READY = frozenset({"transfer_error", "kv_transfer_failed"})
+# start-up milestones (incidents/milestones.py) a launch prints once: seen again after the
+# incident, the start-up began again (a draft model repeats the weight and graph lines, not these)
+ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_timings"})
+
+
+def is_death(incident: Incident) -> bool:
+    """The incident shows a process of its launch ending."""
+    names = set(DEATH_SIGNALS.intersection(incident.signal_names))
+    if "exit_code" in names and all(CHILD_REPORT in line.text for line in incident.signals
+                                    if (found := signals.classify(line.text)) and found[0].name == "exit_code"):
+        names.discard("exit_code")  # only the parent's report of a child's exit status
+    if names:
+        return True
+    return any(word in line.text for line in incident.lines for word in DEATH_WORDS)
+
+
+def restart_lines(launch: Launch, before: int) -> list[int]:
+    """Lines (before ``before``) where ``launch``'s start-up began again: a once-per-launch
+    milestone of a rank that had already printed it."""
+    seen: set[tuple[str, str | None]] = set()
+    out = []
+    for ms in launch.milestones:
+        if ms.line >= before:
+            break
+        if ms.name not in ONCE_PER_LAUNCH:
+            continue
+        key = (ms.name, ms.rank)
+        if key in seen:
+            out.append(ms.line)
+        seen.add(key)
+    return out
+
+
+def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) -> bool:
+    """Whether ``incident`` came before ``launch``'s ready line and the launch came up after it.
+
+    ``deaths``: the first lines of the launch's incidents that showed a process ending."""
+    if launch is None or launch.ready_line is None or incident.launch_index != launch.index:
+        return False
+    ready = launch.ready_line
+    if incident.after_ready or incident.last_line >= ready or incident.first_line >= ready:
+        return False
+    if launch.line is not None and incident.first_line <= launch.line and incident.kind != "signal":
+        return False
+    if is_death(incident) or any(name in NOT_PROVED_BY_READY for name in incident.signal_names):
+        return False
+    barriers = list(deaths) + restart_lines(launch, ready)
+    return not any(incident.first_line < b < ready for b in barriers)
