@@ -282,12 +282,16 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     inc = diagnosis.incident
     if diagnosis.layer != "fallback":
         ruled = {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
-                 "why": f"rule {diagnosis.rule} matched what the text holds", "basis": f"rule:{diagnosis.layer}"}
+                 "why": f"rule {diagnosis.rule} matched what the text holds", "basis": f"rule:{diagnosis.layer}",
+                 "grounds": "rule", "rests_on": evidence.rests_on("rule", rule=diagnosis.rule)}
         placed = _more_precise_place(diagnosis)
         if placed is not None:
             return placed
         if assumed_context(diagnosis) is None:
             return ruled
+        contradicted = _still_starting(diagnosis)
+        if contradicted is not None:
+            return contradicted
         # the rule stands on an assumed context only: what the text's own evidence says
         # weighs against it, and wins when it is the stronger
         found = evidence.weigh(evidence.collect(diagnosis), context_known=False)
@@ -303,7 +307,32 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     if found is not None:
         return found
     return {"category": diagnosis.category, "confidence": round(min(diagnosis.confidence, 0.2), 3),
-            "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
+            "why": "nothing in the text points anywhere more precise", "grounds": "none",
+            "rests_on": evidence.rests_on("none"), "evidence": [p.to_json() for p in pieces]}
+
+
+def _still_starting(diagnosis: Diagnosis) -> dict[str, Any] | None:
+    """The guess when a class rule named a crash while serving on the assumption that the server had
+    been ready, and the text itself says the launch was still under way: SGLang's launcher prints
+    "Rank N scheduler is dead" (0.4.x-0.5.9) / "scheduler died during initialization" (0.5.10+) only
+    while it waits for its schedulers to report ready (engine.py ``_launch_subprocesses``), so the
+    failure came before ready and "a crash while serving" (after ready, docs/CONTRACT.md) cannot be
+    it.  What the text's own evidence and the start-up phase say stands instead; None when the text
+    does not contradict the assumption."""
+    if diagnosis.category != "runtime.crash" or not evidence.launcher_death(diagnosis.incident):
+        return None
+    pieces = [p for p in evidence.collect(diagnosis) if p.category != "runtime.crash" or p.weight <= 0]
+    if not any(p.name.startswith("prior:") for p in pieces):
+        pieces += phase_prior.pieces(phase_prior.STARTUP, "the launcher's notice that a scheduler died, printed only "
+                                     "while the launch waits for the schedulers to be ready")
+    found = evidence.weigh(pieces, context_known=True)
+    if found is None:
+        found = {"category": "other", "confidence": 0.1, "why": "nothing in the text points anywhere",
+                 "grounds": "none", "rests_on": evidence.rests_on("none"), "evidence": [p.to_json() for p in pieces]}
+    found = dict(found)
+    found["why"] = (f"rule {diagnosis.rule} named a crash while serving on an assumed context, but the text says the "
+                    f"launch was still under way (the launcher's notice that a scheduler died): {found['why']}")
+    return found
 
 
 # The pieces of what a cut traceback was doing when it stopped (diagnose/evidence.py): the function
@@ -425,6 +454,10 @@ def _last_lines(tail: bytes, n: int = 3) -> list[str]:
 # or cut to form a traceback (interleaved ranks, a prefix on each line), was serving.
 _EVENT_LOOP = re.compile(r"\bevent_loop_(?:normal|overlap|pp)(?:_[a-z]+)*")
 EVENT_LOOP_LINES = 40  # how far back from the end of the text the event loop's name is looked for
+# how far back from the end of a text with no failure its last step line (``_LAST_LINE``) or the event
+# loop's name is looked for: the last step the server reached, even when warnings or a request's lines
+# follow it
+STEP_LINES = EVENT_LOOP_LINES
 
 
 def _phase_line(tail: bytes) -> str:
@@ -438,11 +471,13 @@ def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | N
     its last lines (``_EVENT_LOOP``), else the ready line, else the last start-up milestone;
     (None, None) when it shows none."""
     launch = launches[-1] if launches else None
-    for text in _last_lines(tail):
+    for i, text in enumerate(_last_lines(tail, STEP_LINES)):
         phase = next((p for lit, p in _LAST_LINE if lit in text), None)
         if phase is not None:
-            return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
-    for text in _last_lines(tail, EVENT_LOOP_LINES):
+            if i < 3:
+                return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
+            return phase, (f"the last step the text shows the server reach is {phase} ({text[:80]!r}, {i} lines "
+                           "before its end; the lines after it name no step)")
         m = _EVENT_LOOP.search(text)
         if m:
             return "serving", (f"the text names the scheduler's event loop ({m.group(0)}), which SGLang enters only "
@@ -477,7 +512,8 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
     found = evidence.weigh(pieces, context_known=True)
     guess = found if found is not None else {"category": "other", "confidence": 0.1,
-                                             "why": "the text shows no failure and no phase", "evidence": []}
+                                             "why": "the text shows no failure and no phase", "grounds": "none",
+                                             "rests_on": evidence.rests_on("none"), "evidence": []}
     guess = calibration.calibrate(guess)
     return {
         "missing": (f"no failure is in these {lines} lines: if the server failed, its error comes after the last "

@@ -131,5 +131,5 @@ def pieces(phase: str, how: str, counts: dict[str, dict[str, int]] | None = None
             break
         out.append(Evidence(f"prior:{phase}", cat, round(PRIOR_WEIGHT * share, 3),
                             f"{how}; {row.get(cat, 0)} of the {n} labelled failures in {phase} were {cat} "
-                            f"(share {share:.2f})"))
+                            f"(share {share:.2f})", support=True))
     return out
