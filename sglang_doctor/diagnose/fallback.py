@@ -412,8 +412,10 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
         guess = calibration.calibrate(guess)
         used = [ev["name"] for ev in guess.get("evidence", ()) if ev["category"] == guess["category"]]
         basis = f" (evidence: {', '.join(used)})" if used else ""
+        rests = (f" It rests on {guess['rests_on']}." if guess.get("grounds") in ("phase", "around", "none")
+                 and guess.get("rests_on") else "")
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "
-                                 f"confidence {guess['confidence']}{basis}.").strip()
+                                 f"confidence {guess['confidence']}{basis}.{rests}").strip()
     diagnosis.fallback = {"missing": missing, "best_guess": calibration.calibrate(guess),
                           "next_step": next_step(inc, missing, fragment)}
     return diagnosis
@@ -454,10 +456,6 @@ def _last_lines(tail: bytes, n: int = 3) -> list[str]:
 # or cut to form a traceback (interleaved ranks, a prefix on each line), was serving.
 _EVENT_LOOP = re.compile(r"\bevent_loop_(?:normal|overlap|pp)(?:_[a-z]+)*")
 EVENT_LOOP_LINES = 40  # how far back from the end of the text the event loop's name is looked for
-# how far back from the end of a text with no failure its last step line (``_LAST_LINE``) or the event
-# loop's name is looked for: the last step the server reached, even when warnings or a request's lines
-# follow it
-STEP_LINES = EVENT_LOOP_LINES
 
 
 def _phase_line(tail: bytes) -> str:
@@ -471,13 +469,11 @@ def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | N
     its last lines (``_EVENT_LOOP``), else the ready line, else the last start-up milestone;
     (None, None) when it shows none."""
     launch = launches[-1] if launches else None
-    for i, text in enumerate(_last_lines(tail, STEP_LINES)):
+    for text in _last_lines(tail):
         phase = next((p for lit, p in _LAST_LINE if lit in text), None)
         if phase is not None:
-            if i < 3:
-                return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
-            return phase, (f"the last step the text shows the server reach is {phase} ({text[:80]!r}, {i} lines "
-                           "before its end; the lines after it name no step)")
+            return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
+    for text in _last_lines(tail, EVENT_LOOP_LINES):
         m = _EVENT_LOOP.search(text)
         if m:
             return "serving", (f"the text names the scheduler's event loop ({m.group(0)}), which SGLang enters only "
