@@ -2,7 +2,9 @@
 
 Each collector looks at one kind of thing the text does hold and returns small, named pieces
 of evidence: a category, a weight (how far that alone points there) and why.  ``weigh`` adds
-the weights up per category; the guess is the heaviest category, its confidence grows with
+the weights up per category; the guess is the category the text's own pieces weigh most for
+(the supporting pieces, ``Evidence.support``: the phase's prior and words of the lines around a
+failure, only break a tie between them, or decide when the text holds none), its confidence grows with
 the agreeing evidence and shrinks with the evidence for other categories, and never passes
 ``MAX_CONFIDENCE``.  A piece with a negative weight argues against a category (the launch
 was still starting, so it was not a crash while serving); it lowers, it never vetoes.  When
