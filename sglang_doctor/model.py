@@ -209,7 +209,7 @@ class Diagnosis:
     # place or a word of the failure: the catch-all "a crash while serving" on a fragment)
     assumed_only: bool = False
     # the honest fallback when the cause line is missing or no rule knew it:
-    # {"missing": str | None, "best_guess": {"category", "confidence", "why"}, "next_step": str}
+    # {"missing": str | None, "best_guess": {"category", "confidence", "why", "grounds", "rests_on", ...}, "next_step": str}
     fallback: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -540,6 +540,8 @@ def fallback_lines(ev: dict) -> list[str]:
     guess = fb.get("best_guess") or {}
     if guess:
         out.append(f"best guess: {guess.get('category')} (confidence {guess.get('confidence')}): {guess.get('why')}")
+        if guess.get("rests_on"):
+            out.append(f"the guess rests on: {guess['rests_on']}")
     if fb.get("next_step"):
         out.append(f"next step: {fb['next_step']}")
     return out

@@ -2,7 +2,9 @@
 
 Each collector looks at one kind of thing the text does hold and returns small, named pieces
 of evidence: a category, a weight (how far that alone points there) and why.  ``weigh`` adds
-the weights up per category; the guess is the heaviest category, its confidence grows with
+the weights up per category; the guess is the category the text's own pieces weigh most for
+(the supporting pieces, ``Evidence.support``: the phase's prior and words of the lines around a
+failure, only break a tie between them, or decide when the text holds none), its confidence grows with
 the agreeing evidence and shrinks with the evidence for other categories, and never passes
 ``MAX_CONFIDENCE``.  A piece with a negative weight argues against a category (the launch
 was still starting, so it was not a crash while serving); it lowers, it never vetoes.  When
@@ -73,6 +75,11 @@ class Evidence:
     category: str
     weight: float
     why: str
+    # a piece that only supports: the phase read through the prior (what usually fails there,
+    # counted from labelled logs) or a word of the lines around a failure (half weight).  It says
+    # nothing of this failure itself, so it only breaks a tie between the categories the text's own
+    # pieces name, or decides when the text has none (``weigh``)
+    support: bool = False
 
     def to_json(self) -> dict:
         return {"name": self.name, "category": self.category, "weight": self.weight, "why": self.why}
@@ -885,7 +892,7 @@ def _words(text: str, scale: float, source: str) -> list[Evidence]:
         m = rx.search(text)
         if m:
             out.append(Evidence(f"words:{name}", category, round(weight * scale, 3),
-                                f"{why} ({m.group(0).strip()!r} in {source})"))
+                                f"{why} ({m.group(0).strip()!r} in {source})", support=scale < 1.0))
     return out
 
 
@@ -986,10 +993,22 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
     candidates = [c for c in order if score[c] > 0 and c in top]
     if not candidates:
         return None
+    # the text's own pieces (a frame, a failure line, an exit status, a word of the failure's own
+    # message, a cut name) name the category; the supporting pieces (the phase read through the
+    # prior, words of the lines around) only break a tie between the categories they name, or decide
+    # when the text holds none: a prior counted from labelled logs says what usually fails in a phase,
+    # not what failed here
+    own = scores([ev for ev in evidence if not ev.support])
+    named = [c for c in candidates if own.get(c, 0.0) > 0]
     if strong:
         best = strong[0].category
+    elif named:
+        best = max(named, key=lambda c: (round(own[c], 6), round(score[c], 6), -order.index(c)))
     else:
         best = max(candidates, key=lambda c: (round(score[c], 6), -order.index(c)))
+    grounds = "text" if own.get(best, 0.0) > 0 else (
+        "phase" if any(ev.category == best and ev.support and ev.name.startswith("prior:") and ev.weight > 0
+                       for ev in evidence) else "around")
     positive = sum(max(s, 0.0) for s in score.values())
     confidence = min(MAX_CONFIDENCE, top[best] + AGREE_BONUS * (count[best] - 1))
     if positive > 0:
@@ -1007,5 +1026,27 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
         why += "; lowered: " + "; ".join(f"{ev.category} by {ev.name} ({ev.weight:+.2f}): {ev.why}" for ev in lowered)
     if not context_known:
         why += "; the log does not say whether the server had been ready (confidence lowered)"
-    return {"category": best, "confidence": round(confidence, 3), "why": why,
+    return {"category": best, "confidence": round(confidence, 3), "why": why, "grounds": grounds,
+            "rests_on": rests_on(grounds, [ev for ev in evidence if ev.category == best and ev.weight > 0]),
             "evidence": [ev.to_json() for ev in evidence]}
+
+
+GROUNDS = ("text", "phase", "around", "rule", "none")
+
+
+def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None = None) -> str:
+    """What a best guess rests on, said plainly: the text's own pieces, only the phase the text shows
+    (read through what usually fails there), only words of the lines around, a rule's answer, or
+    nothing (``GROUNDS``)."""
+    names = ", ".join(dict.fromkeys(ev.name for ev in used or ()))
+    if grounds == "text":
+        return f"the text's own evidence ({names})"
+    if grounds == "phase":
+        phase = next((ev.name.removeprefix("prior:") for ev in used or () if ev.name.startswith("prior:")), "?")
+        return (f"only the phase the text shows ({phase}), read through what usually fails there (counted from "
+                "labelled logs): no piece of this failure itself is in the text")
+    if grounds == "around":
+        return f"only words of the lines around the failure ({names}): no piece of the failure itself is in the text"
+    if grounds == "rule":
+        return f"rule {rule}'s answer" if rule else "a rule's answer"
+    return "nothing in the text: no piece of the failure and no phase"

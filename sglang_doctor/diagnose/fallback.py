@@ -282,12 +282,16 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     inc = diagnosis.incident
     if diagnosis.layer != "fallback":
         ruled = {"category": diagnosis.category, "confidence": round(diagnosis.confidence, 3),
-                 "why": f"rule {diagnosis.rule} matched what the text holds", "basis": f"rule:{diagnosis.layer}"}
+                 "why": f"rule {diagnosis.rule} matched what the text holds", "basis": f"rule:{diagnosis.layer}",
+                 "grounds": "rule", "rests_on": evidence.rests_on("rule", rule=diagnosis.rule)}
         placed = _more_precise_place(diagnosis)
         if placed is not None:
             return placed
         if assumed_context(diagnosis) is None:
             return ruled
+        contradicted = _still_starting(diagnosis)
+        if contradicted is not None:
+            return contradicted
         # the rule stands on an assumed context only: what the text's own evidence says
         # weighs against it, and wins when it is the stronger
         found = evidence.weigh(evidence.collect(diagnosis), context_known=False)
@@ -303,7 +307,32 @@ def best_guess(diagnosis: Diagnosis) -> dict[str, Any]:
     if found is not None:
         return found
     return {"category": diagnosis.category, "confidence": round(min(diagnosis.confidence, 0.2), 3),
-            "why": "nothing in the text points anywhere more precise", "evidence": [p.to_json() for p in pieces]}
+            "why": "nothing in the text points anywhere more precise", "grounds": "none",
+            "rests_on": evidence.rests_on("none"), "evidence": [p.to_json() for p in pieces]}
+
+
+def _still_starting(diagnosis: Diagnosis) -> dict[str, Any] | None:
+    """The guess when a class rule named a crash while serving on the assumption that the server had
+    been ready, and the text itself says the launch was still under way: SGLang's launcher prints
+    "Rank N scheduler is dead" (0.4.x-0.5.9) / "scheduler died during initialization" (0.5.10+) only
+    while it waits for its schedulers to report ready (engine.py ``_launch_subprocesses``), so the
+    failure came before ready and "a crash while serving" (after ready, docs/CONTRACT.md) cannot be
+    it.  What the text's own evidence and the start-up phase say stands instead; None when the text
+    does not contradict the assumption."""
+    if diagnosis.category != "runtime.crash" or not evidence.launcher_death(diagnosis.incident):
+        return None
+    pieces = [p for p in evidence.collect(diagnosis) if p.category != "runtime.crash" or p.weight <= 0]
+    if not any(p.name.startswith("prior:") for p in pieces):
+        pieces += phase_prior.pieces(phase_prior.STARTUP, "the launcher's notice that a scheduler died, printed only "
+                                     "while the launch waits for the schedulers to be ready")
+    found = evidence.weigh(pieces, context_known=True)
+    if found is None:
+        found = {"category": "other", "confidence": 0.1, "why": "nothing in the text points anywhere",
+                 "grounds": "none", "rests_on": evidence.rests_on("none"), "evidence": [p.to_json() for p in pieces]}
+    found = dict(found)
+    found["why"] = (f"rule {diagnosis.rule} named a crash while serving on an assumed context, but the text says the "
+                    f"launch was still under way (the launcher's notice that a scheduler died): {found['why']}")
+    return found
 
 
 # The pieces of what a cut traceback was doing when it stopped (diagnose/evidence.py): the function
@@ -383,8 +412,10 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
         guess = calibration.calibrate(guess)
         used = [ev["name"] for ev in guess.get("evidence", ()) if ev["category"] == guess["category"]]
         basis = f" (evidence: {', '.join(used)})" if used else ""
+        rests = (f" It rests on {guess['rests_on']}." if guess.get("grounds") in ("phase", "around", "none")
+                 and guess.get("rests_on") else "")
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "
-                                 f"confidence {guess['confidence']}{basis}.").strip()
+                                 f"confidence {guess['confidence']}{basis}.{rests}").strip()
     diagnosis.fallback = {"missing": missing, "best_guess": calibration.calibrate(guess),
                           "next_step": next_step(inc, missing, fragment)}
     return diagnosis
@@ -477,7 +508,8 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
     found = evidence.weigh(pieces, context_known=True)
     guess = found if found is not None else {"category": "other", "confidence": 0.1,
-                                             "why": "the text shows no failure and no phase", "evidence": []}
+                                             "why": "the text shows no failure and no phase", "grounds": "none",
+                                             "rests_on": evidence.rests_on("none"), "evidence": []}
     guess = calibration.calibrate(guess)
     return {
         "missing": (f"no failure is in these {lines} lines: if the server failed, its error comes after the last "

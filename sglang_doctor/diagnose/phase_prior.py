@@ -23,6 +23,11 @@ the scheduler's event loop does the work.  A text that shows no phase gets no pr
 not used, since the labeller knew the thread and the tool does not (measured with
 bench/guess_cv.py: using it turned three right "other" guesses into wrong ones for one gained).
 
+The prior's pieces are support (``Evidence.support``): a piece the text holds of the failure
+itself (a frame, a failure line, a word of its message) names the category whatever the prior
+says; the prior breaks a tie between such pieces, or decides when the text holds none
+(``evidence.weigh``, session 15).
+
 A share is smoothed towards the whole table's (``SMOOTHING`` pseudo-counts) so that a phase
 with few labelled failures does not name a category on two files, and categories with a
 share below ``MIN_SHARE`` give no piece.  ``other`` (a failure outside the categories, or
@@ -131,5 +136,5 @@ def pieces(phase: str, how: str, counts: dict[str, dict[str, int]] | None = None
             break
         out.append(Evidence(f"prior:{phase}", cat, round(PRIOR_WEIGHT * share, 3),
                             f"{how}; {row.get(cat, 0)} of the {n} labelled failures in {phase} were {cat} "
-                            f"(share {share:.2f})"))
+                            f"(share {share:.2f})", support=True))
     return out
