@@ -491,7 +491,22 @@ def unset_flag(ctx: Context, params: dict) -> Remediation | None:
     ``implied``: the rule's reason why the failing code runs only when the flag was set (the
     message itself is then the evidence).  When neither the command nor the dump shows the
     launch's settings, the removal is still proposed, with that reason in its note; when they
-    do, they decide, as for any other rule."""
+    do, they decide, as for any other rule.
+
+    A template flag (``"{flag}"``) is the one the log's parser line names (argparse's "invalid
+    choice" for the flag the launch gave): it must be a flag of the target release, and the
+    removal is declared as a log-named flag (advice a human confirms, never ``run --yes``)."""
+    templated = isinstance(params.get("flag"), str) and "{" in params["flag"]
+    if templated:
+        named = re.search(r"--[A-Za-z0-9][\w-]*", str(ctx.fill(params.get("flag")) or ""))
+        if named is None:
+            return None
+        flag = ctx.flag(named.group(0))
+        if flag is None:
+            return None
+        filled = {k: ctx.fill(params[k]) for k in ("implied", "note", "tradeoff") if params.get(k)}
+        rem = unset_flag(ctx, {**params, **filled, "flag": flag})
+        return trust.declare_log_named(rem) if rem is not None else None
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         return None
