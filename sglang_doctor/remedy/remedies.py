@@ -356,6 +356,13 @@ def lower_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
 
 @remedy("set_flag")
 def set_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
+    if params.get("near_only"):
+        # the listed value plainly meant; several listed values extending the typed one ('fp8'
+        # with fp8_e5m2 and fp8_e4m3): the question among them; else nothing
+        near = _near_choice(ctx, params) if params.get("near") else None
+        if near is None and params.get("ask") and _several_extend(ctx, params):
+            return _ask_flag(ctx, params)
+        return near
     if params.get("ask"):
         if params.get("near"):
             near = _near_choice(ctx, params)
@@ -409,6 +416,17 @@ def _near_choice(ctx: Context, params: dict) -> Remediation | None:
                       note=f"set {flag} {choice}: the only accepted value that matches what the launch gave",
                       tradeoff=params.get("tradeoff"))
     return trust.declare_log_named(rem, value_from="log")
+
+
+def _several_extend(ctx: Context, params: dict) -> bool:
+    """The typed value is the start of more than one listed value (what it meant is a choice)."""
+    near = params.get("near") or {}
+    typed = ctx.fill(near.get("value"))
+    listed = _QUOTED.findall(str(ctx.fill(near.get("choices")) or ""))
+    if not isinstance(typed, str) or len(_choice_key(typed)) < 2:
+        return False
+    key = _choice_key(typed)
+    return sum(_choice_key(c).startswith(key + "_") for c in listed) > 1
 
 
 # A value only the user knows (a token, an interface, a worker's URL): the change names the
