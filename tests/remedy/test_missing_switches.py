@@ -118,3 +118,14 @@ def test_an_invalid_choice_that_starts_several_listed_values_asks_first():
     rem = explain_one_incident(FIXTURES / "args" / "invalid_choice_kv_cache_dtype_059.log")["remediation"]
     assert list(rem["set"]) == ["--kv-cache-dtype"] and rem["set"]["--kv-cache-dtype"].startswith("<")
     assert rem["alternatives"][0]["unset"] == ["--kv-cache-dtype"]
+
+
+def test_rules_show_words_a_question_as_a_question():
+    from sglang_doctor.cli.rules import describe_remedy
+
+    env = describe_remedy({"set_env": {"name": "CUDA_VISIBLE_DEVICES", "ask": "GPU indices"}})
+    assert "CUDA_VISIBLE_DEVICES=<GPU indices>" in env and "None" not in env
+    near = describe_remedy({"set_flag": {"flag": "{flag}", "near_only": True, "ask": "one of {choices}",
+                                         "near": {"value": "{value}", "choices": "{choices}"}}})
+    assert "plainly meant" in near
+    assert "<a directory>" in describe_remedy({"set_flag": {"flag": "--download-dir", "ask": "a directory"}})
