@@ -129,3 +129,12 @@ def test_rules_show_words_a_question_as_a_question():
                                          "near": {"value": "{value}", "choices": "{choices}"}}})
     assert "plainly meant" in near
     assert "<a directory>" in describe_remedy({"set_flag": {"flag": "--download-dir", "ask": "a directory"}})
+
+
+def test_a_weight_key_error_offers_dropping_a_quantization_override_only_on_its_condition(tmp_path):
+    rem = explain_one_incident(FIXTURES / "classes" / "weight_key_error_bare.log")["remediation"]
+    (drop,) = [c for c in _changes(rem) if c["unset"]]
+    assert drop["unset"] == ["--quantization"] and "if your launch sets it" in drop["note"]
+    # a dump that shows no --quantization: nothing to remove
+    rem = explain_one_incident(FIXTURES / "classes" / "model_quant_checkpoint.log")["remediation"]
+    assert not any(c["unset"] for c in _changes(rem))
