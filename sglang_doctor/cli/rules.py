@@ -131,11 +131,17 @@ def describe_remedy(entry: dict) -> str:
         bound = p.get("max" if name == "raise_flag" else "min")
         text = f"{verb} {flag} {' or '.join(how)}".rstrip() + (
             f" ({'at most' if name == 'raise_flag' else 'at least'} {bound})" if bound is not None else "")
+    elif name == "set_flag" and p.get("near_only"):
+        text = f"set {flag} to the one listed value the launch plainly meant (else, when it starts several, ask which)"
+    elif name == "set_flag" and p.get("ask"):
+        text = f"give {flag} <{p['ask']}> (only you know the value)"
     elif name == "set_flag":
         value = p.get("value", True)
         text = f"pass {flag}" if value is True else f"set {flag} {value}"
     elif name == "unset_flag":
         text = f"remove {flag}"
+    elif name == "set_env" and p.get("ask"):
+        text = f"set {p.get('name') or ' / '.join(p.get('names') or [])}=<{p['ask']}> in the server's environment (only you know the value)"
     elif name == "set_env":
         text = f"set {p.get('name')}={p.get('value')} in the server's environment"
     elif name == "disable_feature":

@@ -356,6 +356,13 @@ def lower_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
 
 @remedy("set_flag")
 def set_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
+    if params.get("near_only"):
+        # the listed value plainly meant; several listed values extending the typed one ('fp8'
+        # with fp8_e5m2 and fp8_e4m3): the question among them; else nothing
+        near = _near_choice(ctx, params) if params.get("near") else None
+        if near is None and params.get("ask") and _several_extend(ctx, params):
+            return _ask_flag(ctx, params)
+        return near
     if params.get("ask"):
         if params.get("near"):
             near = _near_choice(ctx, params)
@@ -409,6 +416,17 @@ def _near_choice(ctx: Context, params: dict) -> Remediation | None:
                       note=f"set {flag} {choice}: the only accepted value that matches what the launch gave",
                       tradeoff=params.get("tradeoff"))
     return trust.declare_log_named(rem, value_from="log")
+
+
+def _several_extend(ctx: Context, params: dict) -> bool:
+    """The typed value is the start of more than one listed value (what it meant is a choice)."""
+    near = params.get("near") or {}
+    typed = ctx.fill(near.get("value"))
+    listed = _QUOTED.findall(str(ctx.fill(near.get("choices")) or ""))
+    if not isinstance(typed, str) or len(_choice_key(typed)) < 2:
+        return False
+    key = _choice_key(typed)
+    return sum(_choice_key(c).startswith(key + "_") for c in listed) > 1
 
 
 # A value only the user knows (a token, an interface, a worker's URL): the change names the
@@ -491,7 +509,22 @@ def unset_flag(ctx: Context, params: dict) -> Remediation | None:
     ``implied``: the rule's reason why the failing code runs only when the flag was set (the
     message itself is then the evidence).  When neither the command nor the dump shows the
     launch's settings, the removal is still proposed, with that reason in its note; when they
-    do, they decide, as for any other rule."""
+    do, they decide, as for any other rule.
+
+    A template flag (``"{flag}"``) is the one the log's parser line names (argparse's "invalid
+    choice" for the flag the launch gave): it must be a flag of the target release, and the
+    removal is declared as a log-named flag (advice a human confirms, never ``run --yes``)."""
+    templated = isinstance(params.get("flag"), str) and "{" in params["flag"]
+    if templated:
+        named = re.search(r"--[A-Za-z0-9][\w-]*", str(ctx.fill(params.get("flag")) or ""))
+        if named is None:
+            return None
+        flag = ctx.flag(named.group(0))
+        if flag is None:
+            return None
+        filled = {k: ctx.fill(params[k]) for k in ("implied", "note", "tradeoff") if params.get(k)}
+        rem = unset_flag(ctx, {**params, **filled, "flag": flag})
+        return trust.declare_log_named(rem) if rem is not None else None
     flag = ctx.flag(params.get("flag", ""))
     if flag is None:
         return None
