@@ -107,6 +107,9 @@ BARE_ERROR_WORD = "Error"
 # rank's records in between); an open incident that waited longer than this for another rank
 # is closed, so two failures far apart are two incidents (issue 11 item 13).
 MAX_GROUP_GAP = 500
+# the parent's "Received sigquit" this many lines after the launch's last reported incident is
+# that incident's end (a watchdog's batch and py-spy dumps come between them), not a new one
+TERMINAL_AFTER_REPORTED = 200
 # A line that is only a log viewer's header for the next line (a date-time and a pod or
 # container name, nothing after them): some web UIs put it on a line of its own above every
 # line they show.  It holds no text of SGLang's, so it neither ends a traceback nor starts
@@ -261,6 +264,7 @@ class Assembler:
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
+        self._last_reported: int | None = None  # last line of the launch's last reported incident
         # (launch index, message text) of the rule-literal lines already reported alone: the same
         # line again (a warm-up polling its own address every second) is the same failure
         self._reported_rule_lines: set[tuple[int, str]] = set()
@@ -597,6 +601,15 @@ class Assembler:
             # ranks tearing down after an operator's stop lose their peers: not a failure
             self._record = _Record(ranks, "normal")
             return
+        if sig.role == "terminal" and self._group is None and self._follows_reported(line):
+            # the parent's reaction to the child whose failure was just reported: SGLang's 0.4.x
+            # scheduler watchdog logs "Watchdog timeout (...)", then the running batch and a py-spy
+            # dump of every scheduler, sleeps 5 s and only then sends SIGQUIT to the parent
+            # (0.4.6.post1 scheduler.py watchdog_thread); the "Received sigquit" that follows is
+            # the end of the incident already reported, not a second failure
+            self._went_down = True
+            self._record = _Record(ranks, "normal")
+            return
         if self._went_down and self._group is None and sig.name in _AFTERMATH:
             # SGLang kills its own process tree after "Received sigquit" (0.5.9 with
             # include_parent=True): the shell's "Killed" / exit 137 that follows is the
@@ -623,6 +636,16 @@ class Assembler:
             # next ordinary line closes it as before
             else:
                 group.awaits_child = True
+
+    def _follows_reported(self, line: Line) -> bool:
+        """``line`` comes within TERMINAL_AFTER_REPORTED lines of the launch's last reported
+        incident, with no start-up milestone or batch line of a server still at work between."""
+        last = self._last_reported
+        if last is None or not 0 < line.number - last <= TERMINAL_AFTER_REPORTED:
+            return False
+        if any(ms.line > last for ms in self.launch.milestones):
+            return False
+        return not (self._batches and self._batches[-1][0] > last)
 
     # -- groups ------------------------------------------------------------------------
 
@@ -657,6 +680,7 @@ class Assembler:
             return
         incident = self._incident(group)
         if incident is not None:
+            self._last_reported = incident.last_line
             events.append(Event("incident", self.launch, incident=incident, line=incident.last_line))
 
     def _repeats_a_reported_rule_line(self, group: _Group) -> bool:
@@ -791,6 +815,7 @@ class Assembler:
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
         self._stopping = False
         self._went_down = False
+        self._last_reported = None
         self._progress = None
         self._batches = []
         self._retraction = None
