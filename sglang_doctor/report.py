@@ -116,7 +116,7 @@ class Reporter:
             self._line(summary_text(ev), style="bold")
         elif kind == "status":
             self._line(ev.get("text", ""), style="yellow")
-        elif kind == "warning" and ev.get("kind") == "survived_before_ready":
+        elif kind == "warning" and ev.get("kind") in ("survived_before_ready", "survived_while_serving"):
             self._line(f"warning: {ev.get('message', '')}", style="yellow")
         self.stream.flush()
 
@@ -232,7 +232,7 @@ def summary_text(ev: dict) -> str:
     survived = ev.get("survived")
     return f"summary: {n} incident{'s' if n != 1 else ''} in {launches} launch{'es' if launches != 1 else ''}" + (
         f", {lines} line{'s' if lines != 1 else ''} read" if lines is not None else ""
-    ) + (f", {survived} warning{'s' if survived != 1 else ''} the server survived before ready" if survived else "") + "".join("\n  " + line for line in fallback_lines(ev) + summary_guarded_lines(ev))
+    ) + (f", {survived} warning{'s' if survived != 1 else ''} the server survived" if survived else "") + "".join("\n  " + line for line in fallback_lines(ev) + summary_guarded_lines(ev))
 
 
 def summary_guarded_lines(ev: dict) -> list[str]:

@@ -338,6 +338,10 @@ class Assembler:
                 batches.append((line.number, line.text))
                 if len(batches) > serving.KEEP:
                     del batches[0]
+                numbers = self.launch.batch_lines
+                if not numbers or numbers[-1] < line.number:
+                    numbers.append(line.number)
+                    del numbers[:-serving.KEEP]
         if " pid=" in line.text:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line

@@ -730,6 +730,8 @@ class Scanner:
         return (lo, hi, hits, weak, dirty, index)
 
     def finish(self) -> None:
+        if self._kept and self._long is None and not self._carry:
+            self._flush_kept()  # the batch lines after the last line passed on (serving.py)
         if self._long is not None:
             for line in self._long.finish():
                 self._emit_line(line)
