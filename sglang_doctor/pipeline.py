@@ -165,6 +165,7 @@ class StreamPipeline:
             self.idle_deferred += 1
             return []
         self.idle_deferred = 0
+        self.scanner.hand_over_kept()  # the batch lines a provisional incident waits for
         self._convert(self.assembler.flush())
         return self._take()
 
@@ -266,7 +267,9 @@ class StreamPipeline:
             self._before_ready = []  # memory stays bounded: held incidents stay incidents
             self._while_serving = []
             self._remedy_pending()  # and are remedied with the launches seen so far
-        held = [ev for ev in (self._pending[:1] + self._before_ready[:1] + self._while_serving[:1])]
+        held = self._pending[:1]
+        if self.whole_log:  # a live stream reported them at once, as provisional (_hold_before_ready)
+            held += self._before_ready[:1] + self._while_serving[:1]
         if held:  # whole_log: what comes after an unremedied or undecided incident waits with it
             first = min(i for i, ev in enumerate(self._events) if any(ev is h for h in held))
             out, self._events = self._events[:first], self._events[first:]
@@ -343,14 +346,25 @@ class StreamPipeline:
             kind = "survived_before_ready"
             message = (f"{lines}: {what} ({diagnosis.rule}), yet launch {launch.index + 1} came up after it "
                        f"(ready line {launch.ready_line}): a warning the server survived, not the launch's cause")
-        ev.clear()
-        ev.update({
+        warning = {
             "event": "warning", "kind": kind, "message": message,
             "rule": diagnosis.rule, "category": diagnosis.category, "phase": diagnosis.phase,
             "lines": [inc.first_line, inc.last_line], "ranks": list(inc.ranks),
             "exception": inc.exception.to_json() if inc.exception else None,
             "launch": launch.index, "ready_line": launch.ready_line,
-        })
+        }
+        if self.whole_log:
+            ev.clear()
+            ev.update(warning)
+            return
+        # a live stream reported the incident already, as provisional: say it is taken back
+        warning["withdraws"] = {"rule": diagnosis.rule, "lines": [inc.first_line, inc.last_line]}
+        warning["message"] = (("the server went on serving" if serving else "the server came up anyway")
+                              + f": the provisional incident reported at {message}")
+        # in the log's order: before the first event of a later line than the one that decided
+        decided = after[survived_mod.SERVING_PROOF - 1] if serving else launch.ready_line
+        at = next((i for i, e in enumerate(self._events) if _event_line(e) > decided), len(self._events))
+        self._events.insert(at, warning)
 
     def _remedy_pending(self) -> None:
         """The whole log is read: remedy the held incidents with every launch as evidence."""
@@ -398,25 +412,38 @@ class StreamPipeline:
                 self._add_capacity(ev.launch)
             elif ev.kind == "incident":
                 diagnosis = self.diagnose(ev.incident, ev.launch)
+                held = ev.launch is not None and self._holds(ev.incident, ev.launch)
                 self.incident_count += 1
                 if ev.launch is not None:
                     self._outcomes.setdefault(ev.launch.index, []).append(diagnosis.rule)
                 out = diagnosis.to_json()
                 out["_diagnosis"] = diagnosis
+                if held and not self.whole_log:
+                    # a live stream cannot take an incident back: it says at once that this one
+                    # may be a warning SGLang survives, and withdraws it if the launch comes up
+                    # (or goes on serving) after it (_to_survived)
+                    out["provisional"] = "serving" if ev.incident.after_ready else "ready"
                 self._events.append(out)
                 if self.whole_log and self.remediate and self.ruleset is not None:
                     self._pending.append(out)
-                if self.whole_log and ev.launch is not None:
+                if ev.launch is not None:
                     self._hold_before_ready(out, ev.incident, ev.launch)
 
+    def _holds(self, incident: Incident, launch: Launch) -> bool:
+        """Whether the launch's later lines may show ``incident`` survived (_hold_before_ready)."""
+        return survived_mod.may_survive_serving(incident) or survived_mod.may_survive_startup(incident, launch)
+
     def _hold_before_ready(self, out: dict, incident: Incident, launch: Launch) -> None:
-        """whole_log: an incident before its launch's ready line waits for it (_take decides)."""
+        """An incident before its launch's ready line waits for it, one after it for the
+        launch's next batch lines (_take decides): whole_log holds the events back with it, a
+        live stream has reported it as provisional."""
         if survived_mod.is_death(incident):
             self._deaths.setdefault(launch.index, []).append(incident.first_line)
         elif survived_mod.may_survive_serving(incident):
             self._while_serving.append(out)
         elif not incident.after_ready and (launch.ready_line is None or incident.first_line < launch.ready_line):
-            self._before_ready.append(out)
+            if self.whole_log or survived_mod.may_survive_startup(incident, launch):
+                self._before_ready.append(out)
 
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
         if self.ruleset is not None:
@@ -578,6 +605,15 @@ def _wording_range(ruleset: Any, diagnosis: Diagnosis, frames: Any):
         return release_range.wording_range(rule.id, versions, frames.releases if frames is not None else None)
     except Exception:  # noqa: BLE001 - a version guess must never take the reading down
         return None
+
+
+def _event_line(ev: dict) -> int:
+    """The first log line an event is about (0 when it names none)."""
+    line = ev.get("line")
+    if isinstance(line, int):
+        return line
+    lines = ev.get("lines")
+    return lines[0] if isinstance(lines, list) and lines and isinstance(lines[0], int) else 0
 
 
 def _escape(literal: str) -> str:

@@ -417,11 +417,25 @@ def traceback_title(ev: dict) -> str:
     return "traceback (complete)"
 
 
+def provisional_line(ev: dict) -> str | None:
+    """A live stream's incident that the launch's later lines may show it survived."""
+    until = ev.get("provisional")
+    if until == "ready":
+        return ("provisional: SGLang logs failures it handles and goes on from; if this launch prints its ready "
+                "line after it, this was a warning it survived (a line will say so)")
+    if until == "serving":
+        return ("provisional: SGLang logs failures it handles and goes on from; if the scheduler goes on logging "
+                "batches after it, this was a failure the server survived (a line will say so)")
+    return None
+
+
 def text_incident(ev: dict) -> str:
     out = [
         f"-- incident [{ev.get('category')}] {ev.get('rule')}: {ev.get('title')}",
         "   " + _header(ev),
     ]
+    if provisional_line(ev):
+        out.append("   " + provisional_line(ev))
     if serving_line(ev):
         out.append("   " + serving_line(ev))
     if ev.get("explanation"):
@@ -448,6 +462,8 @@ def rich_incident(ev: dict, diagnosis: Diagnosis | None) -> list[tuple[Any, bool
     exc = ev.get("exception") or {}
     root_line = f"{exc.get('type')}: {exc.get('message', '').splitlines()[0] if exc.get('message') else ''}" if exc else None
     parts: list[Any] = [Text(_header(ev), style="dim")]
+    if provisional_line(ev):
+        parts.append(Text(provisional_line(ev), style="yellow"))
     if serving_line(ev):
         parts.append(Text(serving_line(ev), style="dim"))
     if ev.get("explanation"):

@@ -89,6 +89,18 @@ def restart_lines(launch: Launch, before: int) -> list[int]:
     return out
 
 
+def may_survive_startup(incident: Incident, launch: Launch | None) -> bool:
+    """An incident before ready that the launch's ready line, if it comes, can show it lived
+    through (what ``survived`` checks before the ready line is known)."""
+    if launch is None or incident.after_ready or incident.launch_index != launch.index:
+        return False
+    if launch.ready_line is not None and incident.first_line >= launch.ready_line:
+        return False
+    if launch.line is not None and incident.first_line <= launch.line and incident.kind != "signal":
+        return False
+    return not is_death(incident) and not any(name in NOT_PROVED_BY_READY for name in incident.signal_names)
+
+
 def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) -> bool:
     """Whether ``incident`` came before ``launch``'s ready line and the launch came up after it.
 
