@@ -56,9 +56,18 @@ DEATH_WORDS = ("hit an exception", "Initialization failed", "scheduler died duri
                "scheduler is dead", "Received sigquit", "SIGQUIT received")
 # signals of the KV transport between PD instances, which the warm-up does not exercise
 NOT_PROVED_BY_READY = frozenset({"transfer_error", "kv_transfer_failed"})
+# ... and their words, when a rule's literal took the line first ("Prefill transfer failed for
+# request ... with exception <a text that is not KVTransferError(...)'s>")
+TRANSPORT_LITERALS = tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PROVED_BY_READY for lit in sig.literals)
 # start-up milestones (incidents/milestones.py) a launch prints once: seen again after the
 # incident, the start-up began again (a draft model repeats the weight and graph lines, not these)
 ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_timings"})
+
+
+def is_transport(incident: Incident) -> bool:
+    """The incident is the KV transport's between PD instances (NOT_PROVED_BY_READY)."""
+    return (any(name in NOT_PROVED_BY_READY for name in incident.signal_names)
+            or any(lit in line.text for line in incident.signals for lit in TRANSPORT_LITERALS))
 
 
 def is_death(incident: Incident) -> bool:
@@ -98,7 +107,7 @@ def may_survive_startup(incident: Incident, launch: Launch | None) -> bool:
         return False
     if launch.line is not None and incident.first_line <= launch.line and incident.kind != "signal":
         return False
-    return not is_death(incident) and not any(name in NOT_PROVED_BY_READY for name in incident.signal_names)
+    return not is_death(incident) and not is_transport(incident)
 
 
 def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) -> bool:
@@ -112,7 +121,7 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
         return False
     if launch.line is not None and incident.first_line <= launch.line and incident.kind != "signal":
         return False
-    if is_death(incident) or any(name in NOT_PROVED_BY_READY for name in incident.signal_names):
+    if is_death(incident) or is_transport(incident):
         return False
     barriers = list(deaths) + restart_lines(launch, ready)
     return not any(incident.first_line < b < ready for b in barriers)
@@ -146,8 +155,7 @@ def may_survive_serving(incident: Incident) -> bool:
     """An incident after ready that the launch's later batch lines can show it lived through."""
     if not incident.after_ready or is_death(incident):
         return False
-    names = set(incident.signal_names)
-    return not names & (NOT_PROVED_BY_READY | NOT_PROVED_BY_SERVING)
+    return not is_transport(incident) and not set(incident.signal_names) & NOT_PROVED_BY_SERVING
 
 
 def survived_serving(incident: Incident, launch: Launch | None, deaths: list[int] = ()) -> bool | None:

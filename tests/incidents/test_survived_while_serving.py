@@ -137,6 +137,15 @@ def test_a_failed_kv_transfer_stays_an_incident(pack):
     assert len(_incidents(events)) == 1 and _warnings(events) == []
 
 
+def test_a_failed_kv_transfer_with_any_exception_text_stays_an_incident(pack):
+    """The same line with an exception that is not KVTransferError(...) (a rule's literal takes
+    it, not the transport's signal): still the KV transport's failure."""
+    failed = ("[2026-01-01 00:02:02 TP0] Prefill transfer failed for request rank=0 req.rid=5f1c2b "
+              "req.bootstrap_room=123 with exception RuntimeError: Mooncake transfer of 40 pages returned -1\n")
+    events = _events(pack, UP + SERVING + failed + GOES_ON)
+    assert len(_incidents(events)) == 1 and _warnings(events) == []
+
+
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_explain_exits_0_and_says_it_went_on_serving(tmp_path: Path, fmt: str):
     log = tmp_path / "server.log"
