@@ -390,7 +390,7 @@ class StreamPipeline:
     def _convert(self, events: list[incidents_mod.Event]) -> None:
         for ev in events:
             if ev.kind == "launch":
-                if self._before_ready:
+                if self._before_ready or self._while_serving:
                     self._release_before_ready(ev.launch.index)
                 out = incidents_mod.launch_json(ev.launch)
                 out["_timestamp"] = self._timestamp_of(ev.launch.line)  # the log's own time (export uses it)

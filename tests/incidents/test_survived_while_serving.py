@@ -88,6 +88,12 @@ def test_a_log_that_ends_after_the_line_keeps_the_incident(pack):
     assert len(_incidents(events)) == 1 and _warnings(events) == []
 
 
+def test_the_next_launchs_batches_prove_nothing_of_the_last(pack):
+    """The line, then a new launch (its dump) that serves: the first launch ended unproven."""
+    events = _events(pack, UP + SERVING + HANDLED["dflash"] + UP + SERVING + GOES_ON)
+    assert len(_incidents(events)) == 1 and _warnings(events) == []
+
+
 # managers/scheduler.py run_scheduler_process's handler, then the parent's SIGQUIT handler
 CRASH = ("[2026-01-01 00:02:03 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
          '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 3118, in '
