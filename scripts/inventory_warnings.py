@@ -277,6 +277,9 @@ _SERVING = {
         (False, 'INFO:     127.0.0.1:51734 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
         ("TP0", "Decode batch, #running-req: 4, #token: 1741, token usage: 0.01, cuda graph: True, "
                "gen throughput (token/s): 342.88, #queue-req: 0"),
+        (False, 'INFO:     127.0.0.1:51750 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
+        ("TP0", "Decode batch, #running-req: 4, #token: 1901, token usage: 0.01, cuda graph: True, "
+               "gen throughput (token/s): 351.02, #queue-req: 0"),
     ],
     "0.5.9": [
         ("TP0", "Prefill batch, #new-seq: 3, #new-token: 1532, #cached-token: 0, token usage: 0.01, #running-req: 1, "
@@ -284,6 +287,9 @@ _SERVING = {
         (False, 'INFO:     127.0.0.1:51734 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
         ("TP0", "Decode batch, #running-req: 4, #token: 1741, token usage: 0.01, cuda graph: True, "
                "gen throughput (token/s): 342.88, #queue-req: 0"),
+        (False, 'INFO:     127.0.0.1:51750 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
+        ("TP0", "Decode batch, #running-req: 4, #token: 1901, token usage: 0.01, cuda graph: True, "
+               "gen throughput (token/s): 351.02, #queue-req: 0"),
     ],
     "0.4.6.post5": [
         ("TP0", "Prefill batch. #new-seq: 3, #new-token: 1532, #cached-token: 0, token usage: 0.01, #running-req: 1, "
@@ -291,6 +297,9 @@ _SERVING = {
         (False, 'INFO:     127.0.0.1:51734 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
         ("TP0", "Decode batch. #running-req: 4, #token: 1741, token usage: 0.01, cuda graph: True, "
                "gen throughput (token/s): 342.88, #queue-req: 0"),
+        (False, 'INFO:     127.0.0.1:51750 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
+        ("TP0", "Decode batch. #running-req: 4, #token: 1901, token usage: 0.01, cuda graph: True, "
+               "gen throughput (token/s): 351.02, #queue-req: 0"),
     ],
 }
 STAMP = "2026-01-01 00:{:02d}:{:02d}"

@@ -85,6 +85,9 @@ class Launch:
     milestones: list[Milestone] = field(default_factory=list)
     ready_line: int | None = None
     first_timestamp: str | None = None
+    # line numbers of the launch's last scheduler batch lines (incidents/serving.py, at most
+    # serving.KEEP): after ready, lines that show it still serving (incidents/survived.py)
+    batch_lines: list[int] = field(default_factory=list)
 
     def milestone(self, name: str) -> Milestone | None:
         """The last milestone of that name (several ranks may each report it)."""

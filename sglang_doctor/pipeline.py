@@ -65,6 +65,9 @@ class StreamPipeline:
         # whole_log: incident events before their launch's ready line, held until that launch
         # prints it (then a warning it survived, incidents/survived.py), starts over or the log ends
         self._before_ready: list[dict] = []
+        # whole_log: incident events after ready that show no death, held until the launch logs
+        # survived.SERVING_PROOF batch lines after them (a warning it survived), a death, or ends
+        self._while_serving: list[dict] = []
         self._deaths: dict[int, list[int]] = {}  # launch index -> first lines of incidents that show a death
         self.survived_count = 0  # incidents the launch came up after: reported as warnings
         self.capacity = capacity  # explain: a "capacity" event after each launch that sized its pools
@@ -162,6 +165,7 @@ class StreamPipeline:
             self.idle_deferred += 1
             return []
         self.idle_deferred = 0
+        self.scanner.hand_over_kept()  # the batch lines a provisional incident waits for
         self._convert(self.assembler.flush())
         return self._take()
 
@@ -259,10 +263,13 @@ class StreamPipeline:
 
     def _take(self) -> list[dict]:
         self._decide_before_ready()
-        if (self._pending or self._before_ready) and len(self._events) > HOLD_LIMIT:
+        if (self._pending or self._before_ready or self._while_serving) and len(self._events) > HOLD_LIMIT:
             self._before_ready = []  # memory stays bounded: held incidents stay incidents
+            self._while_serving = []
             self._remedy_pending()  # and are remedied with the launches seen so far
-        held = [ev for ev in (self._pending[:1] + self._before_ready[:1])]
+        held = self._pending[:1]
+        if self.whole_log:  # a live stream reported them at once, as provisional (_hold_before_ready)
+            held += self._before_ready[:1] + self._while_serving[:1]
         if held:  # whole_log: what comes after an unremedied or undecided incident waits with it
             first = min(i for i, ev in enumerate(self._events) if any(ev is h for h in held))
             out, self._events = self._events[:first], self._events[first:]
@@ -275,6 +282,7 @@ class StreamPipeline:
         the launch survived (incidents/survived.py) or, when something says the ready line is
         a relaunch's, an incident as before.  Every line up to the ready line has been read, and
         the ready line closed any incident open before it."""
+        self._decide_while_serving()
         if not self._before_ready:
             return
         launches = self.assembler.launches
@@ -288,16 +296,36 @@ class StreamPipeline:
                 self._to_survived(ev, launch)
         self._before_ready = keep
 
+    def _decide_while_serving(self) -> None:
+        """Held incidents after ready: a warning the launch survived once it has logged
+        survived.SERVING_PROOF batch lines after one (incidents/survived.py), an incident when a
+        death of the launch came first; the others wait."""
+        if not self._while_serving:
+            return
+        launches = self.assembler.launches
+        keep = []
+        for ev in self._while_serving:
+            incident = ev["_diagnosis"].incident
+            launch = launches[incident.launch_index] if incident.launch_index < len(launches) else None
+            verdict = survived_mod.survived_serving(incident, launch, self._deaths.get(incident.launch_index, []))
+            if verdict is None:
+                keep.append(ev)
+            elif verdict:
+                self._to_survived(ev, launch, serving=True)
+        self._while_serving = keep
+
     def _release_before_ready(self, launch_index: int | None = None) -> None:
         """Held incidents of launches other than ``launch_index`` (all when None) stay
         incidents: their launch started over or the log ended before its ready line."""
         self._decide_before_ready()
         self._before_ready = [ev for ev in self._before_ready
                               if launch_index is not None and ev["launch"] == launch_index]
+        self._while_serving = [ev for ev in self._while_serving
+                               if launch_index is not None and ev["launch"] == launch_index]
 
-    def _to_survived(self, ev: dict, launch: Launch) -> None:
+    def _to_survived(self, ev: dict, launch: Launch, serving: bool = False) -> None:
         """Turn the incident event ``ev`` (in place: it keeps its place among the events) into
-        a warning: the launch came up after it."""
+        a warning: the launch came up after it (``serving``: went on serving after it)."""
         diagnosis = ev["_diagnosis"]
         inc = diagnosis.incident
         self.incident_count -= 1
@@ -308,16 +336,35 @@ class StreamPipeline:
         self._pending = [p for p in self._pending if p is not ev]
         what = diagnosis.title or diagnosis.rule
         lines = f"line {inc.first_line}" if inc.first_line == inc.last_line else f"lines {inc.first_line}-{inc.last_line}"
-        ev.clear()
-        ev.update({
-            "event": "warning", "kind": "survived_before_ready",
-            "message": f"{lines}: {what} ({diagnosis.rule}), yet launch {launch.index + 1} came up after it "
-                       f"(ready line {launch.ready_line}): a warning the server survived, not the launch's cause",
+        if serving:
+            after = [n for n in launch.batch_lines if n > inc.last_line]
+            kind = "survived_while_serving"
+            message = (f"{lines}: {what} ({diagnosis.rule}) while serving, yet launch {launch.index + 1} went on "
+                       f"serving after it (batch line {after[survived_mod.SERVING_PROOF - 1]}): a failure the server "
+                       f"handled and survived, not a crash")
+        else:
+            kind = "survived_before_ready"
+            message = (f"{lines}: {what} ({diagnosis.rule}), yet launch {launch.index + 1} came up after it "
+                       f"(ready line {launch.ready_line}): a warning the server survived, not the launch's cause")
+        warning = {
+            "event": "warning", "kind": kind, "message": message,
             "rule": diagnosis.rule, "category": diagnosis.category, "phase": diagnosis.phase,
             "lines": [inc.first_line, inc.last_line], "ranks": list(inc.ranks),
             "exception": inc.exception.to_json() if inc.exception else None,
             "launch": launch.index, "ready_line": launch.ready_line,
-        })
+        }
+        if self.whole_log:
+            ev.clear()
+            ev.update(warning)
+            return
+        # a live stream reported the incident already, as provisional: say it is taken back
+        warning["withdraws"] = {"rule": diagnosis.rule, "lines": [inc.first_line, inc.last_line]}
+        warning["message"] = (("the server went on serving" if serving else "the server came up anyway")
+                              + f": the provisional incident reported at {message}")
+        # in the log's order: before the first event of a later line than the one that decided
+        decided = after[survived_mod.SERVING_PROOF - 1] if serving else launch.ready_line
+        at = next((i for i, e in enumerate(self._events) if _event_line(e) > decided), len(self._events))
+        self._events.insert(at, warning)
 
     def _remedy_pending(self) -> None:
         """The whole log is read: remedy the held incidents with every launch as evidence."""
@@ -343,7 +390,7 @@ class StreamPipeline:
     def _convert(self, events: list[incidents_mod.Event]) -> None:
         for ev in events:
             if ev.kind == "launch":
-                if self._before_ready:
+                if self._before_ready or self._while_serving:
                     self._release_before_ready(ev.launch.index)
                 out = incidents_mod.launch_json(ev.launch)
                 out["_timestamp"] = self._timestamp_of(ev.launch.line)  # the log's own time (export uses it)
@@ -365,23 +412,38 @@ class StreamPipeline:
                 self._add_capacity(ev.launch)
             elif ev.kind == "incident":
                 diagnosis = self.diagnose(ev.incident, ev.launch)
+                held = ev.launch is not None and self._holds(ev.incident, ev.launch)
                 self.incident_count += 1
                 if ev.launch is not None:
                     self._outcomes.setdefault(ev.launch.index, []).append(diagnosis.rule)
                 out = diagnosis.to_json()
                 out["_diagnosis"] = diagnosis
+                if held and not self.whole_log:
+                    # a live stream cannot take an incident back: it says at once that this one
+                    # may be a warning SGLang survives, and withdraws it if the launch comes up
+                    # (or goes on serving) after it (_to_survived)
+                    out["provisional"] = "serving" if ev.incident.after_ready else "ready"
                 self._events.append(out)
                 if self.whole_log and self.remediate and self.ruleset is not None:
                     self._pending.append(out)
-                if self.whole_log and ev.launch is not None:
+                if ev.launch is not None:
                     self._hold_before_ready(out, ev.incident, ev.launch)
 
+    def _holds(self, incident: Incident, launch: Launch) -> bool:
+        """Whether the launch's later lines may show ``incident`` survived (_hold_before_ready)."""
+        return survived_mod.may_survive_serving(incident) or survived_mod.may_survive_startup(incident, launch)
+
     def _hold_before_ready(self, out: dict, incident: Incident, launch: Launch) -> None:
-        """whole_log: an incident before its launch's ready line waits for it (_take decides)."""
+        """An incident before its launch's ready line waits for it, one after it for the
+        launch's next batch lines (_take decides): whole_log holds the events back with it, a
+        live stream has reported it as provisional."""
         if survived_mod.is_death(incident):
             self._deaths.setdefault(launch.index, []).append(incident.first_line)
+        elif survived_mod.may_survive_serving(incident):
+            self._while_serving.append(out)
         elif not incident.after_ready and (launch.ready_line is None or incident.first_line < launch.ready_line):
-            self._before_ready.append(out)
+            if self.whole_log or survived_mod.may_survive_startup(incident, launch):
+                self._before_ready.append(out)
 
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
         if self.ruleset is not None:
@@ -543,6 +605,15 @@ def _wording_range(ruleset: Any, diagnosis: Diagnosis, frames: Any):
         return release_range.wording_range(rule.id, versions, frames.releases if frames is not None else None)
     except Exception:  # noqa: BLE001 - a version guess must never take the reading down
         return None
+
+
+def _event_line(ev: dict) -> int:
+    """The first log line an event is about (0 when it names none)."""
+    line = ev.get("line")
+    if isinstance(line, int):
+        return line
+    lines = ev.get("lines")
+    return lines[0] if isinstance(lines, list) and lines and isinstance(lines[0], int) else 0
 
 
 def _escape(literal: str) -> str:

@@ -116,7 +116,7 @@ class Reporter:
             self._line(summary_text(ev), style="bold")
         elif kind == "status":
             self._line(ev.get("text", ""), style="yellow")
-        elif kind == "warning" and ev.get("kind") == "survived_before_ready":
+        elif kind == "warning" and ev.get("kind") in ("survived_before_ready", "survived_while_serving"):
             self._line(f"warning: {ev.get('message', '')}", style="yellow")
         self.stream.flush()
 
@@ -232,7 +232,7 @@ def summary_text(ev: dict) -> str:
     survived = ev.get("survived")
     return f"summary: {n} incident{'s' if n != 1 else ''} in {launches} launch{'es' if launches != 1 else ''}" + (
         f", {lines} line{'s' if lines != 1 else ''} read" if lines is not None else ""
-    ) + (f", {survived} warning{'s' if survived != 1 else ''} the server survived before ready" if survived else "") + "".join("\n  " + line for line in fallback_lines(ev) + summary_guarded_lines(ev))
+    ) + (f", {survived} warning{'s' if survived != 1 else ''} the server survived" if survived else "") + "".join("\n  " + line for line in fallback_lines(ev) + summary_guarded_lines(ev))
 
 
 def summary_guarded_lines(ev: dict) -> list[str]:
@@ -417,11 +417,25 @@ def traceback_title(ev: dict) -> str:
     return "traceback (complete)"
 
 
+def provisional_line(ev: dict) -> str | None:
+    """A live stream's incident that the launch's later lines may show it survived."""
+    until = ev.get("provisional")
+    if until == "ready":
+        return ("provisional: SGLang logs failures it handles and goes on from; if this launch prints its ready "
+                "line after it, this was a warning it survived (a line will say so)")
+    if until == "serving":
+        return ("provisional: SGLang logs failures it handles and goes on from; if the scheduler goes on logging "
+                "batches after it, this was a failure the server survived (a line will say so)")
+    return None
+
+
 def text_incident(ev: dict) -> str:
     out = [
         f"-- incident [{ev.get('category')}] {ev.get('rule')}: {ev.get('title')}",
         "   " + _header(ev),
     ]
+    if provisional_line(ev):
+        out.append("   " + provisional_line(ev))
     if serving_line(ev):
         out.append("   " + serving_line(ev))
     if ev.get("explanation"):
@@ -448,6 +462,8 @@ def rich_incident(ev: dict, diagnosis: Diagnosis | None) -> list[tuple[Any, bool
     exc = ev.get("exception") or {}
     root_line = f"{exc.get('type')}: {exc.get('message', '').splitlines()[0] if exc.get('message') else ''}" if exc else None
     parts: list[Any] = [Text(_header(ev), style="dim")]
+    if provisional_line(ev):
+        parts.append(Text(provisional_line(ev), style="yellow"))
     if serving_line(ev):
         parts.append(Text(serving_line(ev), style="dim"))
     if ev.get("explanation"):

@@ -4,6 +4,10 @@ It listens to the same events the report prints and keeps, per node (``--node``,
 the host name):
 
 - ``sglang_doctor_incidents_total{category, rule, phase, node}``   counter
+- ``sglang_doctor_withdrawn_total{category, rule, phase, node}``   counter: provisional incidents
+                                                                   the launch then survived (the
+                                                                   incidents that stand are the
+                                                                   difference of the two)
 - ``sglang_doctor_launches_total{node}``                           counter
 - ``sglang_doctor_ready{node}``                                    1 ready, 0 otherwise
 - ``sglang_doctor_startup_seconds{node}``                          launch -> ready of the last launch
@@ -47,6 +51,9 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.incidents = Counter("sglang_doctor_incidents", "Incidents diagnosed, by category, rule and phase.",
+                                 ["category", "rule", "phase", "node"], registry=r)
+        self.withdrawn = Counter("sglang_doctor_withdrawn",
+                                 "Provisional incidents withdrawn: the launch came up or went on serving after them.",
                                  ["category", "rule", "phase", "node"], registry=r)
         self.launches = Counter("sglang_doctor_launches", "Launches (server_args dumps) seen in the log.",
                                 ["node"], registry=r)
@@ -100,7 +107,11 @@ class Metrics:
                 self.incidents.labels(ev.get("category", "other"), ev.get("rule", "unknown"),
                                       ev.get("phase", "unknown"), node).inc()
                 self.last_incident.labels(node).set(time.time())
-                self.ready.labels(node).set(0)
+                if ev.get("provisional") != "serving":  # a server that may well go on serving
+                    self.ready.labels(node).set(0)
+            elif kind == "warning" and ev.get("withdraws"):
+                self.withdrawn.labels(ev.get("category", "other"), ev.get("rule", "unknown"),
+                                      ev.get("phase", "unknown"), node).inc()
 
     def _startup_seconds(self, ready: dict[str, Any]) -> float:
         """From the log's own times when both lines have one, else as we saw them arrive."""

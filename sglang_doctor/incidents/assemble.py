@@ -39,6 +39,12 @@ _SIGNAL_CONTINUATION = re.compile(
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
+# a supervisor's record of a process that a SIGKILL / SIGTERM ended (docker compose "NAME exited
+# with code 137", systemd "Main process exited, code=killed, status=9/KILL", a shell's exit
+# status): after the operator's stop, the stop's own end (rule literals of memory.host_oom.exit_137
+# read these too)
+_STOP_EXIT = re.compile(r"(?:exited with code|exit code|exit status)[ :=]+(?:137|143|-9|-15)\b|"
+                        r"code=killed, status=(?:9/KILL|15/TERM)")
 # A request SGLang rejected or failed while the server went on (CONTRACT: not an incident).
 _REQUEST_LEVEL = re.compile(
     r"is longer than the model's context length|exceeds the maximum allowed length|"
@@ -338,6 +344,10 @@ class Assembler:
                 batches.append((line.number, line.text))
                 if len(batches) > serving.KEEP:
                     del batches[0]
+                numbers = self.launch.batch_lines
+                if not numbers or numbers[-1] < line.number:
+                    numbers.append(line.number)
+                    del numbers[:-serving.KEEP]
         if " pid=" in line.text:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
@@ -614,6 +624,14 @@ class Assembler:
             # SGLang kills its own process tree after "Received sigquit" (0.5.9 with
             # include_parent=True): the shell's "Killed" / exit 137 that follows is the
             # end of the incident already reported, not a new failure.
+            self._record = _Record(ranks, "normal")
+            return
+        if self._stopping and self._group is None and (sig.name in _AFTERMATH or _STOP_EXIT.search(line.text)):
+            # the operator stopped the launch (SGLang logged the SIGTERM): a "Killed" / exit
+            # 137 after it is the stop's own SIGKILL once its grace period ran out (docker
+            # stop's 10 s, systemd's TimeoutStopSec, Kubernetes' terminationGracePeriodSeconds,
+            # ``timeout -k``, a script's kill -9): SGLang's teardown waits for its children and
+            # often outlives the grace.  The kernel's OOM-killer lines stay failures.
             self._record = _Record(ranks, "normal")
             return
         was_open = self._group is not None

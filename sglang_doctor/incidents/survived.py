@@ -56,9 +56,18 @@ DEATH_WORDS = ("hit an exception", "Initialization failed", "scheduler died duri
                "scheduler is dead", "Received sigquit", "SIGQUIT received")
 # signals of the KV transport between PD instances, which the warm-up does not exercise
 NOT_PROVED_BY_READY = frozenset({"transfer_error", "kv_transfer_failed"})
+# ... and their words, when a rule's literal took the line first ("Prefill transfer failed for
+# request ... with exception <a text that is not KVTransferError(...)'s>")
+TRANSPORT_LITERALS = tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PROVED_BY_READY for lit in sig.literals)
 # start-up milestones (incidents/milestones.py) a launch prints once: seen again after the
 # incident, the start-up began again (a draft model repeats the weight and graph lines, not these)
 ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_timings"})
+
+
+def is_transport(incident: Incident) -> bool:
+    """The incident is the KV transport's between PD instances (NOT_PROVED_BY_READY)."""
+    return (any(name in NOT_PROVED_BY_READY for name in incident.signal_names)
+            or any(lit in line.text for line in incident.signals for lit in TRANSPORT_LITERALS))
 
 
 def is_death(incident: Incident) -> bool:
@@ -89,6 +98,18 @@ def restart_lines(launch: Launch, before: int) -> list[int]:
     return out
 
 
+def may_survive_startup(incident: Incident, launch: Launch | None) -> bool:
+    """An incident before ready that the launch's ready line, if it comes, can show it lived
+    through (what ``survived`` checks before the ready line is known)."""
+    if launch is None or incident.after_ready or incident.launch_index != launch.index:
+        return False
+    if launch.ready_line is not None and incident.first_line >= launch.ready_line:
+        return False
+    if launch.line is not None and incident.first_line <= launch.line and incident.kind != "signal":
+        return False
+    return not is_death(incident) and not is_transport(incident)
+
+
 def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) -> bool:
     """Whether ``incident`` came before ``launch``'s ready line and the launch came up after it.
 
@@ -100,7 +121,52 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
         return False
     if launch.line is not None and incident.first_line <= launch.line and incident.kind != "signal":
         return False
-    if is_death(incident) or any(name in NOT_PROVED_BY_READY for name in incident.signal_names):
+    if is_death(incident) or is_transport(incident):
         return False
     barriers = list(deaths) + restart_lines(launch, ready)
     return not any(incident.first_line < b < ready for b in barriers)
+
+
+# -- while serving ----------------------------------------------------------------------------
+#
+# After the ready line SGLang logs many handled failures with the exception's own text and goes
+# on (0.5.23 has ~41 such ``logger.warning`` sites while serving: a tool-call parser's "Failed
+# to parse JSON part: ..., JSON parse error: {e}", llava's "RuntimeError in image encoding:
+# {e}", a HiCache prefetch "failed ...; falling back", the ollama router's "... failed: {e},
+# falling back"); ``{e}`` may be any text, a caught "CUDA out of memory" too.  A failure that
+# ends the launch while serving stops the scheduler: the scheduler's batch lines (logged by its
+# stats rank once per prefill batch and every ``--decode-log-interval`` decode steps) stop, and
+# SGLang's fatal handlers print a death ("Scheduler hit an exception", SIGQUIT, the NCCL or
+# scheduler watchdog, "Killed").  So an incident after ready that shows no death itself, followed
+# by SERVING_PROOF batch lines of the same launch before any death of it, was lived through: the
+# scheduler went round its loop and ran batches after it.  Two, not one: the stats rank logs a
+# prefill batch before running it, and with the overlap scheduler the batch running when the
+# incident was printed finishes only after the next one is launched; the second batch line
+# after the incident needs the loop to have come back after that forward finished.
+# Unknown stays unknown: a fragment that ends before them keeps the incident.
+SERVING_PROOF = 2
+# signals that end the launch in practice even when a line or two of batches still follows:
+# the NCCL watchdog aborts the process, a peer of a collective is gone, a device-side assert
+# leaves the CUDA context unusable (every later kernel fails)
+NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_assert", "health_check_failed"})
+
+
+def may_survive_serving(incident: Incident) -> bool:
+    """An incident after ready that the launch's later batch lines can show it lived through."""
+    if not incident.after_ready or is_death(incident):
+        return False
+    return not is_transport(incident) and not set(incident.signal_names) & NOT_PROVED_BY_SERVING
+
+
+def survived_serving(incident: Incident, launch: Launch | None, deaths: list[int] = ()) -> bool | None:
+    """Whether the launch went on serving after ``incident`` (True), did not (False: a death of
+    the launch came first, or another launch began), or the log has not said yet (None).
+
+    ``deaths``: the first lines of the launch's incidents that showed a process ending."""
+    if launch is None or incident.launch_index != launch.index or not may_survive_serving(incident):
+        return False
+    after = [n for n in launch.batch_lines if n > incident.last_line]
+    if len(after) < SERVING_PROOF:
+        return False if any(d > incident.last_line for d in deaths) else None
+    proof = after[SERVING_PROOF - 1]
+    return not any(incident.last_line < d < proof for d in deaths)

@@ -729,7 +729,15 @@ class Scanner:
         hits, weak, index, dirty = self._weak_filter.search(np, finder, block, lo, hi, helper)
         return (lo, hi, hits, weak, dirty, index)
 
+    def hand_over_kept(self) -> None:
+        """Hand the kept batch lines of the text skipped since the last line passed on to the
+        sink now (at the end of the input, or when a live one pauses): the assembler counts a
+        serving launch's batch lines (incidents/survived.py)."""
+        if self._kept and self._long is None and not self._carry:
+            self._flush_kept()
+
     def finish(self) -> None:
+        self.hand_over_kept()
         if self._long is not None:
             for line in self._long.finish():
                 self._emit_line(line)

@@ -304,7 +304,7 @@ class Supervisor:
                 # (e.g. a logged request whose text looks like an error); keep serving.
                 self.report({"event": "warning", "message": f"incident {seen.first.rule} while serving, but the "
                                                             f"server still answers {url}: not stopped"})
-                seen.first, seen.incident_at = None, None
+                seen.forget()
                 continue
             if code is not None or seen.settled(self.opts.settle):
                 if code is None:
@@ -428,16 +428,22 @@ class _Seen:
         self.incident_at: float | None = None
         self.ready = False
         self.host, self.port = host, port
+        # (diagnosis, provisional: "ready" | "serving" | None) of the incidents not withdrawn
+        self._live: list[tuple[Diagnosis | None, str | None]] = []
+        self.waiting_for_ready = False  # the first incident may yet prove a warning the launch survived
 
     def consume(self, events: list[dict]) -> None:
         for ev in events:
             self.report(ev)
             if ev["event"] == "incident":
-                diag = ev.get("_diagnosis")
-                # the first incident, unless a later one is one a rule knows
-                if self.first is None or (self.first.rule == "unknown" and diag is not None and diag.rule != "unknown"):
-                    self.first = diag
-                self.incident_at = self.incident_at or time.monotonic()
+                self._live.append((ev.get("_diagnosis"), ev.get("provisional")))
+                self._judge()
+            elif ev["event"] == "warning" and ev.get("withdraws"):
+                # the launch came up (or went on serving) after a provisional incident: not a failure
+                lines = ev["withdraws"].get("lines")
+                self._live = [(d, p) for d, p in self._live
+                              if d is None or [d.incident.first_line, d.incident.last_line] != lines]
+                self._judge()
             elif ev["event"] == "ready":
                 self.ready = True
 
@@ -447,6 +453,31 @@ class _Seen:
                     self.host = args["host"]
                 if self.port is None and health.valid_port(args.get("port")):
                     self.port = int(args["port"])
+        if self.ready and any(p == "ready" for _, p in self._live):
+            # the ready line came and the pipeline did not withdraw it (in the same events, right
+            # after the ready event): the ready line is a relaunch's, the incident stands
+            self._live = [(d, None if p == "ready" else p) for d, p in self._live]
+            self._judge()
+
+    def forget(self) -> None:
+        """The incidents so far did not stop the server (it still answers): judge anew."""
+        self._live = []
+        self._judge()
+
+    def _judge(self) -> None:
+        """The incident the attempt is judged by: the first one, unless a later one is one a
+        rule knows or the first is only provisional and a later one is not."""
+        first = None
+        for diag, provisional in self._live:
+            if first is None or (first[0] is not None and first[0].rule == "unknown" and diag is not None
+                                 and diag.rule != "unknown") or (first[1] and not provisional):
+                first = (diag, provisional)
+        self.first = first[0] if first else None
+        self.waiting_for_ready = bool(first and first[1] == "ready")
+        if self.first is None:
+            self.incident_at = None
+        else:
+            self.incident_at = self.incident_at or time.monotonic()
 
     def drain(self, pipe: Any, reader) -> None:
         """Everything left in the log, then whatever the pipeline still holds open."""
@@ -454,7 +485,11 @@ class _Seen:
         self.consume(pipe.finish())
 
     def settled(self, settle_s: float) -> bool:
-        """An incident was reported ``settle_s`` ago and the server is still running."""
+        """An incident was reported ``settle_s`` ago and the server is still running (not one
+        that the launch's ready line may yet show survived: that waits for the ready line, the
+        server's exit or --ready-timeout)."""
+        if self.waiting_for_ready:
+            return False
         return self.first is not None and self.incident_at is not None and time.monotonic() - self.incident_at >= settle_s
 
 

@@ -211,3 +211,28 @@ def test_metrics_server_thread_sleeps_while_idle(tmp_path):
         assert switches() == first
     finally:
         stop(proc)
+
+
+def test_a_withdrawn_incident_is_counted_apart_and_a_provisional_one_while_serving_keeps_ready():
+    """Live modes report an incident the launch may survive as provisional, then withdraw it
+    (pipeline.py): the counter of incidents cannot go down, so withdrawn ones have their own,
+    and one that may well be survived while serving does not mark the server not ready."""
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import generate_latest
+
+    from sglang_doctor.export.metrics import Metrics
+
+    m = Metrics("n1")
+    m.observe({"event": "ready", "line": 10})
+    incident = {"event": "incident", "category": "memory.cuda_oom", "rule": "memory.cuda_oom.logged_message",
+                "phase": "serving", "provisional": "serving"}
+    m.observe(incident)
+    m.observe({"event": "warning", "kind": "survived_while_serving", "category": "memory.cuda_oom",
+               "rule": "memory.cuda_oom.logged_message", "phase": "serving",
+               "withdraws": {"rule": "memory.cuda_oom.logged_message", "lines": [12, 12]}})
+    text = generate_latest(m.registry).decode()
+    assert 'sglang_doctor_ready{node="n1"} 1.0' in text
+    assert ('sglang_doctor_withdrawn_total{category="memory.cuda_oom",node="n1",phase="serving",'
+            'rule="memory.cuda_oom.logged_message"} 1.0') in text
+    m.observe({**incident, "provisional": None})  # an incident that stands still marks it not ready
+    assert 'sglang_doctor_ready{node="n1"} 0.0' in generate_latest(m.registry).decode()

@@ -19,6 +19,9 @@ chosen by real flags where SGLang would react to them, and by STANDIN_* variable
 - ``STANDIN_AFTER_READY=file``: once ready, write that file's lines (e.g. logged requests) and
   keep serving.
 - ``STANDIN_DUMP_HOST=text``: the ``host`` field of the dump (what a hostile log could say).
+- ``STANDIN_STARTUP_WARNING=text``: after the weights load, log that line (a failure SGLang
+  handles and goes on from, e.g. a caught CUDA OOM), then wait ``STANDIN_WARNING_DELAY`` seconds
+  (default 0) before going on to come up.
 - ``STANDIN_SIGTERM_EXIT=n``: the exit status after a SIGTERM (default 0; SGLang often exits
   with another, e.g. -15 or 1, when stopped).
 """
@@ -146,6 +149,11 @@ def main(argv: list[str]) -> int:
         weights_leave_no_memory(mfs, minimum)
         scheduler.kill()
         return 137
+    warning = os.environ.get("STANDIN_STARTUP_WARNING")
+    if warning:
+        log(warning)
+        if stopping.wait(float(os.environ.get("STANDIN_WARNING_DELAY", "0"))):
+            return 0
     log("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 20000, K size: 0.00 GB, V size: 0.00 GB")
     log("Memory pool end. avail mem=5.60 GB")
     log("max_total_num_tokens=20000, chunked_prefill_size=4096, max_prefill_tokens=16384, "
