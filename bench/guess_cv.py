@@ -133,7 +133,7 @@ def nested_calibration(lopo_rows, parts=None, prior_parts=None) -> list[tuple]:
             if other != held:
                 counts = count(tuple(p for p in prior_parts if p not in (held, other)))
                 train += measure((other,), counts, phase_prior.PRIOR_WEIGHT)
-        table = calib.count((r[5], r[6], r[1] == r[2]) for r in train)
+        table = calib.count((r[5], r[6], r[1] == r[2], r[0]) for r in train)  # (the part: calibration's design effect)
         out += [r[:3] + (calib.estimate(r[5], r[6], table)[0],) + r[4:] for r in lopo_rows if r[0] == held]
     return out
 
