@@ -155,7 +155,8 @@ def estimate(cue: str, kind: str, table: dict[str, Any] | None = None) -> tuple[
     stated = min(CEILING, max(FLOOR, p - MARGIN * sd))
     if n:
         basis.append(f"{r}/{n} for every guess")
-        why = (f"held-out tuned guesses right: {', '.join(basis)} (shrunk towards the wider counts, less "
+        parts = ", each part's guesses counted as the square root of their number" if table.get("effective") else ""
+        why = (f"held-out tuned guesses right: {', '.join(basis)} (shrunk towards the wider counts{parts}, less "
                f"{MARGIN:g} sd)")
     else:
         why = "no calibration table: the figure is a prior, not a measurement"

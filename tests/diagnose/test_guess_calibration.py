@@ -101,6 +101,7 @@ def test_a_cue_right_on_one_part_only_is_stated_below_one_right_on_many():
     stated_many, _ = calibration.estimate("c->runtime.crash", "c", many)
     assert stated_one < stated_many
     assert stated_one < 0.8 and "11/12 for c->runtime.crash" in why  # the plain counts are cited
+    assert "square root" in why
 
 
 def test_a_rare_cue_is_shrunk_towards_the_rate_of_its_categorys_guesses():
