@@ -61,7 +61,7 @@ from sglang_doctor.diagnose import phase_prior  # noqa: E402
 
 
 def measure(parts, counts, weight: float) -> list[tuple]:
-    """(part, label, guess, stated confidence, file, cue, kind, strength) for every no-cause fragment of
+    """(part, label, guess, stated confidence, file, cue, kind, strength, grounds) for every no-cause fragment of
     ``parts``, with the phase prior ``counts`` at ``weight``.  The stated confidence is the shipped
     calibration table's (in-sample for these parts); ``nested_calibration`` states it again without
     the part."""
@@ -74,10 +74,29 @@ def measure(parts, counts, weight: float) -> list[tuple]:
                 g = guess_of(ROOT / "corpus" / part / lab["file"])
                 cue, kind = calib.cue_of(g)
                 out.append((part, lab.get("best_guess_category"), g.get("category"), float(g.get("confidence") or 0),
-                            lab["file"], cue, kind, calib.strength(g)))
+                            lab["file"], cue, kind, calib.strength(g), grounds_of(g)))
         return out
     finally:
         phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT = saved
+
+
+GROUNDS = ("text", "rule", "phase/around", "none")
+
+
+def grounds_of(guess: dict) -> str:
+    """What a guess rests on (evidence.GROUNDS), the phase and the words around taken together:
+    the text's own evidence, a rule's answer, only the phase / the lines around, nothing."""
+    grounds = guess.get("grounds") or ("rule" if guess.get("basis") else "none")
+    return "phase/around" if grounds in ("phase", "around") else grounds
+
+
+def by_grounds(rows) -> dict[str, dict[str, int]]:
+    """Right answers per ground (rows with their grounds, ``measure``'s last field)."""
+    out = {}
+    for ground in GROUNDS:
+        h, n = hits([r for r in rows if len(r) > 8 and r[8] == ground])
+        out[ground] = {"right": h, "total": n}
+    return out
 
 
 def hits(rows) -> tuple[int, int]:
@@ -133,7 +152,7 @@ def nested_calibration(lopo_rows, parts=None, prior_parts=None) -> list[tuple]:
             if other != held:
                 counts = count(tuple(p for p in prior_parts if p not in (held, other)))
                 train += measure((other,), counts, phase_prior.PRIOR_WEIGHT)
-        table = calib.count((r[5], r[6], r[1] == r[2]) for r in train)
+        table = calib.count((r[5], r[6], r[1] == r[2], r[0]) for r in train)  # (the part: calibration's design effect)
         out += [r[:3] + (calib.estimate(r[5], r[6], table)[0],) + r[4:] for r in lopo_rows if r[0] == held]
     return out
 
@@ -401,6 +420,7 @@ def main(argv=None) -> int:
     report["calibration_error_strength"] = calibration_error(lopo_rows, 7)
     if args.counted:  # (over the prior's parts only)
         report["counted"] = counted_report([r for r in lopo_rows if r[0] in TUNED_PARTS])
+    report["leave_one_part_out_grounds"] = by_grounds(lopo_rows)
     report["misses"] = [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "confidence": r[3]}
                         for r in lopo_rows if r[1] != r[2]]
     for key in ("in_part", "leave_one_part_out", "rotation"):
@@ -418,6 +438,8 @@ def main(argv=None) -> int:
             print(f"{name:19} {part:6} {r['right']:>3}/{r['total']:<3}{extra}")
         a = report[key + "_all"]
         print(f"{name:19} {'all':6} {a['right']:>3}/{a['total']:<3} {100 * a['right'] / max(a['total'], 1):.1f}%")
+    print("leave-one-part-out by what the guess rests on: " + ", ".join(
+        f"{g} {r['right']}/{r['total']}" for g, r in report["leave_one_part_out_grounds"].items()))
     for title, bands, err in (("stated confidence, leave-one-part-out (the table counted without the part)",
                                report["calibration"], report["calibration_error"]),
                               ("weighed strength (the figure stated before session 12)",

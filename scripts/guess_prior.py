@@ -122,7 +122,7 @@ def calibration_data(parts=TUNED_PARTS + READ_ONLY_PARTS, prior_parts=TUNED_PART
 
     rows = held_out_guesses(parts, prior_parts)
     return {"parts": list(parts), "prior_parts": list(prior_parts),
-            **calibration.count((r["cue"], r["kind"], r["right"]) for r in rows)}
+            **calibration.count((r["cue"], r["kind"], r["right"], r["part"]) for r in rows)}
 
 
 def data(parts=TUNED_PARTS) -> dict:
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
         sys.path.insert(0, str(ROOT))
         from sglang_doctor.diagnose import calibration
 
-        text = re.sub(r"\[\s+(\d+),\s+(\d+)\s+\]", r"[\1, \2]", json.dumps(calibration_data(), indent=1)) + "\n"
+        text = re.sub(r"\[\s+([\d.]+),\s+([\d.]+)\s+\]", r"[\1, \2]", json.dumps(calibration_data(), indent=1)) + "\n"
         target = calibration.DATA
     else:
         parts = tuple(a for a in argv if a != "--write") or TUNED_PARTS

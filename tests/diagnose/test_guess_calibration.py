@@ -77,6 +77,33 @@ def test_count_adds_up_per_cue_kind_category_and_all():
                  "categories": {"x": [2, 3], "y": [1, 1]}, "all": [3, 4]}
 
 
+def test_a_parts_guesses_count_as_the_square_root_of_their_number():
+    # session 16: guesses of one part share a source, so n of them weigh sqrt(n) (the design effect)
+    rows = [("a->x", "a", True, "p")] * 9 + [("a->x", "a", False, "q")]
+    t = calibration.count(rows)
+    assert t["cues"] == {"a->x": [9, 10]} and t["all"] == [9, 10]  # the plain counts, cited in ``why``
+    eff = t["effective"]
+    assert eff["cues"]["a->x"] == [3.0, 4.0] and eff["all"] == [3.0, 4.0]  # 9 of p as 3; 1 of q as 1
+    assert eff["categories"]["x"] == [3.0, 4.0] and eff["kinds"]["a"] == [3.0, 4.0]
+    # rows without their part: no effective block (a table counted before session 16)
+    assert "effective" not in calibration.count([r[:3] for r in rows])
+
+
+def test_a_cue_right_on_one_part_only_is_stated_below_one_right_on_many():
+    # the 0.80+ band of session 15: a serving-phase cue right 11/12 on the other parts, most of them
+    # from one part, was stated 0.81 and right 3/6 on the part held out
+    filler = [("none->other", "none", i % 3 == 0, f"f{i % 6}") for i in range(30)]
+    one_part = calibration.count([("c->runtime.crash", "c", True, "p")] * 11 + [("c->runtime.crash", "c", False, "q")]
+                                 + filler)
+    many = calibration.count([("c->runtime.crash", "c", True, f"p{i}") for i in range(11)]
+                             + [("c->runtime.crash", "c", False, "q")] + filler)
+    stated_one, why = calibration.estimate("c->runtime.crash", "c", one_part)
+    stated_many, _ = calibration.estimate("c->runtime.crash", "c", many)
+    assert stated_one < stated_many
+    assert stated_one < 0.8 and "11/12 for c->runtime.crash" in why  # the plain counts are cited
+    assert "square root" in why
+
+
 def test_a_rare_cue_is_shrunk_towards_the_rate_of_its_categorys_guesses():
     # session 14: the middle step is the category the guess names, not the cue's kind: an "other"
     # guess (nothing in the text points anywhere) is right far less often than the average guess
@@ -127,6 +154,9 @@ def test_the_shipped_table_adds_up_and_covers_every_tuned_part():
     assert t["parts"] == list(mod.TUNED_PARTS + mod.READ_ONLY_PARTS) and t["prior_parts"] == list(mod.TUNED_PARTS)
     for key in ("cues", "kinds", "categories"):
         assert [sum(c[0] for c in t[key].values()), sum(c[1] for c in t[key].values())] == t["all"]
+        # the effective counts (session 16): the same cells, none counting more guesses than it has
+        assert set(t["effective"][key]) == set(t[key])
+        assert all(t["effective"][key][k][1] <= t[key][k][1] for k in t[key])
     assert t["all"][1] == sum(len(mod.no_cause(p)) for p in t["parts"])
 
 
@@ -137,7 +167,8 @@ def test_the_shipped_table_is_what_the_tool_does_now():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     fresh = mod.calibration_data()
-    assert {k: fresh[k] for k in ("cues", "kinds", "all")} == {k: calibration.TABLE[k] for k in ("cues", "kinds", "all")}
+    keys = ("cues", "kinds", "all", "effective")
+    assert {k: fresh[k] for k in keys} == {k: calibration.TABLE[k] for k in keys}
 
 
 def test_a_text_with_no_failure_gets_the_command_for_what_it_was_doing():

@@ -155,3 +155,14 @@ def test_nested_calibration_counts_each_parts_table_without_it(cv, monkeypatch):
     assert measured == [o for _, o in pairs]
     for (held, other), prior in zip(pairs, counted):  # each inner run's prior leaves out both
         assert set(prior) == set(cv.TUNED_PARTS) - {held, other}
+
+
+def test_the_figure_is_given_per_ground(cv):
+    # session 16: what the guess rests on (evidence.GROUNDS), the phase and the words around together
+    assert cv.grounds_of({"grounds": "phase"}) == cv.grounds_of({"grounds": "around"}) == "phase/around"
+    assert cv.grounds_of({"basis": "rule:class"}) == "rule" and cv.grounds_of({}) == "none"
+    rows = [("p", "x", "x", 0.5, "f", "c", "k", 0.3, "text"), ("p", "x", "y", 0.5, "f", "c", "k", 0.3, "text"),
+            ("p", "x", "x", 0.5, "f", "c", "k", 0.3, "none"), ("p", "x", "x", 0.5, "f", "c", "k", 0.3)]
+    got = cv.by_grounds(rows)
+    assert got["text"] == {"right": 1, "total": 2} and got["none"] == {"right": 1, "total": 1}
+    assert got["rule"] == {"right": 0, "total": 0}  # (a row without its grounds is in no ground)
