@@ -40,9 +40,13 @@ _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
 # A request SGLang rejected or failed while the server went on (CONTRACT: not an incident).
+# (tokenizer_manager._validate_one_request, 0.4.6 to 0.5.23: "Requested token count exceeds the
+# model's maximum context length of N tokens. You requested a total of ..." for input plus
+# max_new_tokens over the context)
 _REQUEST_LEVEL = re.compile(
     r"is longer than the model's context length|exceeds the maximum allowed length|"
-    r"is longer than the context length|Input length \(\d+ tokens\) exceeds")
+    r"is longer than the context length|Input length \(\d+ tokens\) exceeds|"
+    r"Requested token count exceeds the model's maximum context length")
 REQUEST_ERROR_LITERAL = "Error in request"
 # The OpenAI-compatible layer's request handler (OpenAIServingBase.handle_request)
 # catches every exception of one request, logs it ("Error in request: ...", with its traceback)
