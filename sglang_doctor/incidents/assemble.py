@@ -46,9 +46,13 @@ _AFTERMATH = ("killed", "exit_code")
 _STOP_EXIT = re.compile(r"(?:exited with code|exit code|exit status)[ :=]+(?:137|143|-9|-15)\b|"
                         r"code=killed, status=(?:9/KILL|15/TERM)")
 # A request SGLang rejected or failed while the server went on (CONTRACT: not an incident).
+# (tokenizer_manager._validate_one_request, 0.4.6 to 0.5.23: "Requested token count exceeds the
+# model's maximum context length of N tokens. You requested a total of ..." for input plus
+# max_new_tokens over the context)
 _REQUEST_LEVEL = re.compile(
     r"is longer than the model's context length|exceeds the maximum allowed length|"
-    r"is longer than the context length|Input length \(\d+ tokens\) exceeds")
+    r"is longer than the context length|Input length \(\d+ tokens\) exceeds|"
+    r"Requested token count exceeds the model's maximum context length")
 REQUEST_ERROR_LITERAL = "Error in request"
 # The OpenAI-compatible layer's request handler (OpenAIServingBase.handle_request)
 # catches every exception of one request, logs it ("Error in request: ...", with its traceback)
@@ -116,6 +120,14 @@ MAX_GROUP_GAP = 500
 # the parent's "Received sigquit" this many lines after the launch's last reported incident is
 # that incident's end (a watchdog's batch and py-spy dumps come between them), not a new one
 TERMINAL_AFTER_REPORTED = 200
+# A rank that only lost its peer: gloo's TCP pair (torch.distributed's CPU group, which SGLang's
+# ranks use to pass requests and pipeline metadata) raises "[.../gloo/transport/tcp/pair.cc:N]
+# Connection closed by peer [ip]:port. This is typically caused by a remote worker crashing",
+# or "Read error [ip]:port: Connection reset by peer", when the process at the other end died.
+# Such a traceback this close after the launch's last reported incident is that failure's
+# aftermath on the ranks it left waiting (a pipeline stage, the other TP ranks), not a new one.
+_PEER_LOST = re.compile(
+    r"gloo/transport/tcp/pair\.cc:\d+\] (?:Connection closed by peer|Read error [^\n]*Connection reset by peer)")
 # A line that is only a log viewer's header for the next line (a date-time and a pod or
 # container name, nothing after them): some web UIs put it on a line of its own above every
 # line they show.  It holds no text of SGLang's, so it neither ends a traceback nor starts
@@ -655,6 +667,20 @@ class Assembler:
             else:
                 group.awaits_child = True
 
+    def _peer_loss_after_reported(self, group: _Group, primary) -> bool:
+        """Every traceback of ``group`` ends in a lost gloo peer, within TERMINAL_AFTER_REPORTED
+        lines of the launch's last reported incident, with no start-up milestone between (a
+        relaunch's ranks failing are a new failure).  Batch lines may come between: the other
+        pipeline stages log the step they finished before their next exchange fails."""
+        last = self._last_reported
+        if primary is None or group.signal_lines or last is None or not group.lines:
+            return False
+        if not 0 < group.lines[0].number - last <= TERMINAL_AFTER_REPORTED:
+            return False
+        if any(ms.line > last for ms in self.launch.milestones):
+            return False
+        return all(b.chain and _PEER_LOST.search(b.chain[-1].message or "") for b in group.builders)
+
     def _follows_reported(self, line: Line) -> bool:
         """``line`` comes within TERMINAL_AFTER_REPORTED lines of the launch's last reported
         incident, with no start-up milestone or batch line of a server still at work between."""
@@ -727,6 +753,8 @@ class Assembler:
             return None  # one request failed; the server went on (CONTRACT: not an incident)
         if not group.signal_lines and _test_assertion(builders):
             return None  # a test's check failed, not the server
+        if self._peer_loss_after_reported(group, primary):
+            return None  # the reported failure's peers, left waiting on it
         lines = group.lines
         incident = Incident(
             kind="traceback" if builders else "signal",

@@ -96,6 +96,12 @@ SIGNALS: tuple[Signal, ...] = (
     _s("device_assert", ("Assertion `",), r"Assertion `(?P<assertion>.+)` failed", "evidence"),
     _s("pool_profiled_negative", ("is larger than the profiled value -",),
        r"max_total_tokens=(?P<max_total_tokens>\d+) is larger than the profiled value (?P<profiled>-\d+)", "evidence"),
+    # http_server.py generate_request (0.4.10 through 0.5.23): a ValueError of one request (its
+    # input plus max_new_tokens over the context, bad sampling parameters) is logged
+    # "[http_server] Error: <e>" and answered with a 400 (or an error event on the stream); the
+    # server goes on (CONTRACT: not an incident).  Before uvicorn_error, whose "ERROR:    " the
+    # line carries when SGLang logs in uvicorn's format.
+    _s("http_request_error", ("[http_server] Error: ",), r"\[http_server\] Error: ", "handled"),
     _s("uvicorn_error", ("ERROR:",), r"^ERROR: {1,6}(?P<uvicorn_message>.*(?:Errno|error|Error).*)", "evidence"),
     _s("watchdog_timeout", ("watchdog timeout",), r"Scheduler watchdog timeout", "evidence"),
     _s("health_check_failed", ("Health check failed",), r"Health check failed", "evidence"),

@@ -167,6 +167,13 @@ class TracebackPart:
     exception: ExceptionInfo | None = None
 
 
+# faulthandler (Python's fatal-error handler: a segfault, an abort) dumps every thread as
+# "Thread 0x00007f39a0232b80 (most recent call first):" ("Current thread 0x...:" for the one
+# that crashed, "Stack (most recent call first):" without threads), then that thread's frames
+# as ``  File "x.py", line 294 in load_weights``.
+_THREAD_DUMP_HEADER = re.compile(r"^(?:(?:Current )?[Tt]hread 0x[0-9a-fA-F]+|Stack) \(most recent call first\):\s*$")
+
+
 class TracebackBuilder:
     """Follows one traceback record line by line.
 
@@ -187,6 +194,9 @@ class TracebackBuilder:
         self._msg_lines: list[str] = []
         self._after_marker = False
         self.elided = False  # a "..." / "[...]" stood for dropped lines inside it
+        # a faulthandler thread dump: the index in the part's frames where the thread block
+        # being read starts (None: not a dump); its frames come most recent first
+        self._dump_start: int | None = None
         if headless:
             self._frame_line(first_text)
 
@@ -235,6 +245,8 @@ class TracebackBuilder:
         return held
 
     def finish(self) -> None:
+        if self._dump_start is not None:
+            self._end_dump_block()
         self._finish_message()
 
     @property
@@ -246,6 +258,14 @@ class TracebackBuilder:
         return [p.exception for p in self.parts if p.exception is not None]
 
     # -- states ----------------------------------------------------------------------
+
+    def _end_dump_block(self) -> None:
+        """A faulthandler thread block ended: its frames, listed most recent call first, are put
+        in a traceback's order (outermost first, the deepest last), as every reader expects."""
+        frames = self.parts[-1].frames
+        start = self._dump_start or 0
+        frames[start:] = frames[start:][::-1]
+        self._dump_start = len(frames)
 
     def _take(self) -> int:
         n = self._held + 1
@@ -265,6 +285,12 @@ class TracebackBuilder:
             self._prev_frame_indented = None
             return self._take()
         if _CARET.match(text) or _REPEATED.match(text):
+            return self._take()
+        if _THREAD_DUMP_HEADER.match(text) and (self.parts[-1].frames or self.truncated_top):
+            # faulthandler's dump of every thread (after "Fatal Python error: ..."), pasted from
+            # its middle: the next thread's header, then that thread's frames; no exception line
+            self._end_dump_block()
+            self._prev_frame_indented = None
             return self._take()
         if is_elision(text):
             self.elided = True  # lines were dropped here: what follows still belongs

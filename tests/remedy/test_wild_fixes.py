@@ -70,7 +70,8 @@ def test_the_assumed_default_follows_the_gpus_and_the_release_given():
 
 def test_the_gpu_size_torch_reports_beats_the_profile():
     (inc,) = _incidents(FRAGMENTED, "--gpus", "h100-80x8", "--sglang-version", "0.5.9")
-    rem = inc["remediation"]
+    # (the fragmented cache's own change leads, test_expandable_segments_lead_when_they_apply)
+    (rem,) = [c for c in _changes(inc["remediation"]) if "--chunked-prefill-size" in c["set"]]
     # torch says 23.64 GiB: 0.5.9's tier under 35 GiB is 2048 (server_args.py:936-1000)
     assert rem["set"] == {"--chunked-prefill-size": 1024}
     assert "23.64 GiB GPU torch reports" in rem["note"] and "h100" not in rem["note"]
@@ -97,6 +98,16 @@ def test_expandable_segments_when_torch_holds_more_unused_than_it_asked_for():
     assert _alloc_conf(inc["remediation"]) == ["expandable_segments:True"]
     (inc,) = _incidents(FIXTURES / "memory" / "cuda_oom_attention_init_059.log")  # 1.02 GiB vs 512 MiB
     assert _alloc_conf(inc["remediation"]) == ["expandable_segments:True"]
+
+
+def test_expandable_segments_lead_when_they_apply():
+    # a serving OOM whose allocation would have fit in what torch holds unused: the cache's
+    # fragmentation failed it, so the change that targets it comes first (field16/010: the
+    # operator's fix, 6/6 cold 256K prefills passing afterwards); the headroom changes follow
+    (inc,) = _incidents(FRAGMENTED)
+    assert inc["rule"] == "memory.cuda_oom.serving"
+    assert inc["remediation"]["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert any("--chunked-prefill-size" in c["set"] for c in inc["remediation"]["alternatives"])
 
 
 def test_no_expandable_segments_when_memory_really_ran_out():
