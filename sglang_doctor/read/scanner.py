@@ -1162,6 +1162,13 @@ class LiteralIndex:
 
     def __init__(self, literals: Iterable[str], native: bool = True):
         self.literals = tuple(sorted(set(literals)))
+        self._ac = self._bytes_ac = None
+        self._matcher = self._native_matcher() if native else None
+        if self._matcher is not None:
+            # ``found`` never asks the automatons then (a text up to LONG_TEXT goes to the
+            # C extension, a longer one to ``in``): not built, ``ahocorasick_rs`` not even
+            # imported (its first build cost 3-12 ms of start-up, session 16)
+            return
         try:
             import ahocorasick_rs
 
@@ -1169,8 +1176,7 @@ class LiteralIndex:
             self._bytes_ac = ahocorasick_rs.BytesAhoCorasick([lit.encode() for lit in self.literals]) \
                 if self.literals else None
         except ImportError:
-            self._ac = self._bytes_ac = None
-        self._matcher = self._native_matcher() if native else None
+            pass
 
     def _native_matcher(self):
         """The C extension's pass over these literals, when it is built and takes them (3
