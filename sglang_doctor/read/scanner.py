@@ -23,11 +23,13 @@ literal set is first reduced to a few *covers* (a literal that contains another 
 dropped; literals sharing a long prefix are replaced by it): a cover found marks a
 candidate line, never more than a superset of the lines the full set marks, so nothing is
 lost and at most a few extra lines are looked at.  Hyperscan (``hyperscan``, the optional
-``fast`` extra) when installed and the covers are many, else an Aho-Corasick automaton (``ahocorasick_rs``, a
+``fast`` extra) when installed and the covers are many (more than the C extension takes
+first, below), else an Aho-Corasick automaton (``ahocorasick_rs``, a
 normal dependency) in leftmost-longest mode, which lets it use its SIMD "Teddy" prefilter for
 a few dozen literals per automaton (the covers are split by first byte, then into groups:
-``aho_groups``).  Before Aho-Corasick comes the optional C extension (``NativeFinder``,
-read/_native.c, built at install when a C compiler is there): one pass for all covers that
+``aho_groups``).  Before both comes the optional C extension (``NativeFinder``,
+read/_native.c, built at install when a C compiler is there; up to ``NATIVE_MAX_COVERS``
+covers): one pass for all covers that
 also finds each line's first ``\\r``, ESC, NUL and `` pid=`` and the newline bits.  ``bytes.find`` per
 literal is the stdlib fallback and the engine for small blocks (watch, pipe), where building
 an automaton costs more than it saves.  All give the same lines; docs/PERFORMANCE.md has the
@@ -65,7 +67,10 @@ MATCH_CAP = 16384  # more matches than this in one sub-block: dense, hand it to 
 GROUP = 16  # literals per Aho-Corasick automaton: its SIMD prefilter degrades with more (bench: 16 best of 8-24)
 RARE_GROUP = 64  # the same for literals not starting with a lowercase letter (bench: 59 in one, 0.26 ns/B)
 MIN_FIRST_BYTES = 4  # fewer distinct first bytes in a group: a memchr prefilter on them instead of SIMD (slow)
-AHO_MAX_COVERS = 72  # past this many covers, Hyperscan (when installed) is preferred
+AHO_MAX_COVERS = 72  # past this many covers, Hyperscan (when installed) is preferred to Aho-Corasick
+# up to this many covers the C extension's pass (when built) is preferred to Hyperscan: 1235
+# covers cost it about what they cost Hyperscan per byte (the shipped pack's: about 200)
+NATIVE_MAX_COVERS = 1024
 MIN_SHARED_PREFIX = 8  # literals sharing a prefix this long are searched as that prefix
 
 
@@ -470,10 +475,13 @@ def make_finder(literals: tuple[bytes, ...], engine: str | None = None, weak: It
         return ENGINES[engine](lits, weak_set)
     # Aho-Corasick's prefilter beats Hyperscan for a few automatons of covers (0.8 vs 1.3
     # ns/B, docs/PERFORMANCE.md); with many more covers (user rules) Hyperscan wins.  The C
-    # extension, when it was built, beats Aho-Corasick (one pass for all covers, 28% less
-    # CPU on the reading path) and costs about what Hyperscan does (session 9), so Hyperscan
-    # keeps its place when installed (the ``fast`` extra)
-    order = (NativeFinder, AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_COVERS \
+    # extension, when it was built, comes first up to NATIVE_MAX_COVERS covers: its pass
+    # alone costs about what Hyperscan's does, but only it gives the read-ahead its helper
+    # thread and the weak-hit filter in C (Hyperscan's match callbacks hold the GIL, and its
+    # hits go through numpy): explain on the 1 GiB v2 log, about 1.9 against 3.1 s of CPU
+    # (session 16, docs/PERFORMANCE.md)
+    tail = (AhoFinder, HyperscanFinder) if len(lits) <= AHO_MAX_COVERS else (HyperscanFinder, AhoFinder)
+    order = (NativeFinder, *tail) if len(lits) <= max(NATIVE_MAX_COVERS, AHO_MAX_COVERS) \
         else (HyperscanFinder, NativeFinder, AhoFinder)
     for cls in order:
         try:
@@ -1162,6 +1170,13 @@ class LiteralIndex:
 
     def __init__(self, literals: Iterable[str], native: bool = True):
         self.literals = tuple(sorted(set(literals)))
+        self._ac = self._bytes_ac = None
+        self._matcher = self._native_matcher() if native else None
+        if self._matcher is not None:
+            # ``found`` never asks the automatons then (a text up to LONG_TEXT goes to the
+            # C extension, a longer one to ``in``): not built, ``ahocorasick_rs`` not even
+            # imported (its import and first build: 13 ms of start-up at load 13, session 16)
+            return
         try:
             import ahocorasick_rs
 
@@ -1169,8 +1184,7 @@ class LiteralIndex:
             self._bytes_ac = ahocorasick_rs.BytesAhoCorasick([lit.encode() for lit in self.literals]) \
                 if self.literals else None
         except ImportError:
-            self._ac = self._bytes_ac = None
-        self._matcher = self._native_matcher() if native else None
+            pass
 
     def _native_matcher(self):
         """The C extension's pass over these literals, when it is built and takes them (3

@@ -278,6 +278,28 @@ def test_literal_index_paths_agree(parts, pad):
         assert LiteralIndex(literals, native=False).found(text) == want
 
 
+def test_literal_index_with_the_extension_builds_no_automaton():
+    """With the C extension built, ``found`` asks only it (texts up to LONG_TEXT) or ``in``
+    (longer ones): the Aho-Corasick automatons (13 ms of start-up at load 13) are not built."""
+    from sglang_doctor.incidents import assemble
+    from sglang_doctor.read.scanner import LiteralIndex
+
+    literals = set(assemble.Assembler()._literals.literals)
+    index = LiteralIndex(literals)
+    if index._matcher is None:
+        pytest.skip("the C extension is not built")
+    assert index._ac is None and index._bytes_ac is None
+    long_text = "y" * LiteralIndex.LONG_TEXT + "NCCL WARN x Traceback (most recent call last):"
+    assert index.found(long_text) == {lit for lit in literals if lit in long_text}
+    assert LiteralIndex(literals, native=False)._ac is not None or not _has("ahocorasick_rs")
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _blocks(data: bytes, chunks: list[int]) -> list[bytes]:
     out, pos = [], 0
     for size in chunks:
