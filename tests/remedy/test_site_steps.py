@@ -204,3 +204,30 @@ def test_every_site_step_names_a_known_remedy():
     for entry in guarded.SITE_STEPS + [guarded.DEEPEP_CAPTURE]:
         ((name, _params),) = entry.items()
         assert name in remedies.REGISTRY
+
+
+# -- a collective timeout before the server was ready -------------------------------------------------
+
+WATCHDOG = ("[rank0]:[E301 10:10:32.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 "
+            "milliseconds before timing out.\n")
+
+
+def test_a_collective_timeout_at_start_up_offers_a_longer_process_group_timeout(tmp_path):
+    log = tmp_path / "startup.log"
+    log.write_text(
+        "[2025-03-01 10:00:00] server_args=ServerArgs(model_path='/models/DeepSeek-R1', tp_size=16, nnodes=2, "
+        "node_rank=0, dist_init_addr='10.0.0.1:5000', mem_fraction_static=0.85)\n"
+        "[2025-03-01 10:00:20 TP0] Init torch distributed begin.\n"
+        "[2025-03-01 10:00:31 TP0] Init torch distributed ends. mem usage=1.02 GB\n"
+        "[2025-03-01 10:00:32 TP0] Load weight begin. avail mem=77.48 GB\n" + WATCHDOG)
+    inc = explain_one_incident(log, "--sglang-version", "0.5.9")
+    assert inc["rule"] == "nccl.collective_timeout" and inc["phase"].startswith("startup")
+    changes = _all_json(inc["remediation"])
+    assert {"--dist-timeout": 1800} in [c["set"] for c in changes[:2]]  # primary or first alternative
+
+
+def test_a_collective_timeout_while_serving_or_unplaced_gets_no_longer_timeout():
+    for path in (FIXTURES / "nccl" / "collective_timeout_0523.log", FIXTURES / "nccl" / "collective_timeout_folded_fragment.log"):
+        changes = _all_json(explain_one_incident(path)["remediation"])
+        assert not any("--dist-timeout" in c["set"] for c in changes), path
