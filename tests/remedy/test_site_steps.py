@@ -231,3 +231,26 @@ def test_a_collective_timeout_while_serving_or_unplaced_gets_no_longer_timeout()
     for path in (FIXTURES / "nccl" / "collective_timeout_0523.log", FIXTURES / "nccl" / "collective_timeout_folded_fragment.log"):
         changes = _all_json(explain_one_incident(path)["remediation"])
         assert not any("--dist-timeout" in c["set"] for c in changes), path
+
+
+# -- an address a distributed library could not use ---------------------------------------------------
+
+
+def test_an_address_refused_to_torch_distributed_asks_for_the_interface(tmp_path):
+    log = tmp_path / "address.log"
+    log.write_text(
+        "[2026-05-09 10:02:10 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py", line 1520, in init_process_group\n'
+        "    store, rank, world_size = next(rendezvous_iterator)\n"
+        "torch.distributed.DistNetworkError: The client socket has failed to connect to [fe80::1%eth0]:5000 "
+        "(errno: 97 - Address family not supported by protocol).\n")
+    inc = explain_one_incident(log)
+    rem = inc["remediation"]
+    assert inc["rule"] == "class.network.address"
+    assert set(rem["env"]) == {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
+    assert all(v.startswith("<") for v in rem["env"].values()) and rem["needs_human"] and rem["safe"] is False
+
+
+def test_an_address_refused_to_zmq_keeps_the_advice_only():
+    rem = explain_one_incident(FIXTURES / "classes" / "network_address_family.log")["remediation"]
+    assert not rem["env"] and not rem["set"]
