@@ -215,13 +215,19 @@ GUARDED_SERVING: dict[str, tuple[str, list[dict[str, Any]]]] = {
 # on a traceback the text does show but no rule knew: where it failed can still name the
 # change.  The deepest frames the text holds are in an optional feature's own module (SGLang's
 # custom all-reduce, CUDA graph capture, torch.compile; speculative decoding, LoRA, HiCache,
-# the EP all-to-all, DP attention, ...: class_remedies.FRAME_FEATURES / FRAME_DROPS), or in a
-# MoE layer's experts being built (a check on how TP splits every expert: expert parallelism).
+# the EP all-to-all, DP attention, ...: class_remedies.FRAME_FEATURES / FRAME_DROPS), in an
+# attention backend's module (the other backend), in the quantized KV cache's code (one dtype
+# back), or in a MoE layer's experts being built (a check on how TP splits every expert:
+# expert parallelism).
 # Each step holds only if the failure is in that code ("if the failure is in ..."); nothing is
 # proposed when the frames pass none of them (a text with no frames: nothing).
 SITE_WORDS = "a failure in the code its traceback last passes (the deepest frames the text shows)"
 SITE_STEPS: list[dict[str, Any]] = [
     {"expert_parallel": {"when_frames": True}},
+    # the quantized KV cache's code (its words or frames: kvfp4, kv_cache_dtype, ...): one rung back
+    {"kv_cache_dtype_step": {}},
+    # an attention backend's module: the other backend
+    {"switch_backend": {"when_frames": True, "plain_note": True}},
     {"disable_in_frames": {"features": ["custom_all_reduce", "cuda_graph", "torch_compile"]}},
     {"drop_in_frames": {}},
 ]

@@ -254,3 +254,16 @@ def test_an_address_refused_to_torch_distributed_asks_for_the_interface(tmp_path
 def test_an_address_refused_to_zmq_keeps_the_advice_only():
     rem = explain_one_incident(FIXTURES / "classes" / "network_address_family.log")["remediation"]
     assert not rem["env"] and not rem["set"]
+
+
+def test_a_guess_on_an_attention_backend_or_the_kv_cache_takes_their_switch():
+    attn = [Frame(file=SITE + "layers/attention/flashinfer_backend.py", line=1, function="__init__")]
+    rem = _remediate(_guess("args.invalid", attn), catalog=V059)
+    assert rem.set.get("--attention-backend") not in (None, "flashinfer") and rem.needs_human
+    kv = [Frame(file=SITE + "mem_cache/memory_pool.py", line=1, function="__init__", source="KVFP4QuantizeUtil.x")]
+    d = _guess("other", kv)
+    d.incident.signals = []
+    from sglang_doctor.model import ExceptionInfo
+    d.incident.exception = ExceptionInfo(type="ImportError", message="cannot import name 'KVFP4QuantizeUtil'")
+    rem = _remediate(d)
+    assert rem.set == {"--kv-cache-dtype": "fp8_e4m3"} and rem.needs_human and rem.safe is False
