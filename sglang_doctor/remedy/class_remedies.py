@@ -278,7 +278,10 @@ FRAME_DROPS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("srt/mem_cache/hiradix_cache", ("--enable-hierarchical-cache",), "the hierarchical cache"),
     ("srt/mem_cache/storage/", ("--enable-hierarchical-cache", "--hicache-storage-backend"), "the hierarchical cache's storage"),
     ("srt/managers/cache_controller", ("--enable-hierarchical-cache",), "the hierarchical cache"),
-    ("srt/layers/moe/token_dispatcher/", ("--moe-a2a-backend",), "the expert-parallel all-to-all backend"),
+    # 0.4.10+ --moe-a2a-backend (layers/moe/token_dispatcher/); 0.4.4-0.5.3 --enable-deepep-moe
+    # (0.4.x: layers/moe/ep_moe/token_dispatcher.py): the release's own spelling is removed
+    ("srt/layers/moe/token_dispatcher/", ("--moe-a2a-backend", "--enable-deepep-moe"), "the expert-parallel all-to-all backend"),
+    ("srt/layers/moe/ep_moe/token_dispatcher", ("--enable-deepep-moe", "--moe-a2a-backend"), "the expert-parallel all-to-all backend"),
     ("srt/eplb/", ("--enable-eplb",), "expert-parallel load balancing"),
     # DP attention's gathers and scatters (layers/dp_attention.py) run only with
     # --enable-dp-attention; two-batch overlap's splitter only with its switch

@@ -267,3 +267,13 @@ def test_a_guess_on_an_attention_backend_or_the_kv_cache_takes_their_switch():
     d.incident.exception = ExceptionInfo(type="ImportError", message="cannot import name 'KVFP4QuantizeUtil'")
     rem = _remediate(d)
     assert rem.set == {"--kv-cache-dtype": "fp8_e4m3"} and rem.needs_human and rem.safe is False
+
+
+def test_the_deepep_dispatcher_is_dropped_in_the_releases_own_spelling():
+    entry = [{"drop_in_frames": {}}]
+    old = [Frame(file=SITE + "layers/moe/ep_moe/token_dispatcher.py", line=1, function="dispatch")]
+    rem = _remediate(_with(entry, old, category="runtime.crash"), catalog=V046)  # 0.4.x: --enable-deepep-moe
+    assert rem.unset == ["--enable-deepep-moe"]
+    new = [Frame(file=SITE + "layers/moe/token_dispatcher/deepep.py", line=1, function="dispatch")]
+    rem = _remediate(_with(entry, new, category="runtime.crash"), catalog=V059)
+    assert rem.unset == ["--moe-a2a-backend"]
