@@ -97,6 +97,9 @@ _FIXED_WORDS = {
     "env_named": "set the environment variable the message names as its work-around (advice: the log chose it)",
     "kv_cache_dtype_step": "step the KV cache dtype back (fp4 -> fp8_e4m3 -> auto, e4m3 -> fp8_e5m2) when the "
                            "failure is in the quantized KV cache's code",
+    "expert_parallel": "shard the MoE experts over the ranks (--ep-size equal to --tp-size; 0.4.x --enable-ep-moe) "
+                       "instead of splitting every expert (when_frames: only when the frames show the experts "
+                       "being built)",
 }
 
 

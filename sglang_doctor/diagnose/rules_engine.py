@@ -47,7 +47,7 @@ REMEDIES = (
     "plan_memory", "set_flag", "raise_flag", "lower_flag", "unset_flag", "set_env", "disable_feature",
     "closest_flag", "change_port", "upgrade_sglang", "needs_human", "flag_named",
     "allocator_fragmentation", "isolate_features", "switch_backend", "drop_feature",
-    "disable_in_frames", "env_named", "drop_in_frames", "kv_cache_dtype_step",
+    "disable_in_frames", "env_named", "drop_in_frames", "kv_cache_dtype_step", "expert_parallel",
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",

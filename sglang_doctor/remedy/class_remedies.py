@@ -278,7 +278,10 @@ FRAME_DROPS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("srt/mem_cache/hiradix_cache", ("--enable-hierarchical-cache",), "the hierarchical cache"),
     ("srt/mem_cache/storage/", ("--enable-hierarchical-cache", "--hicache-storage-backend"), "the hierarchical cache's storage"),
     ("srt/managers/cache_controller", ("--enable-hierarchical-cache",), "the hierarchical cache"),
-    ("srt/layers/moe/token_dispatcher/", ("--moe-a2a-backend",), "the expert-parallel all-to-all backend"),
+    # 0.4.10+ --moe-a2a-backend (layers/moe/token_dispatcher/); 0.4.4-0.5.3 --enable-deepep-moe
+    # (0.4.x: layers/moe/ep_moe/token_dispatcher.py): the release's own spelling is removed
+    ("srt/layers/moe/token_dispatcher/", ("--moe-a2a-backend", "--enable-deepep-moe"), "the expert-parallel all-to-all backend"),
+    ("srt/layers/moe/ep_moe/token_dispatcher", ("--enable-deepep-moe", "--moe-a2a-backend"), "the expert-parallel all-to-all backend"),
     ("srt/eplb/", ("--enable-eplb",), "expert-parallel load balancing"),
     # DP attention's gathers and scatters (layers/dp_attention.py) run only with
     # --enable-dp-attention; two-batch overlap's splitter only with its switch
@@ -375,3 +378,67 @@ def kv_cache_dtype_step(ctx: Context, params: dict) -> "list[Remediation] | None
                           tradeoff=params.get("tradeoff") or _KV_TRADEOFF.get(choice, ""))
         out.append(trust.declare(rem, "rule"))
     return out or None
+
+
+# A MoE layer's experts being built (the model's ``self.experts = get_moe_impl_class()(...)`` /
+# ``FusedMoE(...)`` / ``EPMoE(...)``, or the MoE quantization method's ``create_weights``): a
+# check raised there is about how tensor parallelism splits every expert (block-FP8 / INT8
+# scales, divisibility of the expert's intermediate size by the split)
+_EXPERT_BUILD_SOURCE = re.compile(r"\bself\.experts\s*=|get_moe_impl_class\(|\b(?:FusedMoE|EPMoE|DeepEPMoE)\(")
+_EXPERT_BUILD_MODULES = ("layers/moe/fused_moe_triton/layer.py", "layers/moe/ep_moe/layer.py",
+                         "layers/moe/fused_moe_triton/__init__.py")
+
+
+def _experts_being_built(ctx: Context) -> bool:
+    """The traceback's frames show a MoE layer's experts being constructed (during weight
+    creation, not the forward pass: a frame of ``__init__`` / ``create_weights``)."""
+    for frame in ctx.diagnosis.incident.frames:
+        path = frame.file.replace("\\", "/")
+        function = frame.function or ""
+        if function in ("__init__", "create_weights") and any(m in path for m in _EXPERT_BUILD_MODULES):
+            return True
+        if "/models/" in path and function in ("__init__", "<lambda>") and _EXPERT_BUILD_SOURCE.search(frame.source or ""):
+            return True
+    return False
+
+
+@remedy("expert_parallel")
+def expert_parallel(ctx: Context, params: dict) -> Remediation | None:
+    """Shard a MoE model's experts over the ranks (expert parallelism) instead of splitting
+    every expert over them (tensor parallelism): each rank then holds whole experts, whose
+    intermediate size is no longer divided by --tp-size (SGLang's fused MoE layer:
+    ``intermediate_size_per_partition = intermediate_size // moe_tp_size`` with ``moe_tp_size =
+    tp_size // ep_size``), so a block-FP8 / INT8 check on that size passes.
+
+    Spelled for the release: 0.4.0.post1-0.4.x ``--enable-ep-moe`` (it sets ``ep_size`` to
+    ``tp_size`` itself), later releases ``--ep-size`` equal to the launch's ``--tp-size`` (asked
+    for when the log does not show it).  ``when_frames``: only when the frames show the experts
+    being built (``_experts_being_built``).  Nothing when the launch already runs EP."""
+    if params.get("when_frames") and not _experts_being_built(ctx):
+        return None
+    # a class-level suggestion when the frames chose it; a rule's own when its message did
+    why = f"; {CLASS_NOTE}" if params.get("when_frames") else ""
+    tradeoff = params.get("tradeoff") or (
+        "expert parallelism: each rank holds whole experts; uneven expert load can leave some GPUs busier "
+        "(--enable-eplb balances it on releases that have it)")
+    ep_flag, old_flag = ctx.flag("--ep-size"), ctx.catalog.canonical("--enable-ep-moe")
+    if old_flag is None and ep_flag is None:
+        ctx.warnings.append(f"no expert-parallel flag in SGLang {ctx.version}")
+        return None
+    ep = ctx.stated(ep_flag) if ep_flag else None
+    if (old_flag and ctx.stated(old_flag) is True) or (isinstance(ep, int) and ep > 1):
+        return None  # the launch already shards its experts
+    if old_flag is not None:
+        rem = Remediation(set={old_flag: True}, safe=False, tradeoff=tradeoff,
+                          note=f"shard the experts over the ranks: {old_flag} (ep_size follows --tp-size){why}")
+        return trust.declare(rem, "rule")
+    tp_flag = ctx.flag("--tp-size")
+    tp = ctx.stated(tp_flag) if tp_flag else None
+    if isinstance(tp, int) and tp > 1 and ctx.catalog.validate(ep_flag, tp) is None:
+        rem = Remediation(set={ep_flag: tp}, safe=False, tradeoff=tradeoff,
+                          note=f"shard the experts over the ranks: {ep_flag} {tp} (the launch's --tp-size){why}")
+        return trust.declare(rem, "rule")
+    rem = Remediation(set={ep_flag: "<your --tp-size>"}, needs_human=True, safe=False, tradeoff=tradeoff,
+                      note=f"shard the experts over the ranks: {ep_flag} equal to your launch's --tp-size (not in "
+                           f"the log){why}")
+    return trust.declare(rem, "rule")

@@ -73,6 +73,24 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
                      "tradeoff": "only for a gated repository: the server's environment holds a secret; "
                                  "a local copy of the model (huggingface-cli download) needs none"}},
     ]),
+    # a model class SGLang does not implement (or whose config it refuses): SGLang's fallback to
+    # the model's transformers implementation, which maintainers give for "Model architectures
+    # [...] are not supported for now" (docs/FAILURES-SEEN.md #5; --model-impl from 0.4.9.post3,
+    # validated for the release: older ones get none), then the checkpoint's own code (a custom
+    # architecture's config / modelling code lives in the repository)
+    "model.unsupported": ("a model architecture this SGLang release does not implement", [
+        {"set_flag": {"flag": "--model-impl", "value": "transformers",
+                      "tradeoff": "the model runs through transformers' implementation: slower than a native SGLang "
+                                  "model, some features (CUDA graphs on some layers, quantized kernels) may not apply; "
+                                  "a newer SGLang release may implement the architecture natively"}},
+        {"set_flag": {"flag": "--trust-remote-code", "value": True,
+                      "tradeoff": "runs the Python code shipped with the checkpoint: only for a repository you trust"}},
+    ]),
+    # the server's port is taken: the next free one, tested on this machine ("if the port taken
+    # is the server's own": SGLang's other ports are set apart), never applied unattended
+    "network.port": ("a port that was already taken", [
+        {"change_port": {"unsure": True}},
+    ]),
     # a crash in the forward pass while serving: what the launch turned on, then the
     # scheduler's overlap and CUDA graphs, each to narrow it down
     "runtime.crash": ("a crash in the model's forward pass while serving", [
@@ -123,6 +141,18 @@ CUDA_GRAPH_BY_RELEASE: tuple[tuple[str, list[dict[str, Any]]], ...] = (
         {"disable_feature": {"feature": "cuda_graph"}},
     ]),
 )
+
+
+# A capture whose frames pass DeepEP's dispatcher (the text shows them): DeepEP's normal
+# kernels cannot be captured (0.4.6+ turn graphs off themselves for --deepep-mode normal; 'auto'
+# switched modes wrongly under graphs until sglang#11666), so the low-latency kernels, the ones
+# built for graphs, come before SGLang's general list (rules/cuda_graph.yaml's capture rules do
+# the same).  Only with those frames: a text that does not show DeepEP gets none (the launch's
+# --deepep-mode is not guessed).
+DEEPEP_CAPTURE: dict[str, Any] = {
+    "set_flag": {"flag": "--deepep-mode", "value": "low_latency",
+                 "when_modules": ["token_dispatcher/deepep", "ep_moe/token_dispatcher"],
+                 "tradeoff": "DeepEP's low-latency kernels for prefill too: lower prefill throughput than normal mode"}}
 
 
 def cuda_graph_entries(version: str | None) -> list[dict[str, Any]]:
@@ -181,6 +211,28 @@ GUARDED_SERVING: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 
 
+# A guess whose category has no usual change (arguments, "other", an unsupported model, ...),
+# on a traceback the text does show but no rule knew: where it failed can still name the
+# change.  The deepest frames the text holds are in an optional feature's own module (SGLang's
+# custom all-reduce, CUDA graph capture, torch.compile; speculative decoding, LoRA, HiCache,
+# the EP all-to-all, DP attention, ...: class_remedies.FRAME_FEATURES / FRAME_DROPS), in an
+# attention backend's module (the other backend), in the quantized KV cache's code (one dtype
+# back), or in a MoE layer's experts being built (a check on how TP splits every expert:
+# expert parallelism).
+# Each step holds only if the failure is in that code ("if the failure is in ..."); nothing is
+# proposed when the frames pass none of them (a text with no frames: nothing).
+SITE_WORDS = "a failure in the code its traceback last passes (the deepest frames the text shows)"
+SITE_STEPS: list[dict[str, Any]] = [
+    {"expert_parallel": {"when_frames": True}},
+    # the quantized KV cache's code (its words or frames: kvfp4, kv_cache_dtype, ...): one rung back
+    {"kv_cache_dtype_step": {}},
+    # an attention backend's module: the other backend
+    {"switch_backend": {"when_frames": True, "plain_note": True}},
+    {"disable_in_frames": {"features": ["custom_all_reduce", "cuda_graph", "torch_compile"]}},
+    {"drop_in_frames": {}},
+]
+
+
 def _table(phase: str | None, category: str | None, launch: Any = None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
     if phase == "serving" and category in GUARDED_SERVING:
         return GUARDED_SERVING
@@ -198,8 +250,11 @@ def entries(category: str | None, phase: str | None = None, launch: Any = None,
     in that release (``CUDA_GRAPH_BY_RELEASE``)."""
     table = _table(phase, category, launch)
     if category == "cuda_graph" and table is GUARDED:
-        return cuda_graph_entries(version)
-    return list(table[category][1]) if category in table else []
+        return [DEEPEP_CAPTURE, *cuda_graph_entries(version)]
+    if category in table:
+        return list(table[category][1])
+    # no usual change for the category: the steps the traceback's own sites name (SITE_STEPS)
+    return list(SITE_STEPS) if category else []
 
 
 def guess_of(fallback: dict[str, Any] | None) -> tuple[str | None, float]:
@@ -213,7 +268,8 @@ def guess_of(fallback: dict[str, Any] | None) -> tuple[str | None, float]:
 
 def guard(rem: Any, category: str, confidence: float, phase: str | None = None, launch: Any = None) -> Any:
     """Word ``rem`` as a step that holds only if the guess is right, and make it advice."""
-    words = _table(phase, category, launch)[category][0]
+    table = _table(phase, category, launch)
+    words = table[category][0] if category in table else SITE_WORDS
     rem.needs_human, rem.safe = True, False
     rem.note = (f"if this is {words} (a best guess, confidence {confidence:.2f}: the cause line is not in "
                 f"the text; check it first with the next step): {rem.note}")

@@ -57,7 +57,9 @@ def test_each_guarded_step_is_spelled_for_the_release():
 
 
 def test_a_category_with_no_usual_flag_change_gets_no_step():
-    for category in ("memory.host_oom", "args.invalid", "network.port", "other", None):
+    # (no frames: the traceback's sites name nothing either; a taken port's guess has its own
+    # step since session 16, tests/remedy/test_site_steps.py)
+    for category in ("memory.host_oom", "args.invalid", "other", None):
         assert _remediate(_fallback(category)) is None, category
 
 
