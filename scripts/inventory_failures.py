@@ -30,7 +30,7 @@ Output: ``data/inventory/sglang-VERSION.json``, byte-for-byte reproducible from 
 the rule pack and dispositions.yaml.  Wheels are taken from ``--wheel-dir`` (default
 ``~/.cache/sglang-doctor/wheels``) or downloaded there with ``pip download --no-deps``.
 
-    python scripts/inventory_failures.py                      # 0.5.9 and 0.5.23, write
+    python scripts/inventory_failures.py                      # 0.4.6.post5, 0.5.9 and 0.5.23, write
     python scripts/inventory_failures.py --check              # compare with the shipped files
     python scripts/inventory_failures.py --versions 0.5.23 --measure
                                                               # + run the engine on each site
@@ -53,7 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DEFAULT_VERSIONS = ("0.5.9", "0.5.23")
+# 0.4.6.post5: the 0.4.x line many pasted logs come from (module layout and wordings of 0.4)
+DEFAULT_VERSIONS = ("0.4.6.post5", "0.5.9", "0.5.23")
 DEFAULT_OUT = ROOT / "data" / "inventory"
 DISPOSITIONS = DEFAULT_OUT / "dispositions.yaml"
 LOG_METHODS = {"error", "critical", "exception"}
@@ -542,18 +543,21 @@ def inventory(version: str, wheel: Path, disp: Dispositions, rules: RuleMatcher)
         sites += find_sites(path, text)
     files: dict[str, list] = {}
     counts: Counter = Counter()
+    full: dict[str, str] = {}  # a template cut at TEMPLATE_MAX: its whole text, for the measure
     for site in sites:
+        if site["full"] != site["template"]:
+            full[site_key(site)] = site["full"]
         d = dispose(site, disp, rules)
         counts[d.split(":", 1)[0]] += 1
         files.setdefault(site["file"], []).append(
             [site["line"], site["function"], site["kind"], site["exception"], site["template"], d])
     return {"sglang_version": version, "wheel": wheel.name, "sites": len(sites),
-            "counts": dict(sorted(counts.items())), "files": files}
+            "counts": dict(sorted(counts.items())), "files": files, "_full": full}
 
 
 def dumps(inv: dict) -> str:
     """Compact, stable JSON: one line per file, sites in source order."""
-    head = {k: v for k, v in inv.items() if k != "files"}
+    head = {k: v for k, v in inv.items() if k != "files" and not k.startswith("_")}
     lines = ["{" + json.dumps(head, sort_keys=True, ensure_ascii=False)[1:-1] + ', "files": {']
     items = sorted(inv["files"].items())
     for i, (path, sites) in enumerate(items):
@@ -564,10 +568,15 @@ def dumps(inv: dict) -> str:
 
 
 def iter_sites(inv: dict):
+    """The sites of an inventory; ``full`` is the whole message when the inventory was just made
+    from the wheel (a shipped file holds only the template, cut at TEMPLATE_MAX characters)."""
+    full = inv.get("_full") or {}
     for path, sites in inv["files"].items():
         for line, function, kind, exc, template, d in sites:
-            yield {"file": path, "line": line, "function": function, "kind": kind, "exception": exc,
-                   "template": template, "disposition": d}
+            site = {"file": path, "line": line, "function": function, "kind": kind, "exception": exc,
+                    "template": template, "disposition": d}
+            site["full"] = full.get(site_key(site), template)
+            yield site
 
 
 # -- measuring: what the engine says about each site ------------------------------------------
@@ -599,9 +608,70 @@ _DUMP = ("server_args={'model_path': 'meta-llama/Llama-3.1-8B-Instruct', 'tokeni
          "'mem_fraction_static': 0.88, 'sglang_version': '0.5.23'}")
 
 
-def _context(phase: str) -> str:
-    head = f"[{STAMP.format(0)}] {_DUMP}\n" if phase != "serving" else ""
-    return head + "".join(f"[{STAMP.format(i + 1)} TP0] {line}\n" for i, line in enumerate(_CONTEXT.get(phase, [])))
+# What a 0.4.x release prints instead (0.4.3.post3-0.4.10.post2 model_runner.py and
+# memory_pool.py: no elapsed times, "mem usage" only after distributed init; the milestone
+# wordings of tests/incidents/test_milestones_releases.py), and its launch header: the
+# ServerArgs dataclass's repr (``server_args=ServerArgs(model_path=..., ...)``), not a dict.
+_CONTEXT_04 = {
+    "startup.distributed": ["Init torch distributed begin."],
+    "startup.load_weights": ["Init torch distributed ends. mem usage=0.41 GB",
+                             "Load weight begin. avail mem=78.50 GB"],
+    "startup.memory_pool": ["Init torch distributed ends. mem usage=0.41 GB",
+                            "Load weight begin. avail mem=78.50 GB",
+                            "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+                            "avail mem=62.31 GB, mem usage=16.19 GB."],
+    "startup.cuda_graph": ["Init torch distributed ends. mem usage=0.41 GB",
+                           "Load weight begin. avail mem=78.50 GB",
+                           "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+                           "avail mem=62.31 GB, mem usage=16.19 GB.",
+                           "KV Cache is allocated. #tokens: 420000, K size: 24.00 GB, V size: 24.00 GB",
+                           "Memory pool end. avail mem=13.20 GB",
+                           "Capture cuda graph begin. This can take up to several minutes. avail mem=13.10 GB"],
+    "serving": ["The server is fired up and ready to roll!"],
+}
+_LAUNCH = {"model_path": "meta-llama/Llama-3.1-8B-Instruct", "tokenizer_path": "meta-llama/Llama-3.1-8B-Instruct",
+           "host": "127.0.0.1", "port": 30000, "tp_size": 2, "mem_fraction_static": 0.88}
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def _server_args_repr(wheel: Path) -> str:
+    """``ServerArgs(...)`` as the release's dataclass prints it: its fields in order, each at
+    its literal default (None where the default is computed), the launch's values set."""
+    with zipfile.ZipFile(wheel) as zf:
+        tree = ast.parse(zf.read("sglang/srt/server_args.py").decode("utf-8", errors="replace"))
+    fields: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    name = stmt.target.id
+                    try:
+                        value = ast.literal_eval(stmt.value) if stmt.value is not None else None
+                    except Exception:  # a computed default (field(default_factory=...), a call)
+                        value = None
+                    fields.append(f"{name}={_LAUNCH.get(name, value)!r}")
+    return "ServerArgs(" + ", ".join(fields) + ")"
+
+
+def release_context(version: str, wheel: Path | None = None) -> dict | None:
+    """What a release prints around a failure, for its synthetic logs: None for 0.5.x (the
+    0.5.23 wording above); for 0.4.x its milestone lines, its ``ServerArgs(...)`` header (read
+    from the wheel) and its request errors (the OpenAI routes' exceptions reach uvicorn:
+    "Exception in ASGI application", 0.4.x has no "Error in request" handler)."""
+    if version_key(version) >= (0, 5):
+        return None
+    dump = "server_args=" + (_server_args_repr(wheel) if wheel is not None else
+                             "ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in _LAUNCH.items()) + ")")
+    return {"lines": _CONTEXT_04, "dump": dump, "asgi_requests": True}
+
+
+def _context(phase: str, release: dict | None = None) -> str:
+    lines, dump = (release["lines"], release["dump"]) if release else (_CONTEXT, _DUMP)
+    head = f"[{STAMP.format(0)}] {dump}\n" if phase != "serving" else ""
+    return head + "".join(f"[{STAMP.format(i + 1)} TP0] {line}\n" for i, line in enumerate(lines.get(phase, [])))
 
 
 def _traceback(site: dict, message: str, header: str, phase: str = "unknown") -> str:
@@ -620,7 +690,8 @@ def _traceback(site: dict, message: str, header: str, phase: str = "unknown") ->
             f"{exc}: {message}\n\n")
 
 
-def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, message: str | None = None) -> str:
+def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, message: str | None = None,
+                  release: dict | None = None) -> str:
     """The log a failure at this site leaves, as SGLang prints it: the lines it prints before
     the site's phase (``_CONTEXT``), then
 
@@ -633,17 +704,27 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, 
       ValueError (entrypoints/http_server.py generate_request), ``Error in request: <message>``
       and its traceback (logger.exception, entrypoints/openai/serving_base.py) for the rest.
     """
-    message = fillings(site["template"])[0] if message is None else message
+    message = fillings(site.get("full") or site["template"])[0] if message is None else message
     stamp = STAMP.format(30)
     if site["kind"].endswith(".raise"):
         site = {**site, "kind": "raise", "exception": "RuntimeError", "logged": message}
     if right == "none" and not site["kind"].startswith("log"):
-        head = _context("serving")
+        head = _context("serving", release)
         if site["kind"] == "raise" and site["exception"].rsplit(".", 1)[-1] == "ValueError":
-            return (head + f"[{stamp}] [http_server] Error: {message}\n"
+            # 0.4.x's generate_request logs it without the logger's name (http_server.py:272)
+            where = "" if release and release.get("asgi_requests") else "[http_server] "
+            return (head + f"[{stamp}] {where}Error: {message}\n"
                     f'[{stamp}] INFO:     127.0.0.1:51734 - "POST /generate HTTP/1.1" 400 Bad Request\n')
         exc = "AssertionError" if site["kind"] == "assert" else site["exception"]
         func = site["function"].rsplit(".", 1)[-1]
+        if release and release.get("asgi_requests"):
+            return (head + f"[{stamp}] ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n"
+                    f'  File "/usr/local/lib/python3.10/dist-packages/uvicorn/protocols/http/httptools_impl.py", line 409, in run_asgi\n'
+                    f"    result = await app(  # type: ignore[func-returns-value]\n"
+                    f'  File "/usr/local/lib/python3.10/dist-packages/starlette/routing.py", line 73, in app\n'
+                    f"    response = await f(request)\n"
+                    f'  File "{PREFIX}{site["file"]}", line {site["line"]}, in {func}\n    raise ...\n'
+                    f"{exc}: {message}\n")
         return (head + f"[{stamp}] Error in request: {message}\nTraceback (most recent call last):\n"
                 f'  File "{PREFIX}srt/entrypoints/openai/serving_base.py", line 112, in handle_request\n'
                 f"    return await self._handle_non_streaming_request(\n"
@@ -654,12 +735,12 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, 
         # a logged line a raise follows: the line, then the raise ends the scheduler (its
         # traceback, through the site's function, with the words the line printed: the raised
         # exception's own type and text are not in the site, a RuntimeError stands for it)
-        return (_context(phase) + f"[{stamp} TP0] {message}\n"
+        return (_context(phase, release) + f"[{stamp} TP0] {message}\n"
                 + _traceback(site, message, "Scheduler hit an exception: ", phase))
     if site["kind"].startswith("log"):
-        return _context(phase) + f"[{stamp} TP0] {message}\n"
+        return _context(phase, release) + f"[{stamp} TP0] {message}\n"
     header = "Scheduler hit an exception: "
-    return _context(phase) + _traceback(site, message, header, phase)
+    return _context(phase, release) + _traceback(site, message, header, phase)
 
 
 def by_phase_categories(rules_dir: Path = ROOT / "rules") -> tuple[dict[str, str], str]:
@@ -696,7 +777,7 @@ def right_answer(site: dict, disp: Dispositions, categories: dict[str, str], pha
     return None
 
 
-def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False) -> dict:
+def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False, release: dict | None = None) -> dict:
     """Run the engine (every layer in rules/) on each site's synthetic log (every Nth site with
     ``every``, in the inventory's order) and count the right answers per disposition group.
 
@@ -728,9 +809,9 @@ def measure(inv: dict, disp: Dispositions, every: int = 1, verbose: bool = False
             rule = ruleset.get(name)
             rx = None if rule is None else (rule.line_rx if (site["kind"].startswith("log") and not site["kind"].endswith(".raise")) or rule.message is None
                                             else rule.message)
-            message = next((t for t in fillings(site["template"]) if rx is not None and rx.search(t)), None)
+            message = next((t for t in fillings(site["full"] or site["template"]) if rx is not None and rx.search(t)), None)
         pipe = StreamPipeline(ruleset, remediate=False)
-        events = pipe.feed(synthetic_log(site, phase, want, message).encode()) + pipe.finish()
+        events = pipe.feed(synthetic_log(site, phase, want, message, release).encode()) + pipe.finish()
         got = [ev["category"] for ev in events if ev["event"] == "incident"]
         ok = (not got) if want == "none" else (want in got)
         counts = groups.setdefault(group, [0, 0])
@@ -763,7 +844,8 @@ def load_judged(version: str, out: Path = DEFAULT_OUT) -> list[dict]:
     return judged
 
 
-def measure_judged(inv: dict, disp: Dispositions, judged: list[dict], verbose: bool = False) -> dict:
+def measure_judged(inv: dict, disp: Dispositions, judged: list[dict], verbose: bool = False,
+                   release: dict | None = None) -> dict:
     """Rightness, not consistency: run the engine on the synthetic log of every hand-judged
     site and compare its answer with the category a person judged right for the site's message
     (judged-VERSION.yaml), whatever the inventory assigns.  A judged site the release no longer
@@ -788,7 +870,7 @@ def measure_judged(inv: dict, disp: Dispositions, judged: list[dict], verbose: b
         # reached while serving in a function the ``phases:`` map does not know as serving)
         phase = entry.get("phase") or disp.phase(site)
         pipe = StreamPipeline(ruleset, remediate=False)
-        events = pipe.feed(synthetic_log(site, phase, want).encode()) + pipe.finish()
+        events = pipe.feed(synthetic_log(site, phase, want, release=release).encode()) + pipe.finish()
         got = [ev["category"] for ev in events if ev["event"] == "incident"]
         ok = (not got) if want == "none" else (want in got)
         counts[0] += 1
@@ -846,7 +928,9 @@ def main(argv: list[str] | None = None) -> int:
     rules = RuleMatcher()
     status = 0
     for version in args.versions:
-        inv = inventory(version, find_wheel(version, wheel_dir), disp, rules)
+        wheel = find_wheel(version, wheel_dir)
+        inv = inventory(version, wheel, disp, rules)
+        release = release_context(version, wheel)
         text = dumps(inv)
         target = args.out / f"sglang-{version}.json"
         if args.check:
@@ -868,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
             judged = load_judged(version, args.out)
             if args.judged_only:
                 if judged:
-                    r = measure_judged(inv, disp, judged, verbose=True)
+                    r = measure_judged(inv, disp, judged, verbose=True, release=release)
                     print(f"  right category by hand judgement, sglang {version}: {r['right']}/{r['sites']} = "
                           f"{100 * r['share']:.1f}% {r['samples']}")
                     if args.record:  # only the judged figure; the full run's figures stay
@@ -876,12 +960,12 @@ def main(argv: list[str] | None = None) -> int:
                         recorded.setdefault(version, {})["judged"] = r
                         MEASURED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
                 continue
-            result = measure(inv, disp, every=args.every, verbose=True)
+            result = measure(inv, disp, every=args.every, verbose=True, release=release)
             if judged:
-                result["judged"] = measure_judged(inv, disp, judged, verbose=True)
+                result["judged"] = measure_judged(inv, disp, judged, verbose=True, release=release)
             print_measure(version, result)
             if args.record:
-                sample = measure(inv, disp, every=SAMPLE_EVERY) if args.every != SAMPLE_EVERY else result
+                sample = measure(inv, disp, every=SAMPLE_EVERY, release=release) if args.every != SAMPLE_EVERY else result
                 recorded = json.loads(MEASURED.read_text(encoding="utf-8")) if MEASURED.is_file() else {}
                 full = {k: v for k, v in result.items() if k != "judged"}
                 recorded[version] = {"full": full, "sample": {k: sample[k] for k in ("every", "user_facing", "right", "share")}}
