@@ -27,12 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def seed_dumps() -> list[bytes]:
-    """Every ``server_args=`` dump in the fixtures: real shapes to start mutating from."""
+    """Every ``server_args=`` dump in the fixtures: real shapes to start mutating from.  A
+    traceback's source line (indented under its ``File ...`` frame, such as 0.4.x's
+    ``_launch_subprocesses(server_args=server_args)``) is code, not a dump."""
     out = []
     for path in sorted((ROOT / "fixtures").rglob("*.log")):
         for line in path.read_bytes().split(b"\n"):
             i = line.find(b"server_args=")
-            if i >= 0:
+            if i >= 0 and not line[:1].isspace():
                 out.append(line[i + len(b"server_args="):])
     return out
 
