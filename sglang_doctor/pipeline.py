@@ -273,7 +273,8 @@ class StreamPipeline:
         if held:  # whole_log: what comes after an unremedied or undecided incident waits with it
             # (the first one found: a scan stopping there, not one over every event held, which
             # was ~95k steps per GiB run once the first incident held the rest back)
-            first = next(i for i, ev in enumerate(self._events) if ev is held[0] or (len(held) > 1 and ev is held[1]))
+            ids = {id(ev) for ev in held}
+            first = next(i for i, ev in enumerate(self._events) if id(ev) in ids)
             out, self._events = self._events[:first], self._events[first:]
             return out
         out, self._events = self._events, []
