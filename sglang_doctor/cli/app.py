@@ -445,7 +445,8 @@ Examples:
 
 \b
 Follows the file by name until Ctrl-C or SIGTERM (exit 130 / 143); with --exit-on-incident it
-stops at the first incident (exit 1).
+stops at the first incident that stands (exit 1): a provisional one (a failure SGLang logs and
+may go on from) stops it once confirmed, and following goes on when it is withdrawn.
 """ + EXIT_CODES_HELP
 
 
@@ -458,7 +459,8 @@ stops at the first incident (exit 1).
               help="Seconds between checks of the file when polling, and between checks for it to appear "
                    "(> 0).")
 @click.option("--from-end", is_flag=True, help="Start at the end of an existing file instead of its beginning.")
-@click.option("--exit-on-incident", is_flag=True, help="Stop after the first incident (exit 1).")
+@click.option("--exit-on-incident", is_flag=True,
+              help="Stop after the first incident that stands (exit 1); a provisional one once it is confirmed.")
 @metrics_options
 @common_options
 def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident, metrics_port, metrics_host, node,
@@ -484,9 +486,14 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
         reporter.event(ev)
         if ev["event"] == "incident":
             _print_warnings(pipe.warnings, shown)  # a warning this incident raised, now and once
-            if exit_on_incident:
+            if exit_on_incident and not ev.get("provisional"):
                 sys.exit(ExitCode.INCIDENTS)
+            if exit_on_incident:  # the launch may yet survive it: stop once it is confirmed
+                reporter.message("--exit-on-incident: waiting for this provisional incident to be confirmed "
+                                 "(then exit 1) or withdrawn (then following on)", style="dim")
             reporter.message(following, style="dim")
+        elif ev["event"] == "confirmed" and exit_on_incident:  # a provisional incident stands
+            sys.exit(ExitCode.INCIDENTS)
 
     try:
         with follower:
