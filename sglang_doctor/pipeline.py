@@ -351,7 +351,41 @@ class StreamPipeline:
         self._while_serving = [ev for ev in self._while_serving
                                if launch_index is not None and ev["launch"] == launch_index]
 
-    def _confirm(self, ev: dict, decided: int | None, why: str, unresolved: bool = False) -> None:
+    def undecided(self) -> list[dict]:
+        """A live stream's provisional incidents still waiting for the log's evidence (the ready
+        line, batch lines, a death, a new launch), oldest first; explain's are held, not reported."""
+        if self.whole_log:
+            return []
+        return [ev for ev in self._before_ready + self._while_serving if ev.get("provisional")]
+
+    def catch_up(self) -> list[dict]:
+        """The batch lines the scanner keeps (flush_idle hands them over after an idle gap) go to
+        the launches now, and whatever they decide is decided: a bounded wait (confirm_wait.py)
+        then judges by all the input read, not by what is still kept."""
+        self.scanner.hand_over_kept()
+        return self._take()
+
+    def stand(self, ev: dict, quiet_s: float) -> list[dict]:
+        """The held provisional incident ``ev`` stands after ``quiet_s`` seconds with no new
+        evidence (confirm_wait.py): a ``confirmed`` event that says so and what it assumed.
+        Decided once: a ready line or batch lines that come later do not take it back."""
+        if not any(ev is held for held in self._before_ready + self._while_serving):
+            return self._take()
+        n = int(quiet_s) if float(quiet_s).is_integer() else quiet_s
+        launch = ev["launch"] + 1 if isinstance(ev.get("launch"), int) else "?"
+        if ev.get("provisional") == "serving":
+            why = (f"no batch line of launch {launch} for {n} s after it; assumed to stand: an idle server and a "
+                   f"hung one look alike in the log (unknown whether it still serves)")
+        else:
+            why = (f"no ready line and no new log output for {n} s after it; assumed to stand: a start-up whose "
+                   f"log stops has stalled or died (unknown whether launch {launch} would still come up)")
+        self._confirm(ev, None, why, unresolved=True, extra={"after_quiet_s": n})
+        self._before_ready = [held for held in self._before_ready if held is not ev]
+        self._while_serving = [held for held in self._while_serving if held is not ev]
+        return self._take()
+
+    def _confirm(self, ev: dict, decided: int | None, why: str, unresolved: bool = False,
+                 extra: dict | None = None) -> None:
         """A live stream's provisional incident ``ev`` stands: say so with a ``confirmed`` event
         (docs/CONTRACT.md), placed in the log's order after line ``decided`` (None: at the end).
         explain holds its incidents back until they are decided and prints nothing more."""
@@ -366,6 +400,8 @@ class StreamPipeline:
                "message": f"the provisional incident reported at {lines} ({diagnosis.rule}) stands: {why}"}
         if unresolved:
             out["unresolved"] = True
+        if extra:
+            out.update(extra)
         if decided is not None:
             out["line"] = decided
         at = len(self._events) if decided is None else next(
