@@ -27,8 +27,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-STARTUP_S = 600.0  # --confirm-after's default (docs/DESIGN.md "Live modes: provisional incidents")
-SERVING_S = 3600.0  # --confirm-serving-after's default
+STARTUP_S = 600  # --confirm-after's default (docs/DESIGN.md "Live modes: provisional incidents")
+SERVING_S = 3600  # --confirm-serving-after's default
 MAX_SLEEP_S = 3600.0  # a select() timeout must stay finite and small enough for the platform
 
 

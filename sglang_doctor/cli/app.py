@@ -401,14 +401,14 @@ def confirm_options(f):
 
     f = click.option("--confirm-serving-after", type=Seconds(), default=SERVING_S, show_default=True,
                      metavar="SECONDS",
-                     help="A provisional incident while serving stands (confirmed, exit 1, the alert) after this "
-                          "many seconds with no batch line of its launch: an idle server logs none, and the log "
-                          "cannot tell idle from hung (>= 0).")(f)
+                     help="A provisional incident while serving stands (a 'confirmed' event) after this many "
+                          "seconds with no batch line of its launch: an idle server logs none, and the log cannot "
+                          "tell idle from hung (>= 0).")(f)
     f = click.option("--confirm-after", type=Seconds(), default=STARTUP_S, show_default=True, metavar="SECONDS",
                      help="A provisional incident before ready (a failure SGLang logs and may go on from) stands "
-                          "(confirmed, exit 1, the alert) after this many seconds with no new log output and no "
-                          "ready line; a start-up that still writes goes on waiting (>= 0; 0: as soon as the "
-                          "input available has been read).")(f)
+                          "(a 'confirmed' event) after this many seconds with no new log output and no ready "
+                          "line; a start-up that still writes goes on waiting (>= 0; 0: as soon as the input "
+                          "available has been read).")(f)
     return f
 
 PIPE_EPILOG = """\b
@@ -419,7 +419,9 @@ Examples:
 
 \b
 Each incident is printed as soon as its traceback is complete; at the end of the input the
-warnings and a summary follow.
+warnings and a summary follow. A provisional incident (a failure SGLang logs and may go on
+from) is withdrawn or confirmed when the log decides it, or confirmed when the input stays
+quiet for --confirm-after / --confirm-serving-after seconds.
 """ + EXIT_CODES_HELP
 
 
@@ -496,7 +498,9 @@ Examples:
 \b
 Follows the file by name until Ctrl-C or SIGTERM (exit 130 / 143); with --exit-on-incident it
 stops at the first incident that stands (exit 1): a provisional one (a failure SGLang logs and
-may go on from) stops it once confirmed, and following goes on when it is withdrawn.
+may go on from) stops it once confirmed, and following goes on when it is withdrawn. When the
+log goes quiet after one, it stands after --confirm-after (before ready) or
+--confirm-serving-after (while serving) seconds.
 """ + EXIT_CODES_HELP
 
 
