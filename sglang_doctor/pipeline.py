@@ -292,11 +292,21 @@ class StreamPipeline:
         keep = []
         for ev in self._before_ready:
             diagnosis = ev["_diagnosis"]
-            launch = launches[diagnosis.incident.launch_index] if diagnosis.incident.launch_index < len(launches) else None
-            if launch is None or launch.ready_line is None:
+            incident = diagnosis.incident
+            launch = launches[incident.launch_index] if incident.launch_index < len(launches) else None
+            deaths = self._deaths.get(incident.launch_index, [])
+            died = next((d for d in deaths if d > incident.first_line), None)
+            if died is not None and (launch is None or launch.ready_line is None or died < launch.ready_line):
+                # a death of the launch after it: its ready line, if one comes, is a relaunch's
+                self._confirm(ev, died, f"launch {incident.launch_index + 1} died after it (line {died})")
+            elif launch is None or launch.ready_line is None:
                 keep.append(ev)
-            elif survived_mod.survived(diagnosis.incident, launch, self._deaths.get(launch.index, [])):
+            elif survived_mod.survived(incident, launch, deaths):
                 self._to_survived(ev, launch)
+            else:
+                self._confirm(ev, launch.ready_line, f"the ready line at line {launch.ready_line} does not show "
+                                                     f"launch {launch.index + 1} survived it (its start-up began "
+                                                     f"again in between)")
         self._before_ready = keep
 
     def _decide_while_serving(self) -> None:
@@ -310,21 +320,94 @@ class StreamPipeline:
         for ev in self._while_serving:
             incident = ev["_diagnosis"].incident
             launch = launches[incident.launch_index] if incident.launch_index < len(launches) else None
-            verdict = survived_mod.survived_serving(incident, launch, self._deaths.get(incident.launch_index, []))
+            deaths = self._deaths.get(incident.launch_index, [])
+            verdict = survived_mod.survived_serving(incident, launch, deaths)
             if verdict is None:
                 keep.append(ev)
             elif verdict:
                 self._to_survived(ev, launch, serving=True)
+            else:
+                died = next((d for d in deaths if d > incident.last_line), incident.last_line)
+                self._confirm(ev, died, f"launch {incident.launch_index + 1} died after it (line {died}) before "
+                                        f"it logged {survived_mod.SERVING_PROOF} batch lines")
         self._while_serving = keep
 
-    def _release_before_ready(self, launch_index: int | None = None) -> None:
+    def _release_before_ready(self, launch_index: int | None = None, at: int | None = None) -> None:
         """Held incidents of launches other than ``launch_index`` (all when None) stay
-        incidents: their launch started over or the log ended before its ready line."""
+        incidents: their launch started over (a new launch at line ``at``) or the log ended
+        before its ready line (before its batch lines, for one while serving)."""
         self._decide_before_ready()
+        for held in (self._before_ready, self._while_serving):
+            for ev in held:
+                if launch_index is not None and ev["launch"] == launch_index:
+                    continue
+                if at is not None:
+                    self._confirm(ev, at, f"a new launch began at line {at}")
+                else:  # unknown stays unknown: the conservative outcome, said as such
+                    evidence = "batch lines" if ev.get("provisional") == "serving" else "ready line"
+                    self._confirm(ev, None, f"the input ended before launch {ev['launch'] + 1}'s {evidence} after it: "
+                                            f"unknown whether the server survived it", unresolved=True)
         self._before_ready = [ev for ev in self._before_ready
                               if launch_index is not None and ev["launch"] == launch_index]
         self._while_serving = [ev for ev in self._while_serving
                                if launch_index is not None and ev["launch"] == launch_index]
+
+    def undecided(self) -> list[dict]:
+        """A live stream's provisional incidents still waiting for the log's evidence (the ready
+        line, batch lines, a death, a new launch), oldest first; explain's are held, not reported."""
+        if self.whole_log:
+            return []
+        return [ev for ev in self._before_ready + self._while_serving if ev.get("provisional")]
+
+    def catch_up(self) -> list[dict]:
+        """The batch lines the scanner keeps (flush_idle hands them over after an idle gap) go to
+        the launches now, and whatever they decide is decided: a bounded wait (confirm_wait.py)
+        then judges by all the input read, not by what is still kept."""
+        self.scanner.hand_over_kept()
+        return self._take()
+
+    def stand(self, ev: dict, quiet_s: float) -> list[dict]:
+        """The held provisional incident ``ev`` stands after ``quiet_s`` seconds with no new
+        evidence (confirm_wait.py): a ``confirmed`` event that says so and what it assumed.
+        Decided once: a ready line or batch lines that come later do not take it back."""
+        if not any(ev is held for held in self._before_ready + self._while_serving):
+            return self._take()
+        n = int(quiet_s) if float(quiet_s).is_integer() else quiet_s
+        launch = ev["launch"] + 1 if isinstance(ev.get("launch"), int) else "?"
+        if ev.get("provisional") == "serving":
+            why = (f"no batch line of launch {launch} for {n} s after it; assumed to stand: an idle server and a "
+                   f"hung one look alike in the log (unknown whether it still serves)")
+        else:
+            why = (f"no ready line and no new log output for {n} s after it; assumed to stand: a start-up whose "
+                   f"log stops has stalled or died (unknown whether launch {launch} would still come up)")
+        self._confirm(ev, None, why, unresolved=True, extra={"after_quiet_s": n})
+        self._before_ready = [held for held in self._before_ready if held is not ev]
+        self._while_serving = [held for held in self._while_serving if held is not ev]
+        return self._take()
+
+    def _confirm(self, ev: dict, decided: int | None, why: str, unresolved: bool = False,
+                 extra: dict | None = None) -> None:
+        """A live stream's provisional incident ``ev`` stands: say so with a ``confirmed`` event
+        (docs/CONTRACT.md), placed in the log's order after line ``decided`` (None: at the end).
+        explain holds its incidents back until they are decided and prints nothing more."""
+        if self.whole_log or not ev.get("provisional"):
+            return
+        diagnosis = ev["_diagnosis"]
+        inc = diagnosis.incident
+        lines = f"line {inc.first_line}" if inc.first_line == inc.last_line else f"lines {inc.first_line}-{inc.last_line}"
+        out = {"event": "confirmed", "confirms": {"rule": diagnosis.rule, "lines": [inc.first_line, inc.last_line]},
+               "rule": diagnosis.rule, "category": diagnosis.category, "phase": diagnosis.phase,
+               "launch": ev.get("launch"), "provisional": ev["provisional"],
+               "message": f"the provisional incident reported at {lines} ({diagnosis.rule}) stands: {why}"}
+        if unresolved:
+            out["unresolved"] = True
+        if extra:
+            out.update(extra)
+        if decided is not None:
+            out["line"] = decided
+        at = len(self._events) if decided is None else next(
+            (i for i, e in enumerate(self._events) if _event_line(e) > decided), len(self._events))
+        self._events.insert(at, out)
 
     def _to_survived(self, ev: dict, launch: Launch, serving: bool = False) -> None:
         """Turn the incident event ``ev`` (in place: it keeps its place among the events) into
@@ -394,7 +477,7 @@ class StreamPipeline:
         for ev in events:
             if ev.kind == "launch":
                 if self._before_ready or self._while_serving:
-                    self._release_before_ready(ev.launch.index)
+                    self._release_before_ready(ev.launch.index, at=ev.launch.line)
                 out = incidents_mod.launch_json(ev.launch)
                 out["_timestamp"] = self._timestamp_of(ev.launch.line)  # the log's own time (export uses it)
                 found = _release_range(ev.launch)  # issue 14: the releases its dump fits

@@ -118,6 +118,8 @@ class Reporter:
             self._line(ev.get("text", ""), style="yellow")
         elif kind == "warning" and ev.get("kind") in ("survived_before_ready", "survived_while_serving"):
             self._line(f"warning: {ev.get('message', '')}", style="yellow")
+        elif kind == "confirmed":  # a provisional incident stands (pipeline.py, _confirm)
+            self._line(f"confirmed: {ev.get('message', '')}", style="bold red")
         self.stream.flush()
 
     def notify(self, ev: dict) -> None:

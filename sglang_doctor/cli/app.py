@@ -373,6 +373,44 @@ def _explain_history(path: str, reporter: Reporter) -> None:
 FLUSH_HELP = ("Seconds of silence after which an open incident is reported (> 0; the traceback may "
               "still be growing before that).")
 
+
+class Seconds(click.ParamType):
+    """A finite number of seconds >= 0 (a bad one: click's one-line usage error, exit 2)."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(number) or number < 0:
+            self.fail(f"{value!r} is not a number of seconds >= 0", param, ctx)
+        return number
+
+
+def confirm_options(f):
+    """--confirm-after / --confirm-serving-after: the bounded wait for a provisional incident's
+    evidence (confirm_wait.py), for watch and pipe mode."""
+    from sglang_doctor.confirm_wait import SERVING_S, STARTUP_S
+
+    f = click.option("--confirm-serving-after", type=Seconds(), default=SERVING_S, show_default=True,
+                     metavar="SECONDS",
+                     help="A provisional incident while serving stands (a 'confirmed' event) after this many "
+                          "seconds with no batch line of its launch: an idle server logs none, and the log cannot "
+                          "tell idle from hung (>= 0).")(f)
+    f = click.option("--confirm-after", type=Seconds(), default=STARTUP_S, show_default=True, metavar="SECONDS",
+                     help="A provisional incident before ready (a failure SGLang logs and may go on from) stands "
+                          "(a 'confirmed' event) after this many seconds with no new log output and no ready "
+                          "line; a start-up that still writes goes on waiting (>= 0; 0: as soon as the input "
+                          "available has been read).")(f)
+    return f
+
 PIPE_EPILOG = """\b
 Examples:
   tail -f /root/sglang-serve.log | sglang-doctor -
@@ -381,17 +419,24 @@ Examples:
 
 \b
 Each incident is printed as soon as its traceback is complete; at the end of the input the
-warnings and a summary follow.
+warnings and a summary follow. A provisional incident (a failure SGLang logs and may go on
+from) is withdrawn or confirmed when the log decides it, or confirmed when the input stays
+quiet for --confirm-after / --confirm-serving-after seconds.
 """ + EXIT_CODES_HELP
 
 
 @main.command("-", epilog=PIPE_EPILOG)
 @click.option("--flush-after", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
               help=FLUSH_HELP)
+@confirm_options
 @common_options
-def pipe_mode(flush_after, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version):
+def pipe_mode(flush_after, confirm_after, confirm_serving_after, fmt, rule_dirs, gpus, gpu_sm, model_config,
+              sglang_version):
     """Read standard input as it streams (tail -f log | sglang-doctor -)."""
+    from sglang_doctor.confirm_wait import ConfirmWait
+
     pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version, gpu_sm=gpu_sm)
+    wait = ConfirmWait(pipe, confirm_after, confirm_serving_after)
     reporter = Reporter(fmt, progress=True)
     fd = sys.stdin.fileno()
     interrupts.install()
@@ -404,13 +449,19 @@ def pipe_mode(flush_after, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_ve
             _print_warnings(pipe.warnings, shown)
 
     try:
-        dirty = False
+        dirty, last_data = False, time.monotonic()
         while True:
-            ready, _, _ = select.select([fd], [], [], flush_after if dirty else None)
-            if not ready:
-                for ev in pipe.flush_idle():
+            waits = [t for t in (max(0.0, flush_after - (time.monotonic() - last_data)) if dirty else None,
+                                 wait.remaining()) if t is not None]
+            ready, _, _ = select.select([fd], [], [], min(waits) if waits else None)
+            if not ready:  # all the input available is read
+                if dirty and time.monotonic() - last_data >= flush_after:
+                    for ev in pipe.flush_idle():
+                        show(ev)
+                    dirty = pipe.idle_deferred > 0  # mid-line: ask again after another gap
+                    last_data = time.monotonic() if dirty else last_data
+                for ev in wait.check():  # a provisional incident whose evidence stayed away
                     show(ev)
-                dirty = pipe.idle_deferred > 0  # mid-line: ask again after another gap
                 continue
             data = os.read(fd, 1 << 20)
             if not data:
@@ -418,7 +469,8 @@ def pipe_mode(flush_after, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_ve
             sniff.see(data)
             for ev in pipe.feed(data):
                 show(ev)
-            dirty = True
+            wait.saw_input()
+            dirty, last_data = True, time.monotonic()
         for ev in pipe.finish():
             show(ev)
     except KeyboardInterrupt as exc:
@@ -445,7 +497,10 @@ Examples:
 
 \b
 Follows the file by name until Ctrl-C or SIGTERM (exit 130 / 143); with --exit-on-incident it
-stops at the first incident (exit 1).
+stops at the first incident that stands (exit 1): a provisional one (a failure SGLang logs and
+may go on from) stops it once confirmed, and following goes on when it is withdrawn. When the
+log goes quiet after one, it stands after --confirm-after (before ready) or
+--confirm-serving-after (while serving) seconds.
 """ + EXIT_CODES_HELP
 
 
@@ -458,15 +513,20 @@ stops at the first incident (exit 1).
               help="Seconds between checks of the file when polling, and between checks for it to appear "
                    "(> 0).")
 @click.option("--from-end", is_flag=True, help="Start at the end of an existing file instead of its beginning.")
-@click.option("--exit-on-incident", is_flag=True, help="Stop after the first incident (exit 1).")
+@click.option("--exit-on-incident", is_flag=True,
+              help="Stop after the first incident that stands (exit 1); a provisional one once it is confirmed "
+                   "(by the log, or by --confirm-after / --confirm-serving-after).")
+@confirm_options
 @metrics_options
 @common_options
-def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident, metrics_port, metrics_host, node,
-          fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version):
+def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident, confirm_after, confirm_serving_after,
+          metrics_port, metrics_host, node, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version):
     """Follow a log (before it exists, across truncation, rotation and relaunches)."""
+    from sglang_doctor.confirm_wait import ConfirmWait
     from sglang_doctor.read import follow
 
     pipe = make_pipeline(rule_dirs, gpus, model_config, sglang_version, gpu_sm=gpu_sm)
+    wait = ConfirmWait(pipe, confirm_after, confirm_serving_after)
     reporter = Reporter(fmt, progress=True)
     reporter.otel.log_path = os.path.abspath(logfile)
     start_metrics(reporter, metrics_port, metrics_host, node)
@@ -484,9 +544,17 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
         reporter.event(ev)
         if ev["event"] == "incident":
             _print_warnings(pipe.warnings, shown)  # a warning this incident raised, now and once
-            if exit_on_incident:
+            if exit_on_incident and not ev.get("provisional"):
                 sys.exit(ExitCode.INCIDENTS)
+            if exit_on_incident:  # the launch may yet survive it: stop once it is confirmed
+                option, seconds = (("--confirm-serving-after", confirm_serving_after)
+                                   if ev.get("provisional") == "serving" else ("--confirm-after", confirm_after))
+                reporter.message("--exit-on-incident: waiting for this provisional incident to be confirmed "
+                                 "(then exit 1) or withdrawn (then following on); it stands after "
+                                 f"{seconds:g} s with no evidence ({option})", style="dim")
             reporter.message(following, style="dim")
+        elif ev["event"] == "confirmed" and exit_on_incident:  # a provisional incident stands
+            sys.exit(ExitCode.INCIDENTS)
 
     try:
         with follower:
@@ -498,6 +566,7 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
                 for fev in got:
                     if fev.kind == "data":
                         events = pipe.feed(fev.data)
+                        wait.saw_input()
                         last_data = time.monotonic()
                     elif fev.kind in ("truncated", "rotated", "deleted"):
                         events = pipe.reset(fev.kind)
@@ -514,7 +583,12 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
                     for ev in pipe.flush_idle():
                         show(ev)
                     last_data = time.monotonic() if pipe.idle_deferred else None  # mid-line: wait again
+                for ev in wait.check():  # all the input available is read: what stayed without evidence
+                    show(ev)
                 timeout = poll_interval if last_data is None else max(0.01, flush_after - (time.monotonic() - last_data))
+                due = wait.remaining()
+                if due is not None:
+                    timeout = min(timeout, max(0.01, due))
                 follower.wait(timeout)
     except KeyboardInterrupt as exc:
         # what the log already holds is reported, not dropped (an incident in its --flush-after gap)

@@ -3,11 +3,19 @@
 It listens to the same events the report prints and keeps, per node (``--node``, default
 the host name):
 
-- ``sglang_doctor_incidents_total{category, rule, phase, node}``   counter
+- ``sglang_doctor_incidents_total{category, rule, phase, node}``   counter: every incident reported,
+                                                                   provisional ones included
+- ``sglang_doctor_incidents_confirmed_total{category, rule, phase, node}``
+                                                                   counter: incidents that stand: at
+                                                                   once, or when a provisional one is
+                                                                   confirmed (what SGLangIncident
+                                                                   alerts on)
+- ``sglang_doctor_incidents_provisional{category, rule, phase, node}``
+                                                                   gauge: provisional incidents not
+                                                                   decided yet
 - ``sglang_doctor_withdrawn_total{category, rule, phase, node}``   counter: provisional incidents
-                                                                   the launch then survived (the
-                                                                   incidents that stand are the
-                                                                   difference of the two)
+                                                                   the launch then survived
+  (for each label set: incidents = confirmed + withdrawn + provisional)
 - ``sglang_doctor_launches_total{node}``                           counter
 - ``sglang_doctor_ready{node}``                                    1 ready, 0 otherwise
 - ``sglang_doctor_startup_seconds{node}``                          launch -> ready of the last launch
@@ -52,6 +60,12 @@ class Metrics:
         r = self.registry
         self.incidents = Counter("sglang_doctor_incidents", "Incidents diagnosed, by category, rule and phase.",
                                  ["category", "rule", "phase", "node"], registry=r)
+        self.confirmed = Counter("sglang_doctor_incidents_confirmed",
+                                 "Incidents that stand: reported as such, or provisional ones confirmed since.",
+                                 ["category", "rule", "phase", "node"], registry=r)
+        self.provisional = Gauge("sglang_doctor_incidents_provisional",
+                                 "Provisional incidents not decided yet (the launch may yet survive them).",
+                                 ["category", "rule", "phase", "node"], registry=r)
         self.withdrawn = Counter("sglang_doctor_withdrawn",
                                  "Provisional incidents withdrawn: the launch came up or went on serving after them.",
                                  ["category", "rule", "phase", "node"], registry=r)
@@ -79,6 +93,7 @@ class Metrics:
         self._launch_log: float | None = None  # the log's own time of the current launch
         self._launch_seen: float | None = None  # when we saw it (monotonic)
         self._lock = threading.Lock()
+        self._open: dict[tuple[str, ...], int] = {}  # provisional incidents not decided, by labels
 
     def observe(self, ev: dict[str, Any]) -> None:
         kind = ev.get("event")
@@ -104,14 +119,28 @@ class Metrics:
                 if kind == "ready" and self._launch_seen is not None:
                     self.startup_seconds.labels(node).set(self._startup_seconds(ev))
             elif kind == "incident":
-                self.incidents.labels(ev.get("category", "other"), ev.get("rule", "unknown"),
-                                      ev.get("phase", "unknown"), node).inc()
+                labels = _labels(ev, node)
+                self.incidents.labels(*labels).inc()
+                if ev.get("provisional"):  # decided later: a ``confirmed`` event or a withdrawal
+                    self._open[labels] = self._open.get(labels, 0) + 1
+                    self.provisional.labels(*labels).set(self._open[labels])
+                else:
+                    self.confirmed.labels(*labels).inc()
                 self.last_incident.labels(node).set(time.time())
                 if ev.get("provisional") != "serving":  # a server that may well go on serving
                     self.ready.labels(node).set(0)
+            elif kind == "confirmed":
+                self._decided(_labels(ev, node))
+                self.confirmed.labels(*_labels(ev, node)).inc()
             elif kind == "warning" and ev.get("withdraws"):
-                self.withdrawn.labels(ev.get("category", "other"), ev.get("rule", "unknown"),
-                                      ev.get("phase", "unknown"), node).inc()
+                self._decided(_labels(ev, node))
+                self.withdrawn.labels(*_labels(ev, node)).inc()
+
+    def _decided(self, labels: tuple[str, ...]) -> None:
+        """One provisional incident of these labels is decided (never below 0)."""
+        if self._open.get(labels, 0) > 0:
+            self._open[labels] -= 1
+            self.provisional.labels(*labels).set(self._open[labels])
 
     def _startup_seconds(self, ready: dict[str, Any]) -> float:
         """From the log's own times when both lines have one, else as we saw them arrive."""
@@ -123,6 +152,12 @@ class Metrics:
     def _set_milestone(self, current: str | None) -> None:
         for name in MILESTONES:
             self.milestone.labels(self.node, name).set(1 if name == current else 0)
+
+
+def _labels(ev: dict[str, Any], node: str) -> tuple[str, ...]:
+    """category, rule, phase, node of an incident, a ``confirmed`` event or a withdrawal."""
+    return (str(ev.get("category") or "other"), str(ev.get("rule") or "unknown"), str(ev.get("phase") or "unknown"),
+            node)
 
 
 def _log_time(ev: dict[str, Any]) -> float | None:

@@ -8,8 +8,10 @@ the CONTRACT fields, never instead of them.
 - ``timestamp``: when the log line says (SGLang's ``[YYYY-MM-DD HH:MM:SS]`` prefix, local time
   of the server, no zone: ISO 8601 without offset); ``observed_timestamp``: when the doctor
   saw it (UTC, RFC 3339).
-- ``severity_text`` / ``severity_number``: ERROR (17) for incidents, WARN (13) for warnings,
-  INFO (9) otherwise.
+- ``severity_text`` / ``severity_number``: ERROR (17) for incidents and for the ``confirmed``
+  event of a provisional one, WARN (13) for warnings and for a provisional incident (a live
+  stream's, which the launch may yet survive: a log pipeline that alerts on ERROR pages only on
+  what stands), INFO (9) otherwise.
 - ``body``: one line (the incident's title, a milestone's description, ...).
 - ``exception.type`` / ``exception.message`` / ``exception.stacktrace``: the root exception
   and the whole assembled traceback (incidents only).
@@ -29,7 +31,7 @@ from sglang_doctor.incidents.milestones import DESCRIPTIONS
 from sglang_doctor.read import records
 
 SEVERITY = {"ERROR": 17, "WARN": 13, "INFO": 9}
-_ERROR_EVENTS = {"incident"}
+_ERROR_EVENTS = {"incident", "confirmed"}
 _WARN_EVENTS = {"warning", "relaunch"}
 
 
@@ -56,6 +58,8 @@ def add_fields(ev: dict[str, Any], resource: Resource) -> dict[str, Any]:
     if kind == "summary":
         return ev
     severity = "ERROR" if kind in _ERROR_EVENTS else "WARN" if kind in _WARN_EVENTS else "INFO"
+    if kind == "incident" and ev.get("provisional"):
+        severity = "WARN"  # it may yet be withdrawn: its ``confirmed`` event is the ERROR
     if kind == "launch" and ev.get("sglang_version"):
         resource.service_version = ev["sglang_version"]
     if kind in ("attempt", "healthy") and isinstance(ev.get("pid"), int):
@@ -120,6 +124,8 @@ def _body(ev: dict[str, Any]) -> str:
         return DESCRIPTIONS.get(ev.get("name", ""), ev.get("name", ""))
     if kind == "ready":
         return f"the server is ready (line {ev.get('line')})"
+    if kind == "confirmed":
+        return ev.get("message") or "a provisional incident stands"
     for key in ("text", "reason", "note"):
         if isinstance(ev.get(key), str):
             return ev[key]

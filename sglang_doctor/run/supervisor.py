@@ -444,9 +444,13 @@ class _Seen:
                 self._live = [(d, p) for d, p in self._live
                               if d is None or [d.incident.first_line, d.incident.last_line] != lines]
                 self._judge()
+            elif ev["event"] == "confirmed":  # a provisional incident stands: no longer waited for
+                lines = (ev.get("confirms") or {}).get("lines")
+                self._live = [(d, None if d is not None and [d.incident.first_line, d.incident.last_line] == lines
+                               else p) for d, p in self._live]
+                self._judge()
             elif ev["event"] == "ready":
                 self.ready = True
-
             elif ev["event"] == "launch":  # the dump fills in only what the command left out
                 args = ev.get("server_args") or {}
                 if self.host is None and health.valid_host(args.get("host")):

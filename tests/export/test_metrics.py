@@ -236,3 +236,43 @@ def test_a_withdrawn_incident_is_counted_apart_and_a_provisional_one_while_servi
             'rule="memory.cuda_oom.logged_message"} 1.0') in text
     m.observe({**incident, "provisional": None})  # an incident that stands still marks it not ready
     assert 'sglang_doctor_ready{node="n1"} 0.0' in generate_latest(m.registry).decode()
+
+
+def test_a_provisional_incident_counts_as_confirmed_only_once_confirmed():
+    """incidents_total counts every incident reported; incidents_confirmed_total (what the
+    SGLangIncident alert reads) only those that stand: at once, or a provisional one when its
+    ``confirmed`` event comes; the provisional gauge holds the undecided ones.  For each label
+    set: incidents = confirmed + withdrawn + provisional."""
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import generate_latest
+
+    from sglang_doctor.export.metrics import Metrics
+
+    labels = {"category": "memory.cuda_oom", "rule": "memory.cuda_oom.logged_message", "phase": "startup.cuda_graph"}
+    series = 'category="memory.cuda_oom",node="n1",phase="startup.cuda_graph",rule="memory.cuda_oom.logged_message"'
+
+    def value(name):
+        for line in generate_latest(m.registry).decode().splitlines():
+            if line.startswith(f"{name}{{{series}}} "):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    m = Metrics("n1")
+    m.observe({"event": "launch", "index": 0, "line": 1})
+    for lines in ([16, 17], [30, 31]):
+        m.observe({"event": "incident", **labels, "lines": lines, "provisional": "ready"})
+    assert value("sglang_doctor_incidents_total") == 2.0
+    assert value("sglang_doctor_incidents_provisional") == 2.0
+    assert value("sglang_doctor_incidents_confirmed_total") is None  # no series: nothing can alert
+    m.observe({"event": "warning", "kind": "survived_before_ready", **labels,
+               "withdraws": {"rule": labels["rule"], "lines": [16, 17]}})
+    m.observe({"event": "confirmed", **labels, "confirms": {"rule": labels["rule"], "lines": [30, 31]},
+               "provisional": "ready", "message": "... stands: launch 1 died after it (line 40)"})
+    assert value("sglang_doctor_incidents_provisional") == 0.0
+    assert value("sglang_doctor_withdrawn_total") == 1.0
+    assert value("sglang_doctor_incidents_confirmed_total") == 1.0
+    m.observe({"event": "incident", **labels, "lines": [50, 50]})  # one that stands at once
+    assert value("sglang_doctor_incidents_confirmed_total") == 2.0
+    assert value("sglang_doctor_incidents_total") == 3.0
+    m.observe({"event": "confirmed", **labels})  # a decision with nothing open never goes below 0
+    assert value("sglang_doctor_incidents_provisional") == 0.0
