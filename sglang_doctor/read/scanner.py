@@ -636,8 +636,8 @@ class Scanner:
         one (a block dense with incidents), handing it over when the caller takes the one
         before: three blocks at most are held (the caller's, the one handed over, the one
         read ahead or being searched).  Without the prefetch the worker hands a block over
-        only once the caller has taken the last one: two blocks at most.  ``meanwhile`` is called once the worker has
-        started, before the first block is waited for.  An exception
+        only once the caller has taken the last one: two blocks at most.  ``meanwhile`` is
+        called once the worker has started, before the first block is waited for.  An exception
         raised while reading is raised here, in the caller's thread, after the blocks read
         before it; closing the iterator stops the worker."""
         if not self.fast:
