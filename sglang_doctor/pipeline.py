@@ -26,6 +26,9 @@ from sglang_doctor.read import records
 from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
+# the first block read is smaller: explain's read-ahead worker hands it over (read and
+# searched) sooner, and the caller, which has nothing else to do until then, starts earlier
+FIRST_BLOCK = 2 << 20
 TAIL_KEEP = 4096
 IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
 HOLD_LIMIT = 20000  # events held back behind an incident that waits for the whole log (whole_log)
@@ -736,7 +739,7 @@ def _blocks(fh, p: Path) -> Iterator[bytes]:
     """
     with fh:
         try:
-            head = fh.read(BLOCK)
+            head = fh.read(FIRST_BLOCK)
             raw = _raw_blocks(head, fh)
             if head.startswith(b"\x1f\x8b"):
                 raw = _gunzip(raw, p)

@@ -285,6 +285,9 @@ def _explain_files(logfiles, reporter, ruleset, hw, config, sglang_version) -> N
             sniff.see(block)
             for ev in pipe.feed(block):
                 _explain_event(reporter, ev)
+            # dropped before the next one is asked for: the read-ahead reads a block once the
+            # last one handed over is taken, and holds three at most when this one is gone
+            del block
         for ev in pipe.finish():
             _explain_event(reporter, ev)
         _print_warnings(pipe.warnings, shown)

@@ -50,6 +50,17 @@ typedef struct {
 #define HEADSIZE (1u << HEADBITS)
 #define HEAD(h) ((h) >> (HBITS - HEADBITS))
 
+/* a short literal (fewer than MIN_HASHED bytes), as the pass tests it at every position: its
+ * bytes, its three picked offsets and the bytes there, side by side (one cache line per
+ * literal, read at every stride; not a chain of loads through the matcher's arrays) */
+typedef struct {
+    const unsigned char *u;
+    Py_ssize_t len;
+    int lit;
+    int pick[3];
+    unsigned char c[3];
+} ShortLit;
+
 typedef struct {
     PyObject_HEAD
     int nlits;
@@ -59,6 +70,7 @@ typedef struct {
     int *shorts;      /* the literals shorter than MIN_HASHED */
     int *pick;        /* per literal: two of its byte offsets (short literals) */
     int nshorts;
+    ShortLit *sl;     /* the short literals (shorts[k]'s is sl[k]) */
     uint8_t *bitmap;  /* HSIZE bits */
     int32_t *head;    /* HSIZE chain heads, -1 = none */
     Entry *entries;
@@ -166,6 +178,7 @@ static void Matcher_dealloc(Matcher *self)
     PyMem_Free(self->shorts);
     PyMem_Free(self->pre);
     PyMem_Free(self->pick);
+    PyMem_Free(self->sl);
     PyMem_Free(self->bitmap);
     PyMem_Free(self->head);
     PyMem_Free(self->entries);
@@ -324,6 +337,22 @@ static int init_literals(Matcher *self, PyObject *seq, uint32_t *counts)
         }
     }
     Py_DECREF(fast);
+    self->sl = (ShortLit *)PyMem_Calloc((size_t)(self->nshorts ? self->nshorts : 1), sizeof(ShortLit));
+    if (self->sl == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int k = 0; k < self->nshorts; k++) {
+        int lit = self->shorts[k];
+        ShortLit *q = &self->sl[k];
+        q->u = self->lits[lit];
+        q->len = self->lens[lit];
+        q->lit = lit;
+        for (int j = 0; j < 3; j++) {
+            q->pick[j] = self->pick[3 * lit + j];
+            q->c[j] = q->u[q->pick[j]];
+        }
+    }
     /* the packed chains: per slot, the entries in chain order (the last added first, as the
      * chains of head/next hold them), so candidates are tried in the same order as before */
     self->slot_start = (uint32_t *)PyMem_Calloc(HEADSIZE + 1, sizeof(uint32_t));
@@ -400,6 +429,11 @@ static inline void candidate(const Matcher *m, const unsigned char *buf, Py_ssiz
                              Py_ssize_t i, uint32_t x, uint32_t h, State *st, Vec *pairs)
 {
     const PEntry *e = m->packed + m->slot_start[HEAD(h)], *end = m->packed + m->slot_start[HEAD(h) + 1];
+    /* the last first-4-bytes test that failed: literals that share their window and its
+     * offset and start alike (`Error: `, `Error(`, `Error\n`: the "rro" of every "error" in
+     * a log) would each fail it again at the same place, so they are passed over */
+    Py_ssize_t failed_at = -1;
+    uint32_t failed_pre = 0;
     for (; e < end; e++) {
         if (x != e->key)
             continue;
@@ -409,8 +443,15 @@ static inline void candidate(const Matcher *m, const unsigned char *buf, Py_ssiz
             continue;
         if (s <= st->last[e->lit] && s >= st->first[e->lit])
             continue;
-        if (load32(buf + s) != e->pre || memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
-            continue;  /* (a hashed literal has 6 bytes or more: its first 4 compared first) */
+        if (s == failed_at && e->pre == failed_pre)
+            continue;
+        if (load32(buf + s) != e->pre) {  /* (a hashed literal has 6 bytes or more: its first 4 compared first) */
+            failed_at = s;
+            failed_pre = e->pre;
+            continue;
+        }
+        if (memcmp(buf + s, m->lits[e->lit], (size_t)len) != 0)
+            continue;
         found(st, buf, hi, e->lit, s, pairs);
     }
 }
@@ -474,11 +515,11 @@ static inline void flush_batch(const Matcher *m, const unsigned char *buf, Py_ss
 #ifdef HAVE_AVX2_DISPATCH
 /* bit b: the three picked bytes of a short literal u are where it would have them if it
  * started at p + b (b < 64) */
-__attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned char *p, const unsigned char *u,
-                                                                const int *pick)
+__attribute__((target("avx2"))) static uint64_t short_bits_avx2(const unsigned char *p, const ShortLit *sh)
 {
-    const __m256i c1 = _mm256_set1_epi8((char)u[pick[0]]), c2 = _mm256_set1_epi8((char)u[pick[1]]);
-    const __m256i c3 = _mm256_set1_epi8((char)u[pick[2]]);
+    const int *pick = sh->pick;
+    const __m256i c1 = _mm256_set1_epi8((char)sh->c[0]), c2 = _mm256_set1_epi8((char)sh->c[1]);
+    const __m256i c3 = _mm256_set1_epi8((char)sh->c[2]);
     /* the rarest byte first, for the whole stride: most strides lack it (the '=' of ` pid=`
      * and `rc=` is in 12% of the v2 log's strides), and then no bit can be set */
     __m256i a1 = _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + pick[0])), c1);
@@ -686,11 +727,13 @@ static inline __attribute__((always_inline)) void scan_body(const Matcher *m, co
         if (m->nshorts) {
 #ifdef HAVE_AVX2_DISPATCH
             if (avx2 && i + 64 + maxshort - 1 <= hi) {
-                for (int k = 0; k < m->nshorts; k++) {
-                    int lit = m->shorts[k];
-                    const unsigned char *u = m->lits[lit];
-                    Py_ssize_t len = m->lens[lit];
-                    uint64_t bits = short_bits_avx2(buf + i, u, m->pick + 3 * lit);
+                for (const ShortLit *sh = m->sl, *send = m->sl + m->nshorts; sh < send; sh++) {
+                    uint64_t bits = short_bits_avx2(buf + i, sh);
+                    if (!bits)
+                        continue;
+                    int lit = sh->lit;
+                    const unsigned char *u = sh->u;
+                    Py_ssize_t len = sh->len;
                     while (bits) {
                         int b = __builtin_ctzll(bits);
                         bits &= bits - 1;

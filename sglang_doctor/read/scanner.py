@@ -631,10 +631,13 @@ class Scanner:
         yielded unchanged; ``feed`` given that very block uses the search done for it, any
         other data is searched as usual.  With the C extension and a helper thread, the
         worker reads the next block while the helper finishes its part of this one's search
-        (``_Prefetch``); it hands a block over only once the caller has taken the last one:
-        three blocks at most are held (the caller's, the one handed over, the one read
-        ahead; two without the prefetch).  ``meanwhile`` is called once the worker has
-        started, before the first block is waited for.  An exception
+        (``_Prefetch``), but only once the caller has taken the block handed over before,
+        and it goes on to search the block it holds while the caller is still on an earlier
+        one (a block dense with incidents), handing it over when the caller takes the one
+        before: three blocks at most are held (the caller's, the one handed over, the one
+        read ahead or being searched).  Without the prefetch the worker hands a block over
+        only once the caller has taken the last one: two blocks at most.  ``meanwhile`` is
+        called once the worker has started, before the first block is waited for.  An exception
         raised while reading is raised here, in the caller's thread, after the blocks read
         before it; closing the iterator stops the worker."""
         if not self.fast:
@@ -655,9 +658,21 @@ class Scanner:
         handoff: queue.Queue = queue.Queue(maxsize=1)
         taken = threading.Semaphore(0)
         stop = threading.Event()
+        # the worker reads ahead while the helper searches (search_native's ``meanwhile``)
+        prefetch = helper is not None and _sifts(finder)
 
         def put(item) -> bool:
-            """Hand ``item`` over and wait until the caller has taken it."""
+            """Hand ``item`` over: without the prefetch, wait until the caller has taken it;
+            with it, only until the caller has taken the one before (the queue holds one), so
+            that the worker searches its next block meanwhile."""
+            if prefetch:
+                while not stop.is_set():
+                    try:
+                        handoff.put(item, timeout=0.05)
+                        return True
+                    except queue.Full:
+                        continue
+                return False
             handoff.put(item)
             while not stop.is_set():
                 if taken.acquire(timeout=0.05):
@@ -667,8 +682,15 @@ class Scanner:
         def work() -> None:
             try:
                 source = _Prefetch(blocks)
+
+                def read_ahead_if_taken() -> None:
+                    # a block read ahead while the one handed over is not taken yet would be
+                    # a fourth block held (the caller's, that one, this one's, the next)
+                    if handoff.empty():
+                        source.fetch()
+
                 for block in source:
-                    if not put((block, self._search_ahead(finder, block, helper, source.fetch), None)):
+                    if not put((block, self._search_ahead(finder, block, helper, read_ahead_if_taken), None)):
                         return
                 put((None, None, None))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread

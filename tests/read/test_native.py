@@ -528,6 +528,57 @@ def test_the_worker_reads_the_next_block_while_the_helper_searches(rule_pack):
     assert all(k + 1 <= n <= k + 3 for k, n in enumerate(taken))
 
 
+def test_the_worker_searches_its_next_block_while_the_caller_is_still_on_an_earlier_one(rule_pack):
+    """With the prefetch, the worker does not wait for the caller to take the block it handed
+    over before searching the block it already holds (the caller may be slow on a block
+    dense with incidents); it reads no further until that one is taken: three blocks held.
+    (On the old code the worker waited for block 1 to be taken: block 2 was never searched
+    while the caller held block 0.)"""
+    import threading
+
+    from sglang_doctor.pipeline import StreamPipeline
+
+    data = ("\n".join(SIFT_LINES * 30) + "\n").encode()
+    blocks = [data[k:k + 700] for k in range(0, len(data), 700)]
+    assert len(blocks) >= 5
+    read = []
+    searched = []
+    third = threading.Event()
+
+    def source():
+        for k, block in enumerate(blocks):
+            read.append(k)
+            yield block
+
+    search = vector.WeakFilter.search_native
+
+    def spy(self, finder, block, lo, hi, helper=None, meanwhile=None):
+        out = search(self, finder, block, lo, hi, helper, meanwhile)
+        searched.append(block)
+        if len(searched) == 3:
+            third.set()
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scanner, "SMALL_BLOCK", 200)
+        mp.setattr(scanner, "AHO_MAX_COVERS", 10**6)  # the extension's finder even with Hyperscan installed
+        mp.setattr(scanner, "_cpus", lambda: 2)
+        mp.setattr(vector, "CHUNK", 64)
+        mp.setattr(vector.WeakFilter, "search_native", spy)
+        pipe = StreamPipeline(rule_pack, remediate=False)
+        ahead = pipe.read_ahead(source())
+        first = next(ahead)  # the caller holds block 0 and does not ask for more
+        assert third.wait(30)  # (a liveness wait: the worker gets there in milliseconds)
+        assert searched[:3] == blocks[:3]
+        # block 0 (the caller's), 1 (handed over), 2 (searched, waiting): block 3 not read yet
+        assert len(read) == 3
+        events = pipe.feed(first)
+        for block in ahead:
+            events += pipe.feed(block)
+        events += pipe.finish()
+    assert pipe.lines_seen == data.count(b"\n") and events
+
+
 def test_a_read_error_during_a_prefetch_reaches_the_caller_after_the_blocks_before_it(rule_pack):
     """The block after the failing read is never fetched; the blocks read before the error
     are all fed first, then the error is raised in the caller's thread; no thread is left."""
