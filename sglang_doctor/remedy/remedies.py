@@ -653,6 +653,17 @@ FEATURES: dict[str, dict[str, Any]] = {
                             "--speculative-eagle-topk", "--speculative-num-draft-tokens"]}],
         "tradeoff": "no speculative decoding: lower single-stream decode speed, frees draft weights and pools",
     },
+    # transformers' fast (torch/torchvision) image processor, which SGLang loads by default for a
+    # multimodal model: the base (PIL/numpy) one instead.  0.4.5.post1-0.5.17
+    # --disable-fast-image-processor ("Adopt base image processor instead of fast image
+    # processor"); 0.5.18+ --image-processor-backend pil (the old switch kept, "Deprecated");
+    # older releases have neither, so nothing is proposed for them
+    "fast_image_processor": {
+        "ways": [{"set": {"--image-processor-backend": "pil"}},
+                 {"set": {"--disable-fast-image-processor": True}}],
+        "tradeoff": "the base (PIL/numpy) image processor: slower image preprocessing on the CPU, "
+                    "no torchvision/device kernels in the preprocessing path",
+    },
     # SGLang's second LoRA engine (0.5.23): --lora-backend triton_v2 with --moe-runner-backend
     # lora_triton|lora_cutedsl|lora_marlin, which must be set together (arg_groups/lora_hook.py:
     # 204, lora/layers.py:1088) and back out together: the legacy engine (csgmv, auto MoE runner)
