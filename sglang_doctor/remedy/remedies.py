@@ -653,6 +653,19 @@ FEATURES: dict[str, dict[str, Any]] = {
                             "--speculative-eagle-topk", "--speculative-num-draft-tokens"]}],
         "tradeoff": "no speculative decoding: lower single-stream decode speed, frees draft weights and pools",
     },
+    # constrained decoding's optional pieces of the 0.1.x-0.4.x releases: the outlines FSM cache
+    # kept on disk (diskcache's sqlite file, shared by every process: 0.1.x-0.4.1.post1
+    # --disable-disk-cache) and jump-forward decoding (0.1.12-0.3.5 --disable-regex-jump-forward,
+    # 0.3.5.post1-0.4.3.post2 --disable-jump-forward; later releases dropped the feature)
+    "disk_cache": {
+        "ways": [{"set": {"--disable-disk-cache": True}}],
+        "tradeoff": "regex/JSON constraints are compiled again after every restart (no on-disk FSM cache)",
+    },
+    "jump_forward": {
+        "ways": [{"set": {"--disable-jump-forward": True}}, {"set": {"--disable-regex-jump-forward": True}}],
+        "tradeoff": "no jump-forward decoding for constrained (regex/JSON) output: slower constrained "
+                    "generation; plain generation unchanged",
+    },
     # transformers' fast (torch/torchvision) image processor, which SGLang loads by default for a
     # multimodal model: the base (PIL/numpy) one instead.  0.4.5.post1-0.5.17
     # --disable-fast-image-processor ("Adopt base image processor instead of fast image
@@ -715,7 +728,20 @@ def disable_feature(ctx: Context, params: dict) -> "Remediation | list[Remediati
             rem.note += (f" (accepted by every release {_span(ctx.guessed_range or ())}: {_why_guessed(ctx)}"
                          + (f"; newer releases also spell it {names}" if names else "") + ")")
         return rem
-    return _disable(ctx, params, feature, spec, spec["ways"])
+    rem = _disable(ctx, params, feature, spec, spec["ways"])
+    if rem is None and not any(_way_exists(ctx, way) for way in spec["ways"]):
+        # the target (a guess) has no switch for the feature at all: a feature SGLang dropped
+        # (its frames put the log before then); spelled as the newest guessed release that has
+        # one, which the note names
+        for way in spec["ways"]:
+            older, spelled = _for_unnamed_release(ctx, (list(way.get("set", {})) + list(way.get("unset", [])))[0])
+            if spelled is not None and _way_exists(older, way):
+                return _spelled(_disable(older, params, feature, spec, [way]), spelled)
+    return rem
+
+
+def _way_exists(ctx: Context, way: dict) -> bool:
+    return all(ctx.catalog.canonical(f) == f for f in list(way.get("set", {})) + list(way.get("unset", [])))
 
 
 def _disable(ctx: Context, params: dict, feature: str, spec: dict, ways: list[dict]) -> Remediation | None:

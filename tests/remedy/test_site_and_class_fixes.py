@@ -99,3 +99,37 @@ def test_a_disaggregation_refusal_naming_its_transfer_backend_takes_the_other_on
     d = _diagnosis(rule, frames=["/x/sglang/srt/disaggregation/utils.py"],
                    text="ValueError: prefill and decode must use the same page size")
     assert all("--disaggregation-transfer-backend" not in c for c in _changes(_remediate(d, "0.5.9")))
+
+
+# -- features SGLang dropped: constrained decoding's disk cache and jump-forward (0.1.x-0.4.x)
+
+OLD = "/home/u/sglang/python/sglang/srt/"
+SITE = [{"disable_in_frames": {"features": ["disk_cache", "jump_forward"]}}]
+
+
+def _guessed(d, version_source="newest catalogue", version_range=None):
+    cat = flags.load_catalog("0.5.23")
+    return remedies.remediate(d, command=None, version=cat.version, catalog=cat, hardware=None, model_config=None,
+                              version_source=version_source, version_range=version_range)
+
+
+def test_a_failure_in_the_disk_cache_of_an_unnamed_release_is_spelled_as_the_releases_that_had_it():
+    d = _diagnosis(SITE, frames=[OLD + "managers/router/model_rpc.py", OLD + "constrained/disk_cache.py",
+                                 "/env/lib/python3.11/site-packages/diskcache/core.py"])
+    rem = _guessed(d)
+    assert rem.set == {"--disable-disk-cache": True}
+    assert "0.4.0 to 0.4.1.post1" in rem.note and rem.safe is False
+    # a named release without the switch: nothing, not another release's flag
+    assert _remediate(d, "0.5.9") is None
+    # a named release with it: its own flag
+    assert _remediate(d, "0.4.0").set == {"--disable-disk-cache": True}
+
+
+def test_a_crash_where_the_scheduler_calls_jump_forward_turns_it_off():
+    inc_frames = [OLD + "managers/controller/tp_worker.py", OLD + "managers/controller/tp_worker.py"]
+    d = _diagnosis(SITE, frames=inc_frames)
+    d.incident.frames[-1].source = "jump_forward_reqs = batch.check_for_jump_forward(self.model_runner)"
+    rem = _guessed(d)
+    assert rem.set == {"--disable-jump-forward": True} and "0.4.3.post2" in rem.note
+    d.incident.frames[-1].source = "self.forward_decode_batch(self.running_batch)"
+    assert _guessed(d) is None
