@@ -7,7 +7,11 @@ that had none.
 - the model.unsupported class rules whose message names no flag (the native implementation
   refused this checkpoint's variant) -> the model's transformers implementation, --model-impl
   transformers, where the release has it;
-- a PD disaggregation refusal whose words name the transfer backend -> the other backend.
+- a PD disaggregation refusal whose words name the transfer backend -> the other backend;
+- a non-CUDA platform backend's refusal -> the flag its message names, or the optional feature
+  whose package the traceback passes, off;
+- constrained decoding's disk cache / jump-forward (0.1.x-0.4.x) in the frames -> their switch,
+  spelled as the releases that had it when the log names none.
 """
 
 from __future__ import annotations
@@ -133,3 +137,18 @@ def test_a_crash_where_the_scheduler_calls_jump_forward_turns_it_off():
     assert rem.set == {"--disable-jump-forward": True} and "0.4.3.post2" in rem.note
     d.incident.frames[-1].source = "self.forward_decode_batch(self.running_batch)"
     assert _guessed(d) is None
+
+
+def test_a_platform_backend_refusal_names_its_flag_or_drops_the_feature_it_is_in():
+    rule = CLASSES["class.feature.platform"]["remedy"]
+    npu = "/usr/local/lib/python3.11/site-packages/sglang/srt/hardware_backend/npu/"
+    d = _diagnosis(rule, frames=[npu + "attention/ascend_backend.py"], category="kernel.unsupported_hw",
+                   text="ValueError: --enable-two-batch-overlap is not supported on Ascend NPU")
+    rem = _remediate(d, "0.5.23")
+    assert any("--enable-two-batch-overlap" in (r.unset or []) or "--enable-two-batch-overlap" in (r.set or {})
+               for r in [rem, *rem.alternatives])
+    d = _diagnosis(rule, frames=["/x/sglang/srt/speculative/eagle_worker.py", npu + "graph_runner/npu_graph_runner.py"],
+                   category="kernel.unsupported_hw", text="ValueError: Atlas A2 requires a 1-D table",
+                   server_args={"model_path": "m", "speculative_algorithm": "EAGLE"})
+    rem = _remediate(d, "0.5.23")
+    assert any("--speculative-algorithm" in (r.unset or []) for r in [rem, *rem.alternatives])
