@@ -736,8 +736,20 @@ def disable_feature(ctx: Context, params: dict) -> "Remediation | list[Remediati
         for way in spec["ways"]:
             older, spelled = _for_unnamed_release(ctx, (list(way.get("set", {})) + list(way.get("unset", [])))[0])
             if spelled is not None and _way_exists(older, way):
-                return _spelled(_disable(older, params, feature, spec, [way]), spelled)
+                return _spelled(_disable(older, params, feature, spec, [way]), spelled + _pre_040_spelling(way))
     return rem
+
+
+def _pre_040_spelling(way: dict) -> str:
+    """The clause naming how the releases before 0.4.0 (no shipped catalogue) spelled a way's
+    flag, when they spelled it otherwise (one change, the other name in the note)."""
+    from sglang_doctor.remedy import flags
+
+    names = list(way.get("set", {})) + list(way.get("unset", []))
+    options = flags.pre_040_options()
+    olds = [(r.old, options.get(r.old)) for r in flags.pre_040_renames() if r.new in names]
+    return "".join(f"; SGLang {span[0]} to {span[1]} spell it {old}" if span else f"; older releases spell it {old}"
+                   for old, span in olds)
 
 
 def _way_exists(ctx: Context, way: dict) -> bool:

@@ -135,6 +135,8 @@ def test_a_crash_where_the_scheduler_calls_jump_forward_turns_it_off():
     d.incident.frames[-1].source = "jump_forward_reqs = batch.check_for_jump_forward(self.model_runner)"
     rem = _guessed(d)
     assert rem.set == {"--disable-jump-forward": True} and "0.4.3.post2" in rem.note
+    # one change; the releases before 0.4.0's spelling is named in the note, not proposed twice
+    assert "0.1.12 to 0.3.5 spell it --disable-regex-jump-forward" in rem.note and not rem.alternatives
     d.incident.frames[-1].source = "self.forward_decode_batch(self.running_batch)"
     assert _guessed(d) is None
 
