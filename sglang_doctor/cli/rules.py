@@ -90,8 +90,8 @@ _FIXED_WORDS = {
     "plan_memory": "ask the memory planner for launches that fit (needs the model's config.json)",
     "closest_flag": "replace each unknown flag with the closest real flag of the target SGLang release",
     "change_port": "move the server to a free port",
-    "disable_in_frames": "turn off the optional feature (custom all-reduce, CUDA graphs, torch.compile) "
-                         "whose module the traceback passes",
+    "disable_in_frames": "turn off the optional feature (custom all-reduce, CUDA graphs, torch.compile, the fast "
+                         "image processor, ...) whose module the traceback passes",
     "drop_in_frames": "launch without the optional feature (speculative decoding, LoRA, HiCache, EP all-to-all, "
                       "EPLB) whose package the traceback passes, if the launch set it",
     "env_named": "set the environment variable the message names as its work-around (advice: the log chose it)",

@@ -199,7 +199,42 @@ FRAME_FEATURES: tuple[tuple[str, str], ...] = (
     ("mem_cache/radix_cache", "radix_cache"),
     ("mem_cache/mamba_radix_cache", "radix_cache"),
     ("mem_cache/swa_radix_cache", "radix_cache"),
+    # constrained decoding's on-disk FSM cache and jump-forward (0.1.x-0.4.x)
+    ("srt/constrained/disk_cache", "disk_cache"),
+    ("srt/constrained/jump_forward", "jump_forward"),
 )
+
+# the same, for modules named by a pattern: transformers' fast image processors
+# (models/<model>/image_processing_<model>_fast.py, image_processing_utils_fast.py), which SGLang
+# uses by default for multimodal models; the base processor is SGLang's own switch away from them
+FRAME_FEATURE_PATTERNS: tuple[tuple[re.Pattern, str, str], ...] = (
+    (re.compile(r"transformers/(?:models/[^/]+/)?image_processing_\w*fast\.py$"), "fast_image_processor",
+     "the fast image processor"),
+)
+
+
+# a frame whose own source line calls into an optional feature (the traceback cut before the
+# feature's module): the scheduler's call of jump-forward decoding (0.1.x-0.4.x
+# ``batch.check_for_jump_forward(...)``, ``jump_forward_and_retokenize``)
+FRAME_SOURCE_FEATURES: tuple[tuple[re.Pattern, str, str], ...] = (
+    (re.compile(r"\b(?:check_for_jump_forward|jump_forward_and_retokenize)\("), "jump_forward", "jump-forward decoding"),
+)
+
+
+def _frame_feature(frame: Any, allowed: set[str]) -> tuple[str, str] | None:
+    """The optional feature (of ``allowed``) whose module ``frame`` is in (or whose call its
+    source line is), and the module in words."""
+    path = frame.file.replace("\\", "/")
+    for module, feature in FRAME_FEATURES:
+        if feature in allowed and module in path:
+            return feature, module.rsplit("/", 1)[-1] or module
+    for pattern, feature, words in FRAME_FEATURE_PATTERNS:
+        if feature in allowed and pattern.search(path):
+            return feature, words
+    for pattern, feature, words in FRAME_SOURCE_FEATURES:
+        if feature in allowed and frame.source and pattern.search(frame.source):
+            return feature, words
+    return None
 
 
 @remedy("disable_in_frames")
@@ -210,18 +245,20 @@ def disable_in_frames(ctx: Context, params: dict) -> "Remediation | list[Remedia
     ``disable_feature``'s, spelled for the target release."""
     from sglang_doctor.remedy.remedies import disable_feature
 
-    allowed = set(params.get("features") or (name for _, name in FRAME_FEATURES))
+    allowed = set(params.get("features") or [name for _, name in FRAME_FEATURES]
+                  + [name for _, name, _ in (*FRAME_FEATURE_PATTERNS, *FRAME_SOURCE_FEATURES)])
     for frame in reversed(ctx.diagnosis.incident.frames):
-        path = frame.file.replace("\\", "/")
-        for module, feature in FRAME_FEATURES:
-            if feature in allowed and module in path:
-                result = disable_feature(ctx, {"feature": feature, "tradeoff": params.get("tradeoff")}
-                                         if params.get("tradeoff") else {"feature": feature})
-                for rem in result if isinstance(result, list) else [result] if result else []:
-                    rem.note += f" (the failure is in {module.rsplit('/', 1)[-1] or module}; {CLASS_NOTE})"
-                    rem.safe = False
-                    trust.declare(rem, "rule")
-                return result
+        found = _frame_feature(frame, allowed)
+        if found is None:
+            continue
+        feature, where = found
+        result = disable_feature(ctx, {"feature": feature, "tradeoff": params.get("tradeoff")}
+                                 if params.get("tradeoff") else {"feature": feature})
+        for rem in result if isinstance(result, list) else [result] if result else []:
+            rem.note += f" (the failure is in {where}; {CLASS_NOTE})"
+            rem.safe = False
+            trust.declare(rem, "rule")
+        return result
     return None
 
 

@@ -101,7 +101,8 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
         # speculative decoding, LoRA, HiCache, DP attention, ...): that feature off
         # (class_remedies.FRAME_FEATURES / FRAME_DROPS), only when the frames pass it; the
         # radix tree, on by default, after the off-by-default switches
-        {"disable_in_frames": {"features": ["custom_all_reduce", "torch_compile"]}},
+        {"disable_in_frames": {"features": ["custom_all_reduce", "torch_compile", "fast_image_processor",
+                                            "disk_cache", "jump_forward"]}},
         {"drop_in_frames": {}},
         {"isolate_features": {}},
         {"disable_in_frames": {"features": ["radix_cache"]}},
@@ -228,7 +229,8 @@ SITE_STEPS: list[dict[str, Any]] = [
     {"kv_cache_dtype_step": {}},
     # an attention backend's module: the other backend
     {"switch_backend": {"when_frames": True, "plain_note": True}},
-    {"disable_in_frames": {"features": ["custom_all_reduce", "cuda_graph", "torch_compile"]}},
+    {"disable_in_frames": {"features": ["custom_all_reduce", "cuda_graph", "torch_compile", "fast_image_processor",
+                                        "disk_cache", "jump_forward"]}},
     {"drop_in_frames": {}},
 ]
 

@@ -653,6 +653,30 @@ FEATURES: dict[str, dict[str, Any]] = {
                             "--speculative-eagle-topk", "--speculative-num-draft-tokens"]}],
         "tradeoff": "no speculative decoding: lower single-stream decode speed, frees draft weights and pools",
     },
+    # constrained decoding's optional pieces of the 0.1.x-0.4.x releases: the outlines FSM cache
+    # kept on disk (diskcache's sqlite file, shared by every process: 0.1.x-0.4.1.post1
+    # --disable-disk-cache) and jump-forward decoding (0.1.12-0.3.5 --disable-regex-jump-forward,
+    # 0.3.5.post1-0.4.3.post2 --disable-jump-forward; later releases dropped the feature)
+    "disk_cache": {
+        "ways": [{"set": {"--disable-disk-cache": True}}],
+        "tradeoff": "regex/JSON constraints are compiled again after every restart (no on-disk FSM cache)",
+    },
+    "jump_forward": {
+        "ways": [{"set": {"--disable-jump-forward": True}}, {"set": {"--disable-regex-jump-forward": True}}],
+        "tradeoff": "no jump-forward decoding for constrained (regex/JSON) output: slower constrained "
+                    "generation; plain generation unchanged",
+    },
+    # transformers' fast (torch/torchvision) image processor, which SGLang loads by default for a
+    # multimodal model: the base (PIL/numpy) one instead.  0.4.5.post1-0.5.17
+    # --disable-fast-image-processor ("Adopt base image processor instead of fast image
+    # processor"); 0.5.18+ --image-processor-backend pil (the old switch kept, "Deprecated");
+    # older releases have neither, so nothing is proposed for them
+    "fast_image_processor": {
+        "ways": [{"set": {"--image-processor-backend": "pil"}},
+                 {"set": {"--disable-fast-image-processor": True}}],
+        "tradeoff": "the base (PIL/numpy) image processor: slower image preprocessing on the CPU, "
+                    "no torchvision/device kernels in the preprocessing path",
+    },
     # SGLang's second LoRA engine (0.5.23): --lora-backend triton_v2 with --moe-runner-backend
     # lora_triton|lora_cutedsl|lora_marlin, which must be set together (arg_groups/lora_hook.py:
     # 204, lora/layers.py:1088) and back out together: the legacy engine (csgmv, auto MoE runner)
@@ -704,7 +728,32 @@ def disable_feature(ctx: Context, params: dict) -> "Remediation | list[Remediati
             rem.note += (f" (accepted by every release {_span(ctx.guessed_range or ())}: {_why_guessed(ctx)}"
                          + (f"; newer releases also spell it {names}" if names else "") + ")")
         return rem
-    return _disable(ctx, params, feature, spec, spec["ways"])
+    rem = _disable(ctx, params, feature, spec, spec["ways"])
+    if rem is None and not any(_way_exists(ctx, way) for way in spec["ways"]):
+        # the target (a guess) has no switch for the feature at all: a feature SGLang dropped
+        # (its frames put the log before then); spelled as the newest guessed release that has
+        # one, which the note names
+        for way in spec["ways"]:
+            older, spelled = _for_unnamed_release(ctx, (list(way.get("set", {})) + list(way.get("unset", [])))[0])
+            if spelled is not None and _way_exists(older, way):
+                return _spelled(_disable(older, params, feature, spec, [way]), spelled + _pre_040_spelling(way))
+    return rem
+
+
+def _pre_040_spelling(way: dict) -> str:
+    """The clause naming how the releases before 0.4.0 (no shipped catalogue) spelled a way's
+    flag, when they spelled it otherwise (one change, the other name in the note)."""
+    from sglang_doctor.remedy import flags
+
+    names = list(way.get("set", {})) + list(way.get("unset", []))
+    options = flags.pre_040_options()
+    olds = [(r.old, options.get(r.old)) for r in flags.pre_040_renames() if r.new in names]
+    return "".join(f"; SGLang {span[0]} to {span[1]} spell it {old}" if span else f"; older releases spell it {old}"
+                   for old, span in olds)
+
+
+def _way_exists(ctx: Context, way: dict) -> bool:
+    return all(ctx.catalog.canonical(f) == f for f in list(way.get("set", {})) + list(way.get("unset", [])))
 
 
 def _disable(ctx: Context, params: dict, feature: str, spec: dict, ways: list[dict]) -> Remediation | None:
