@@ -470,6 +470,27 @@ def from_bind_frame(inc: Incident) -> list[Evidence]:
                      "a port that was taken or an address that is not this host's")]
 
 
+# transformers' AutoConfig.from_pretrained looks the checkpoint's model_type up in its registry
+# ("config_class = CONFIG_MAPPING[config_dict["model_type"]]", configuration_auto.py, 4.x); the
+# lookup raises only KeyError, for a model type this transformers (and SGLang's own registered
+# configs, in this process) does not know, which it turns into "... does not recognize this
+# architecture" (model.unsupported.transformers_config_mapping).  A traceback cut below that line,
+# before its exception, failed there: the architecture is unknown, not the files unreadable.
+_CONFIG_LOOKUP = re.compile(r"CONFIG_MAPPING\[\s*config_dict\[\s*[\"']model_type[\"']\s*\]\s*\]")
+
+
+def from_config_lookup_frame(inc: Incident) -> list[Evidence]:
+    """A traceback that lost its exception line went through transformers' model-type lookup."""
+    if not inc.frames or (inc.exception is not None and inc.exception.type):
+        return []
+    for f in inc.frames[-2:]:
+        if "configuration_auto" in f.file and f.source and _CONFIG_LOOKUP.search(f.source):
+            return [Evidence("config_lookup_frame", "model.unsupported", 0.45,
+                             f"the traceback stops in transformers' model-type lookup ({f.source.strip()} in "
+                             f"{f.function}), which fails only for a model type it does not know")]
+    return []
+
+
 _CURRENT_THREAD = re.compile(r"^\s*Current thread 0x[0-9a-fA-F]+ \(most recent call first\):")
 
 
@@ -959,7 +980,7 @@ def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
               + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
-              + from_bind_frame(inc))
+              + from_bind_frame(inc) + from_config_lookup_frame(inc))
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
         # error or a faulthandler dump in a start-up step is that step's failure, not one

@@ -46,7 +46,8 @@ SIGNALS: tuple[Signal, ...] = (
        "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
-    _s("sigquit_launch", ("Received sigquit",), r"Received sigquit from a child process", "terminal"),
+    # 0.4.2-0.4.3.x spelled it "from a child proces." (engine.py sigquit_handler), 0.4.4 on "process."
+    _s("sigquit_launch", ("Received sigquit",), r"Received sigquit from a child proces(?:s|\.)", "terminal"),
     _s("sigquit_running", ("SIGQUIT received",), r"SIGQUIT received\. signum=.*one child failed", "terminal"),
     _s("subprocess_crashed", ("crashed with exit code",),
        r"Subprocess (?P<process>\S+) \(pid=(?P<pid>\d+)\) crashed with exit code (?P<exit_code>-?\d+)", "evidence"),

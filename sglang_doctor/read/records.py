@@ -71,7 +71,7 @@ def rank_label(ranks: tuple[str, ...]) -> str:
 # stream, F for a full line or P for a partial one), Kibana / OpenSearch Discover's date
 # column (``May 16, 2026 @ 20:46:57.892``, their default dateFormat), journald
 # (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
-# --tag-output (``[1,0]<stderr>:``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
+# --tag-output (``[1,0]<stderr>:``), srun --label (``0: ``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
 # colour codes whose ESC byte a copy-paste lost (``[36m``), and markdown's quote mark
 # (``> ``, ``>`` alone on an empty line: GitHub's "Quote reply" of a comment that held a log).  They are taken off before
 # anything else looks at the line, so a dump, a milestone or a traceback behind them is seen
@@ -99,6 +99,10 @@ _OUTER = re.compile(
     r"|(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
     r"\[\d+,\d+\]<std(?:out|err)>:"                                          # mpirun --tag-output
     r"|>(?: |$)"                                                             # markdown quote: > text
+    # srun --label (-l): the task number and ": " before every line of that task's output;
+    # taken off only before what a log line starts with (a bracketed header, indentation, a
+    # capitalised word, a dotted exception name), not before any "3: " a message may hold
+    r"|\d{1,5}: (?=\[|\s|[A-Z][A-Za-z]|[a-z_][\w.]*(?:Error|Exception|Warning)\b)"
     r")"
 )
 # first characters an outer prefix can start with (a cheap test before the regex)

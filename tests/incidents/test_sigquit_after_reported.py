@@ -42,3 +42,13 @@ def test_a_sigquit_far_below_the_reported_incident_stays_its_own_incident(tmp_pa
     log.write_text(HEAD + READY + BATCH + WATCHDOG + DUMP + filler + SIGQUIT)
     incidents = explain_file(log)
     assert [i["rule"] for i in incidents] == ["runtime.crash.scheduler_watchdog", "unknown"]
+
+
+def test_the_0_4_2_to_0_4_3_spelling_of_the_sigquit_line_is_the_same_terminal_line(tmp_path: Path):
+    # sglang 0.4.2 and 0.4.3.x's engine.py sigquit_handler logged "Received sigquit from a child
+    # proces." (one s); the shell's "Killed" after it is SGLang killing its own process tree
+    log = tmp_path / "server.log"
+    log.write_text(HEAD + READY + BATCH + WATCHDOG + DUMP
+                   + SIGQUIT.replace("child process.", "child proces.") + "Killed\n")
+    incidents = explain_file(log)
+    assert [(i["rule"], i["category"]) for i in incidents] == [("runtime.crash.scheduler_watchdog", "runtime.crash")]

@@ -37,6 +37,12 @@ def incidents_of(text: str):
     # Kibana / OpenSearch Discover's date column (their default dateFormat), padded
     ("May 16, 2026 @ 20:46:57.892    [W516 12:46:57.499 ProcessGroupNCCL.cpp:1826] x",
      "[W516 12:46:57.499 ProcessGroupNCCL.cpp:1826] x"),
+    # srun --label: the task number before every line of that task's output
+    ("0: [2025-03-05 03:55:55 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+     "[2025-03-05 03:55:55 TP0] Scheduler hit an exception: Traceback (most recent call last):"),
+    ('12:   File "/x.py", line 3, in f', '  File "/x.py", line 3, in f'),
+    ("0: torch.distributed.DistBackendError: x", "torch.distributed.DistBackendError: x"),
+    ("0: [rank3]:[W305 03:55:35.242042106 socket.cpp:462] [c10d]", "[W305 03:55:35.242042106 socket.cpp:462] [c10d]"),
 ])
 def test_outer_prefixes_come_off(line, rest):
     assert strip_outer(line) == rest
@@ -46,6 +52,7 @@ def test_outer_prefixes_come_off(line, rest):
     "[2026-05-09 09:16:24 TP0] Load weight begin", "  | ValueError: x", "ValueError: a | b", "Killed",
     "stdout F is not a prefix without its time", "May 16, 2026 was a Saturday",
     "I0227 11:31:26.136366 1021616 transfer_engine_impl.cpp:172] listening", "(most recent call first):",
+    "3: 4.5 GB", "10: x = 1",
 ])
 def test_lines_without_outer_prefix_stay(line):
     assert strip_outer(line) == line
@@ -65,6 +72,19 @@ def test_dump_and_traceback_behind_compose_prefix():
     assert inc.exception.type == "RuntimeError" and inc.ranks == ["TP0"]
     assert [f.function for f in inc.frames] == ["run_scheduler_process"]
     assert "sigquit_launch" in inc.signal_names
+
+
+def test_traceback_behind_srun_task_labels_keeps_its_frames_and_exception():
+    log = "".join(f"0: {line}\n" for line in [
+        "[2025-03-05 03:55:55 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{P}/model_executor/model_runner.py", line 463, in init_weights_update_group',
+        "    dist.barrier(group=self._model_update_group, device_ids=[self.gpu_id])",
+        "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0]"
+        " via c10d key-value store by key '0', but store->get('0') got error: failed to format addr, unknown family=0",
+    ])
+    (inc,), _ = incidents_of(log)
+    assert inc.exception.type == "torch.distributed.DistBackendError" and inc.ranks == ["TP0"]
+    assert [f.function for f in inc.frames] == ["init_weights_update_group"]
 
 
 def test_bare_dotted_exception_line_is_an_incident():
