@@ -378,9 +378,14 @@ FLUSH_HELP = ("Seconds of silence after which an open incident is reported (> 0;
 
 
 class Seconds(click.ParamType):
-    """A finite number of seconds >= 0 (a bad one: click's one-line usage error, exit 2)."""
+    """A finite number of seconds, >= 0 (``positive``: > 0); a bad one (text, negative, ``nan``,
+    ``inf``) is click's one-line usage error, exit 2.  (click's FloatRange lets ``nan`` through,
+    which a select() or sleep timeout then turns into a spin or a traceback.)"""
 
     name = "seconds"
+
+    def __init__(self, positive: bool = False):
+        self.positive = positive
 
     def convert(self, value, param, ctx):
         import math
@@ -392,8 +397,8 @@ class Seconds(click.ParamType):
                 number = float(str(value).strip())
             except ValueError:
                 self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(number) or number < 0:
-            self.fail(f"{value!r} is not a number of seconds >= 0", param, ctx)
+        if not math.isfinite(number) or number < 0 or (self.positive and number == 0):
+            self.fail(f"{value!r} is not a number of seconds {'> 0' if self.positive else '>= 0'}", param, ctx)
         return number
 
 
@@ -429,7 +434,7 @@ quiet for --confirm-after / --confirm-serving-after seconds.
 
 
 @main.command("-", epilog=PIPE_EPILOG)
-@click.option("--flush-after", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+@click.option("--flush-after", type=Seconds(positive=True), default=1.0, show_default=True,
               help=FLUSH_HELP)
 @confirm_options
 @common_options
@@ -509,10 +514,10 @@ log goes quiet after one, it stands after --confirm-after (before ready) or
 
 @main.command(epilog=WATCH_EPILOG)
 @click.argument("logfile")
-@click.option("--flush-after", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+@click.option("--flush-after", type=Seconds(positive=True), default=1.0, show_default=True,
               help=FLUSH_HELP)
 @click.option("--poll", is_flag=True, help="Poll the file instead of using inotify (network or container mounts).")
-@click.option("--poll-interval", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+@click.option("--poll-interval", type=Seconds(positive=True), default=1.0, show_default=True,
               help="Seconds between checks of the file when polling, and between checks for it to appear "
                    "(> 0).")
 @click.option("--from-end", is_flag=True, help="Start at the end of an existing file instead of its beginning.")

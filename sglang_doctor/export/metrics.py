@@ -129,12 +129,10 @@ class Metrics:
                 self.last_incident.labels(node).set(time.time())
                 if ev.get("provisional") != "serving":  # a server that may well go on serving
                     self.ready.labels(node).set(0)
-            elif kind == "confirmed":
-                self._decided(_labels(ev, node))
-                self.confirmed.labels(*_labels(ev, node)).inc()
-            elif kind == "warning" and ev.get("withdraws"):
-                self._decided(_labels(ev, node))
-                self.withdrawn.labels(*_labels(ev, node)).inc()
+            elif kind == "confirmed" or (kind == "warning" and ev.get("withdraws")):
+                labels = _labels(ev, node)
+                self._decided(labels)
+                (self.confirmed if kind == "confirmed" else self.withdrawn).labels(*labels).inc()
 
     def _decided(self, labels: tuple[str, ...]) -> None:
         """One provisional incident of these labels is decided (never below 0)."""
