@@ -124,7 +124,12 @@ def main(argv: list[str]) -> int:
     stopping = threading.Event()
 
     def on_sigterm(signum, frame):
-        stopping.set()
+        # Event.set() takes the event's (non-reentrant) lock, which the main thread holds for a
+        # moment on its way into and out of stopping.wait(): a SIGTERM handled in that moment (run
+        # sends two, through its wrapper and by pid) would deadlock the main thread, which then
+        # never logs its SIGTERM line and is SIGKILLed after the grace.  So another thread sets it.
+        if not stopping.is_set():
+            threading.Thread(target=stopping.set, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_sigterm)
 
