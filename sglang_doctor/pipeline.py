@@ -412,9 +412,26 @@ class StreamPipeline:
             (i for i, e in enumerate(self._events) if _event_line(e) > decided), len(self._events))
         self._events.insert(at, out)
 
-    def _to_survived(self, ev: dict, launch: Launch, serving: bool = False) -> None:
+    def answered(self, url: str) -> list[dict]:
+        """``run``'s proof for a live stream's provisional incidents while serving: the server
+        still answered ``url`` after them.  Each is taken back as batch lines would take it back
+        (a ``withdraws`` warning, so a metrics gauge of undecided incidents falls again), and is
+        decided: batch lines that come later do not take it back twice."""
+        launches = self.assembler.launches
+        keep = []
+        for ev in self._while_serving:
+            index = ev["_diagnosis"].incident.launch_index
+            if ev.get("provisional") == "serving" and index is not None and index < len(launches):
+                self._to_survived(ev, launches[index], serving=True, answered=url)
+            else:
+                keep.append(ev)
+        self._while_serving = keep
+        return self._take()
+
+    def _to_survived(self, ev: dict, launch: Launch, serving: bool = False, answered: str | None = None) -> None:
         """Turn the incident event ``ev`` (in place: it keeps its place among the events) into
-        a warning: the launch came up after it (``serving``: went on serving after it)."""
+        a warning: the launch came up after it (``serving``: went on serving after it, shown by
+        its batch lines, or by ``answered``: the URL that still answered, run's probe)."""
         diagnosis = ev["_diagnosis"]
         inc = diagnosis.incident
         self.incident_count -= 1
@@ -425,7 +442,11 @@ class StreamPipeline:
         self._pending = [p for p in self._pending if p is not ev]
         what = diagnosis.title or diagnosis.rule
         lines = f"line {inc.first_line}" if inc.first_line == inc.last_line else f"lines {inc.first_line}-{inc.last_line}"
-        if serving:
+        if answered is not None:
+            kind = "survived_while_serving"
+            message = (f"{lines}: {what} ({diagnosis.rule}) while serving, yet launch {launch.index + 1} still "
+                       f"answered {answered} after it: a failure the server handled and survived, not a crash")
+        elif serving:
             after = [n for n in launch.batch_lines if n > inc.last_line]
             kind = "survived_while_serving"
             message = (f"{lines}: {what} ({diagnosis.rule}) while serving, yet launch {launch.index + 1} went on "
@@ -450,6 +471,9 @@ class StreamPipeline:
         warning["withdraws"] = {"rule": diagnosis.rule, "lines": [inc.first_line, inc.last_line]}
         warning["message"] = (("the server went on serving" if serving else "the server came up anyway")
                               + f": the provisional incident reported at {message}")
+        if answered is not None:  # decided now, by the probe: after everything read so far
+            self._events.append(warning)
+            return
         # in the log's order: before the first event of a later line than the one that decided
         decided = after[survived_mod.SERVING_PROOF - 1] if serving else launch.ready_line
         at = next((i for i, e in enumerate(self._events) if _event_line(e) > decided), len(self._events))

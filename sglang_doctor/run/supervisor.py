@@ -301,9 +301,13 @@ class Supervisor:
             code = child.exit_code()
             if code is None and seen.settled(self.opts.settle) and self._still_healthy(url):
                 # an incident while serving, yet the server runs and answers: not a crash
-                # (e.g. a logged request whose text looks like an error); keep serving.
-                self.report({"event": "warning", "message": f"incident {seen.first.rule} while serving, but the "
-                                                            f"server still answers {url}: not stopped"})
+                # (e.g. a logged request whose text looks like an error); keep serving.  The
+                # provisional ones are taken back in the event stream (the exporter's gauge of
+                # undecided incidents falls again); one reported as standing is only not acted on.
+                seen.consume(pipe.answered(url))
+                if seen.first is not None:
+                    self.report({"event": "warning", "message": f"incident {seen.first.rule} while serving, but "
+                                                                f"the server still answers {url}: not stopped"})
                 seen.forget()
                 continue
             if code is not None or seen.settled(self.opts.settle):

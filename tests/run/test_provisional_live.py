@@ -86,3 +86,50 @@ def test_run_waits_for_the_ready_line_after_a_startup_warning(tmp_path, no_proce
     assert len(_withdrawals(events)) == 1
     assert "healthy" in [e["event"] for e in events]
     assert hist["outcome"] == "ready" and len(hist["attempts"]) == 1
+
+
+def test_run_takes_back_a_handled_failure_when_the_server_still_answers(tmp_path, no_process_left):
+    """run's /health probe is evidence: the stand-in logs a handled failure after ready and then
+    no batch line (an idle server).  After --settle, /health still answers, so the provisional
+    incident is withdrawn in the event stream, once, and the exporter's gauge of undecided
+    incidents falls back to 0 (old code: a bare warning without ``withdraws``: the gauge stayed
+    at 1 for as long as the server ran, and nothing counted the incident as withdrawn)."""
+    import signal
+    import threading
+    import time
+
+    from tests.export.test_metrics import scrape
+    from tests.run.test_run import doctor_cmd
+
+    injected = tmp_path / "after_ready.txt"
+    injected.write_text(HANDLED["hicache"])
+    log, mport = tmp_path / "server.log", free_port()
+    proc = subprocess.Popen([*doctor_cmd(), "run", "--yes", "--format", "json", "--log", str(log), "--settle", "1",
+                             "--stop-grace", "30", "--metrics-port", str(mport), "--node", "n1", "--",
+                             *launch(free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "NO_COLOR": "1", "STANDIN_AFTER_READY": str(injected)})
+    events: list[dict] = []
+    reader = threading.Thread(target=lambda: events.extend(json.loads(x) for x in proc.stdout if x.startswith("{")))
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not _withdrawals(list(events)):
+            time.sleep(0.1)
+        assert _withdrawals(list(events)), [(e["event"], e.get("message")) for e in events]
+        samples = scrape(mport)  # the exporter saw the withdrawal before it was printed
+    finally:
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+        reader.join(timeout=30)
+    assert proc.returncode == 130, err[-2000:]
+    [incident] = [e for e in events if e["event"] == "incident"]
+    [withdrawn] = _withdrawals(events)
+    assert incident["provisional"] == "serving"
+    assert withdrawn["withdraws"] == {"rule": incident["rule"], "lines": incident["lines"]}
+    assert withdrawn["kind"] == "survived_while_serving" and "still answered http://127.0.0.1:" in withdrawn["message"]
+    assert not [e for e in events if e["event"] in ("relaunch", "confirmed")]
+    labels = f'category="{incident["category"]}",node="n1",phase="{incident["phase"]}",rule="{incident["rule"]}"'
+    assert samples[f"sglang_doctor_incidents_provisional{{{labels}}}"] == 0
+    assert samples[f"sglang_doctor_withdrawn_total{{{labels}}}"] == 1
