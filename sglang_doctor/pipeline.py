@@ -267,7 +267,14 @@ class StreamPipeline:
     def _take(self) -> list[dict]:
         self._decide_before_ready()
         if (self._pending or self._before_ready or self._while_serving) and len(self._events) > HOLD_LIMIT:
-            self._before_ready = []  # memory stays bounded: held incidents stay incidents
+            # memory stays bounded: held incidents stay incidents; a live stream, which reported
+            # them as provisional, says so (a ``confirmed`` event each: its consumers, the
+            # exporter's gauge and ``watch --exit-on-incident``, would wait for ever otherwise)
+            for ev in self._before_ready + self._while_serving:
+                self._confirm(ev, None, f"more than {HOLD_LIMIT} events came after it before the evidence that "
+                                        f"would decide it; held no longer (memory stays bounded), assumed to stand "
+                                        f"(unknown whether the server survived it)", unresolved=True)
+            self._before_ready = []
             self._while_serving = []
             self._remedy_pending()  # and are remedied with the launches seen so far
         held = self._pending[:1]

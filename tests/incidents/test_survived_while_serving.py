@@ -164,3 +164,23 @@ def test_explain_exits_0_and_says_it_went_on_serving(tmp_path: Path, fmt: str):
         assert _incidents(events) == [] and len(_warnings(events)) == 1
     else:
         assert "went on serving after it" in proc.stdout and "1 warning the server survived" in proc.stdout
+
+
+def test_a_live_stream_confirms_what_it_holds_past_the_hold_limit(pack, monkeypatch):
+    """A live stream (pipe, watch, run) that holds a provisional incident while more than
+    HOLD_LIMIT events pile up stops holding it: it stands, and says so with a ``confirmed``
+    event (old code: dropped silently, so the exporter's provisional gauge and ``watch
+    --exit-on-incident`` waited for ever).  The limit is lowered to 0 for the test: the
+    incident's own event is then over it."""
+    from sglang_doctor import pipeline
+    from sglang_doctor.pipeline import StreamPipeline
+
+    monkeypatch.setattr(pipeline, "HOLD_LIMIT", 0)
+    pipe = StreamPipeline(pack)  # live: not whole_log
+    events = pipe.feed((UP + SERVING + HANDLED["dflash"]).encode()) + pipe.flush_idle()
+    [incident] = _incidents(events)
+    [confirmed] = [e for e in events if e["event"] == "confirmed"]
+    assert incident["provisional"] == "serving"
+    assert confirmed["confirms"] == {"rule": incident["rule"], "lines": incident["lines"]}
+    assert confirmed["unresolved"] is True and "held no longer" in confirmed["message"]
+    assert pipe.undecided() == []
