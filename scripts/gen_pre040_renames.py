@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write sglang_doctor/remedy/catalogs/pre-0.4.0-renames.json: the launch-flag spellings of
-SGLang's releases before 0.4.0 (0.1.x-0.3.x) that no shipped catalogue has, and the renames
-that lead from them to 0.4.0's spellings.
+SGLang's releases before 0.4.0 (0.1.x-0.3.x) that no shipped catalogue has, the renames
+that lead from them to 0.4.0's spellings, and the module paths of those releases (which
+date a traceback's frames before 0.4.0: remedy/frame_releases.py).
 
 The shipped catalogues (scripts/gen_flag_catalog.py) start at 0.4.0: they are dumps of each
 release's live argument parser, which needs the release's environment.  Older releases are
@@ -89,6 +90,30 @@ def release_actions(version: str, wheel_dir: Path) -> list[dict]:
         return actions_of(z.read("sglang/srt/server_args.py").decode("utf-8"))
 
 
+def release_modules(wheel_dir: Path) -> dict[str, str]:
+    """Every module path under ``sglang/`` of the releases before 0.4.0 -> the runs of
+    ``RELEASES`` indices that had it ("0-21,23-30"), as scripts/gen_frame_index.py records the
+    shipped releases' modules: a traceback whose frames pass a module only these releases had
+    was written by one of them (frame_releases.pre_040_span)."""
+    import inventory_failures as inv
+
+    having: dict[str, list[int]] = {}
+    for i, version in enumerate(RELEASES):
+        with zipfile.ZipFile(inv.find_wheel(version, wheel_dir)) as z:
+            for name in z.namelist():
+                if name.startswith("sglang/") and name.endswith(".py"):
+                    having.setdefault(name[len("sglang/"):], []).append(i)
+    out = {}
+    for path, indices in sorted(having.items()):
+        runs, start = [], indices[0]
+        for prev, cur in zip(indices, indices[1:] + [None]):
+            if cur != prev + 1:
+                runs.append(f"{start}-{prev}")
+                start = cur
+        out[path] = ",".join(runs)
+    return out
+
+
 def _words(option: str) -> set[str]:
     return set(option.lstrip("-").split("-"))
 
@@ -163,6 +188,7 @@ def build(wheel_dir: Path) -> dict:
                     options.setdefault(option, [catalog.version, catalog.version])[1] = catalog.version
     return {
         "generated_by": "scripts/gen_pre040_renames.py",
+        "modules": release_modules(wheel_dir),
         "releases": list(RELEASES),
         "options": {o: {"first": v[0], "last": v[1]} for o, v in sorted(options.items())},
         "renames": [{"old": r.old, "new": r.new, "before": r.before, "after": r.after, "evidence": r.evidence}

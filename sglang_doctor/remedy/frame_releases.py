@@ -27,7 +27,7 @@ import importlib.resources
 import json
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from sglang_doctor.remedy.release_range import ReleaseSpan
 
@@ -118,3 +118,90 @@ def frame_range(texts: Iterable[str]) -> FrameRange | None:
     if not fits:
         return None
     return FrameRange(fits, tuple(used))
+
+
+# -- the releases before 0.4.0 ------------------------------------------------------------------
+# They have no shipped catalogue (so no place in ``frame_range``), but their module paths are
+# recorded (scripts/gen_pre040_renames.py, "modules"): ``srt/managers/controller/tp_worker.py``
+# existed in 0.1.18-0.2.x only.  A traceback through a module only they had was written by one
+# of them, and a change is then spelled as they spelled it (``respell_pre_040``).
+
+
+def pre_040_span(texts: Iterable[str]) -> tuple[str, str] | None:
+    """(oldest, newest) release before 0.4.0 that the SGLang frames of these lines fit, or
+    None: no frame of a module only those releases had, a frame of a module none of them had
+    (a later release), or frames no single release fits."""
+    from sglang_doctor.remedy import flags
+
+    seen = frames(texts)
+    if not seen:
+        return None
+    old = flags._pre_040()
+    modules: dict[str, str] = old.get("modules") or {}
+    releases: list[str] = old.get("releases") or []
+    shipped = _index()["paths"]
+    allowed: frozenset[int] | None = None
+    only_old = False
+    for path, _func in dict.fromkeys(seen):
+        runs = modules.get(path)
+        if runs is None:
+            if path in shipped:
+                return None  # a module of 0.4.0 or later only
+            continue  # a fork's or a plugin's module: no evidence
+        having = _members(runs)
+        allowed = having if allowed is None else allowed & having
+        only_old = only_old or path not in shipped
+        if not allowed:
+            return None
+    if not only_old or not allowed:
+        return None
+    return releases[min(allowed)], releases[max(allowed)]
+
+
+def _overlaps(span: tuple[str, str], first: str, last: str) -> bool:
+    from sglang_doctor.remedy import flags
+
+    key = flags.version_key
+    return key(first) <= key(span[1]) and key(span[0]) <= key(last)
+
+
+def old_spelling(flag: str, span: tuple[str, str]) -> str | None:
+    """The spelling releases ``span`` (before 0.4.0) gave the setting ``flag`` names, when they
+    spelled it otherwise (flags.pre_040_renames, followed back); None when they spelled it so."""
+    from sglang_doctor.remedy import flags
+
+    options = flags.pre_040_options()
+    name, seen = flag, {flag}
+    while True:
+        back = next((r.old for r in flags.pre_040_renames() if r.new == name and r.old not in seen), None)
+        if back is None:
+            return None
+        seen.add(back)
+        first_last = options.get(back)
+        if first_last is not None and _overlaps(span, *first_last):
+            return back
+        name = back
+
+
+def respell_pre_040(rem: Any, span: tuple[str, str]) -> bool:
+    """Spell ``rem``'s flags as the releases ``span`` (before 0.4.0: ``pre_040_span`` of the
+    log's traceback) spelled them: the change's meaning kept, its names changed, the newer
+    name in the note.  True when it changed a name."""
+    renamed = {}
+    for flag in (*rem.set, *rem.unset):
+        old = old_spelling(flag, span)
+        if old is not None:
+            renamed[flag] = old
+    if not renamed:
+        return False
+    rem.set = {renamed.get(f, f): v for f, v in rem.set.items()}
+    rem.unset = [renamed.get(f, f) for f in rem.unset]
+    for new, old in renamed.items():
+        if new in rem.provenance:
+            rem.provenance[old] = rem.provenance.pop(new)
+    names = ", ".join(f"{old} (later releases: {new})" for new, old in renamed.items())
+    why = (f"spelled for SGLang {span[0]} to {span[1]}, which wrote this log (its traceback passes modules "
+           f"only those releases had): {names}")
+    rem.note = f"{why}; {rem.note}" if rem.note else why
+    rem.safe = False
+    return True
