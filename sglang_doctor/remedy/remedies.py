@@ -962,7 +962,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     """The flag an argument check's message names, checked against this version's flags.
 
     With the value when the message says which and the value passes the flag's type and
-    choices; else the named flag itself is the change, with its value left to the user
+    choices, or when the message's own numbers give it (``_bound_values``: a stated bound or
+    divisibility); else the named flag itself is the change, with its value left to the user
     (``<a value the message accepts>``), or, for a switch the message does not ask for, its
     removal (a check on a switch fails because the launch turned it on).  Always advice
     (asked about, never applied by ``run --yes``): which of the named flags to move is the
