@@ -185,23 +185,81 @@ def old_spelling(flag: str, span: tuple[str, str]) -> str | None:
 
 def respell_pre_040(rem: Any, span: tuple[str, str]) -> bool:
     """Spell ``rem``'s flags as the releases ``span`` (before 0.4.0: ``pre_040_span`` of the
-    log's traceback) spelled them: the change's meaning kept, its names changed, the newer
-    name in the note.  True when it changed a name."""
-    renamed = {}
-    for flag in (*rem.set, *rem.unset):
-        old = old_spelling(flag, span)
-        if old is not None:
-            renamed[flag] = old
-    if not renamed:
+    log's traceback) spelled them, from their own parsers (scripts/gen_pre040_renames.py):
+
+    * a flag renamed since: the old name (``--disable-jump-forward`` -> ``--disable-regex-jump-forward``);
+    * a flag those releases lack, set to the value an old option's own help retires it for:
+      that option ("'--disable-flashinfer' is deprecated. Please use '--attention-backend
+      triton' instead": ``--attention-backend triton`` -> ``--disable-flashinfer``);
+    * a removal of a flag none of them had: dropped (nothing to remove);
+    * a flag none of them had, with no equivalent: kept, and the note says no such flag exists
+      there (advice: a newer release has it).
+
+    The newer name goes in the note.  True when it changed anything."""
+    from sglang_doctor.remedy import flags
+
+    old = flags._pre_040()
+    runs: dict[str, str] = old.get("option_runs") or {}
+    releases: list[str] = old.get("releases") or []
+    if span[0] not in releases or span[1] not in releases or not runs:
         return False
-    rem.set = {renamed.get(f, f): v for f, v in rem.set.items()}
-    rem.unset = [renamed.get(f, f) for f in rem.unset]
-    for new, old in renamed.items():
+    in_span = frozenset(range(releases.index(span[0]), releases.index(span[1]) + 1))
+
+    def had(option: str) -> bool:
+        return option in runs and bool(_members(runs[option]) & in_span)
+
+    def equivalent(flag: str, value: Any) -> str | None:
+        for option, eq in (old.get("equivalents") or {}).items():
+            if eq.get("new") == flag and str(eq.get("value")) == str(value) and had(option):
+                return option
+        return None
+
+    renamed: dict[str, str] = {}
+    sets: dict[str, Any] = {}
+    missing: list[str] = []
+    for flag, value in rem.set.items():
+        spelled = old_spelling(flag, span)
+        if spelled is None and not had(flag):
+            spelled = equivalent(flag, value)
+            if spelled is not None:
+                value = True  # the old switch is the whole setting
+            else:
+                missing.append(flag)
+        if spelled is not None:
+            renamed[flag] = spelled
+        sets[spelled or flag] = value
+    unsets, gone = [], []
+    for flag in rem.unset:
+        spelled = old_spelling(flag, span)
+        if spelled is None and not had(flag):
+            gone.append(flag)
+            continue
+        if spelled is not None:
+            renamed[flag] = spelled
+        unsets.append(spelled or flag)
+    if not renamed and not missing and not gone:
+        return False
+    rem.set, rem.unset = sets, unsets
+    for new, name in renamed.items():
         if new in rem.provenance:
-            rem.provenance[old] = rem.provenance.pop(new)
-    names = ", ".join(f"{old} (later releases: {new})" for new, old in renamed.items())
-    why = (f"spelled for SGLang {span[0]} to {span[1]}, which wrote this log (its traceback passes modules "
-           f"only those releases had): {names}")
+            rem.provenance[name] = rem.provenance.pop(new)
+    for flag in gone:
+        rem.provenance.pop(flag, None)
+    where = f"SGLang {span[0]} to {span[1]}, which wrote this log (its traceback passes modules only those releases had)"
+    said = []
+    if renamed:
+        said.append("spelled for " + where + ": " + ", ".join(f"{name} (later releases: {new})"
+                                                               for new, name in renamed.items()))
+    if missing:
+        said.append(f"{' '.join(missing)}: no such flag, nor an equivalent, in {where if not said else 'those releases'};"
+                    " it needs a newer release")
+        rem.needs_human = True
+    if gone:
+        said.append(f"not removing {' '.join(gone)}: "
+                    + (where if not said else "those releases") + " have no such flag")
+    why = "; ".join(said)
     rem.note = f"{why}; {rem.note}" if rem.note else why
+    if rem.is_empty():
+        rem.needs_human = True
     rem.safe = False
     return True

@@ -111,3 +111,26 @@ def test_an_old_fragment_gets_its_releases_spelling():
 def test_a_named_release_keeps_its_own_spelling():
     rem = explain_one_incident(JUMP_FORWARD_020, "--sglang-version", "0.4.0")["remediation"]
     assert rem["set"] == {"--disable-jump-forward": True}
+
+
+# a 2080 Ti on a 0.2.x release (flashinfer 0.1.1: no kernel image): 0.1.18-0.3.x turn FlashInfer
+# off with --disable-flashinfer, which their own help later retires for '--attention-backend triton'
+FLASHINFER_02X = ROOT / "corpus" / "late" / "040-kernel.unsupported_hw-2080ti-flashinfer-011-no-kernel-image-prefill.log"
+# a 0.1.x router-era traceback (srt/managers/router/): none of the forward-path switches existed
+ROUTER_01X = ROOT / "corpus" / "fresh" / "023-runtime.crash-req-pool-none-low-memfrac.log"
+
+
+def test_an_old_release_gets_the_equivalent_its_own_help_names():
+    rem = explain_one_incident(FLASHINFER_02X)["remediation"]
+    assert rem["set"] == {"--disable-flashinfer": True}, "before: --attention-backend triton (0.3.0+)"
+    assert "later releases: --attention-backend" in rem["note"]
+
+
+def test_removing_flags_an_old_release_never_had_is_no_change():
+    rem = explain_one_incident(ROUTER_01X)["remediation"]
+    changes = [rem, *rem.get("alternatives", [])]
+    assert not any("--enable-dp-attention" in c["unset"] for c in changes), "before: removals of 0.4.x+ switches"
+    assert any("have no such flag" in c["note"] for c in changes)
+    # a flag with no counterpart is said to need a newer release, never silently proposed
+    graphs = [c for c in changes if "--disable-cuda-graph" in c["set"]]
+    assert all("no such flag, nor an equivalent" in c["note"] and c["needs_human"] for c in graphs)
