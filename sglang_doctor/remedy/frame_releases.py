@@ -183,7 +183,14 @@ def old_spelling(flag: str, span: tuple[str, str]) -> str | None:
         name = back
 
 
-def respell_pre_040(rem: Any, span: tuple[str, str]) -> bool:
+def pre_040_named(version: str | None) -> tuple[str, str] | None:
+    """(version, version) when the log names a release before 0.4.0 that the records know."""
+    from sglang_doctor.remedy import flags
+
+    return (version, version) if version and version in (flags._pre_040().get("releases") or ()) else None
+
+
+def respell_pre_040(rem: Any, span: tuple[str, str], named: bool = False) -> bool:
     """Spell ``rem``'s flags as the releases ``span`` (before 0.4.0: ``pre_040_span`` of the
     log's traceback) spelled them, from their own parsers (scripts/gen_pre040_renames.py):
 
@@ -245,7 +252,8 @@ def respell_pre_040(rem: Any, span: tuple[str, str]) -> bool:
             rem.provenance[name] = rem.provenance.pop(new)
     for flag in gone:
         rem.provenance.pop(flag, None)
-    where = f"SGLang {span[0]} to {span[1]}, which wrote this log (its traceback passes modules only those releases had)"
+    where = (f"SGLang {span[0]}, the log's release" if named else
+             f"SGLang {span[0]} to {span[1]}, which wrote this log (its traceback passes modules only those releases had)")
     said = []
     if renamed:
         said.append("spelled for " + where + ": " + ", ".join(f"{name} (later releases: {new})"

@@ -1528,14 +1528,15 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     # what holds only if the launch had a setting the log does not show goes after the rest
     found.sort(key=lambda r: any(r is c for c in ctx.conditional))  # stable: order kept within each
     found = _lead_with_a_change(found)
-    if ctx.guessed_range:
-        # a log of an unnamed release whose traceback dates it before 0.4.0 (no catalogue):
-        # its changes spelled as that release spelled them (--disable-regex-jump-forward)
-        from sglang_doctor.remedy import frame_releases
+    # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
+    # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
+    from sglang_doctor.remedy import frame_releases
 
-        span = frame_releases.pre_040_span(line.text for line in diagnosis.incident.lines)
-        for rem in found if span is not None else ():
-            frame_releases.respell_pre_040(rem, span)
+    named = frame_releases.pre_040_named(version) if version_source in ("log", "option") else None
+    span = named or (frame_releases.pre_040_span(line.text for line in diagnosis.incident.lines)
+                     if ctx.guessed_range else None)
+    for rem in found if span is not None else ():
+        frame_releases.respell_pre_040(rem, span, named=named is not None)
     for rem in found:
         rem.command = _fixed_command(command, rem, catalog, ctx.warnings)
         rem.untrusted = trust.check(rem, diagnosis, catalog)

@@ -134,3 +134,11 @@ def test_removing_flags_an_old_release_never_had_is_no_change():
     # a flag with no counterpart is said to need a newer release, never silently proposed
     graphs = [c for c in changes if "--disable-cuda-graph" in c["set"]]
     assert all("no such flag, nor an equivalent" in c["note"] and c["needs_human"] for c in graphs)
+
+
+def test_a_named_old_release_gets_its_spelling_too():
+    rem = explain_one_incident(FLASHINFER_02X, "--sglang-version", "0.2.0")["remediation"]
+    assert rem["set"] == {"--disable-flashinfer": True} and "SGLang 0.2.0, the log's release" in rem["note"]
+    # a shipped release (a catalogue of its own) is spelled from that catalogue, as before
+    rem = explain_one_incident(FLASHINFER_02X, "--sglang-version", "0.4.0")["remediation"]
+    assert "--disable-flashinfer" not in rem["set"]
