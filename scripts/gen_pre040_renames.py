@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write sglang_doctor/remedy/catalogs/pre-0.4.0-renames.json: the launch-flag spellings of
-SGLang's releases before 0.4.0 (0.1.x-0.3.x) that no shipped catalogue has, and the renames
-that lead from them to 0.4.0's spellings.
+SGLang's releases before 0.4.0 (0.1.x-0.3.x) that no shipped catalogue has, the renames
+that lead from them to 0.4.0's spellings, and the module paths of those releases (which
+date a traceback's frames before 0.4.0: remedy/frame_releases.py).
 
 The shipped catalogues (scripts/gen_flag_catalog.py) start at 0.4.0: they are dumps of each
 release's live argument parser, which needs the release's environment.  Older releases are
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -87,6 +89,39 @@ def release_actions(version: str, wheel_dir: Path) -> list[dict]:
     wheel = inv.find_wheel(version, wheel_dir)
     with zipfile.ZipFile(wheel) as z:
         return actions_of(z.read("sglang/srt/server_args.py").decode("utf-8"))
+
+
+def release_modules(wheel_dir: Path) -> dict[str, str]:
+    """Every server module path (``sglang/srt/``, not tests) of the releases before 0.4.0 -> the runs of
+    ``RELEASES`` indices that had it ("0-21,23-30"), as scripts/gen_frame_index.py records the
+    shipped releases' modules: a traceback whose frames pass a module only these releases had
+    was written by one of them (frame_releases.pre_040_span)."""
+    import gen_frame_index
+    import inventory_failures as inv
+
+    having: dict[str, list[int]] = {}
+    for i, version in enumerate(RELEASES):
+        with zipfile.ZipFile(inv.find_wheel(version, wheel_dir)) as z:
+            for name in z.namelist():
+                module = name[len("sglang/"):]
+                # the server's modules (a launch log's frames), test modules left out as
+                # scripts/gen_frame_index.py leaves them out of the shipped releases' index
+                if name.startswith("sglang/srt/") and name.endswith(".py") and not gen_frame_index._is_test(module):
+                    having.setdefault(module, []).append(i)
+    return {path: _runs(indices) for path, indices in sorted(having.items())}
+
+
+def _runs(indices: list[int]) -> str:
+    """[0, 1, 2, 5, 6] -> "0-2,5-6"."""
+    runs, start = [], indices[0]
+    for prev, cur in zip(indices, indices[1:] + [None]):
+        if cur != prev + 1:
+            runs.append(f"{start}-{prev}")
+            start = cur
+    return ",".join(runs)
+
+
+_DEPRECATED_FOR = re.compile(r"'(--[\w-]+)' is deprecated\. Please use '(--[\w-]+)(?: ([\w.-]+))?' instead")
 
 
 def _words(option: str) -> set[str]:
@@ -161,8 +196,24 @@ def build(wheel_dir: Path) -> dict:
             for option in (spec.name, *spec.aliases):
                 if option.startswith("--") and option not in shipped:
                     options.setdefault(option, [catalog.version, catalog.version])[1] = catalog.version
+    having: dict[str, list[int]] = {}
+    equivalents: dict[str, dict] = {}
+    for i, catalog in enumerate(catalogs):
+        for spec in catalog.specs:
+            for option in (spec.name, *spec.aliases):
+                if option.startswith("--"):
+                    having.setdefault(option, []).append(i)
+            said = _DEPRECATED_FOR.search(spec.help or "")
+            if said is not None and said.group(1) in (spec.name, *spec.aliases):
+                equivalents[spec.name] = {"new": said.group(2), "value": said.group(3)}
     return {
         "generated_by": "scripts/gen_pre040_renames.py",
+        "modules": release_modules(wheel_dir),
+        # every option string of these releases -> the runs of RELEASES indices that have it
+        "option_runs": {o: _runs(v) for o, v in sorted(having.items())},
+        # an option the release's own help text retires for another flag and value
+        # ("'--disable-flashinfer' is deprecated. Please use '--attention-backend triton' instead.")
+        "equivalents": dict(sorted(equivalents.items())),
         "releases": list(RELEASES),
         "options": {o: {"first": v[0], "last": v[1]} for o, v in sorted(options.items())},
         "renames": [{"old": r.old, "new": r.new, "before": r.before, "after": r.after, "evidence": r.evidence}

@@ -13,6 +13,7 @@ launch's own settings and arithmetic on them, never from free log text.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import socket
 from dataclasses import dataclass
@@ -961,7 +962,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     """The flag an argument check's message names, checked against this version's flags.
 
     With the value when the message says which and the value passes the flag's type and
-    choices; else the named flag itself is the change, with its value left to the user
+    choices, or when the message's own numbers give it (``_bound_values``: a stated bound or
+    divisibility); else the named flag itself is the change, with its value left to the user
     (``<a value the message accepts>``), or, for a switch the message does not ask for, its
     removal (a check on a switch fails because the launch turned it on).  Always advice
     (asked about, never applied by ``run --yes``): which of the named flags to move is the
@@ -990,6 +992,7 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     if listed_choice is not None:
         return listed_choice
     required = _required_values(ctx, text)
+    bounded = {f: v for f, v in _bound_values(ctx, text).items() if f not in required}
     named: list[str] = []
     direction: dict[str, bool] = {}  # flag -> up, for "increase --x" / "reduce --x"
     for m in _NAMED_FLAG.finditer(text):
@@ -1007,20 +1010,28 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     out: list[Remediation] = []
     for flag in named[:3]:
         spec = ctx.catalog.spec(flag)
-        stepped = _named_step(ctx, flag, direction[flag]) if flag in direction and flag not in required else None
+        stepped = (_named_step(ctx, flag, direction[flag])
+                   if flag in direction and flag not in required and flag not in bounded else None)
+        value_from: str | None = "log"  # the message's own value or numbers picked it
         if flag in required:  # "--x must be 1": the value the check states, checked for the flag
             value = required[flag]
             rem = Remediation(set={flag: value}, note=f"set {flag} {launch_command.render_scalar(value)}: the one "
                                                       "value the message says it accepts")
+        elif flag in bounded:  # "--x must be >= 8": the value its numbers give
+            value, why = bounded[flag]
+            rem = Remediation(set={flag: value}, note=f"set {flag} {launch_command.render_scalar(value)}: {why}",
+                              tradeoff=tradeoffs.default_for(Remediation(set={flag: value})))
         elif stepped is not None:  # "increase --x": a step the way the message says
-            rem = stepped
+            rem, value_from = stepped, None
         elif spec is not None and not spec.takes_value:
+            value_from = None
             if turn_on:
                 rem = Remediation(set={flag: True}, note=f"turn {flag} on (the message asks for it)")
             else:
                 rem = Remediation(unset=[flag], note=f"remove {flag} if your launch turns it on (the message "
                                                      "names it in a failed check)")
         else:
+            value_from = "placeholder"
             rem = Remediation(set={flag: "<a value the message accepts>"},
                               note=f"change {flag}: the message says which values it accepts")
         rem.needs_human, rem.safe = True, False
@@ -1029,8 +1040,6 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         rem.tradeoff = "; ".join(t for t in (rem.tradeoff, "the setting the message rejects changes; check what it "
                                                             "does for your workload") if t)
         # the message picked the flag (the catalogue only confirms it exists): advice
-        value_from = ("log" if flag in required else None if stepped is not None
-                      else "placeholder" if rem.set else None)
         out.append(trust.declare_log_named(rem, value_from=value_from))
     return out
 
@@ -1124,6 +1133,137 @@ def _required_values(ctx: Context, text: str) -> dict[str, Any]:
         if _equal(ctx.stated(flag), value) or ctx.catalog.validate(flag, value) is not None:
             continue
         out[flag] = value
+    return out
+
+
+# A check that states a numeric bound on the flag it names ("--speculative-draft-window-size
+# must be >= 8", "tp_size 4 should be smaller than or equal to number of numa node on the machine
+# 2", "max_total_tokens=500000 is larger than the profiled value 412203") or a divisibility
+# ("num_heads (12) must be divisible by dcp_size (8)", "chunked_prefill_size (8000) must be
+# divisible by page_size (64)"): the value that passes it is computed from the message's own
+# numbers, for a numeric flag of the release, and validated by its catalogue.  The log's
+# numbers only pick the value; it is advice (value_from "log"), never applied unattended.
+_FLAG_WORD = r"(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
+_NUM = r"-?\d+(?:\.\d+)?"
+_GIVEN = r"(?:[`'\"]?\s*(?:=\s*|\(\s*|\s+)[`'\"]?(?P<{name}>" + _NUM + r")[`'\"]?\)?)?"
+_CMP = (r"(?P<cmp>>=|<=|>|<|[≥≤]|(?:greater|larger|bigger|less|smaller|fewer|lower|higher|more)(?:\s+than)?"
+        r"(?:\s+or\s+equal\s+to)?|at\s+least|at\s+most|no\s+(?:less|smaller|fewer|more|greater|larger)\s+than|"
+        r"not\s+(?:less|smaller|more|greater|larger)\s+than|above|below)")
+_BOUND = re.compile(
+    _FLAG_WORD + _GIVEN.format(name="given") +
+    r"\s+(?P<verb>(?:must|should|has\s+to|needs\s+to)\s+(?:not\s+)?be|is|was|are)\s+" + _CMP +
+    r"\s+(?:(?![\d.;:\n])[^\n]){0,60}?(?<![\w.])(?P<bound>" + _NUM + r")(?![\w.]*\d)",
+    re.IGNORECASE)
+_EXCEEDS = re.compile(_FLAG_WORD + _GIVEN.format(name="given") +
+                      r"\s+(?P<verb>(?:must|should|cannot|can\s*not|may)\s+not\s+exceed|exceeds|exceeded)\s+"
+                      r"(?:(?![\d.;:\n])[^\n]){0,60}?(?<![\w.])(?P<bound>" + _NUM + r")(?![\w.]*\d)",
+                      re.IGNORECASE)
+_DIVISIBLE = re.compile(
+    _FLAG_WORD + _GIVEN.format(name="given") +
+    r"\s+(?:(?:must|should|has\s+to|needs\s+to)\s+be|is\s+not|isn't|not)\s+(?:evenly\s+)?divisible\s+by\s+[`'\"]?" +
+    _FLAG_WORD + _GIVEN.format(name="given2"),
+    re.IGNORECASE)
+
+
+def _kind(cmp: str) -> str:
+    """">=" / "at least" ... -> "ge"; "<=" / "at most" -> "le"; ">" -> "gt"; "<" -> "lt"."""
+    words = " ".join(cmp.lower().split())
+    if words in (">=", "≥", "at least") or words.endswith("or equal to") and words.startswith(("greater", "larger", "bigger", "higher", "more")) \
+            or words.startswith(("no less", "no smaller", "no fewer", "not less", "not smaller")):
+        return "ge"
+    if words in ("<=", "≤", "at most") or words.endswith("or equal to") or words.startswith(("no more", "no greater", "no larger", "not more", "not greater", "not larger")):
+        return "le"
+    if words in (">", "above") or words.startswith(("greater", "larger", "bigger", "higher", "more")):
+        return "gt"
+    return "lt"
+
+
+_FLIP = {"ge": "lt", "lt": "ge", "le": "gt", "gt": "le"}
+
+
+def _passes(kind: str, value: float, bound: float) -> bool:
+    return {"ge": value >= bound, "gt": value > bound, "le": value <= bound, "lt": value < bound}[kind]
+
+
+def _numeric_flag(ctx: Context, word: str) -> tuple[str, Any] | None:
+    flag = ctx.flag(word if word.startswith("--") else "--" + word.replace("_", "-"))
+    spec = ctx.catalog.spec(flag) if flag is not None else None
+    if spec is None or not spec.takes_value or spec.choices or not _is_int(spec) and spec.type != "float":
+        return None
+    return flag, spec
+
+
+def _is_int(spec: Any) -> bool:
+    """An integer flag (argparse ``int``, or SGLang's ``human_readable_int``: "128k")."""
+    return spec.type == "int" or spec.type.endswith("_int")
+
+
+def _bound_values(ctx: Context, text: str) -> dict[str, tuple[Any, str]]:
+    """flag -> (the value that passes the bound or divisibility the message states, why)."""
+    out: dict[str, tuple[Any, str]] = {}
+
+    def keep(flag: str, spec: Any, value: float, why: str) -> None:
+        if flag in out or value < 0:
+            return
+        if _is_int(spec):
+            if not float(value).is_integer():
+                return
+            value = int(value)
+        if _equal(ctx.stated(flag), value) or ctx.catalog.validate(flag, value) is not None:
+            return
+        out[flag] = (value, why)
+
+    for m in (*_BOUND.finditer(text), *_EXCEEDS.finditer(text)):
+        found = _numeric_flag(ctx, m.group(1))
+        if found is None:
+            continue
+        flag, spec = found
+        verb = " ".join(m.group("verb").lower().split())
+        if "exceed" in verb:
+            kind = "le"  # "must not exceed N" and "exceeds N" both ask for at most N
+        else:
+            kind = _kind(m.group("cmp"))
+            if verb in ("is", "was", "are"):
+                # the check's complaint ("is larger than the profiled value N"): the value must
+                # be on the other side; only a strict complaint names a value that passes
+                if kind not in ("gt", "lt"):
+                    continue
+                kind = "le" if kind == "gt" else "ge"
+            elif " not " in f" {verb} ":
+                kind = _FLIP[kind]
+        bound = _number(m.group("bound"))
+        if bound is None:
+            continue
+        if kind in ("gt", "lt"):
+            if not _is_int(spec) or not float(bound).is_integer():
+                continue  # no single value passes a strict bound on a float
+            value = bound + 1 if kind == "gt" else bound - 1
+        else:
+            value = bound
+        given = _number(m.group("given")) if m.group("given") else _number(ctx.stated(flag))
+        if given is not None and _passes(kind, given, bound):
+            continue  # the launch's value already passes it: the number is about something else
+        if kind in ("le", "lt") and value < 1:
+            continue  # a bound at or below zero (a negative profiled size) is no value to set
+        keep(flag, spec, value, f"the bound the message states (\"{m.group(0).strip()[:80]}\")")
+    for m in _DIVISIBLE.finditer(text):
+        a, b = _number(m.group("given")), _number(m.group("given2"))
+        if a is None or b is None or a <= 0 or b <= 0 or not float(a).is_integer() or not float(b).is_integer():
+            continue
+        a, b = int(a), int(b)
+        if a % b == 0:
+            continue
+        stated = f"\"{m.group(0).strip()[:80]}\""
+        dividend = _numeric_flag(ctx, m.group(1))
+        divisor = _numeric_flag(ctx, m.group(3))
+        if divisor is not None and dividend is None:
+            # the divisor flag: the largest value dividing both numbers (it still divides a
+            # size the old value divided, e.g. the tp size a dcp size splits)
+            common = math.gcd(a, b)
+            if common < b:
+                keep(*divisor, common, f"a divisor of both numbers the message states ({stated})")
+        if dividend is not None and a > b:
+            keep(*dividend, a - a % b, f"the nearest multiple below the message's value ({stated})")
     return out
 
 
@@ -1388,6 +1528,15 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     # what holds only if the launch had a setting the log does not show goes after the rest
     found.sort(key=lambda r: any(r is c for c in ctx.conditional))  # stable: order kept within each
     found = _lead_with_a_change(found)
+    # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
+    # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
+    from sglang_doctor.remedy import frame_releases
+
+    named = frame_releases.pre_040_named(version) if version_source in ("log", "option") else None
+    span = named or (frame_releases.pre_040_span(line.text for line in diagnosis.incident.lines)
+                     if ctx.guessed_range else None)
+    for rem in found if span is not None else ():
+        frame_releases.respell_pre_040(rem, span, named=named is not None)
     for rem in found:
         rem.command = _fixed_command(command, rem, catalog, ctx.warnings)
         rem.untrusted = trust.check(rem, diagnosis, catalog)
