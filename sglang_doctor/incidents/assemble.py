@@ -412,7 +412,10 @@ class Assembler:
             self._record = _Record(prefix.ranks, "normal")
             return
         if tracebacks.HEADER in message or tracebacks.is_cut_header(message):
-            self._start_traceback(line, prefix.ranks, events, headless=False)
+            # a request's handled error may carry its traceback in the record itself (0.4.x
+            # openai_api/adapter.py: "error: Traceback (most recent call last): ...")
+            self._start_traceback(line, prefix.ranks, events, headless=False,
+                                  request_level=request_errors.is_header(message))
             return
         if request_errors.is_header(message):
             # one request's handled error: its text (the request's exception, any words) is
@@ -575,9 +578,10 @@ class Assembler:
 
     # -- tracebacks and signals --------------------------------------------------------
 
-    def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool) -> None:
+    def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool,
+                         request_level: bool = False) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
-        request_level = self._request_error is not None and 0 < line.number - self._request_error <= 1
+        request_level = request_level or (self._request_error is not None and 0 < line.number - self._request_error <= 1)
         if self._group is not None and self._group.builders and (request_level or self._group.request_level):
             self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
         self._open_group(events, line)

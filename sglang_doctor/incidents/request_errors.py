@@ -31,6 +31,9 @@ import re
 HEADERS: tuple[tuple[str, str], ...] = (
     ("Error in request: ",
      "entrypoints/openai/serving_base.py OpenAIServingBase.handle_request, logger.exception (0.5.9, 0.5.23)"),
+    ("error: Traceback (most recent call last):",
+     "openai_api/adapter.py process_batch (0.4.x batch API: one batch's requests failed), "
+     "logger.error(f\"error: {get_exception_traceback()}\") (0.4.6.post5)"),
     ("Error during tokenization",
      "entrypoints/openai/serving_tokenize.py _handle_non_streaming_request, exc_info=True (0.5.9, 0.5.23)"),
     ("Error during detokenization",
@@ -74,6 +77,12 @@ HEADERS: tuple[tuple[str, str], ...] = (
      "with 'Failed to compile ... grammar' (0.4.6.post5, 0.5.9, 0.5.23)"),
     ("Multimodal feature reconstruction failed (",
      "managers/scheduler.py (one request's multimodal inputs, aborted with 400) (0.5.23)"),
+    ("Failed to materialize shared-memory multimodal features for rid=",
+     "managers/scheduler_components/request_receiver.py, logger.exception, the request rejected (0.5.23)"),
+    ("HiCache prefetch transfer failed for request ",
+     "managers/cache_controller.py prefetch thread, logger.exception, 0 pages hit: the request recomputes (0.5.23)"),
+    ("HiCache storage query failed for request ",
+     "managers/cache_controller.py prefetch thread, logger.exception, the request recomputes (0.5.23)"),
 )
 LITERALS: tuple[str, ...] = tuple(head for head, _ in HEADERS)
 _GRAMMAR_KINDS = re.compile(r"Hit invalid (?:json_schema|ebnf|regex|structural_tag|grammar|regex schema): ")

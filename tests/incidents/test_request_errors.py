@@ -61,6 +61,13 @@ REQUEST_ERRORS = {
         "zmq.error.ZMQError: Operation cannot be accomplished in current state"),
     # constrained/grammar_manager.py: logger.error(f"Grammar compilation raised an exception: {e}, grammar_key=...")
     "grammar": S + f"Grammar compilation raised an exception: {OOM}, grammar_key=('json', '{{}}')\n",
+    # 0.4.x openai_api/adapter.py process_batch: logger.error(f"error: {get_exception_traceback()}"), the
+    # traceback inside the record (the batch API's failure of PR 6170's thread,
+    # https://github.com/sgl-project/sglang/pull/6170: "error: 'NoneType' object is not iterable")
+    "batch_046": T + "error: " + _tb(
+        [("openai_api/adapter.py", "process_batch",
+          "ret = await tokenizer_manager.generate_request(adapted_request).__anext__()")],
+        "TypeError: 'NoneType' object is not iterable"),
     # managers/scheduler.py: logger.error(f"Multimodal feature reconstruction failed ({details})"), the request aborted
     "multimodal": S + "Multimodal feature reconstruction failed (rank 0: RuntimeError: CUDA error: invalid argument)\n",
 }
@@ -80,7 +87,7 @@ def test_a_request_error_at_the_end_of_the_log_forms_no_incident(pack, family: s
     assert _incidents(events) == []
 
 
-@pytest.mark.parametrize("family", ["error_in_request_oom", "tokenization", "grammar"])
+@pytest.mark.parametrize("family", ["error_in_request_oom", "tokenization", "grammar", "batch_046"])
 def test_a_request_error_in_a_fragment_without_start_up_forms_no_incident(pack, family: str):
     assert _incidents(_events(pack, REQUEST_ERRORS[family])) == []
 
