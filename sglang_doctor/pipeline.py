@@ -347,8 +347,8 @@ class StreamPipeline:
                 if at is not None:
                     self._confirm(ev, at, f"a new launch began at line {at}")
                 else:  # unknown stays unknown: the conservative outcome, said as such
-                    if held is self._while_serving:
-                        self._unproved(ev)
+                    if self.whole_log and held is self._while_serving:
+                        self._unproved(ev)  # explain: not yet printed (a live stream's confirmed event says it)
                     evidence = "batch lines" if ev.get("provisional") == "serving" else "ready line"
                     self._confirm(ev, None, f"the input ended before launch {ev['launch'] + 1}'s {evidence} after it: "
                                             f"unknown whether the server survived it", unresolved=True)
