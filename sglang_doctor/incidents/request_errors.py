@@ -74,7 +74,7 @@ HEADERS: tuple[tuple[str, str], ...] = (
     ("Hit invalid ",
      "constrained/xgrammar_backend.py / outlines_backend.py / llguidance_backend.py dispatch_*: "
      "'Hit invalid json_schema|ebnf|regex|structural_tag|grammar|regex schema: ...', the request is aborted "
-     "with 'Failed to compile ... grammar' (0.4.6.post5, 0.5.9, 0.5.23)"),
+     "with 'Failed to compile ... grammar'; 0.4.x logs 'Skip invalid ...' as a warning instead (0.5.9, 0.5.23)"),
     ("Multimodal feature reconstruction failed (",
      "managers/scheduler.py (one request's multimodal inputs, aborted with 400) (0.5.23)"),
     ("Failed to materialize shared-memory multimodal features for rid=",
