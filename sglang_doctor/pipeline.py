@@ -354,6 +354,8 @@ class StreamPipeline:
                 if at is not None:
                     self._confirm(ev, at, f"a new launch began at line {at}")
                 else:  # unknown stays unknown: the conservative outcome, said as such
+                    if self.whole_log and held is self._while_serving:
+                        self._unproved(ev)  # explain: not yet printed (a live stream's confirmed event says it)
                     evidence = "batch lines" if ev.get("provisional") == "serving" else "ready line"
                     self._confirm(ev, None, f"the input ended before launch {ev['launch'] + 1}'s {evidence} after it: "
                                             f"unknown whether the server survived it", unresolved=True)
@@ -361,6 +363,22 @@ class StreamPipeline:
                               if launch_index is not None and ev["launch"] == launch_index]
         self._while_serving = [ev for ev in self._while_serving
                                if launch_index is not None and ev["launch"] == launch_index]
+
+    def _unproved(self, ev: dict) -> None:
+        """The input ended after the serving incident ``ev`` before the batch lines (or a death)
+        that would decide it: it stays an incident, with its confidence lowered to
+        survived.UNPROVED_CONFIDENCE and the assumption said (incidents/survived.py)."""
+        diagnosis = ev.get("_diagnosis")
+        if diagnosis is None or ev.get("event") != "incident":
+            return
+        diagnosis.confidence = survived_mod.unproved(diagnosis.confidence)
+        if survived_mod.UNPROVED_ASSUMPTION not in diagnosis.assumed:
+            diagnosis.assumed.append(survived_mod.UNPROVED_ASSUMPTION)
+            diagnosis.explanation = (diagnosis.explanation.rstrip() + " Unknown whether the server survived it: "
+                                     + survived_mod.UNPROVED_ASSUMPTION + ".").lstrip()
+        ev["confidence"] = round(diagnosis.confidence, 3)
+        ev["assumed"] = list(diagnosis.assumed)
+        ev["explanation"] = diagnosis.explanation
 
     def undecided(self) -> list[dict]:
         """A live stream's provisional incidents still waiting for the log's evidence (the ready

@@ -25,6 +25,7 @@ from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
+from sglang_doctor.incidents import request_errors
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents import signals
 from sglang_doctor.incidents import startup_hints
@@ -215,6 +216,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL, ASGI_ERROR_LITERAL}
+        | set(request_errors.LITERALS)
         | set(RECORD_EXCEPTION_LITERALS)
     )
 )
@@ -410,7 +412,16 @@ class Assembler:
             self._record = _Record(prefix.ranks, "normal")
             return
         if tracebacks.HEADER in message or tracebacks.is_cut_header(message):
-            self._start_traceback(line, prefix.ranks, events, headless=False)
+            # a request's handled error may carry its traceback in the record itself (0.4.x
+            # openai_api/adapter.py: "error: Traceback (most recent call last): ...")
+            self._start_traceback(line, prefix.ranks, events, headless=False,
+                                  request_level=request_errors.is_header(message))
+            return
+        if request_errors.is_header(message):
+            # one request's handled error: its text (the request's exception, any words) is
+            # not a failure signal; the traceback below it is that request's (request_errors.py)
+            self._record = _Record(prefix.ranks, "normal")
+            self._normal(line, prefix.ranks, message, events, set())
             return
         found = self._literals.found(message)
         sig = self._classify(message, found)
@@ -465,6 +476,9 @@ class Assembler:
             return
         if 'File "' in text and tracebacks.is_frame(text):
             self._start_traceback(line, ranks, events, headless=True)
+            return
+        if not text[:1].isspace() and request_errors.is_header(text):
+            self._normal(line, ranks, text, events, set())  # one request's handled error (request_errors.py)
             return
         found = self._literals.found(text)
         sig = self._classify(text, found)
@@ -531,7 +545,7 @@ class Assembler:
 
     def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
                 literals: set[str] | None = None) -> None:
-        if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message:
+        if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_errors.is_header(message):
             self._request_error = line.number
         if (literals is None or not self._retract_literals.isdisjoint(literals)) \
                 and serving.retracted(message) is not None:
@@ -564,9 +578,10 @@ class Assembler:
 
     # -- tracebacks and signals --------------------------------------------------------
 
-    def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool) -> None:
+    def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool,
+                         request_level: bool = False) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
-        request_level = self._request_error is not None and 0 < line.number - self._request_error <= 1
+        request_level = request_level or (self._request_error is not None and 0 < line.number - self._request_error <= 1)
         if self._group is not None and self._group.builders and (request_level or self._group.request_level):
             self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
         self._open_group(events, line)

@@ -170,3 +170,21 @@ def survived_serving(incident: Incident, launch: Launch | None, deaths: list[int
         return False if any(d > incident.last_line for d in deaths) else None
     proof = after[SERVING_PROOF - 1]
     return not any(incident.last_line < d < proof for d in deaths)
+
+
+# A serving incident that may be survived (may_survive_serving) whose log ends before the
+# launch's SERVING_PROOF batch lines and before any death of it: SGLang logs many handled
+# failures of one request this way and goes on (request_errors.py lists the ones whose own
+# code path shows it), and a crash whose death lines the paste lost looks the same.  Unknown
+# stays unknown: explain keeps it an incident (never a warning the server survived) but not
+# a high-confidence crash either: its confidence is at most this, and the assumption is said.
+UNPROVED_CONFIDENCE = 0.6
+UNPROVED_ASSUMPTION = ("the log ends before it shows whether the server went on serving after this "
+                       "(no later batch line, no death of the launch): taken as a failure, which is an "
+                       "assumption; SGLang also logs one request's handled error this way and keeps serving")
+
+
+def unproved(confidence: float) -> float:
+    """The confidence of an incident whose survival the log does not show either way."""
+    return min(confidence, UNPROVED_CONFIDENCE)
+

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sglang_doctor.incidents import assemble, tracebacks
+from sglang_doctor.incidents import assemble, request_errors, tracebacks
 from sglang_doctor.incidents.assemble import Assembler
 from sglang_doctor.pipeline import StreamPipeline
 from sglang_doctor.read.reader import LineSplitter
@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_LOGS = sorted((ROOT / "fixtures").rglob("*.log"))
 # Lines that say the traceback right under them is not a failure (one request's error, an
 # exception Python ignored): put before a drawn traceback they rightly make it no incident, so
-# they are not drawn as "normal" lines (the invariants are about tracebacks that are failures).
+# they are not drawn as "normal" lines (the invariants are about tracebacks that are failures);
+# nor is the header of one request's handled error (incidents/request_errors.py), for the same reason.
 NOT_A_FAILURE_INTROS = (assemble.REQUEST_ERROR_LITERAL, assemble.ASGI_ERROR_LITERAL, assemble.IGNORED_LITERAL)
 _RANKED = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ")
 
@@ -72,7 +73,8 @@ def corpus() -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
         claimed = {ln.number for inc in incidents for ln in inc.lines}
         for ln in lines:
             if (ln.number not in claimed and _RANKED.match(ln.text) and "server_args=" not in ln.text
-                    and not any(intro in ln.text for intro in NOT_A_FAILURE_INTROS)):
+                    and not any(intro in ln.text for intro in NOT_A_FAILURE_INTROS)
+                    and not request_errors.is_header(ln.text[_RANKED.match(ln.text).end():])):
                 normal.add(ln.text)
         for inc in incidents:
             if inc.kind != "traceback" or inc.truncated or inc.truncated_top:

@@ -1,0 +1,98 @@
+"""Records SGLang logs for ONE failed request from a handler that catches and goes on.
+
+Each header below is the first line of a log record SGLang prints from an ``except`` block
+that answers one request (or one item of it) with an error, aborts that request, or skips one
+step of it, and then returns to its loop: the process that printed it lives on by the
+structure of its own code.  Their text carries the request's exception (``{e}``), which may
+hold any words ("CUDA out of memory", "RuntimeError: CUDA error", a context-length overflow),
+and ``logger.exception`` / ``exc_info=True`` print that exception's traceback right below the
+header.  So a header line is never a failure signal itself, and a traceback that starts on the
+line after it is that request's (assemble.py ``_request_error``): CONTRACT, "a request SGLang
+rejected or failed while the server went on" is not an incident.
+
+What stays reported: a failure of the server prints its own lines (the scheduler's
+"Scheduler hit an exception", the parent's sigquit, a watchdog, a signal): those are not
+headers here and are judged as before, even right after a request's error.  Unknown stays
+unknown for errors that are NOT on this list: one that SGLang logged after ready and the log
+then shows the launch serving (survived.py ``survived_serving``) becomes a warning; one whose
+log ends before that stays an incident, with lowered confidence and the assumption said
+(pipeline.py, ``ENDED_BEFORE_PROOF``).
+
+Sources (file:function, the releases checked; 0.4.6.post5 has none of the OpenAI-layer ones,
+its ``openai_api/adapter.py`` returns error responses without logging a traceback):
+"""
+
+from __future__ import annotations
+
+import re
+
+# (the header's start, where SGLang prints it).  A header matches at the start of the
+# record's message (behind SGLang's prefix), never in the middle of another line.
+HEADERS: tuple[tuple[str, str], ...] = (
+    ("Error in request: ",
+     "entrypoints/openai/serving_base.py OpenAIServingBase.handle_request, logger.exception (0.5.9, 0.5.23)"),
+    ("error: Traceback (most recent call last):",
+     "openai_api/adapter.py process_batch (0.4.x batch API: one batch's requests failed), "
+     "logger.error(f\"error: {get_exception_traceback()}\") (0.4.6.post5)"),
+    ("Error during tokenization",
+     "entrypoints/openai/serving_tokenize.py _handle_non_streaming_request, exc_info=True (0.5.9, 0.5.23)"),
+    ("Error during detokenization",
+     "entrypoints/openai/serving_tokenize.py (detokenize) _handle_non_streaming_request, exc_info=True (0.5.9, 0.5.23)"),
+    ("Error handling VL reranker request",
+     "entrypoints/openai/serving_rerank.py, logger.exception (0.5.9, 0.5.23)"),
+    ("Error in preprocessing prompt inputs",
+     "entrypoints/openai/serving_responses.py create_responses, logger.exception (0.5.9, 0.5.23)"),
+    ("Background request failed for ",
+     "entrypoints/openai/serving_responses.py _run_background_request, logger.exception (0.5.9, 0.5.23)"),
+    ("Error processing embedding for item ",
+     "entrypoints/openai/serving_classify.py, logger.error (0.5.9, 0.5.23)"),
+    ("Tool call parsing error: ",
+     "entrypoints/openai/serving_chat.py / serving_responses.py, logger.error (0.5.9, 0.5.23)"),
+    ("Reasoning parsing error: ",
+     "entrypoints/openai/serving_chat.py, logger.error (0.5.9, 0.5.23)"),
+    ("Error converting Anthropic request: ",
+     "entrypoints/anthropic/serving.py, logger.exception (0.5.9, 0.5.23)"),
+    ("Error processing Anthropic request: ",
+     "entrypoints/anthropic/serving.py, logger.exception (0.5.9, 0.5.23)"),
+    ("Error converting streaming request: ",
+     "entrypoints/anthropic/serving.py, logger.exception (0.5.9, 0.5.23)"),
+    ("Error converting count_tokens request: ",
+     "entrypoints/anthropic/serving.py, logger.exception (0.5.9, 0.5.23)"),
+    ("Error counting tokens: ",
+     "entrypoints/anthropic/serving.py, logger.exception (0.5.9, 0.5.23)"),
+    ("[http_server] Error: ",
+     "entrypoints/http_server.py generate_request (a ValueError answered with 400), logger.error (0.5.9, 0.5.23)"),
+    ("Failed to abort request ",
+     "managers/tokenizer_manager.py (request-state cleanup), logger.exception (0.5.23)"),
+    ("[load_mm_data",
+     "multimodal/processors/base_processor.py load_mm_data, logger.exception, then raised to the request's "
+     "handler (0.5.9, 0.5.23)"),
+    ("Encode failed for request ",
+     "disaggregation/encode_receiver.py (EPD), exc_info=True (0.5.9)"),
+    ("Grammar compilation raised an exception: ",
+     "constrained/grammar_manager.py (the request gets an InvalidGrammarObject and is aborted) (0.5.23)"),
+    ("Hit invalid ",
+     "constrained/xgrammar_backend.py / outlines_backend.py / llguidance_backend.py dispatch_*: "
+     "'Hit invalid json_schema|ebnf|regex|structural_tag|grammar|regex schema: ...', the request is aborted "
+     "with 'Failed to compile ... grammar'; 0.4.x logs 'Skip invalid ...' as a warning instead (0.5.9, 0.5.23)"),
+    ("Multimodal feature reconstruction failed (",
+     "managers/scheduler.py (one request's multimodal inputs, aborted with 400) (0.5.23)"),
+    ("Failed to materialize shared-memory multimodal features for rid=",
+     "managers/scheduler_components/request_receiver.py, logger.exception, the request rejected (0.5.23)"),
+    ("HiCache prefetch transfer failed for request ",
+     "managers/cache_controller.py prefetch thread, logger.exception, 0 pages hit: the request recomputes (0.5.23)"),
+    ("HiCache storage query failed for request ",
+     "managers/cache_controller.py prefetch thread, logger.exception, the request recomputes (0.5.23)"),
+)
+LITERALS: tuple[str, ...] = tuple(head for head, _ in HEADERS)
+_GRAMMAR_KINDS = re.compile(r"Hit invalid (?:json_schema|ebnf|regex|structural_tag|grammar|regex schema): ")
+
+
+def is_header(message: str) -> bool:
+    """Whether ``message`` (a record's text behind SGLang's prefix, or a bare line) is the
+    header of one request's handled error."""
+    text = message.lstrip()
+    for head in LITERALS:
+        if text.startswith(head):
+            return head != "Hit invalid " or _GRAMMAR_KINDS.match(text) is not None
+    return False
