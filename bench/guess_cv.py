@@ -12,7 +12,7 @@ the summary's for a text with no incident).  Four figures:
   at the shipped weight, and the part left out is scored.  A held-back part is a new source
   nobody counted, and this is the figure that predicts it.  The folds are ``CV_PARTS``: the
   prior's parts (``TUNED_PARTS``) and the tuned parts the shipped prior does not count
-  (``READ_ONLY_PARTS``: field10, sealed10), scored with the prior counted from ``TUNED_PARTS``
+  (``READ_ONLY_PARTS``: none since session 18, when the prior came to count every tuned part), scored with the prior counted from ``TUNED_PARTS``
   (``--prior-parts`` counts another set, e.g. all of them, for an experiment);
 - rotation: the same, but the prior's weight is also chosen on the three training parts from
   ``--weights`` (the session 8 figure; it can only move where the training parts disagree with

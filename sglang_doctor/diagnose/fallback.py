@@ -111,6 +111,9 @@ def missing_part(incident: Incident) -> str | None:
         if wrapper_death(incident):
             return ("the program that ran SGLang says the server process died: the server's own error is in the "
                     "server's output, not in these lines")
+        if peer_closed(incident):
+            return (f"{PEER_GONE}: this rank's gloo connection was closed or reset by its peer, so the cause is in the log of "
+                    "the rank or node that failed first")
         if incident.exception.message.strip().lower() in ("", "error", "error:", "failed", "none"):
             return (f"the exception line ({incident.exception.type}: {incident.exception.message.strip()}) says "
                     "nothing beyond its type: the cause is in the lines printed before it")
@@ -135,8 +138,22 @@ def missing_part(incident: Incident) -> str | None:
         # Python side of the same native crash)
         return "a native crash: the Python side printed nothing, and the native backtrace does not name the cause"
     if "c10d_peer_gone" in names and not names & {"nccl_warn", "nccl_error"}:
-        return "a peer went away first: the cause is in the log of the rank or node that died"
+        return f"{PEER_GONE}: the cause is in the log of the rank or node that died"
     return None
+
+
+PEER_GONE = "a peer went away first"
+# gloo's TCP transport (gloo/transport/tcp/pair.cc) when the other end of a rank-to-rank connection
+# closed it or reset it: the peer rank's process died (or its node went away) before this one failed,
+# as rules/nccl.yaml's nccl.gloo_transport_error says ("this rank only lost its peer"); a connect
+# timeout or "no error" is not read as one (it may be this node's network)
+_GLOO_PEER_CLOSED = re.compile(r"gloo/transport/tcp/pair\.cc:\d+\][^\n]*Connection (?:closed|reset) by peer")
+
+
+def peer_closed(incident: Incident) -> bool:
+    """The incident's exception is gloo's report that the peer closed or reset the connection."""
+    exc = incident.exception
+    return exc is not None and bool(_GLOO_PEER_CLOSED.search(exc.message or ""))
 
 
 def assumed_context(diagnosis: Diagnosis) -> str | None:
@@ -243,7 +260,7 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
                 "above it")
     if names & {"segfault", "faulthandler", "aborted"}:
         return "rerun with NCCL_DEBUG=INFO and PYTHONFAULTHANDLER=1, then: grep -n -B5 -A40 -E 'Fatal Python|NCCL WARN' LOG"
-    if "c10d_peer_gone" in names or "nccl_watchdog" in names:
+    if "c10d_peer_gone" in names or "nccl_watchdog" in names or (missing or "").startswith(PEER_GONE):
         return "grep -n -B2 -A80 -E 'Traceback|NCCL WARN' LOG   # on every node: the first rank that failed has the cause"
     if (missing or "").startswith("only an exit status"):
         if code is None or not re.fullmatch(r"-?\d{1,3}", code):

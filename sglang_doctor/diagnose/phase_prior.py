@@ -10,7 +10,7 @@ or a kernel build as the capture itself.  So the prior spreads: each category ge
 ``PRIOR_WEIGHT`` in proportion to how often a failure in that phase was that category.
 
 Where the numbers come from: ``COUNTS`` is, per phase, the number of labelled failures of
-the tuned corpus parts (corpus/dev, corpus/fresh, corpus/late: ``labels.yaml``'s ``phase``
+the tuned corpus parts (every one of scripts/guess_prior.py's ``TUNED_PARTS``: ``labels.yaml``'s ``phase``
 and its ``category``, or ``best_guess_category`` when the cause is not in the text) of each
 category, in ``phase_prior.json`` (``python scripts/guess_prior.py --write`` writes it again
 from the labels; a test keeps the two in step).  The counts agree with where SGLang raises (``sglang/srt``): the
@@ -54,7 +54,7 @@ def _load() -> dict[str, dict[str, int]]:
         return {}
 
 
-# Labelled failures per (phase, category) in corpus/dev + corpus/fresh + corpus/late
+# Labelled failures per (phase, category) in the tuned parts (guess_prior.TUNED_PARTS)
 # (phase_prior.json, written by ``python scripts/guess_prior.py --write``; a test keeps it in
 # step with the labels).
 COUNTS: dict[str, dict[str, int]] = _load()

@@ -46,6 +46,21 @@ def test_each_part_is_scored_with_tables_counted_without_it(cv, monkeypatch):
     assert len(rows) == 2 * len(cv.CV_PARTS)
 
 
+def test_each_fold_counts_every_other_tuned_part(cv, monkeypatch):
+    """Session 18: the prior counts every tuned part's labels, so each fold's prior is counted
+    from all the other folds (until then from six parts only, nine tuned parts' labels unused),
+    and the shipped table from all of them."""
+    counted = []
+    monkeypatch.setattr(cv, "count", lambda parts: counted.append(tuple(parts)) or {})
+    monkeypatch.setattr(cv, "measure", lambda parts, counts, weight: [])
+    cv.leave_one_part_out()
+    assert len(counted) == len(cv.CV_PARTS) > 6
+    for held, train in zip(cv.CV_PARTS, counted):
+        assert set(train) == set(cv.CV_PARTS) - {held}
+    shipped = __import__("json").loads(phase_prior.DATA.read_text(encoding="utf-8"))
+    assert shipped["parts"] == list(cv.CV_PARTS)
+
+
 def test_an_experiment_may_count_other_parts_but_never_the_held_one(cv, monkeypatch):
     counted = []
     monkeypatch.setattr(cv, "count", lambda parts: counted.append(tuple(parts)) or {})
