@@ -44,7 +44,7 @@ The collectors, by name (the weights are stated where each piece is made):
 - ``low_memory``: the last milestone shows almost no free GPU memory.
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
   pool (nearly) full, or requests retracted (incidents/serving.py).
-- ``words:NAME``: a word of ``WORDS`` (an architecture, a platform, NCCL, the KV transport,
+- ``words:NAME``: a word of ``WORD_SOURCES`` (an architecture, a platform, NCCL, the KV transport,
   an argument, the transformers version, the hub, OOM, the KV pool, CUDA graphs, a kernel
   build, a quantization method, a port) in the failure's own message (full weight), in the
   incident's other lines (half) or, for a fragment with no failure, in its last lines (half;
@@ -54,6 +54,7 @@ The collectors, by name (the weights are stated where each piece is made):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -813,49 +814,57 @@ def _low_memory(last, phase: str) -> list[Evidence]:
 # reading the fragment would take; a word that also shows in healthy start-up output (``nccl``,
 # ``rocm``) weighs less, and in the lines around a failure (``from_text``) every word weighs
 # half.  Only the first hit of each name counts.
-WORDS: tuple[tuple[str, re.Pattern, str, float, str], ...] = tuple(
-    (name, re.compile(rx, re.IGNORECASE), category, weight, why) for name, rx, category, weight, why in (
-        ("hardware", r"unsupported (?:gpu |cuda )?architecture|compute capability|no kernel image is available|"
-         r"\bsm_?(?:7[05]|8[069]|9[0a]|10[03]|12[01])a?\b|not supported on (?:this|your) (?:gpu|device)|"
-         r"requires (?:an? )?(?:sm|hopper|blackwell|ampere)", "kernel.unsupported_hw", 0.4,
-         "it names a GPU architecture or compute capability"),
-        ("platform", r"\b(?:rocm|hip(?:blas|Error)?|gfx\d{3,4}|mi(?:50|100|210|250|300x?)|ascend|npu|xpu|habana)\b",
-         "kernel.unsupported_hw", 0.25, "it names a non-CUDA platform (ROCm/HIP, Ascend, XPU), where kernels differ"),
-        ("nccl", r"\bnccl\b|process ?group|all_?reduce|all_?gather|\bgloo\b|c10d|init_process_group",
-         "nccl", 0.3, "it names NCCL / torch.distributed"),
-        ("transport", r"mooncake|transfer[ _]engine|\brdma\b|kvtransfer|bootstrap (?:server|room)|ibv_",
-         "nccl", 0.35, "it names the KV-transfer transport (Mooncake, NIXL, RDMA)"),
-        ("argument", r"\bargument '[a-z_]+':|unrecognized arguments:|invalid choice:|the following arguments are required",
-         "args.invalid", 0.4, "it is an argument parser's complaint about a named argument"),
-        ("flag", r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+", "args.invalid", 0.3, "it names a launch flag"),
-        ("transformers", r"transformers(?:==| version|>=|<)|upgrade (?:your )?transformers|model type .{0,40}not recognized|"
-         r"does not recognize this architecture|architectures? .{0,80}not supported",
-         "model.unsupported", 0.35, "it names the model's architecture or the transformers version"),
-        ("hub", r"huggingface|(?-i:hf_hub)|offlinemodeisenabled|localentrynotfounderror|outgoing traffic has been disabled|"
-         r"\b40[13] client error|repository not found|gated repo|local_files_only|"
-         r"safetensors|config\.json|tokenizer_config|snapshot_download",
-         "model.load", 0.3, "it names model files or the Hugging Face hub"),
-        ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror", "memory.cuda_oom", 0.35, "it names running out of memory"),
-        ("kv_pool", r"kv ?cache|mem[-_]fraction[-_]static|max_total_tokens|token_to_kv_pool|memory pool",
-         "memory.kv_pool", 0.3, "it names the KV cache / memory pool sizing"),
-        ("cuda_graph", r"cuda ?graph|capture_one_batch|graph capture|capturing batches", "cuda_graph", 0.3,
-         "it names CUDA graph capture"),
-        ("build", r"undefined symbol|\bninja\b|\bnvcc\b|ptxas|cpp_extension|torch_cuda_arch_list|compil(?:e|ing|ation) (?:error|failed)|"
-         r"error building extension", "kernel.build", 0.35, "it names a kernel build (JIT, nvcc, ninja, a symbol)"),
-        ("quantization", r"\b(?:awq|gptq|marlin|fp8|fp4|nvfp4|mxfp4|int4|w8a8|w4a16|bitsandbytes|bnb|gguf|"
-         r"compressed[-_]tensors|modelopt)\b", "kernel.unsupported_hw", 0.2,
-         "it names a quantization method, whose kernels exist only for some GPUs"),
-        ("weight_name", r"keyerror: '\w+(?:\.\w+)*\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale(?:_inv)?|"
-         r"input_scale|k_scale|v_scale)'|size mismatch for [\w.]+: copying a param|"
-         r"(?:parameter|weight|tensor) .{0,60}not found in (?:the )?(?:checkpoint|params_dict|state_dict)",
-         "model.load", 0.4, "it names a checkpoint tensor the model's parameters do not have (or that does not fit one)"),
-        ("shape", r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|"
-         r"shapes? cannot be multiplied|not aligned with the quantized weight shape|\bshape mismatch\b",
-         "model.unsupported", 0.3, "a tensor of the model has another size than the code expects: a checkpoint "
-         "variant (a draft head, a quantization) this release's model code does not fit"),
-        ("port", r"address already in use|eaddrinuse|errno 98|port .{0,20}(?:in use|not available)", "network.port", 0.45,
-         "it names a port already in use"),
-    ))
+# (compiled on first use, ``words()``: 16 case-blind patterns, 3-4 ms of explain's serial
+# start-up, needed only once an incident is diagnosed)
+WORD_SOURCES: tuple[tuple[str, str, str, float, str], ...] = (
+    ("hardware", r"unsupported (?:gpu |cuda )?architecture|compute capability|no kernel image is available|"
+     r"\bsm_?(?:7[05]|8[069]|9[0a]|10[03]|12[01])a?\b|not supported on (?:this|your) (?:gpu|device)|"
+     r"requires (?:an? )?(?:sm|hopper|blackwell|ampere)", "kernel.unsupported_hw", 0.4,
+     "it names a GPU architecture or compute capability"),
+    ("platform", r"\b(?:rocm|hip(?:blas|Error)?|gfx\d{3,4}|mi(?:50|100|210|250|300x?)|ascend|npu|xpu|habana)\b",
+     "kernel.unsupported_hw", 0.25, "it names a non-CUDA platform (ROCm/HIP, Ascend, XPU), where kernels differ"),
+    ("nccl", r"\bnccl\b|process ?group|all_?reduce|all_?gather|\bgloo\b|c10d|init_process_group",
+     "nccl", 0.3, "it names NCCL / torch.distributed"),
+    ("transport", r"mooncake|transfer[ _]engine|\brdma\b|kvtransfer|bootstrap (?:server|room)|ibv_",
+     "nccl", 0.35, "it names the KV-transfer transport (Mooncake, NIXL, RDMA)"),
+    ("argument", r"\bargument '[a-z_]+':|unrecognized arguments:|invalid choice:|the following arguments are required",
+     "args.invalid", 0.4, "it is an argument parser's complaint about a named argument"),
+    ("flag", r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+", "args.invalid", 0.3, "it names a launch flag"),
+    ("transformers", r"transformers(?:==| version|>=|<)|upgrade (?:your )?transformers|model type .{0,40}not recognized|"
+     r"does not recognize this architecture|architectures? .{0,80}not supported",
+     "model.unsupported", 0.35, "it names the model's architecture or the transformers version"),
+    ("hub", r"huggingface|(?-i:hf_hub)|offlinemodeisenabled|localentrynotfounderror|outgoing traffic has been disabled|"
+     r"\b40[13] client error|repository not found|gated repo|local_files_only|"
+     r"safetensors|config\.json|tokenizer_config|snapshot_download",
+     "model.load", 0.3, "it names model files or the Hugging Face hub"),
+    ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror", "memory.cuda_oom", 0.35, "it names running out of memory"),
+    ("kv_pool", r"kv ?cache|mem[-_]fraction[-_]static|max_total_tokens|token_to_kv_pool|memory pool",
+     "memory.kv_pool", 0.3, "it names the KV cache / memory pool sizing"),
+    ("cuda_graph", r"cuda ?graph|capture_one_batch|graph capture|capturing batches", "cuda_graph", 0.3,
+     "it names CUDA graph capture"),
+    ("build", r"undefined symbol|\bninja\b|\bnvcc\b|ptxas|cpp_extension|torch_cuda_arch_list|compil(?:e|ing|ation) (?:error|failed)|"
+     r"error building extension", "kernel.build", 0.35, "it names a kernel build (JIT, nvcc, ninja, a symbol)"),
+    ("quantization", r"\b(?:awq|gptq|marlin|fp8|fp4|nvfp4|mxfp4|int4|w8a8|w4a16|bitsandbytes|bnb|gguf|"
+     r"compressed[-_]tensors|modelopt)\b", "kernel.unsupported_hw", 0.2,
+     "it names a quantization method, whose kernels exist only for some GPUs"),
+    ("weight_name", r"keyerror: '\w+(?:\.\w+)*\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale(?:_inv)?|"
+     r"input_scale|k_scale|v_scale)'|size mismatch for [\w.]+: copying a param|"
+     r"(?:parameter|weight|tensor) .{0,60}not found in (?:the )?(?:checkpoint|params_dict|state_dict)",
+     "model.load", 0.4, "it names a checkpoint tensor the model's parameters do not have (or that does not fit one)"),
+    ("shape", r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|"
+     r"shapes? cannot be multiplied|not aligned with the quantized weight shape|\bshape mismatch\b",
+     "model.unsupported", 0.3, "a tensor of the model has another size than the code expects: a checkpoint "
+     "variant (a draft head, a quantization) this release's model code does not fit"),
+    ("port", r"address already in use|eaddrinuse|errno 98|port .{0,20}(?:in use|not available)", "network.port", 0.45,
+     "it names a port already in use"),
+)
+
+
+@functools.lru_cache(maxsize=None)
+def words() -> tuple[tuple[str, re.Pattern, str, float, str], ...]:
+    """``WORD_SOURCES`` with each regex compiled (case-blind)."""
+    return tuple((name, re.compile(rx, re.IGNORECASE), category, weight, why)
+                 for name, rx, category, weight, why in WORD_SOURCES)
 
 
 # a server_args dump (or a wrapped part of one), or the launch command itself: both name every
@@ -907,7 +916,7 @@ OWN_MESSAGE_ONLY: frozenset[str] = frozenset({"hub"})
 def _words(text: str, scale: float, source: str) -> list[Evidence]:
     out = []
     text = _ENV_ASSIGN.sub(" ", text)
-    for name, rx, category, weight, why in WORDS:
+    for name, rx, category, weight, why in words():
         if scale < 1.0 and name in OWN_MESSAGE_ONLY:
             continue
         m = rx.search(text)

@@ -430,8 +430,12 @@ def _build_rule(item: Any, path: Path, repo_root: Path | None, problems: list[st
             continue
         setattr(rule, key, list(value))
     if repo_root is not None:
+        # (os.path, not a Path per example: the pack names ~850 example files, and a checkout
+        # checks them on every load, in explain's serial start-up; the trailing "/" dropped as
+        # Path drops it)
+        root = str(repo_root)
         for example in rule.examples + rule.counter_examples:
-            if not (repo_root / example).is_file():
+            if not os.path.isfile(os.path.join(root, example.rstrip("/") or example)):
                 bad(f"example file {example} does not exist")
     doc = item.get("doc", {})
     if isinstance(doc, dict):

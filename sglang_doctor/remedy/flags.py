@@ -680,19 +680,50 @@ def pack_catalogues(documents: Iterable[dict[str, Any]]) -> dict[str, str]:
     return files
 
 
+@functools.lru_cache(maxsize=None)
+def _catalogue_dir():
+    return importlib.resources.files(_CATALOGUE_PACKAGE)
+
+
+@functools.lru_cache(maxsize=None)
 def _read_stored(file_name: str) -> dict[str, Any]:
-    path = importlib.resources.files(_CATALOGUE_PACKAGE) / file_name
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A stored file, parsed once per process (shared: callers must not modify it; the
+    delta chain and release_range both read every file of it)."""
+    return json.loads((_catalogue_dir() / file_name).read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=None)
 def _document(version: str) -> dict[str, Any]:
     """Shipped release ``version``'s whole catalogue (shared: callers must not modify it).
-    Each release is rebuilt once, on its predecessor's cached document."""
+
+    The chain from the base is applied to one keyed set of actions and fields, and only
+    this release's document is built and sorted: what ``apply_delta`` gives step by step,
+    without a sorted document of every release on the way (a log's first launch paid for
+    92 of them, in the serial part of explain; docs/PERFORMANCE.md, session 18)."""
     stored = _read_stored(_stored_files()[version])
     if "delta_from" not in stored:
         return stored
-    return apply_delta(_document(stored["delta_from"]), stored)
+    chain = [stored]
+    while "delta_from" in chain[-1]:
+        chain.append(_read_stored(_stored_files()[chain[-1]["delta_from"]]))
+    base = chain.pop()
+    actions = {(tuple(r["option_strings"]), r["dest"]): r for r in base["actions"]}
+    fields = dict(base["fields"])
+    for delta in reversed(chain):
+        for key in delta["actions_removed"]:
+            actions.pop((tuple(key[0]), key[1]), None)
+        actions.update(((tuple(r["option_strings"]), r["dest"]), r) for r in delta["actions_set"])
+        for name in delta["fields_removed"]:
+            fields.pop(name, None)
+        fields.update(delta["fields_set"])
+    return {
+        "catalogue_format": stored["catalogue_format"],
+        "sglang_version": stored["sglang_version"],
+        "generated_by": stored["generated_by"],
+        "actions": _sorted_actions(actions.values()),
+        "fields": dict(sorted(fields.items())),
+        "fields_without_default": stored["fields_without_default"],
+    }
 
 
 def read_shipped(file_name: str) -> dict[str, Any]:

@@ -172,3 +172,29 @@ def test_regenerating_from_the_wheel_gives_the_shipped_bytes(version, tmp_path):
     shown = subprocess.run([sys.executable, "-m", "sglang_doctor", "flags", "--sglang-version", version],
                            capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert shown.stdout.splitlines() == sorted(o for a in fresh["actions"] for o in a["option_strings"])
+
+
+def test_a_release_is_rebuilt_without_a_document_of_every_release_before_it():
+    # (session 18: the first launch of a log paid for 92 sorted documents, in explain's serial
+    # part; the chain is now applied to one keyed set, and each stored file is parsed once,
+    # for the chain and release_range alike)
+    flags._document.cache_clear()
+    flags._read_stored.cache_clear()
+    release_range._all_fields.cache_clear()
+    try:
+        flags._document("0.5.23")
+        assert flags._document.cache_info().currsize == 1
+        parsed = flags._read_stored.cache_info().currsize
+        assert parsed == len(flags.KNOWN_VERSIONS)
+        release_range._all_fields()
+        assert flags._read_stored.cache_info().currsize == parsed  # nothing parsed again
+    finally:
+        flags._document.cache_clear()
+
+
+def test_the_rebuilt_chain_is_what_apply_delta_gives_release_by_release():
+    versions = flags.KNOWN_VERSIONS
+    document = flags._read_stored(flags._stored_files()[versions[0]])
+    for version in versions[1:]:
+        document = flags.apply_delta(document, flags._read_stored(flags._stored_files()[version]))
+        assert flags.catalogue_json(flags._document(version)) == flags.catalogue_json(document), version
