@@ -251,9 +251,33 @@ def _fits(path: str, function: str, part: str, functions: tuple[str, ...] | None
 # -- the collectors ------------------------------------------------------------------------
 
 
+# A peer's TCPStore connection that broke after the launcher's notice that a scheduler died
+# (engine.py "Rank N scheduler is dead." / "... died during initialization"): torch.distributed's
+# TCPStore is served from rank 0's process, and every other rank's blocking store read
+# (recvValue / recvBytes) fails with "Connection reset by peer" the moment a process on the other
+# end is gone.  After the death notice that line is the death's echo on the surviving ranks, not a
+# broken network: it names no cause, and its 'c10d' is no word of the failure.
+_DEATH_NOTICES = ("scheduler_dead", "scheduler_died")
+
+
+def echo_of_death(inc: Incident) -> set[int]:
+    """The line numbers of the incident's c10d peer-gone lines that come after a scheduler
+    death notice of the same incident (see above)."""
+    death, out = None, set()
+    for line, name in zip(inc.signals, inc.signal_names):
+        if name in _DEATH_NOTICES and death is None:
+            death = line.number
+        elif name == "c10d_peer_gone" and death is not None and line.number > death:
+            out.add(line.number)
+    return out
+
+
 def from_signals(inc: Incident) -> list[Evidence]:
     out: list[Evidence] = []
     names = inc.signal_names
+    echoes = echo_of_death(inc)
+    if echoes and all(line.number in echoes for line, name in zip(inc.signals, names) if name == "c10d_peer_gone"):
+        names = [name for name in names if name != "c10d_peer_gone"]
     if "segfault" in names and any("==== backtrace" in line.text or "ucs" in line.text.lower().split()
                                    for line in inc.signals):
         out.append(Evidence("signal:segfault_ucx", "nccl", 0.4,
@@ -531,6 +555,26 @@ def from_native_stack(inc: Incident) -> list[Evidence]:
                 return [Evidence("native_frame", category, weight, f"{why}: the crashing thread's stack is in "
                                                                    f"{f.function} ({short})")]
     return []
+
+
+# A native stack symbolized in Python's traceback shape, one ``File "<unknown>", line 0, in
+# <symbol>`` line per C++ frame, the last one the stack's bottom (``in 0xffffffffffffffff``):
+# torch's fatal-signal handler prints it ("!!!!!!! Segfault encountered !!!!!!!", then
+# CapturedTraceback's frames), as do the C++ stacks torch symbolizes for a crashing process.  A
+# process that printed its own native stack crashed in native code: it was not killed from
+# outside (a SIGKILL leaves no stack), which is what a bare scheduler death would otherwise
+# suggest.
+_SYMBOLIZED_NATIVE_FRAME = re.compile(r'^\s*>?\s*File "<unknown>", line 0, in \S')
+
+
+def from_symbolized_native_stack(inc: Incident) -> list[Evidence]:
+    if set(inc.signal_names) & {"faulthandler", "segfault", "aborted", "cpp_terminate"}:
+        return []  # the crash is named already
+    if not any(_SYMBOLIZED_NATIVE_FRAME.match(line.text) for line in inc.lines):
+        return []
+    return [Evidence("native_stack", "runtime.crash", 0.3,
+                     "a symbolized native stack ('File \"<unknown>\", line 0, in ...' frames): the process crashed "
+                     "in native code and printed its C++ stack, it was not killed from outside")]
 
 
 def _completions(prefix: str) -> set[tuple[str, str, str]]:
@@ -935,8 +979,9 @@ _FIXED_ADVICE = re.compile(r"If exit code is -9 \(SIGKILL\),[^\n]*")
 
 def failure_words(inc: Incident) -> str:
     """The failure's own words: its exceptions (type and message) and its failure lines."""
+    echoes = echo_of_death(inc)
     return _FIXED_ADVICE.sub("", "\n".join([f"{e.type}: {e.message}" for e in inc.chain]
-                                           + [line.text for line in inc.signals]))
+                                           + [line.text for line in inc.signals if line.number not in echoes]))
 
 
 def from_words(inc: Incident) -> list[Evidence]:
@@ -987,7 +1032,7 @@ def from_serving(inc: Incident) -> list[Evidence]:
 
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
-    pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_cut_call(inc)
+    pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
               + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
               + from_bind_frame(inc) + from_config_lookup_frame(inc))
     if _known_before_serving(diagnosis):

@@ -81,8 +81,10 @@ SIGNALS: tuple[Signal, ...] = (
     _s("faulthandler", ("Fatal Python error",), r"Fatal Python error: (?P<fatal>.*)", "evidence"),
     # (a line that names SIGSEGV as what it avoids is not a crash report: 0.5.23 logs "Detected
     # GPT-OSS model on Blackwell ..., using triton MOE kernel to avoid triton_kernels SIGSEGV.")
-    _s("segfault", ("Caught signal 11", "Segmentation fault", "SIGSEGV"),
-       r"Caught signal (?P<signum>\d+) \((?P<signame>[^:)]+)|Segmentation fault|"
+    # (torch's fatal-signal handler, torch/csrc/Module.cpp: "!!!!!!! Segfault encountered !!!!!!!"
+    # before the symbolized native stack)
+    _s("segfault", ("Caught signal 11", "Segmentation fault", "SIGSEGV", "Segfault encountered"),
+       r"Caught signal (?P<signum>\d+) \((?P<signame>[^:)]+)|Segmentation fault|Segfault encountered|"
        r"^(?!.*\b(?:avoid|avoids|avoiding|prevent|prevents|preventing|work around)\b).*\bSIGSEGV\b", "evidence"),
     _s("nccl_watchdog", ("detected by watchdog", "Watchdog caught collective operation timeout"),
        r"Exception \(either an error or timeout\) detected by watchdog|Watchdog caught collective operation timeout",
