@@ -441,8 +441,18 @@ class _Finder(ast.NodeVisitor):
                            "full": render(printed, None), "resolved": render(printed)})
 
     def _constant(self, placeholder: Placeholder):
+        if str(placeholder) in self._local_names():
+            return placeholder  # a parameter or a local of the function, not the module's constant
         text = self.constants.resolve("sglang/" + self.path, self.classes, str(placeholder))
         return placeholder if text is None else text
+
+    def _local_names(self) -> set[str]:
+        names: set[str] = set()
+        for fn in self.functions:
+            a = fn.args
+            names |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+            names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        return names
 
     def visit_Return(self, node):
         # an error factory (``return RuntimeError(f"...")``, raised by its caller)

@@ -181,6 +181,8 @@ def test_a_message_naming_a_string_constant_is_measured_as_sglang_prints_it():
             "    raise ValueError(f'{FLAG} cannot run this setup: {reasons}')\n"
             "def limit(n):\n"
             "    raise ValueError(f'{n} exceeds {LIMIT}; {NOTE}')\n"
+            "def shadow(FLAG):\n"
+            "    raise ValueError(f'{FLAG} is a parameter here')\n"
             "class Config:\n"
             "    _ERR = ('on-the-fly quantization (--quantization mlx_q4) '\n"
             "            'is handled by the MLX backend')\n"
@@ -194,6 +196,7 @@ def test_a_message_naming_a_string_constant_is_measured_as_sglang_prints_it():
     assert [(s["template"], s["full"]) for s in sites] == [
         ("{FLAG} cannot run this setup: {reasons}", "--enable-nvidia-megakernel cannot run this setup: {reasons}"),
         ("{n} exceeds {LIMIT}; {NOTE}", "{n} exceeds {LIMIT}; use --tp-size 1"),
+        ("{FLAG} is a parameter here", "{FLAG} is a parameter here"),
         ("{cls._ERR}", "on-the-fly quantization (--quantization mlx_q4) is handled by the MLX backend"),
     ]
     assert all(s["resolved"] == s["full"] for s in sites)  # short: the cut text is the whole text
