@@ -231,6 +231,11 @@ def render(parts: list, limit: int | None = TEMPLATE_MAX) -> str:
     return text
 
 
+def _cut(text: str, limit: int = TEMPLATE_MAX) -> str:
+    """A rendered one-line text cut as ``render`` cuts a template."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
 
@@ -272,9 +277,105 @@ def _exc_name(node: ast.AST) -> str:
     return "?"
 
 
+class Constants:
+    """The string constants a message's placeholders may name, as the release defines them: a
+    module-level ``NAME = "..."`` of the site's module or of the sglang module it imports NAME
+    from (``from sglang.kernels.plugin_kernels.amd.spec import FLAG``), and a class body's
+    ``NAME = "..."`` read as ``cls.NAME`` / ``self.NAME`` / ``Class.NAME`` in that class.  SGLang
+    prints their text where the source has the name, so the measure's synthetic message does too
+    (a placeholder it cannot resolve keeps a sample value).  The template, the site's key, keeps
+    the name."""
+
+    def __init__(self, read):
+        self._read = read  # path inside the wheel (sglang/...) -> source text, or None
+        self._modules: dict[str, tuple[dict, dict, dict]] = {}
+
+    @staticmethod
+    def _literal(node) -> str | None:
+        parts = template_parts(node) if node is not None else []
+        if parts and not any(isinstance(p, Placeholder) for p in parts):
+            return "".join(parts)
+        return None
+
+    def module(self, path: str, tree: ast.Module | None = None) -> tuple[dict, dict, dict]:
+        """(constants, imports, class constants) of a module (path under sglang/'s parent)."""
+        if path in self._modules:
+            return self._modules[path]
+        consts: dict[str, str] = {}
+        imports: dict[str, tuple[str, str]] = {}
+        classes: dict[str, dict[str, str]] = {}
+        self._modules[path] = (consts, imports, classes)
+        if tree is None:
+            text = self._read(path)
+            try:
+                tree = ast.parse(text) if text is not None else None
+            except SyntaxError:
+                tree = None
+        if tree is None:
+            return consts, imports, classes
+        package = path.rsplit("/", 1)[0].split("/")
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                value = self._literal(stmt.value)
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        if value is None:
+                            consts.pop(t.id, None)  # rebound to something else: not a constant
+                        else:
+                            consts[t.id] = value
+            elif isinstance(stmt, ast.ImportFrom) and stmt.module is not None or \
+                    isinstance(stmt, ast.ImportFrom) and stmt.level:
+                if stmt.level:
+                    base = package[:len(package) - (stmt.level - 1)] if stmt.level > 1 else package
+                    mod = "/".join(base + (stmt.module.split(".") if stmt.module else []))
+                else:
+                    mod = stmt.module.replace(".", "/")
+                if not mod.startswith("sglang"):
+                    continue
+                for alias in stmt.names:
+                    imports[alias.asname or alias.name] = (mod, alias.name)
+            elif isinstance(stmt, ast.ClassDef):
+                table = classes.setdefault(stmt.name, {})
+                for item in stmt.body:
+                    if isinstance(item, (ast.Assign, ast.AnnAssign)):
+                        targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                        value = self._literal(item.value)
+                        for t in targets:
+                            if isinstance(t, ast.Name) and value is not None:
+                                table[t.id] = value
+        return consts, imports, classes
+
+    def name(self, path: str, name: str, depth: int = 0) -> str | None:
+        consts, imports, _ = self.module(path)
+        if name in consts:
+            return consts[name]
+        if name in imports and depth < 4:
+            mod, orig = imports[name]
+            for candidate in (mod + ".py", mod + "/__init__.py"):
+                if self._read(candidate) is not None:
+                    return self.name(candidate, orig, depth + 1)
+        return None
+
+    def resolve(self, path: str, classes: list[str], expr: str) -> str | None:
+        """The text of a placeholder's expression, when it names a string constant."""
+        if re.fullmatch(r"[A-Za-z_]\w*", expr):
+            return self.name(path, expr)
+        m = re.fullmatch(r"(cls|self|[A-Z]\w*)\.([A-Za-z_]\w*)", expr)
+        if m:
+            table = self.module(path)[2]
+            owners = [m.group(1)] if m.group(1) not in ("cls", "self") else classes[::-1]
+            for owner in owners:
+                if m.group(2) in table.get(owner, {}):
+                    return table[owner][m.group(2)]
+        return None
+
+
 class _Finder(ast.NodeVisitor):
-    def __init__(self, path: str):
+    def __init__(self, path: str, constants: Constants | None = None):
         self.path = path
+        self.constants = constants
+        self.classes: list[str] = []  # the enclosing classes, innermost last
         self.stack: list[str] = []
         self.functions: list[ast.AST] = []
         self.sites: list[dict] = []
@@ -298,7 +399,9 @@ class _Finder(ast.NodeVisitor):
         super().generic_visit(node)
 
     def visit_ClassDef(self, node):
+        self.classes.append(node.name)
         self._scoped(node, node.name)
+        self.classes.pop()
 
     def visit_FunctionDef(self, node):
         self.functions.append(node)
@@ -330,9 +433,26 @@ class _Finder(ast.NodeVisitor):
     def _add(self, node, kind, exc, parts):
         if not render(parts).strip():
             return  # an empty message: nothing to name
+        printed = parts
+        if self.constants is not None:  # the constants a placeholder names, as SGLang prints them
+            printed = [self._constant(p) if isinstance(p, Placeholder) else p for p in parts]
         self.sites.append({"file": self.path, "line": node.lineno, "function": ".".join(self.stack) or "<module>",
                            "kind": kind, "exception": exc, "template": render(parts),
-                           "full": render(parts, None)})
+                           "full": render(printed, None), "resolved": render(printed)})
+
+    def _constant(self, placeholder: Placeholder):
+        if str(placeholder) in self._local_names():
+            return placeholder  # a parameter or a local of the function, not the module's constant
+        text = self.constants.resolve("sglang/" + self.path, self.classes, str(placeholder))
+        return placeholder if text is None else text
+
+    def _local_names(self) -> set[str]:
+        names: set[str] = set()
+        for fn in self.functions:
+            a = fn.args
+            names |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+            names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        return names
 
     def visit_Return(self, node):
         # an error factory (``return RuntimeError(f"...")``, raised by its caller)
@@ -371,13 +491,19 @@ class _Finder(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def find_sites(path: str, text: str, finder_class: type | None = None) -> list[dict]:
-    """The sites of one source file, found by ``_Finder`` (or a subclass that looks for other calls)."""
+def find_sites(path: str, text: str, finder_class: type | None = None, constants: Constants | None = None) -> list[dict]:
+    """The sites of one source file, found by ``_Finder`` (or a subclass that looks for other calls);
+    with ``constants``, a site's ``full`` and ``resolved`` texts hold the string constants its
+    placeholders name."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return []
-    finder = (finder_class or _Finder)(path)
+    if constants is not None:
+        constants.module("sglang/" + path, tree)
+        finder = (finder_class or _Finder)(path, constants)
+    else:
+        finder = (finder_class or _Finder)(path)
     finder.visit(tree)
     return finder.sites
 
@@ -459,12 +585,14 @@ class Dispositions:
             return False
         if "phase_not" in pat and pat["phase_not"] == phase:  # a class rule with after_ready: false
             return False
-        if "_message" in pat and not pat["_message"].search(template_literal(site["template"])):
+        # the message as SGLang prints it (the constants its placeholders name), cut as the template is
+        text = template_literal(site.get("resolved") or site["template"])
+        if "_message" in pat and not pat["_message"].search(text):
             return False
         if "names_setting" in pat:
             from sglang_doctor.diagnose.rules_engine import names_setting
 
-            if names_setting(template_literal(site["template"])) != pat["names_setting"]:
+            if names_setting(text) != pat["names_setting"]:
                 return False
         return True
 
@@ -539,20 +667,26 @@ def dispose(site: dict, disp: Dispositions, rules: RuleMatcher) -> str:
 
 def inventory(version: str, wheel: Path, disp: Dispositions, rules: RuleMatcher) -> dict:
     sites: list[dict] = []
-    for path, text in sources(wheel):
-        sites += find_sites(path, text)
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        constants = Constants(lambda name: zf.read(name).decode("utf-8-sig", errors="replace") if name in names else None)
+        for path, text in sources(wheel):
+            sites += find_sites(path, text, constants=constants)
     files: dict[str, list] = {}
     counts: Counter = Counter()
-    full: dict[str, str] = {}  # a template cut at TEMPLATE_MAX: its whole text, for the measure
+    full: dict[str, str] = {}  # a template cut at TEMPLATE_MAX or naming a constant: its whole printed text, for the measure
+    printed: dict[str, str] = {}  # a template naming a string constant: the whole text SGLang prints (printed-VERSION.json)
     for site in sites:
         if site["full"] != site["template"]:
             full[site_key(site)] = site["full"]
+        if site["resolved"] != site["template"]:
+            printed[site_key(site)] = site["full"]
         d = dispose(site, disp, rules)
         counts[d.split(":", 1)[0]] += 1
         files.setdefault(site["file"], []).append(
             [site["line"], site["function"], site["kind"], site["exception"], site["template"], d])
     return {"sglang_version": version, "wheel": wheel.name, "sites": len(sites),
-            "counts": dict(sorted(counts.items())), "files": files, "_full": full}
+            "counts": dict(sorted(counts.items())), "files": files, "_full": full, "_printed": printed}
 
 
 def dumps(inv: dict) -> str:
@@ -567,15 +701,39 @@ def dumps(inv: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def printed_path(version: str, out: Path = DEFAULT_OUT) -> Path:
+    return out / f"printed-{version}.json"
+
+
+def dumps_printed(inv: dict) -> str:
+    """printed-VERSION.json: for each site whose message names a string constant (``{FLAG}``,
+    ``{cls._ERR}``), the whole text SGLang prints, keyed like the site (the shipped inventory holds
+    the template, which keeps the name)."""
+    return json.dumps(dict(sorted((inv.get("_printed") or {}).items())), indent=0, ensure_ascii=False) + "\n"
+
+
+def load_inventory(path: Path) -> dict:
+    """A shipped inventory with the printed texts of its sites that name a constant."""
+    inv = json.loads(path.read_text(encoding="utf-8"))
+    printed = printed_path(inv["sglang_version"], path.parent)
+    if printed.is_file():
+        inv["_printed"] = json.loads(printed.read_text(encoding="utf-8"))
+    return inv
+
+
 def iter_sites(inv: dict):
     """The sites of an inventory; ``full`` is the whole message when the inventory was just made
     from the wheel (a shipped file holds only the template, cut at TEMPLATE_MAX characters)."""
     full = inv.get("_full") or {}
+    printed = inv.get("_printed") or {}
     for path, sites in inv["files"].items():
         for line, function, kind, exc, template, d in sites:
             site = {"file": path, "line": line, "function": function, "kind": kind, "exception": exc,
                     "template": template, "disposition": d}
-            site["full"] = full.get(site_key(site), template)
+            key = site_key(site)
+            site["full"] = full.get(key) or printed.get(key) or template
+            # the printed text cut as the template is (what the dispositions' patterns read)
+            site["resolved"] = _cut(printed[key]) if key in printed else template
             yield site
 
 
@@ -933,13 +1091,17 @@ def main(argv: list[str] | None = None) -> int:
         release = release_context(version, wheel)
         text = dumps(inv)
         target = args.out / f"sglang-{version}.json"
+        printed_target = printed_path(version, args.out)
+        printed_text = dumps_printed(inv)
         if args.check:
-            same = target.is_file() and target.read_text(encoding="utf-8") == text
-            print(f"{target}: {'up to date' if same else 'DIFFERS'}")
-            status |= 0 if same else 1
+            for path, want in ((target, text), (printed_target, printed_text)):
+                same = path.is_file() and path.read_text(encoding="utf-8") == want
+                print(f"{path}: {'up to date' if same else 'DIFFERS'}")
+                status |= 0 if same else 1
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+            printed_target.write_text(printed_text, encoding="utf-8")
         c = inv["counts"]
         print(f"sglang {version}: {inv['sites']} sites; rule {c.get('rule', 0)}, class {c.get('class', 0)}, "
               f"waiver {c.get('waiver', 0)}, unaccounted {c.get('unaccounted', 0)}")

@@ -45,7 +45,7 @@ inv = _script()
 
 
 def _load(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return inv.load_inventory(path)  # with printed-VERSION.json: the constants a message names
 
 
 def _class_ids() -> set[str]:
@@ -165,6 +165,46 @@ def test_templates_and_fillings_follow_the_source_forms():
         ("raise", "h", "Rank {i} died (exit code: {proc.exitcode})."),
     ]
     assert "mem_fraction_static=0.88" in " ".join(inv.fillings(sites[0]["template"]))
+
+
+def test_a_message_naming_a_string_constant_is_measured_as_sglang_prints_it():
+    """``f"{FLAG} cannot run this setup"`` prints the flag FLAG names (0.5.23 srt/kernel_plugins,
+    FLAG imported from sglang.kernels...spec); ``{cls._ERR}`` a class body's text; the template,
+    the site's key, keeps the name, and a name bound to something else stays a placeholder."""
+    modules = {
+        "sglang/kernels/spec.py": 'FLAG = "--enable-nvidia-megakernel"\n',
+        "sglang/srt/plugin/binding.py": (
+            "from sglang.kernels.spec import FLAG\n"
+            "from .local import NOTE\n"
+            "LIMIT = compute()\n"
+            "def refuse(reasons):\n"
+            "    raise ValueError(f'{FLAG} cannot run this setup: {reasons}')\n"
+            "def limit(n):\n"
+            "    raise ValueError(f'{n} exceeds {LIMIT}; {NOTE}')\n"
+            "def shadow(FLAG):\n"
+            "    raise ValueError(f'{FLAG} is a parameter here')\n"
+            "class Config:\n"
+            "    _ERR = ('on-the-fly quantization (--quantization mlx_q4) '\n"
+            "            'is handled by the MLX backend')\n"
+            "    @classmethod\n"
+            "    def from_config(cls, c):\n"
+            "        raise NotImplementedError(f'{cls._ERR}')\n"),
+        "sglang/srt/plugin/local.py": 'NOTE = "use --tp-size 1"\n',
+    }
+    constants = inv.Constants(modules.get)
+    sites = inv.find_sites("srt/plugin/binding.py", modules["sglang/srt/plugin/binding.py"], constants=constants)
+    assert [(s["template"], s["full"]) for s in sites] == [
+        ("{FLAG} cannot run this setup: {reasons}", "--enable-nvidia-megakernel cannot run this setup: {reasons}"),
+        ("{n} exceeds {LIMIT}; {NOTE}", "{n} exceeds {LIMIT}; use --tp-size 1"),
+        ("{FLAG} is a parameter here", "{FLAG} is a parameter here"),
+        ("{cls._ERR}", "on-the-fly quantization (--quantization mlx_q4) is handled by the MLX backend"),
+    ]
+    assert all(s["resolved"] == s["full"] for s in sites)  # short: the cut text is the whole text
+    # the shipped inventory carries them: the measure's synthetic log prints the flag
+    shipped = {inv.site_key(s): s for s in inv.iter_sites(_load(NEWEST))}
+    site = next(s for k, s in shipped.items() if k.startswith("srt/kernel_plugins/nvidia/binding.py::_refuse::{FLAG}"))
+    assert site["full"].startswith("--enable-nvidia-megakernel cannot run this setup")
+    assert "--enable-nvidia-megakernel cannot run this setup" in inv.synthetic_log(site, "startup")
 
 
 def test_internal_checks_take_the_category_of_their_phase():
