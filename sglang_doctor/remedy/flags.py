@@ -654,13 +654,18 @@ def apply_delta(before: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]
     actions.update(((tuple(r["option_strings"]), r["dest"]), r) for r in delta["actions_set"])
     fields = {k: v for k, v in before["fields"].items() if k not in delta["fields_removed"]}
     fields.update(delta["fields_set"])
+    return _whole_document(delta, actions.values(), fields)
+
+
+def _whole_document(meta: dict[str, Any], actions: Iterable[dict[str, Any]], fields: dict[str, Any]) -> dict[str, Any]:
+    """A whole catalogue: ``meta``'s release, format and generator, these actions and fields sorted."""
     return {
-        "catalogue_format": delta["catalogue_format"],
-        "sglang_version": delta["sglang_version"],
-        "generated_by": delta["generated_by"],
-        "actions": _sorted_actions(actions.values()),
+        "catalogue_format": meta["catalogue_format"],
+        "sglang_version": meta["sglang_version"],
+        "generated_by": meta["generated_by"],
+        "actions": _sorted_actions(actions),
         "fields": dict(sorted(fields.items())),
-        "fields_without_default": delta["fields_without_default"],
+        "fields_without_default": meta["fields_without_default"],
     }
 
 
@@ -716,14 +721,7 @@ def _document(version: str) -> dict[str, Any]:
         for name in delta["fields_removed"]:
             fields.pop(name, None)
         fields.update(delta["fields_set"])
-    return {
-        "catalogue_format": stored["catalogue_format"],
-        "sglang_version": stored["sglang_version"],
-        "generated_by": stored["generated_by"],
-        "actions": _sorted_actions(actions.values()),
-        "fields": dict(sorted(fields.items())),
-        "fields_without_default": stored["fields_without_default"],
-    }
+    return _whole_document(stored, actions.values(), fields)
 
 
 def read_shipped(file_name: str) -> dict[str, Any]:
