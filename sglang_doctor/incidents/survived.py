@@ -187,4 +187,3 @@ UNPROVED_ASSUMPTION = ("the log ends before it shows whether the server went on 
 def unproved(confidence: float) -> float:
     """The confidence of an incident whose survival the log does not show either way."""
     return min(confidence, UNPROVED_CONFIDENCE)
-

@@ -646,15 +646,28 @@ def apply_delta(before: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]
     if delta["delta_from"] != before["sglang_version"]:
         raise ValueError(f"delta for {delta['sglang_version']} is from "
                          f"{delta['delta_from']}, not {before['sglang_version']}")
+    actions = {_tuple_key(r): r for r in before["actions"]}
+    fields = dict(before["fields"])
+    _step(actions, fields, delta)
+    return _whole_document(delta, actions.values(), fields)
+
+
+def _tuple_key(action: dict[str, Any]) -> tuple[tuple[str, ...], str]:
     # (a tuple key here: _action_key's json.dumps for every action of every release in the
     # chain was about half of loading a catalogue; the result is sorted, so the key's form
     # does not show)
-    removed = {(tuple(key[0]), key[1]) for key in delta["actions_removed"]}
-    actions = {k: r for r in before["actions"] if (k := (tuple(r["option_strings"]), r["dest"])) not in removed}
-    actions.update(((tuple(r["option_strings"]), r["dest"]), r) for r in delta["actions_set"])
-    fields = {k: v for k, v in before["fields"].items() if k not in delta["fields_removed"]}
+    return tuple(action["option_strings"]), action["dest"]
+
+
+def _step(actions: dict[tuple[tuple[str, ...], str], dict[str, Any]], fields: dict[str, Any],
+          delta: dict[str, Any]) -> None:
+    """Apply one release's ``delta`` to keyed ``actions`` and ``fields``, in place."""
+    for key in delta["actions_removed"]:
+        actions.pop((tuple(key[0]), key[1]), None)
+    actions.update((_tuple_key(r), r) for r in delta["actions_set"])
+    for name in delta["fields_removed"]:
+        fields.pop(name, None)
     fields.update(delta["fields_set"])
-    return _whole_document(delta, actions.values(), fields)
 
 
 def _whole_document(meta: dict[str, Any], actions: Iterable[dict[str, Any]], fields: dict[str, Any]) -> dict[str, Any]:
@@ -712,15 +725,10 @@ def _document(version: str) -> dict[str, Any]:
     while "delta_from" in chain[-1]:
         chain.append(_read_stored(_stored_files()[chain[-1]["delta_from"]]))
     base = chain.pop()
-    actions = {(tuple(r["option_strings"]), r["dest"]): r for r in base["actions"]}
+    actions = {_tuple_key(r): r for r in base["actions"]}
     fields = dict(base["fields"])
     for delta in reversed(chain):
-        for key in delta["actions_removed"]:
-            actions.pop((tuple(key[0]), key[1]), None)
-        actions.update(((tuple(r["option_strings"]), r["dest"]), r) for r in delta["actions_set"])
-        for name in delta["fields_removed"]:
-            fields.pop(name, None)
-        fields.update(delta["fields_set"])
+        _step(actions, fields, delta)
     return _whole_document(stored, actions.values(), fields)
 
 
