@@ -324,8 +324,7 @@ class Constants:
                             consts.pop(t.id, None)  # rebound to something else: not a constant
                         else:
                             consts[t.id] = value
-            elif isinstance(stmt, ast.ImportFrom) and stmt.module is not None or \
-                    isinstance(stmt, ast.ImportFrom) and stmt.level:
+            elif isinstance(stmt, ast.ImportFrom) and (stmt.module is not None or stmt.level):
                 if stmt.level:
                     base = package[:len(package) - (stmt.level - 1)] if stmt.level > 1 else package
                     mod = "/".join(base + (stmt.module.split(".") if stmt.module else []))
