@@ -85,9 +85,9 @@ GROUNDS = ("text", "rule", "phase/around", "none")
 
 def grounds_of(guess: dict) -> str:
     """What a guess rests on (evidence.GROUNDS), the phase and the words around taken together:
-    the text's own evidence, a rule's answer, only the phase / the lines around, nothing."""
-    grounds = guess.get("grounds") or ("rule" if guess.get("basis") else "none")
-    return "phase/around" if grounds in ("phase", "around") else grounds
+    the text's own evidence, a rule's answer, only the phase / the lines around, nothing (the
+    calibration's first step counts the same, ``calibration.ground_of``)."""
+    return calib.ground_of(guess)
 
 
 def by_grounds(rows) -> dict[str, dict[str, int]]:
@@ -152,8 +152,11 @@ def nested_calibration(lopo_rows, parts=None, prior_parts=None) -> list[tuple]:
             if other != held:
                 counts = count(tuple(p for p in prior_parts if p not in (held, other)))
                 train += measure((other,), counts, phase_prior.PRIOR_WEIGHT)
-        table = calib.count((r[5], r[6], r[1] == r[2], r[0]) for r in train)  # (the part: calibration's design effect)
-        out += [r[:3] + (calib.estimate(r[5], r[6], table)[0],) + r[4:] for r in lopo_rows if r[0] == held]
+        # (the part: calibration's design effect; the ground, when the rows have it: its first step)
+        grounded = all(len(r) > 8 for r in train)
+        table = calib.count((r[5], r[6], r[1] == r[2], r[0]) + ((r[8],) if grounded else ()) for r in train)
+        out += [r[:3] + (calib.estimate(r[5], r[6], table, r[8] if len(r) > 8 else None)[0],) + r[4:]
+                for r in lopo_rows if r[0] == held]
     return out
 
 

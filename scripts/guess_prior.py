@@ -117,7 +117,7 @@ def held_out_guesses(parts, prior_parts=TUNED_PARTS, root: Path = ROOT) -> list[
                 g = guess_of(root / "corpus" / part / lab["file"])
                 cue, kind = calibration.cue_of(g)
                 out.append({"part": part, "file": lab["file"], "label": lab.get("best_guess_category"),
-                            "category": g.get("category"), "cue": cue, "kind": kind,
+                            "category": g.get("category"), "cue": cue, "kind": kind, "ground": calibration.ground_of(g),
                             "right": g.get("category") == lab.get("best_guess_category")})
     finally:
         phase_prior.COUNTS = saved
@@ -129,7 +129,7 @@ def calibration_data(parts=TUNED_PARTS + READ_ONLY_PARTS, prior_parts=TUNED_PART
 
     rows = held_out_guesses(parts, prior_parts)
     return {"parts": list(parts), "prior_parts": list(prior_parts),
-            **calibration.count((r["cue"], r["kind"], r["right"], r["part"]) for r in rows)}
+            **calibration.count((r["cue"], r["kind"], r["right"], r["part"], r["ground"]) for r in rows)}
 
 
 def data(parts=TUNED_PARTS) -> dict:

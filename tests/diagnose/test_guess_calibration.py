@@ -167,7 +167,7 @@ def test_the_shipped_table_is_what_the_tool_does_now():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     fresh = mod.calibration_data()
-    keys = ("cues", "kinds", "all", "effective")
+    keys = ("cues", "kinds", "grounds", "all", "effective")
     assert {k: fresh[k] for k in keys} == {k: calibration.TABLE[k] for k in keys}
 
 
@@ -193,3 +193,42 @@ def test_a_text_that_ends_on_a_steps_end_line_is_in_the_next_step():
     assert fallback.text_phase([], loaded.splitlines(keepends=True)[0])[0] == "startup.load_weights"
     captured = b"[2025-05-01 10:01:02 TP0] Capture cuda graph end. Time elapsed: 20.1 s. mem usage=1.2 GB.\n"
     assert fallback.text_phase([], captured)[0] == "startup.warmup"
+
+
+def test_the_ground_a_guess_rests_on_is_counted_and_named():
+    # session 19: what the guess rests on (evidence.GROUNDS), the phase and the words around together
+    assert calibration.ground_of({"grounds": "phase"}) == calibration.ground_of({"grounds": "around"}) == "phase/around"
+    assert calibration.ground_of({"grounds": "text"}) == "text"
+    assert calibration.ground_of({"basis": "rule:class"}) == "rule" and calibration.ground_of({}) == "none"
+    rows = [("a->x", "a", True, "p", "text"), ("b->x", "b", False, "q", "none"), ("c->y", "c", True, "q", "none")]
+    t = calibration.count(rows)
+    assert t["grounds"] == {"none": [1, 2], "text": [1, 1]}
+    assert t["effective"]["grounds"]["none"] == [0.707, 1.414]  # two guesses of one part count as sqrt(2)
+    # rows without a ground (a table counted before session 19): no grounds block
+    assert "grounds" not in calibration.count([r[:4] for r in rows])
+
+
+def test_a_guess_is_stated_what_guesses_resting_on_the_same_ground_scored():
+    # one category's guesses, half resting on the text's own evidence (right 9 of 10 on many parts) and
+    # half on nothing (right 1 of 10): a rare cue of each is stated towards its ground's rate, not
+    # the category's average, and the figure says which ground it counted
+    rows = ([(f"t{i % 5}->x", "t", i != 0, f"p{i}", "text") for i in range(10)]
+            + [(f"n{i % 5}->x", "n", i == 0, f"q{i}", "none") for i in range(10)])
+    t = calibration.count(rows)
+    on_text, why = calibration.estimate("new->x", "new", t, "text")
+    on_nothing, why_nothing = calibration.estimate("new->x", "new", t, "none")
+    without, _ = calibration.estimate("new->x", "new", t)
+    assert on_nothing < without < on_text
+    assert "9/10 for every guess resting on the text's own evidence" in why
+    assert "1/10 for every guess resting on nothing" in why_nothing
+    # calibrate reads the ground from the guess itself
+    text_guess = calibration.calibrate({"category": "x", "confidence": 0.3, "grounds": "text",
+                                        "evidence": [{"name": "new", "category": "x", "weight": 0.3}]}, t)
+    none_guess = calibration.calibrate({"category": "x", "confidence": 0.3, "grounds": "none",
+                                        "evidence": [{"name": "new", "category": "x", "weight": 0.3}]}, t)
+    assert none_guess["confidence"] < text_guess["confidence"]
+
+
+def test_the_shipped_table_counts_the_grounds():
+    assert set(calibration.TABLE.get("grounds", {})) <= {"text", "rule", "phase/around", "none"}
+    assert sum(n for _, n in calibration.TABLE["grounds"].values()) == calibration.TABLE["all"][1]
