@@ -23,6 +23,7 @@ from sglang_doctor.incidents import survived as survived_mod
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.model import Diagnosis, Incident, Launch, Line
 from sglang_doctor.read import records
+from sglang_doctor.read.mapped import mapped_blocks, settled
 from sglang_doctor.read.scanner import Scanner
 
 BLOCK = 8 << 20
@@ -763,8 +764,12 @@ def _escape(literal: str) -> str:
 # -- sources ---------------------------------------------------------------------------
 
 
-def open_log(path: str | os.PathLike) -> Iterator[bytes]:
-    """Blocks of a log file (gzip read transparently); InputError with one line on failure."""
+def open_log(path: str | os.PathLike, mapped: bool = False) -> Iterator[bytes]:
+    """Blocks of a log file (gzip read transparently); InputError with one line on failure.
+
+    ``mapped`` (explain on a big file): a settled regular file's blocks after the first are
+    read-only mappings of the page cache instead of copies (read/mapped.py): a block is then
+    a ``MappedBlock``, not ``bytes``, with the same bytes."""
     p = Path(path)
     try:
         if p.is_dir():
@@ -778,10 +783,10 @@ def open_log(path: str | os.PathLike) -> Iterator[bytes]:
         raise
     except OSError as exc:
         raise InputError(f"{p}: cannot open: {exc.strerror or exc}") from None
-    return _blocks(fh, p)
+    return _blocks(fh, p, mapped)
 
 
-def _blocks(fh, p: Path) -> Iterator[bytes]:
+def _blocks(fh, p: Path, mapped: bool = False) -> Iterator[bytes]:
     """The file's text as UTF-8 blocks: gunzipped, UTF-16 transcoded, a UTF-8 BOM dropped.
 
     Never seeks, so a FIFO (``explain <(zcat old.log.gz)``) reads like a file.
@@ -789,7 +794,10 @@ def _blocks(fh, p: Path) -> Iterator[bytes]:
     with fh:
         try:
             head = fh.read(FIRST_BLOCK)
-            raw = _raw_blocks(head, fh)
+            # (a gzip or UTF-16 file is transformed block by block: read as before)
+            mapped = mapped and len(head) == FIRST_BLOCK and not head.startswith(b"\x1f\x8b") \
+                and decode_utf16(head) is None and settled(fh)
+            raw = _raw_blocks(head, fh, mapped)
             if head.startswith(b"\x1f\x8b"):
                 raw = _gunzip(raw, p)
             yield from _as_utf8(raw)
@@ -797,9 +805,11 @@ def _blocks(fh, p: Path) -> Iterator[bytes]:
             raise InputError(f"{p}: read failed: {exc.strerror or exc}") from None
 
 
-def _raw_blocks(head: bytes, fh) -> Iterator[bytes]:
+def _raw_blocks(head: bytes, fh, mapped: bool = False) -> Iterator[bytes]:
     if head:
         yield head
+    if mapped:
+        yield from mapped_blocks(fh, BLOCK)  # (then read() from where they end: a file that grew)
     while True:
         block = fh.read(BLOCK)
         if not block:

@@ -280,8 +280,10 @@ def _explain_files(logfiles, reporter, ruleset, hw, config, sglang_version) -> N
         if len(logfiles) > 1:
             reporter.message(f"# {path}", style="bold")
         sniff = _Sniffer()
-        # read and searched ahead in a thread; a big file's later stages imported meanwhile
-        for block in pipe.read_ahead(open_log(path), prepare=_big_file(path)):
+        # read and searched ahead in a thread; a big file's later stages imported meanwhile,
+        # its blocks mapped rather than copied when it is settled (read/mapped.py)
+        big = _big_file(path)
+        for block in pipe.read_ahead(open_log(path, mapped=big), prepare=big):
             sniff.see(block)
             for ev in pipe.feed(block):
                 _explain_event(reporter, ev)

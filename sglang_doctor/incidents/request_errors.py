@@ -92,7 +92,8 @@ def is_header(message: str) -> bool:
     """Whether ``message`` (a record's text behind SGLang's prefix, or a bare line) is the
     header of one request's handled error."""
     text = message.lstrip()
-    for head in LITERALS:
-        if text.startswith(head):
-            return head != "Hit invalid " or _GRAMMAR_KINDS.match(text) is not None
-    return False
+    # one startswith over all the heads (no head is a prefix of another): called on every
+    # record-start line the reader passes on, the kept batch lines included (read/scanner.py)
+    if not text.startswith(LITERALS):
+        return False
+    return not text.startswith("Hit invalid ") or _GRAMMAR_KINDS.match(text) is not None

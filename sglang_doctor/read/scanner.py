@@ -641,9 +641,11 @@ class Scanner:
         raised while reading is raised here, in the caller's thread, after the blocks read
         before it; closing the iterator stops the worker."""
         if not self.fast:
-            yield from blocks
+            yield from map(_as_bytes, blocks)
             return
         finder = self._worker_finder()
+        if not _sifts(finder):  # (a mapped block is searched in place by the native pass only)
+            blocks = map(_as_bytes, blocks)
         helper = self._helper(finder)
         if hasattr(getattr(finder, "_native", None), "heap_blocks"):
             # the blocks on the heap, reused once freed (not a fresh mapping each, whose
@@ -1133,6 +1135,11 @@ class _Job:
         if self._exc is not None:
             raise self._exc
         return self._value
+
+
+def _as_bytes(block) -> bytes:
+    """A block as ``bytes`` (a mapped one, read/mapped.py, copied)."""
+    return block if type(block) is bytes else bytes(block)
 
 
 def _sifts(finder) -> bool:

@@ -45,6 +45,10 @@ CHUNK = 1 << 20  # bytes compared with "\n" at a time (a multiple of 8)
 # itself, the helper the rest; the worker reads the next block while the helper finishes
 # (reading is about a third of its time)
 WORKER_SHARE = 35
+# ... and of a mapped block (read/mapped.py: no read() copy in the worker's time; the pass
+# takes the page faults, in both threads).  Per GiB with 35 (session 19, FIFO): worker
+# 0.39-0.43 s, helper 0.57-0.65 s of CPU; with 50: 0.52-0.56 against 0.44-0.52 s
+MAPPED_WORKER_SHARE = 45
 # head conditions (``Scanner(weak_heads=...)``, compiled as bytes patterns with no flags) that
 # the C extension's sift matches itself (``_native.c`` head_matches: pattern -> its code
 # there), so that the ~31k lines per GiB whose weak hit stands or falls by one (the v2 log's
@@ -461,7 +465,7 @@ class WeakFilter:
             pool, other = helper
             # the calling thread (the read-ahead worker) also reads the blocks: it searches
             # the smaller part, so that both threads are done at about the same time
-            split = (hi - lo) * WORKER_SHARE // 100
+            split = (hi - lo) * (WORKER_SHARE if type(block) is bytes else MAPPED_WORKER_SHARE) // 100
             mid = block.find(b"\n", lo + split, hi) + 1 or hi  # a line boundary: no literal straddles it
             later = pool.submit(part, other, mid, hi)
             try:
