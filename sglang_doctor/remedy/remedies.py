@@ -940,7 +940,9 @@ def _own_flags(ctx: Context) -> dict[str, Any]:
 
 # "--foo-bar" or a "foo_bar" server_args field named in an argument check's message; a value
 # when the message says which ("use --attention-backend triton", "specify --disable-x")
-_NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
+# (a one-word option, --dtype, --quantization, --sidecar, is a flag too: the two dashes say so,
+# and the catalogue has the last word; a bare word needs an underscore to be taken for a field)
+_NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
 # the verb may be in -ing form ("consider using --x"), the flag and its value in quotes or
 # backticks ("please use `--moe-runner-backend cutlass`")
 _ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?)\s+"
@@ -971,6 +973,7 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     inc = ctx.diagnosis.incident
     text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
     text = text[:4000]
+    advised: list[str] = []  # advised flags whose value the message does not give (or not validly)
     for m in _ADVISED.finditer(text):
         if _NEGATED.search(text[max(0, m.start() - 80):m.start()]):
             continue  # "not supported with --x": --x is the conflict, not the advice
@@ -978,7 +981,9 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         if flag is None:
             continue
         spec = ctx.catalog.spec(flag)
-        value: Any = True if spec is not None and not spec.takes_value else m.group(2)
+        # a value that ends the message's sentence ("requires --dtype bfloat16.") without its full stop
+        given = m.group(2).rstrip(".") if m.group(2) else None
+        value: Any = True if spec is not None and not spec.takes_value else given or None
         if value is not None and value is not True and ctx.catalog.validate(flag, value) is not None:
             value = None
         if value is not None:
@@ -988,6 +993,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
                               or "the setting the message asks for; check what it does for your workload")
             _with_named_env(rem, text)
             return trust.declare_log_named(rem, value_from="log" if value is not True else None)
+        if flag not in advised:
+            advised.append(flag)
     listed_choice = _listed_choice(ctx, text)
     if listed_choice is not None:
         return listed_choice
@@ -1005,6 +1012,9 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
                 direction[flag] = way.group(1).lower().startswith(_UP_WORDS)
     if not named:
         return None
+    # the flag the message advises ("X requires --sidecar", "use --quantization {method}") before
+    # the ones it only names (the setting that failed the check): the advice is the way out
+    named.sort(key=lambda f: f not in advised)  # stable: the message's order within each
     listed = ", ".join(named[:3])
     turn_on = bool(_TURN_ON.search(text))
     out: list[Remediation] = []
