@@ -1,4 +1,4 @@
-"""The fix a failure message names, against what sglang-doctor proposes (issue 12).
+"""The fix (flag or variable) a failure message names, against what sglang-doctor proposes (issue 12).
 
 Many of SGLang's own failure messages name their way out: "Please use `--attention-backend
 flashinfer`", "set --disable-cuda-graph", "try --mem-fraction-static ...".  For every site of a
@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import inventory_failures as inv_mod  # noqa: E402
 
+from sglang_doctor.remedy.class_remedies import env_advised  # noqa: E402
 from sglang_doctor.remedy.remedies import _ADVISED, _NEGATED  # noqa: E402
 
 
@@ -42,7 +43,7 @@ def advised_flags(message: str) -> list[str]:
 def touched(rem: dict | None) -> set[str]:
     if not rem:
         return set()
-    return set(rem.get("set") or {}) | set(rem.get("unset") or [])
+    return set(rem.get("set") or {}) | set(rem.get("unset") or []) | set(rem.get("env") or {})
 
 
 def run(version: str, verbose: bool) -> dict:
@@ -68,6 +69,9 @@ def run(version: str, verbose: bool) -> dict:
         wanted = advised_flags(message)
         if catalog is not None:
             wanted = [f for f in wanted if catalog.spec(f) is not None]
+        env = env_advised(message)  # "set SGLANG_X=1 to skip this check": the variable is the way out
+        if env is not None:
+            wanted.append(env[0])
         if not wanted:
             continue
         phase = disp.phase(site)

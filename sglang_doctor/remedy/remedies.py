@@ -1537,6 +1537,8 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         return None
     # what holds only if the launch had a setting the log does not show goes after the rest
     found.sort(key=lambda r: any(r is c for c in ctx.conditional))  # stable: order kept within each
+    if guessed is None:
+        found = _message_way_out(ctx, found)
     found = _lead_with_a_change(found)
     # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
     # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
@@ -1601,6 +1603,47 @@ def _passes_phase(diagnosis: Diagnosis, phases: Any) -> bool:
     wanted = [str(p) for p in (phases if isinstance(phases, (list, tuple)) else [phases])]
     phase = str(diagnosis.phase or "")
     return bool(phase) and any(phase == p or phase.startswith(p + ".") for p in wanted)
+
+
+def _message_way_out(ctx: Context, found: list[Remediation]) -> list[Remediation]:
+    """The variable the failure's own message names as its way out ("set
+    SGLANG_DISABLE_CUDNN_CHECK=1 to skip this check", "set SGLANG_USE_ATTN_TP_NGRAM=1 to shard
+    the table"; ``class_remedies.env_advised``: a known prefix, upper case, a short plain value,
+    not negated) is among the two changes read first: the first alternative when the rule's own
+    first change is another (a rule written for the failure keeps its lead), the lead when the
+    rule's answer starts with advice only.  The log chose the name and value, so the change is
+    advice (``declare_log_named``), never applied unattended.  SGLang prints such a variable only
+    as a maintainer-provided escape from that very check, which is why it is worth a slot."""
+    from sglang_doctor.remedy.class_remedies import env_advised
+
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    named = env_advised(text)
+    if named is None:
+        return found
+    name, value = named
+    # only an instruction to set it ("set X=1", "export X=1"): "with X=2 requires ..." names the
+    # value the launch ran with, the conflict, not the way out
+    told = re.search(r"\b(?:set|export|setting)\s+[`'\"]?" + re.escape(name) + r"\s*=", text, re.IGNORECASE)
+    if told is None:
+        return found
+    # advice on a condition ("If reserved but unallocated memory is large try setting
+    # PYTORCH_CUDA_ALLOC_CONF=...", torch's OOM text) is the rule's to weigh (allocator_fragmentation
+    # reads torch's figures for it), not an unconditional way out
+    sentence = re.split(r"[.;\n]\s", text[:told.start()])[-1]
+    if re.search(r"\bif\b", sentence, re.IGNORECASE):
+        return found
+    if any(name in rem.env for rem in found[:2]):
+        return found
+    rem = Remediation(env={name: value}, safe=False, needs_human=True,
+                      note=f"set {name}={value} in the server's environment: the failure's message names it "
+                           "as the way out",
+                      tradeoff="the message's own work-around: it usually skips a check or switches a path off; "
+                               "read what the message says it costs")
+    trust.declare_log_named(rem, value_from="log")
+    rest = [r for r in found if not (r.env.get(name) is not None and not r.set and not r.unset and len(r.env) == 1)]
+    at = 1 if rest else 0
+    return rest[:at] + [rem] + rest[at:]
 
 
 def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:

@@ -45,3 +45,36 @@ def test_a_flag_only_named_in_a_negated_clause_does_not_lead():
     assert rem is not None
     first = set(rem.set) | set(rem.unset)
     assert first == {"--enable-two-batch-overlap"}
+
+
+def _remediate_rule(remedy: list[dict], message: str):
+    inc = Incident(kind="traceback", first_line=1, last_line=1, frames=[], lines=[])
+    inc.exception = ExceptionInfo(type="ValueError", message=message)
+    d = Diagnosis(incident=inc, rule="some.rule", category="args.invalid", remedies=remedy,
+                  launch=Launch(index=0, line=1, server_args={}))
+    return remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                              model_config=None)
+
+
+# 0.5.23 models/qwen4_exp.py:725, the refusal's own way out
+NGRAM = ("global-TP Qwen4 N-gram lookup under DP attention requires a DP token layout; set "
+         "SGLANG_USE_ATTN_TP_NGRAM=1 to shard the table within each attention-TP group.")
+
+
+def test_the_variable_the_message_sets_is_the_first_alternative_after_the_rules_own_change():
+    rem = _remediate_rule([{"unset_flag": {"flag": "--enable-dp-attention", "implied": "the message names it"}}], NGRAM)
+    assert rem.unset == ["--enable-dp-attention"]
+    assert rem.alternatives[0].env == {"SGLANG_USE_ATTN_TP_NGRAM": "1"}
+    assert rem.alternatives[0].safe is False  # the log chose it: advice
+
+
+def test_the_variable_leads_when_the_rule_starts_with_advice_only():
+    rem = _remediate_rule([{"needs_human": {"reason": "check the model's parallel layout"}}], NGRAM)
+    assert rem.env == {"SGLANG_USE_ATTN_TP_NGRAM": "1"} and rem.needs_human
+
+
+def test_a_variable_the_message_names_as_the_running_value_is_not_advised():
+    msg = ("--enable-linear-replayssm-spec with SGLANG_RAGGED_VERIFY_MODE=2 requires the KDA fold-every-commit "
+           "family (DSPARK/DFLASH)")
+    rem = _remediate_rule([{"needs_human": {"reason": "x"}}], msg)
+    assert rem is None or all(not r.env for r in [rem, *rem.alternatives])
