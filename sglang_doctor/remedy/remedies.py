@@ -1539,6 +1539,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     found.sort(key=lambda r: any(r is c for c in ctx.conditional))  # stable: order kept within each
     if guessed is None:
         found = _message_way_out(ctx, found)
+        found = _compile_way_out(ctx, found)
     found = _lead_with_a_change(found)
     # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
     # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
@@ -1642,6 +1643,48 @@ def _message_way_out(ctx: Context, found: list[Remediation]) -> list[Remediation
                                "read what the message says it costs")
     trust.declare_log_named(rem, value_from="log")
     rest = [r for r in found if not (r.env.get(name) is not None and not r.set and not r.unset and len(r.env) == 1)]
+    at = 1 if rest else 0
+    return rest[:at] + [rem] + rest[at:]
+
+
+# torch.compile's own machinery: a failure raised in it (its frames, or its exception types
+# when the frames were cut) happened while compiling
+_COMPILE_MODULES = ("torch/_dynamo/", "torch/_inductor/")
+_COMPILE_EXCEPTIONS = ("torch._dynamo.exc.", "torch._inductor.exc.", "BackendCompilerFailed", "InductorError")
+# SGLang's piecewise CUDA graphs compile too (0.5.x model_executor/piecewise_cuda_graph_runner.py,
+# srt/compilation/): a failure there is theirs (rules/cuda_graph.yaml: --disable-piecewise-cuda-graph)
+_PIECEWISE_MODULES = ("piecewise_cuda_graph_runner", "srt/compilation/")
+
+
+def _compile_way_out(ctx: Context, found: list[Remediation]) -> list[Remediation]:
+    """A failure inside torch.compile (``torch/_dynamo``, ``torch/_inductor`` frames or their
+    exception types: a missing C compiler, an inductor lowering error, a graph break raised as an
+    error) with SGLang's own opt-in ``--enable-torch-compile`` (server_args: off by default;
+    ``model_runner`` compiles the decode CUDA graphs only with it): the compile switch off is among
+    the first two changes, after the rule's own first change (the lead when the rule starts
+    with advice only).  Not when the traceback is the piecewise CUDA graphs' (their rules
+    answer), not when the launch is known to run without it (``disable_feature`` gives nothing);
+    with the settings unknown it is the conditional "remove it if your launch sets it".
+    Trade-off: small-batch decode a little slower (what torch.compile bought), no compile step."""
+    inc = ctx.diagnosis.incident
+    paths = [f.file.replace("\\", "/") for f in inc.frames]
+    if any(m in p for p in paths for m in _PIECEWISE_MODULES):
+        return found
+    types = [e.type for e in ([inc.exception] if inc.exception is not None else []) + list(inc.chain or [])
+             if e is not None and e.type]
+    in_compile = (any(m in p for p in paths for m in _COMPILE_MODULES)
+                  or any(t.startswith(_COMPILE_EXCEPTIONS) or t.endswith(_COMPILE_EXCEPTIONS) for t in types))
+    if not in_compile:
+        return found
+    if any("--enable-torch-compile" in rem.unset for rem in found[:2]):
+        return found
+    rem = disable_feature(ctx, {"feature": "torch_compile"})
+    if not isinstance(rem, Remediation) or rem.is_empty():
+        return found
+    rem.remedy = "disable_feature"
+    rem.note += " (the failure was raised inside torch.compile's own code)"
+    trust.declare(rem, "rule")
+    rest = [r for r in found if not _same_change(r, rem)]
     at = 1 if rest else 0
     return rest[:at] + [rem] + rest[at:]
 

@@ -78,3 +78,43 @@ def test_a_variable_the_message_names_as_the_running_value_is_not_advised():
            "family (DSPARK/DFLASH)")
     rem = _remediate_rule([{"needs_human": {"reason": "x"}}], msg)
     assert rem is None or all(not r.env for r in [rem, *rem.alternatives])
+
+
+def _compile_failure(remedy: list[dict], frames: list[str], server_args: dict | None = None,
+                     exc_type: str = "torch._inductor.exc.InductorError"):
+    from sglang_doctor.model import Frame
+
+    inc = Incident(kind="traceback", first_line=1, last_line=1,
+                   frames=[Frame(file=f, line=1, function="f") for f in frames], lines=[])
+    inc.exception = ExceptionInfo(type=exc_type, message="RuntimeError: Failed to find C compiler. "
+                                                         "Please specify via CC environment variable.")
+    d = Diagnosis(incident=inc, rule="some.rule", category="kernel.build", remedies=remedy,
+                  launch=Launch(index=0, line=1, server_args=server_args or {}))
+    return remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                              model_config=None)
+
+
+SITE = "/usr/local/lib/python3.12/dist-packages/"
+RUNNER = SITE + "sglang/srt/model_executor/cuda_graph_runner.py"
+DYNAMO = SITE + "torch/_dynamo/eval_frame.py"
+
+
+def test_a_failure_inside_torch_compile_offers_the_compile_switch_off():
+    rem = _compile_failure([{"needs_human": {"reason": "install a C compiler (gcc) in the image"}}], [RUNNER, DYNAMO])
+    assert rem.unset == ["--enable-torch-compile"] and rem.needs_human  # unknown settings: conditional advice
+    assert "install a C compiler" in rem.note
+    rem = _compile_failure([{"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05}}], [RUNNER, DYNAMO],
+                           {"enable_torch_compile": True, "mem_fraction_static": 0.85})
+    assert rem.set == {"--mem-fraction-static": 0.8}
+    assert rem.alternatives[0].unset == ["--enable-torch-compile"]
+    # the exception's type says it when the frames were cut
+    rem = _compile_failure([{"needs_human": {"reason": "x"}}], [], exc_type="torch._dynamo.exc.BackendCompilerFailed")
+    assert rem.unset == ["--enable-torch-compile"]
+
+
+def test_no_compile_switch_for_piecewise_graphs_or_a_launch_without_it():
+    piecewise = SITE + "sglang/srt/model_executor/piecewise_cuda_graph_runner.py"
+    rem = _compile_failure([{"needs_human": {"reason": "x"}}], [piecewise, DYNAMO])
+    assert all("--enable-torch-compile" not in r.unset for r in [rem, *rem.alternatives])
+    rem = _compile_failure([{"needs_human": {"reason": "x"}}], [RUNNER, DYNAMO], {"enable_torch_compile": False})
+    assert all("--enable-torch-compile" not in r.unset for r in [rem, *rem.alternatives])
