@@ -940,7 +940,9 @@ def _own_flags(ctx: Context) -> dict[str, Any]:
 
 # "--foo-bar" or a "foo_bar" server_args field named in an argument check's message; a value
 # when the message says which ("use --attention-backend triton", "specify --disable-x")
-_NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
+# (a one-word option, --dtype, --quantization, --sidecar, is a flag too: the two dashes say so,
+# and the catalogue has the last word; a bare word needs an underscore to be taken for a field)
+_NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
 # the verb may be in -ing form ("consider using --x"), the flag and its value in quotes or
 # backticks ("please use `--moe-runner-backend cutlass`")
 _ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?)\s+"
@@ -971,6 +973,7 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     inc = ctx.diagnosis.incident
     text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
     text = text[:4000]
+    advised: list[str] = []  # advised flags whose value the message does not give (or not validly)
     for m in _ADVISED.finditer(text):
         if _NEGATED.search(text[max(0, m.start() - 80):m.start()]):
             continue  # "not supported with --x": --x is the conflict, not the advice
@@ -978,7 +981,9 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         if flag is None:
             continue
         spec = ctx.catalog.spec(flag)
-        value: Any = True if spec is not None and not spec.takes_value else m.group(2)
+        # a value that ends the message's sentence ("requires --dtype bfloat16.") without its full stop
+        given = m.group(2).rstrip(".") if m.group(2) else None
+        value: Any = True if spec is not None and not spec.takes_value else given or None
         if value is not None and value is not True and ctx.catalog.validate(flag, value) is not None:
             value = None
         if value is not None:
@@ -988,6 +993,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
                               or "the setting the message asks for; check what it does for your workload")
             _with_named_env(rem, text)
             return trust.declare_log_named(rem, value_from="log" if value is not True else None)
+        if flag not in advised:
+            advised.append(flag)
     listed_choice = _listed_choice(ctx, text)
     if listed_choice is not None:
         return listed_choice
@@ -1005,6 +1012,9 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
                 direction[flag] = way.group(1).lower().startswith(_UP_WORDS)
     if not named:
         return None
+    # the flag the message advises ("X requires --sidecar", "use --quantization {method}") before
+    # the ones it only names (the setting that failed the check): the advice is the way out
+    named.sort(key=lambda f: f not in advised)  # stable: the message's order within each
     listed = ", ".join(named[:3])
     turn_on = bool(_TURN_ON.search(text))
     out: list[Remediation] = []
@@ -1527,6 +1537,9 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         return None
     # what holds only if the launch had a setting the log does not show goes after the rest
     found.sort(key=lambda r: any(r is c for c in ctx.conditional))  # stable: order kept within each
+    if guessed is None:
+        found = _message_way_out(ctx, found)
+        found = _compile_way_out(ctx, found)
     found = _lead_with_a_change(found)
     # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
     # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
@@ -1591,6 +1604,89 @@ def _passes_phase(diagnosis: Diagnosis, phases: Any) -> bool:
     wanted = [str(p) for p in (phases if isinstance(phases, (list, tuple)) else [phases])]
     phase = str(diagnosis.phase or "")
     return bool(phase) and any(phase == p or phase.startswith(p + ".") for p in wanted)
+
+
+def _message_way_out(ctx: Context, found: list[Remediation]) -> list[Remediation]:
+    """The variable the failure's own message names as its way out ("set
+    SGLANG_DISABLE_CUDNN_CHECK=1 to skip this check", "set SGLANG_USE_ATTN_TP_NGRAM=1 to shard
+    the table"; ``class_remedies.env_advised``: a known prefix, upper case, a short plain value,
+    not negated) is among the two changes read first: the first alternative when the rule's own
+    first change is another (a rule written for the failure keeps its lead), the lead when the
+    rule's answer starts with advice only.  The log chose the name and value, so the change is
+    advice (``declare_log_named``), never applied unattended.  SGLang prints such a variable only
+    as a maintainer-provided escape from that very check, which is why it is worth a slot."""
+    from sglang_doctor.remedy.class_remedies import env_advised
+
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    named = env_advised(text)
+    if named is None:
+        return found
+    name, value = named
+    # only an instruction to set it ("set X=1", "export X=1"): "with X=2 requires ..." names the
+    # value the launch ran with, the conflict, not the way out
+    told = re.search(r"\b(?:set|export|setting)\s+[`'\"]?" + re.escape(name) + r"\s*=", text, re.IGNORECASE)
+    if told is None:
+        return found
+    # advice on a condition ("If reserved but unallocated memory is large try setting
+    # PYTORCH_CUDA_ALLOC_CONF=...", torch's OOM text) is the rule's to weigh (allocator_fragmentation
+    # reads torch's figures for it), not an unconditional way out
+    sentence = re.split(r"[.;\n]\s", text[:told.start()])[-1]
+    if re.search(r"\bif\b", sentence, re.IGNORECASE):
+        return found
+    if any(name in rem.env for rem in found[:2]):
+        return found
+    rem = Remediation(env={name: value}, safe=False, needs_human=True,
+                      note=f"set {name}={value} in the server's environment: the failure's message names it "
+                           "as the way out",
+                      tradeoff="the message's own work-around: it usually skips a check or switches a path off; "
+                               "read what the message says it costs")
+    trust.declare_log_named(rem, value_from="log")
+    rest = [r for r in found if not (r.env.get(name) is not None and not r.set and not r.unset and len(r.env) == 1)]
+    at = 1 if rest else 0
+    return rest[:at] + [rem] + rest[at:]
+
+
+# torch.compile's own machinery: a failure raised in it (its frames, or its exception types
+# when the frames were cut) happened while compiling
+_COMPILE_MODULES = ("torch/_dynamo/", "torch/_inductor/")
+_COMPILE_EXCEPTIONS = ("torch._dynamo.exc.", "torch._inductor.exc.", "BackendCompilerFailed", "InductorError")
+# SGLang's piecewise CUDA graphs compile too (0.5.x model_executor/piecewise_cuda_graph_runner.py,
+# srt/compilation/): a failure there is theirs (rules/cuda_graph.yaml: --disable-piecewise-cuda-graph)
+_PIECEWISE_MODULES = ("piecewise_cuda_graph_runner", "srt/compilation/")
+
+
+def _compile_way_out(ctx: Context, found: list[Remediation]) -> list[Remediation]:
+    """A failure inside torch.compile (``torch/_dynamo``, ``torch/_inductor`` frames or their
+    exception types: a missing C compiler, an inductor lowering error, a graph break raised as an
+    error) with SGLang's own opt-in ``--enable-torch-compile`` (server_args: off by default;
+    ``model_runner`` compiles the decode CUDA graphs only with it): the compile switch off is among
+    the first two changes, after the rule's own first change (the lead when the rule starts
+    with advice only).  Not when the traceback is the piecewise CUDA graphs' (their rules
+    answer), not when the launch is known to run without it (``disable_feature`` gives nothing);
+    with the settings unknown it is the conditional "remove it if your launch sets it".
+    Trade-off: small-batch decode a little slower (what torch.compile bought), no compile step."""
+    inc = ctx.diagnosis.incident
+    paths = [f.file.replace("\\", "/") for f in inc.frames]
+    if any(m in p for p in paths for m in _PIECEWISE_MODULES):
+        return found
+    types = [e.type for e in ([inc.exception] if inc.exception is not None else []) + list(inc.chain or [])
+             if e is not None and e.type]
+    in_compile = (any(m in p for p in paths for m in _COMPILE_MODULES)
+                  or any(t.startswith(_COMPILE_EXCEPTIONS) or t.endswith(_COMPILE_EXCEPTIONS) for t in types))
+    if not in_compile:
+        return found
+    if any("--enable-torch-compile" in rem.unset for rem in found[:2]):
+        return found
+    rem = disable_feature(ctx, {"feature": "torch_compile"})
+    if not isinstance(rem, Remediation) or rem.is_empty():
+        return found
+    rem.remedy = "disable_feature"
+    rem.note += " (the failure was raised inside torch.compile's own code)"
+    trust.declare(rem, "rule")
+    rest = [r for r in found if not _same_change(r, rem)]
+    at = 1 if rest else 0
+    return rest[:at] + [rem] + rest[at:]
 
 
 def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:

@@ -1,0 +1,115 @@
+"""The fix (flag or variable) a failure message names, against what sglang-doctor proposes (issue 12).
+
+Many of SGLang's own failure messages name their way out: "Please use `--attention-backend
+flashinfer`", "set --disable-cuda-graph", "try --mem-fraction-static ...".  For every site of a
+release's inventory (``data/inventory/sglang-VERSION.json``, made by
+``scripts/inventory_failures.py``) whose message *advises* a flag (a verb of advice before
+``--flag``, not negated: "is not supported with --x" names the conflict, not the fix), this runs
+the engine on the site's synthetic log (the same log ``--measure`` builds) and checks that the
+remediation's primary change or its first alternative touches that flag (sets or removes it):
+the two places bench/accuracy.py scores a fix in.  A source-derived measure of "the message
+names the fix but the remedy does not take it", independent of any corpus part.
+
+Usage: ``python bench/message_fixes.py [--version 0.5.23] [--verbose]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import inventory_failures as inv_mod  # noqa: E402
+
+from sglang_doctor.remedy.class_remedies import env_advised  # noqa: E402
+from sglang_doctor.remedy.remedies import _ADVISED, _NEGATED  # noqa: E402
+
+
+def advised_flags(message: str) -> list[str]:
+    """The flags a message advises, in its order (``remedies._ADVISED``, skipping negated ones)."""
+    out: list[str] = []
+    for m in _ADVISED.finditer(message):
+        if _NEGATED.search(message[max(0, m.start() - 80):m.start()]):
+            continue
+        if m.group(1) not in out:
+            out.append(m.group(1))
+    return out
+
+
+def touched(rem: dict | None) -> set[str]:
+    if not rem:
+        return set()
+    return set(rem.get("set") or {}) | set(rem.get("unset") or []) | set(rem.get("env") or {})
+
+
+def run(version: str, verbose: bool) -> dict:
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+    from sglang_doctor.remedy import flags as flags_mod
+
+    inv = inv_mod.load_inventory(ROOT / "data" / "inventory" / f"sglang-{version}.json")
+    printed = ROOT / "data" / "inventory" / f"printed-{version}.json"
+    if printed.is_file():
+        import json
+
+        inv["_printed"] = json.loads(printed.read_text(encoding="utf-8"))
+    disp = inv_mod.Dispositions.load()
+    ruleset = RuleSet.load(builtin=True, user=False)
+    catalog = flags_mod.load_catalog(version) if hasattr(flags_mod, "load_catalog") else None
+    total = hits = 0
+    misses: list[str] = []
+    for site in inv_mod.iter_sites(inv):
+        if not site["disposition"].startswith(("rule:", "class:")):
+            continue
+        message = inv_mod.fillings(site.get("full") or site["template"])[0]
+        wanted = advised_flags(message)
+        if catalog is not None:
+            wanted = [f for f in wanted if catalog.spec(f) is not None]
+        env = env_advised(message)  # "set SGLANG_X=1 to skip this check": the variable is the way out
+        if env is not None:
+            wanted.append(env[0])
+        if not wanted:
+            continue
+        phase = disp.phase(site)
+        pipe = StreamPipeline(ruleset, version=version)
+        events = pipe.feed(inv_mod.synthetic_log(site, phase).encode()) + pipe.finish()
+        incidents = [e for e in events if e.get("event") == "incident"]
+        if not incidents:
+            continue
+        rem = incidents[-1].get("remediation")
+        alts = (rem or {}).get("alternatives") or []
+        got = touched(rem) | (touched(alts[0]) if alts else set())
+        total += 1
+        # one setting under any of its spellings (an alias, an abbreviation argparse accepts)
+        same = (lambda a, b: a == b or (catalog is not None and catalog.spec(a) is not None
+                                        and catalog.spec(a) == catalog.spec(b)))
+        ok = any(same(f, g) for f in wanted for g in got)
+        hits += ok
+        if not ok:
+            misses.append(f"{site['file']}:{site['line']} [{incidents[-1].get('rule')}] wants {', '.join(wanted)}; "
+                          f"gets {sorted(touched(rem))} | {sorted(touched(alts[0])) if alts else '-'}"
+                          f"  <- {message[:140]!r}")
+    if verbose:
+        for m in misses:
+            print("  MISS", m)
+    return {"version": version, "sites": total, "hits": hits}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", default="0.5.23")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    r = run(args.version, args.verbose)
+    share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
+    print(f"sglang {r['version']}: message-advised flag in the primary or first alternative: "
+          f"{r['hits']}/{r['sites']} sites ({share:.1f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
