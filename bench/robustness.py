@@ -361,10 +361,18 @@ TRANSFORMS: dict[str, Callable] = {
     "excerpt": t_excerpt, "cut_key_head": t_cut_key_head, "cut_key_tail": t_cut_key_tail,
 }
 
+CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail")
+
 
 def apply(name: str, sample: Sample) -> str | None:
     seed = int(hashlib.sha256(f"{SEED}:{name}:{sample.name}".encode()).hexdigest()[:12], 16)
-    return TRANSFORMS[name](list(sample.lines), sample.key, random.Random(seed))
+    rng = random.Random(seed)
+    key = sample.key
+    if sample.healthy and name in CUT_AROUND_KEY and sample.lines:
+        # a healthy text has no key line: cut around a seeded non-empty line instead
+        nonempty = [i for i, line in enumerate(sample.lines) if line.strip()] or [0]
+        key = rng.choice(nonempty)
+    return TRANSFORMS[name](list(sample.lines), key, rng)
 
 
 # -- running the tool ------------------------------------------------------------------------
