@@ -538,7 +538,7 @@ class Assembler:
         cut = tracebacks.cut_head_exception(text.strip())
         if cut is None or (exc is not None and exc.type.rsplit(".", 1)[-1] != cut.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)):
             return exc
-        if sig is None and not self._names_failure(cut.message):
+        if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type):
             if exc is None or exc.type == BARE_ERROR_WORD:
                 return exc
         self._cut_exception = cut

@@ -148,6 +148,14 @@ def cut_type(etype: str) -> bool:
     return last in _CUT_WORDS and last != "Exception"  # (SGLang raises a bare Exception)
 
 
+def telling_tail(etype: str) -> bool:
+    """Whether a CUT_MARK'd type's tail reads as an exception type whatever its message says:
+    ``rror`` or a class name's end with its suffix word whole (``ueError``, ``Exception``);
+    a shorter piece (``r``, ``or``, ``ption``) ends common words too (``monitor``, ``option``)."""
+    last = etype[len(CUT_MARK):].rsplit(".", 1)[-1] if etype.startswith(CUT_MARK) else ""
+    return last == "rror" or (last.endswith(_EXC_SUFFIXES) and last != "Error")
+
+
 def cut_head_exception(text: str) -> ExceptionInfo | None:
     """The exception of a paste's first line when it starts inside the exception type
     (``rror: CUDA out of memory. ...``, ``.OutOfMemoryError: ...``), its type marked with
