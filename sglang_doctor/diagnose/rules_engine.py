@@ -861,7 +861,9 @@ class RuleSet:
                     # SGLang flag is named as the one to change (a specific rule's is, by its
                     # author, SGLang's own, even when newer than the shipped catalogues)
                     m = _first_sglang_flag(rule.message, e.message, m)
-                if not m and incident.cut_at_end and chain and e is chain[-1]:
+                if not m and incident.cut_at_end and chain and e is chain[-1] and rule.layer == "specific":
+                    # (a class rule's pattern is keywords around wildcards: a start of it is
+                    # any text that holds one of its words)
                     m = _partial_search(rule.message, e.message)
                     if m:
                         assumed.append("the message, cut where the paste ends, went on as this failure's does")
