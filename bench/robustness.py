@@ -26,6 +26,11 @@ per transform: **category kept** (the primary incident's category is still the r
 
 Each transform keeps the key line's words (the label's ``key_line``; for a fixture, the last
 line of its primary incident): it may wrap, prefix or re-indent that line, never drop it.
+The cut transforms (``excerpt``, ``cut_key_head``, ``cut_key_tail``) cut the key line itself
+the way search excerpts are cut, but keep what a person still reads the failure from: the
+message whole when the head is cut (only the type's module path and part of its name go),
+its first four words and at least half of it when the tail is cut.  On healthy texts they
+cut around a seeded line.
 
 Usage: ``python bench/robustness.py [--split tune|untuned|all] [--transform NAME ...]
 [--verbose] [--json] [--subprocess]``.  By default the tool runs in this process (the same
