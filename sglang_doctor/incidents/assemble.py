@@ -536,6 +536,9 @@ class Assembler:
         marked as a tail (tracebacks.CUT_MARK), when the line holds a failure's words or a
         signal's; otherwise what the line read as before."""
         cut = tracebacks.cut_head_exception(text.strip())
+        if cut is not None and cut.type == tracebacks.CUT_MARK + BARE_ERROR_WORD \
+                and tracebacks.bare_exception(cut.message.strip()) is not None:
+            return exc  # "Error: ValueError: ...": a reporter's word before the exception (below)
         if cut is None or (exc is not None and exc.type.rsplit(".", 1)[-1] != cut.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)):
             return exc
         if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type):
