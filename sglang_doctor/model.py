@@ -128,6 +128,9 @@ class Incident:
     # whether the log says so: False for a fragment with no ready line, no launch header and
     # no start-up milestone before the failure (then after_ready is only a default)
     after_ready_known: bool = True
+    # the input ends inside this incident's last line (a paste or search excerpt cut mid-line):
+    # its last exception's message may have lost its end
+    cut_at_end: bool = False
     # the scheduler's last batch lines before the failure (incidents/serving.py: usage, running
     # and queued requests, a retraction, seconds from the last batch to the failure), or None
     serving: dict[str, Any] | None = None

@@ -175,6 +175,7 @@ class StreamPipeline:
 
     def finish(self) -> list[dict]:
         early = self._judge_wrap() if self._wrap_head else []
+        self.assembler.ends_mid_line = self._partial  # the last line is cut (Incident.cut_at_end)
         self._partial = False
         self.idle_deferred = 0
         self.scanner.finish()

@@ -23,7 +23,7 @@ from typing import Any
 from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.incidents.milestones import last_before, phase_after
-from sglang_doctor.incidents.tracebacks import inner_type, sglang_frames
+from sglang_doctor.incidents.tracebacks import CUT_MARK, cut_type_matches, inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
 REGEX_TIMEOUT = 0.05
@@ -619,6 +619,42 @@ def _search(rx, text: str):
         raise _Timeout from None
 
 
+# A message cut where the paste ends matches a rule's pattern when it is a start of what the
+# pattern matches, and that start is long enough to carry the failure's own words.
+MIN_PARTIAL_CHARS = 24
+
+
+def _partial_search(rx, text: str):
+    """A match of ``rx`` that the end of ``text`` cut short (``regex``'s partial matching), or
+    None; a whole match is _search's."""
+    text = text.rstrip()
+    try:
+        m = rx.search(text, partial=True, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        raise _Timeout from None
+    except TypeError:  # a pattern object without partial matching (the stdlib's re)
+        return None
+    if m is None or not m.partial or len(m.group(0)) < MIN_PARTIAL_CHARS:
+        return None
+    # the words the pattern spells out, not what a wildcard took: a start of "(.+)\n...cuh"
+    # is any text at all
+    held = sum(len(w) for w in _literal_words(rx.pattern) if w in m.group(0))
+    return m if held >= MIN_PARTIAL_CHARS * 2 // 3 else None
+
+
+_WORDS: dict[str, frozenset[str]] = {}
+_REGEX_SYNTAX = re.compile(r"\(\?P<\w+>|\(\?[:=!<]*|\\[dDsSwWbBAZ]|\[(?:\\.|[^\]])*\]|\{\d*,?\d*\}")
+
+
+def _literal_words(pattern: str) -> frozenset[str]:
+    """The words of three letters or more a regex spells out literally."""
+    words = _WORDS.get(pattern)
+    if words is None:
+        text = re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern))
+        words = _WORDS[pattern] = frozenset(re.findall(r"[A-Za-z_]{3,}", text))
+    return words
+
+
 def _frame_hit(pattern: str, frame) -> bool:
     return frame.function == pattern or pattern in frame.file or frame.function.endswith("." + pattern)
 
@@ -764,6 +800,9 @@ class RuleSet:
         names = ({e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} | {inner_type(e.type) for e in incident.chain[-1:]}
                  if incident.chain else set())
         out = list(self._general)
+        for name in list(names):
+            if name.startswith(CUT_MARK):  # a type the paste cut at its head: every name it can end
+                names |= set(cut_type_matches(name, self._by_exception))
         for name in names:
             out += self._by_exception.get(name, [])
         if self._by_literal:
@@ -808,9 +847,12 @@ class RuleSet:
         if rule.exceptions:
             wanted = {e.rsplit(".", 1)[-1] for e in rule.exceptions} | set(rule.exceptions)
             chain = [e for e in chain if e.type in wanted or e.type.rsplit(".", 1)[-1] in wanted
-                     or inner_type(e.type) in wanted]
+                     or inner_type(e.type) in wanted or self._cut_type_in(e.type, wanted, rule)]
             if not chain:
                 return None
+            if any(e.type.startswith(CUT_MARK) for e in chain):
+                assumed.append(f"the exception's type, cut by the paste ({chain[-1].type}), is "
+                               f"{' or '.join(sorted(cut_type_matches(chain[-1].type, rule.exceptions)) or rule.exceptions)}")
         if rule.message is not None:
             for e in chain:
                 m = _search(rule.message, e.message)
@@ -819,6 +861,12 @@ class RuleSet:
                     # SGLang flag is named as the one to change (a specific rule's is, by its
                     # author, SGLang's own, even when newer than the shipped catalogues)
                     m = _first_sglang_flag(rule.message, e.message, m)
+                if not m and incident.cut_at_end and chain and e is chain[-1] and rule.layer == "specific":
+                    # (a class rule's pattern is keywords around wildcards: a start of it is
+                    # any text that holds one of its words)
+                    m = _partial_search(rule.message, e.message)
+                    if m:
+                        assumed.append("the message, cut where the paste ends, went on as this failure's does")
                 if m:
                     captures.update({k: v for k, v in m.groupdict().items() if v is not None})
                     break
@@ -870,6 +918,16 @@ class RuleSet:
                     return None
                 assumed.append(f"{key} {cond} (the log has no server_args dump)")
         return captures
+
+    def _cut_type_in(self, etype: str, wanted: set[str], rule: Rule) -> bool:
+        """Whether a type the paste cut at its head (``…rror``) can be one of ``wanted``: a
+        rule that also reads the message or its words may take any type it is the tail of;
+        a rule on the type alone only a tail no other type of the pack ends with."""
+        if not etype.startswith(CUT_MARK) or not cut_type_matches(etype, wanted):
+            return False
+        if rule.message is not None or rule.message_any or rule.line_rx is not None:
+            return True
+        return len(cut_type_matches(etype, self._by_exception)) == 1
 
     def diagnose(self, incident: Incident, launch: Launch | None) -> Diagnosis:
         """Specific rules first, then class rules, then the honest fallback."""

@@ -268,6 +268,11 @@ class Assembler:
         # lower-case words of failures the rule pack knows by their message (RuleSet.failure_words):
         # a bare "Error: ..." line counts as a failure only when it holds one (see _bare)
         self._failure_words = tuple(w for w in failure_words if w)
+        self._cut_exception: tracebacks.ExceptionInfo | None = None  # see _cut_first_line
+        # set by the caller before flush: the input ended without a line end (its last line is
+        # cut); the incident holding that line says so (Incident.cut_at_end)
+        self.ends_mid_line = False
+        self._last_number = 0  # the number of the last line fed
         # _classify: which signals a message's literals point at, found in one automaton pass
         self._signals = signals.SIGNALS + tuple(extra_signals)
         self._by_literal: dict[str, list[int]] = {}
@@ -316,6 +321,7 @@ class Assembler:
         )
 
     def feed(self, line: Line) -> list[Event]:
+        self._last_number = line.number
         if self.wrap_width is not None:
             return self._unwrap(line)
         return self._feed_line(line)
@@ -488,6 +494,8 @@ class Assembler:
             exc = tracebacks.open_exception(text.strip())  # "ImportError: " + message lines below
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
+        if line.number == 1 and ": " in text and not text[:1].isspace():
+            exc = self._cut_first_line(text, exc, sig)
         if exc is not None and exc.type == BARE_ERROR_WORD:
             # "Error: <text>" at column 0 with no traceback above it: no Python class of
             # SGLang's stack is named Error (it raises RuntimeError/ValueError/Exception), so
@@ -505,6 +513,7 @@ class Assembler:
                 self._normal(line, ranks, text, events, found)
                 return
         if sig is not None and (exc is None or sig[0].role != "evidence"):
+            self._cut_exception = None
             self._signal(line, ranks, sig, events)
             return
         if exc is not None:
@@ -521,6 +530,23 @@ class Assembler:
             return
         self._normal(line, ranks, text, events, found)
 
+    def _cut_first_line(self, text: str, exc, sig):
+        """The input's first line, when the paste starts inside an exception line's type
+        (``rror: CUDA out of memory. ...``, ``ueError: ...``): the exception with its type
+        marked as a tail (tracebacks.CUT_MARK), when the line holds a failure's words or a
+        signal's; otherwise what the line read as before."""
+        cut = tracebacks.cut_head_exception(text.strip())
+        if cut is not None and cut.type == tracebacks.CUT_MARK + BARE_ERROR_WORD \
+                and tracebacks.bare_exception(cut.message.strip()) is not None:
+            return exc  # "Error: ValueError: ...": a reporter's word before the exception (below)
+        if cut is None or (exc is not None and exc.type.rsplit(".", 1)[-1] != cut.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)):
+            return exc
+        if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type):
+            if exc is None or exc.type == BARE_ERROR_WORD:
+                return exc
+        self._cut_exception = cut
+        return cut
+
     def _names_failure(self, message: str) -> bool:
         """Whether ``message`` holds the words of a failure the rule pack knows by its message."""
         low = message.lower()
@@ -533,6 +559,10 @@ class Assembler:
         text = line.text
         builder = tracebacks.TracebackBuilder(text, headless=True)
         builder.offer(text)
+        if self._cut_exception is not None:
+            if builder.parts[-1].exception is not None:  # the first line's type read as a tail
+                builder.parts[-1].exception = self._cut_exception
+            self._cut_exception = None
         self._open_group(events, line)
         self._group.builders.append(builder)
         self._group.add_ranks(ranks)
@@ -785,6 +815,7 @@ class Assembler:
             after_ready_known=(launch.ready_line is not None or launch.line is not None
                                or any(ms.line < lines[0].number for ms in launch.milestones)),
         )
+        incident.cut_at_end = self.ends_mid_line and lines[-1].number == self._last_number
         self._add_serving(incident, lines)
         if primary is not None:
             incident.chain = primary.chain

@@ -126,6 +126,57 @@ def open_exception(text: str) -> ExceptionInfo | None:
     return exc
 
 
+# What stands in front of an exception type whose head a paste cut off: the line the paste
+# starts with was ``torch.OutOfMemoryError: ...`` and reads ``ryError: ...`` or ``r: ...`` (a
+# search excerpt, a selection dragged from inside the line).  rules_engine matches such a
+# type to the names it can be the tail of.
+CUT_MARK = "\u2026"
+_CUT_HEAD = re.compile(r"^\.*(?P<type>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*): (?P<msg>\S.*)$")
+_CUT_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Fault")
+
+
+def cut_type(etype: str) -> bool:
+    """Whether a type read from a paste's first line can only be the tail of a longer one:
+    its class name starts lowercase (``ueError``, ``rror``), or is a bare suffix word or a
+    piece of one (``Error``, ``ption``) that no class of SGLang's stack is named (``Exception``
+    is one)."""
+    last = etype.rsplit(".", 1)[-1]
+    if not last:
+        return False
+    if last[0].islower() or last[0] == "_":
+        return last.endswith(_EXC_SUFFIXES) or any(w.endswith(last) for w in _CUT_WORDS)
+    return last in _CUT_WORDS and last != "Exception"  # (SGLang raises a bare Exception)
+
+
+def telling_tail(etype: str) -> bool:
+    """Whether a CUT_MARK'd type's tail reads as an exception type whatever its message says:
+    ``rror`` or a class name's end with its suffix word whole (``ueError``, ``Exception``);
+    a shorter piece (``r``, ``or``, ``ption``) ends common words too (``monitor``, ``option``)."""
+    last = etype[len(CUT_MARK):].rsplit(".", 1)[-1] if etype.startswith(CUT_MARK) else ""
+    return last == "rror" or (last.endswith(_EXC_SUFFIXES) and last != "Error")
+
+
+def cut_head_exception(text: str) -> ExceptionInfo | None:
+    """The exception of a paste's first line when it starts inside the exception type
+    (``rror: CUDA out of memory. ...``, ``.OutOfMemoryError: ...``), its type marked with
+    CUT_MARK when only a tail of it is left; None when the line does not read so."""
+    m = _CUT_HEAD.match(text)
+    if m is None:
+        return None
+    etype = m.group("type")
+    if cut_type(etype):
+        return ExceptionInfo(CUT_MARK + etype, m.group("msg"))
+    if text.startswith(".") and etype.rsplit(".", 1)[-1].endswith(_EXC_SUFFIXES):
+        return ExceptionInfo(etype, m.group("msg"))  # only the module path was lost
+    return None
+
+
+def cut_type_matches(etype: str, names) -> list[str]:
+    """The names (dotted or not) a CUT_MARK'd type can be the tail of."""
+    frag = etype[len(CUT_MARK):]
+    return [n for n in names if n.endswith(frag) and n != frag] if frag else []
+
+
 def inner_type(etype: str) -> str:
     """``RayTaskError(OutOfMemoryError)`` -> ``OutOfMemoryError``; else the type as is."""
     if etype.endswith(")") and "(" in etype:

@@ -603,8 +603,22 @@ class Scanner:
                 self._hold(carry + data)
                 return
             head, self._carry = self._carry + data[: nl + 1], b""
-            self._scan(head, 0, len(head))
+            if self.number == 1:
+                self._emit(head[:-1])  # the input's first line: always passed (below)
+            else:
+                self._scan(head, 0, len(head))
             pos = nl + 1
+        elif self.number == 1 and self.fast:
+            # the input's first line is passed whatever it holds: a paste that starts inside
+            # a line (``rror: CUDA out of memory ...``, a search excerpt) has lost the literal
+            # its head held, and the assembler judges such a line (Assembler._cut_first_line);
+            # a reader of every line passes it too, so nothing else changes
+            nl = data.find(b"\n")
+            if 0 <= nl <= MAX_LINE_BYTES:
+                self._emit(data[:nl])
+                pos = nl + 1
+                if pos == len(data):
+                    return
         last = data.rfind(b"\n", pos)
         if last >= 0:
             if ahead is not None and ahead[1] == last + 1 and pos <= ahead[0]:
