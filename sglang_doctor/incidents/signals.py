@@ -122,8 +122,12 @@ SIGNALS: tuple[Signal, ...] = (
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)
     # (Mooncake's transfer engine logs through glog from its transport sources: rdma_transport.cpp,
-    # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp)
-    _s("transfer_error", ("rdma_transport", "rdma_context", "rdma_endpoint", "transfer_engine", "tcp_transport", "non-zero status:",
+    # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp; its store client's
+    # transfer tasks from transfer_task.cpp: "Failed to complete transfers after 60 seconds for batch
+    # N".  Not transfer_metadata.cpp: its E "Local segment descriptor not found" is logged at every
+    # start of a client that mounts no segment of its own, a healthy state)
+    _s("transfer_error", ("rdma_transport", "rdma_context", "rdma_endpoint", "transfer_engine", "tcp_transport",
+                          "transfer_task", "non-zero status:",
                           "NVSHMEM ERROR", "Failed to establish a new connection"),
        r"^E\d{4} [\d:.]+ +\d+ \w+\.cpp:\d+\] (?P<transfer_message>.+)|non-zero status: \d+ (?P<nvshmem_message>.+)|"
        r"NVSHMEM ERROR|Failed to establish a new connection", "evidence"),
