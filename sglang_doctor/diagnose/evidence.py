@@ -92,6 +92,20 @@ CAPTURE_MODULES_0514 = ("runner/decode_cuda_graph_runner", "runner/prefill_cuda_
                         "runner/base_cuda_graph_runner", "runner_backend/")
 
 
+# The graph runners' functions that run while serving, not while capturing: replaying a captured
+# graph for a running batch and getting its inputs, metadata and outputs ready (0.5.9
+# cuda_graph_runner.py can_run / replay_prepare / replay; 0.5.23 runner/decode_cuda_graph_runner.py
+# can_run_graph / load_batch / _copy_replay_inputs / _init_replay_attn_metadata* /
+# _process_output_after_replay, runner/prefill_cuda_graph_runner.py can_replay_locally and the
+# *_for_replay steps, runner_backend/*.py replay / replay_session).  A traceback (or a faulthandler
+# dump) stopped in one of them crashed in a batch's forward pass, not in capture.
+GRAPH_REPLAY_FUNCTIONS = ("replay", "replay_prepare", "replay_session", "can_run", "can_run_graph", "load_batch",
+                          "can_replay_locally", "_copy_replay_inputs", "_init_replay_attn_metadata",
+                          "_init_replay_attn_metadata_from_view", "_process_output_after_replay",
+                          "_prepare_forward_metadata_for_replay", "_prepare_chunked_prefix_replay")
+_REPLAY_WHY = ("it stopped replaying a captured CUDA graph, the forward pass of a running batch (the graphs "
+               "were captured already)")
+
 # Where a traceback was when its text stopped: (path part after ".../sglang/", function
 # names or None for any, category, why).  Tried from the deepest SGLang frame outwards;
 # the first that fits names the guess.  Serving loops come last: a failure inside a model's
@@ -100,6 +114,10 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     ("srt/server_args", None, "args.invalid", "it stopped in server_args (argument checks)"),
     ("sglang/api.py", ("Runtime", "__init__"), "args.invalid",
      "it stopped in sglang.Runtime(...), which builds the server's arguments from the caller's keywords"),
+    # (replaying a captured graph is serving, before the modules' capture entries below)
+    ("srt/model_executor/cuda_graph_runner", GRAPH_REPLAY_FUNCTIONS, "runtime.crash", _REPLAY_WHY),
+    *(("srt/model_executor/" + part, GRAPH_REPLAY_FUNCTIONS, "runtime.crash", _REPLAY_WHY)
+      for part in CAPTURE_MODULES_0514),
     ("srt/model_executor/cuda_graph_runner", None, "cuda_graph", "it stopped while capturing CUDA graphs"),
     # from 0.5.14 capture lives in model_executor/runner/ (DecodeCudaGraphRunner, the prefill
     # graph runner and their base) and the graph back ends of model_executor/runner_backend/
@@ -412,8 +430,9 @@ _CAPTURE_FUNCTIONS = ("init_cuda_graphs", "init_device_graphs", "capture", "capt
 
 def _under_capture(outer: list[Frame]) -> bool:
     """Some of these SGLang frames are CUDA graph capture (cuda_graph_runner, or its capture steps)."""
-    return any(any("srt/model_executor/" + part in f.file.replace("\\", "/")
-                   for part in ("cuda_graph_runner", *CAPTURE_MODULES_0514))
+    return any((any("srt/model_executor/" + part in f.file.replace("\\", "/")
+                    for part in ("cuda_graph_runner", *CAPTURE_MODULES_0514))
+                and f.function.rsplit(".", 1)[-1] not in GRAPH_REPLAY_FUNCTIONS)
                or f.function.rsplit(".", 1)[-1] in _CAPTURE_FUNCTIONS for f in outer)
 
 

@@ -653,6 +653,9 @@ class Assembler:
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
+            if sig.name == "triton_ignorable_diagnostic":
+                # not a failure, but a kernel being compiled: the step the launch was in (progress.py)
+                self._normal(line, ranks, line.text, events)
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "stop" or sig.role == "benign":

@@ -32,6 +32,10 @@ PROGRESS: tuple[tuple[str, str], ...] = (
     # "Try DeepGEMM JIT Compiling for <GEMM_...>" (srt/layers/deep_gemm_wrapper)
     ("Loading JIT ops", JIT_BUILD),
     ("DeepGEMM JIT Compiling", JIT_BUILD),
+    # Triton < 3.2 compiling SGLang's decode-attention kernel prints the MLIR diagnostic
+    # 'loc("...decode_attention.py":L:C): error: operation scheduled before its operands' (harmless:
+    # signals.py triton_ignorable_diagnostic); it shows a Triton kernel being compiled right then
+    ("error: operation scheduled before its operands", JIT_BUILD),
     # (not the serving batch logs, "Prefill batch" / "Decode batch": they are most of a serving
     # log, and as triggers every one of them would go through the assembler; the ready line
     # says "serving" already, and the no-incident summary reads them from the last lines)

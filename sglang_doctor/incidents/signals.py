@@ -109,12 +109,25 @@ SIGNALS: tuple[Signal, ...] = (
     _s("watchdog_timeout", ("watchdog timeout",), r"Scheduler watchdog timeout", "evidence"),
     _s("health_check_failed", ("Health check failed",), r"Health check failed", "evidence"),
     _s("init_failed", ("Initialization failed",), r"Initialization failed\.", "evidence"),
+    # Triton < 3.2's software pipeliner prints the MLIR diagnostic "loc(...): error: operation
+    # scheduled before its operands" and compiles the kernel anyway: SGLang 0.4.1-0.4.6.post5 log
+    # "The following error message 'operation scheduled before its operands' can be ignored."
+    # before their decode-attention kernel compiles ("This issue will not affect performance and
+    # accuracy", srt/layers/attention/triton_ops/decode_attention.py); ranks' lines may interleave, so
+    # the location's tail ('.py":L:C): error: ') is enough.  Before kernel_compile_error
+    # and the rule pack's ": error: " literal, which would read it as a compile failure.
+    _s("triton_ignorable_diagnostic", ("operation scheduled before its operands",),
+       r"\.py\"(?::\d+)*\): error: operation scheduled before its operands\s*$", "handled"),
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)
     # (Mooncake's transfer engine logs through glog from its transport sources: rdma_transport.cpp,
-    # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp)
-    _s("transfer_error", ("rdma_transport", "rdma_context", "rdma_endpoint", "transfer_engine", "tcp_transport", "non-zero status:",
+    # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp; its store client's
+    # transfer tasks from transfer_task.cpp: "Failed to complete transfers after 60 seconds for batch
+    # N".  Not transfer_metadata.cpp: its E "Local segment descriptor not found" is logged at every
+    # start of a client that mounts no segment of its own, a healthy state)
+    _s("transfer_error", ("rdma_transport", "rdma_context", "rdma_endpoint", "transfer_engine", "tcp_transport",
+                          "transfer_task", "non-zero status:",
                           "NVSHMEM ERROR", "Failed to establish a new connection"),
        r"^E\d{4} [\d:.]+ +\d+ \w+\.cpp:\d+\] (?P<transfer_message>.+)|non-zero status: \d+ (?P<nvshmem_message>.+)|"
        r"NVSHMEM ERROR|Failed to establish a new connection", "evidence"),

@@ -1,0 +1,41 @@
+"""Triton < 3.2's pipeliner diagnostic 'loc("...decode_attention.py":L:C): error: operation scheduled
+before its operands' is harmless: SGLang 0.4.1-0.4.6.post5 log "The following error message 'operation
+scheduled before its operands' can be ignored." before their decode-attention kernel compiles
+(srt/layers/attention/triton_ops/decode_attention.py: "This issue will not affect performance and
+accuracy").  It is no incident (signals.py triton_ignorable_diagnostic; the rule pack's ": error: "
+literal read it as a kernel compile failure before), but it shows a Triton kernel being compiled
+(progress.py JIT_BUILD).  A fatal MLIR diagnostic stays a compile failure."""
+
+from pathlib import Path
+
+from sglang_doctor import pipeline
+from sglang_doctor.diagnose.rules_engine import RuleSet
+from sglang_doctor.incidents import progress
+
+DIAG = ('loc("/usr/local/lib/python3.10/dist-packages/sglang/srt/layers/attention/triton_ops/decode_attention.py"'
+        ':310:16): error: operation scheduled before its operands')
+
+
+def _incidents(tmp_path: Path, lines: list[str]):
+    p = tmp_path / "log.txt"
+    p.write_text("\n".join(lines) + "\n")
+    return pipeline.read_incidents(p, RuleSet.load())[1]
+
+
+def test_the_diagnostic_and_its_interleaved_tail_are_no_incident(tmp_path):
+    tail = 'g/srt/layers/attention/triton_ops/decode_attention.py":310:16): error: operation scheduled before its operands'
+    assert _incidents(tmp_path, [DIAG, DIAG, tail, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"]) == []
+
+
+def test_a_fatal_mlir_diagnostic_is_still_an_incident(tmp_path):
+    fatal = DIAG.replace("operation scheduled before its operands",
+                         "failed to legalize operation 'tt.dot' that was explicitly marked illegal")
+    (inc,) = _incidents(tmp_path, [fatal])
+    assert inc.first_line == 1
+
+
+def test_the_diagnostic_is_a_kernel_being_compiled():
+    assert progress.phase_of(DIAG) == progress.JIT_BUILD
+    # SGLang's own notice is printed at import, not while a kernel compiles
+    notice = "[2025-02-18 09:50:22 TP0] The following error message 'operation scheduled before its operands' can be ignored."
+    assert progress.phase_of(notice) is None
