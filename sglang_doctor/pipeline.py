@@ -258,6 +258,12 @@ class StreamPipeline:
         self._line = line  # the line whose events are being converted (the ready line's time)
         self._convert(self.assembler.feed(line))
         self._line = None
+        if self._while_serving:
+            # decided on the line that brings the evidence, not when the block ends: the
+            # launch keeps only its last serving.KEEP batch lines, so a later look could take
+            # a later batch line for the proof (and a death before it for a crash), and the
+            # answer would depend on how the bytes came in (block sizes, read-ahead)
+            self._decide_while_serving()
 
     def _timestamp_of(self, number: int | None) -> str | None:
         """The log's time on line ``number`` when it is the line being converted."""

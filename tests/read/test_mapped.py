@@ -177,9 +177,8 @@ def test_explains_read_ahead_over_mapped_blocks_gives_the_events_of_the_same_blo
                                                                                            small_blocks, monkeypatch):
     """The scanner's every step (the search ahead, the skipped runs' counts, the kept batch
     lines, the record starts, the weak-hit filter, the pieces left to the caller) over
-    MappedBlocks, against the same blocks as ``bytes`` through the same read-ahead.  (Not
-    against these bytes fed line by line: on this input main's code already gives other
-    events for other feed sizes, a ``warning`` for an ``incident``, mapped or not.)"""
+    MappedBlocks, against the same blocks as ``bytes`` through the same read-ahead, and
+    against these bytes fed line by line, every line read (tests/read/test_feeding.py)."""
     from sglang_doctor.pipeline import StreamPipeline
 
     monkeypatch.setattr(scanner, "SMALL_BLOCK", 0)  # every block searched ahead
@@ -191,18 +190,20 @@ def test_explains_read_ahead_over_mapped_blocks_gives_the_events_of_the_same_blo
         blocks = list(pipeline.open_log(path, mapped=True))
         assert (MappedBlock in map(type, blocks)) == (len(data) > pipeline.FIRST_BLOCK)
 
-        def run(blocks):
-            pipe = StreamPipeline(rule_pack, remediate=False, whole_log=True)
+        def run(blocks, ahead: bool = True):
+            pipe = StreamPipeline(rule_pack, remediate=False, fast=ahead, whole_log=True)
             events = []
-            for block in pipe.read_ahead(iter(blocks)):
+            for block in (pipe.read_ahead(iter(blocks)) if ahead else blocks):
                 events += pipe.feed(block)
                 del block
             events += pipe.finish()
             return [(e["event"], e.get("rule"), e.get("line"), e.get("lines"), e.get("title")) for e in events], \
                 pipe.lines_seen
 
-        assert run(blocks) == run([bytes(b) for b in blocks])
-        assert run(blocks)[1] == data.count(b"\n")
+        got = run(blocks)
+        assert got == run([bytes(b) for b in blocks])
+        assert got == run(data.splitlines(keepends=True), ahead=False)
+        assert got[1] == data.count(b"\n")
 
 
 @pytest.fixture(scope="module")
