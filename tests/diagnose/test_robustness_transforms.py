@@ -1,5 +1,6 @@
 """bench/robustness.py's transforms degrade a paste the way real pastes are degraded, but each
-keeps its key line's words: a transform that dropped them would measure nothing."""
+keeps its key line's words: a transform that dropped them would measure nothing (the cut
+transforms cut the key line itself, as search excerpts do, and keep its message's words)."""
 
 import sys
 from pathlib import Path
@@ -41,6 +42,11 @@ def test_a_transform_keeps_the_key_line(name):
     assert text == robustness.apply(name, sample)  # seeded: the same text every run
     if name in ("wrap", "combo"):  # folded: the pieces joined back give the line
         assert LINES[KEY] in text.replace("\r", "").replace("\n", "")
+    elif name in robustness.CUT_AROUND_KEY:  # the key line itself is cut, its message's words kept
+        message = LINES[KEY].split(": ", 1)[1]
+        assert " ".join(message.split()[:4]) in text
+        if name == "cut_key_head":  # only the type's head goes: the message stays whole
+            assert message in text
     else:
         assert LINES[KEY].strip() in text
     assert text != "\n".join(LINES) + "\n"  # it degrades something
