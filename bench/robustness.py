@@ -323,20 +323,11 @@ def t_excerpt(lines, key, rng):
     ke = ks + len(lines[key])
     size = rng.randint(500, 900)
     mode = rng.choice(("head", "tail", "whole"))
-    if mode == "head":
-        cut = _head_cut(lines[key], rng)
-        if cut is None:
-            mode = "whole"
-        else:
-            start = ks + cut
-            return text[start:max(start + size, ke + 1)]
-    if mode == "tail":
-        cut = _tail_cut(lines[key], rng)
-        if cut is None:
-            mode = "whole"
-        else:
-            end = ks + cut
-            return text[max(0, min(end - size, ks - 1)):end]
+    if mode != "whole":
+        cut = (_head_cut if mode == "head" else _tail_cut)(lines[key], rng)
+        if cut is not None:  # the window starts (head) or ends (tail) inside the key line
+            at = ks + cut
+            return text[at:max(at + size, ke + 1)] if mode == "head" else text[max(0, min(at - size, ks - 1)):at]
     room = max(0, size - (ke - ks))
     before = rng.randint(room // 4, 3 * room // 4) if room else 0
     start = max(0, ks - before)

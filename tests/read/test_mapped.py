@@ -19,21 +19,8 @@ from hypothesis import strategies as st
 from sglang_doctor import pipeline
 from sglang_doctor.read import mapped, records, scanner
 from sglang_doctor.read.mapped import MappedBlock
+from serving_sample import LINES
 
-LINES = [
-    "[2026-12-02 15:56:05 TP0] Decode batch, #running-req: 1, #token: 90, token usage: 0.00, gen throughput (token/s): 5.0",
-    "[2026-12-02 15:56:05 TP0] WARNING serving_chat.py:381: Tool call failed, Error: Expecting value",
-    "[2026-12-02 15:56:05] WARNING io_struct.py:644: tokenizer: error: special token listed twice",
-    '[2026-12-02 15:56:05,7] Receive: obj=GenerateReqInput(text=\'File "main.py", line 3\')',
-    "[2026-12-02 15:56:05 TP1] Scheduler hit an exception: Traceback (most recent call last):",
-    '  File "/x/sglang/srt/managers/scheduler.py", line 3, in f',
-    "    raise ValueError('x')",
-    "ValueError: Not enough memory. Please try to increase --mem-fraction-static.",
-    "",
-    "[2026-12-02 15:56:06] Received sigquit from a child process. It usually means the child failed.",
-    "caf\xe9 \x00 Error: x",
-    "bar 50%\r bar 100%",
-]
 
 
 def settle(path) -> None:
