@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 import threading
+from array import array
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 _lock = threading.Lock()
 _stored: dict[str, list] | None = None  # key -> program, from the cache file (loaded once)
 _new: dict[str, list] = {}  # programs recorded in this run, not in the file yet
@@ -43,7 +44,7 @@ def compile(source: str, flags: int) -> Any:  # noqa: A001 - regex.compile's twi
         if program is not None:
             try:
                 return engine.compile(*_unpack(source, program))
-            except Exception:  # noqa: BLE001 - a program this engine does not take: compile it
+            except Exception:  # noqa: BLE001 - not a program this engine takes: compiled anew
                 pass
         recorded = _record(regex, engine, source, flags)
         if recorded is not None:
@@ -94,7 +95,10 @@ def _engine() -> Any:
     except ImportError:
         return None
     engine = getattr(main, "_regex", None)
-    return engine if engine is not None and hasattr(engine, "compile") and hasattr(engine, "MAGIC") else None
+    if engine is None or not hasattr(engine, "compile") or not hasattr(engine, "MAGIC") \
+            or getattr(engine, "CODE_SIZE", None) != array("I").itemsize:
+        return None
+    return engine
 
 
 def _record(regex, engine, source: str, flags: int) -> tuple[Any, list] | None:
@@ -120,30 +124,48 @@ def _record(regex, engine, source: str, flags: int) -> tuple[Any, list] | None:
     if len(calls) != 1:
         return None
     program = _pack(calls[0])
-    if program is None or _unpack(source, program) != tuple(calls[0]):
+    try:
+        if program is None or _unpack(source, program) != tuple(calls[0]):
+            return None
+    except (TypeError, ValueError):
         return None
     return pattern, program
 
 
 def _pack(args: tuple) -> list | None:
-    """The engine's arguments as JSON data, or None when they are not the plain kind
-    (named lists, which hold sets, are the one thing the pack's patterns never use)."""
+    """The engine's arguments as JSON data (the code as the hex of its 32-bit words), or None
+    when they are not the plain kind (named lists, which hold sets, are the one thing the
+    pack's patterns never use)."""
     if len(args) != 11:
         return None
     _source, flags, code, group_index, index_group, named_lists, named_list_indexes, \
         req_offset, req_chars, req_flags, group_count = args
     if named_lists or named_list_indexes or not isinstance(code, list) or not isinstance(req_chars, tuple):
         return None
-    if not all(type(x) is int for x in code) or not all(type(x) is int for x in req_chars):
+    try:
+        words = array("I", code)
+    except (TypeError, OverflowError):
         return None
-    return [int(flags), code, sorted(group_index.items(), key=lambda kv: kv[1]),
-            sorted(index_group.items()), req_offset, list(req_chars), req_flags, group_count]
+    try:  # (the flags are enum members, which are ints: stored as the ints they equal)
+        return [int(flags), words.tobytes().hex(), sorted(group_index.items(), key=lambda kv: kv[1]),
+                sorted(index_group.items()), int(req_offset), [int(c) for c in req_chars], int(req_flags),
+                int(group_count)]
+    except (TypeError, ValueError):
+        return None
 
 
 def _unpack(source: str, program: list) -> tuple:
+    """The engine's arguments from a stored program (ValueError or TypeError when it is not
+    one: every part is checked for its kind, so the engine is given only what _pack wrote)."""
     flags, code, group_index, index_group, req_offset, req_chars, req_flags, group_count = program
-    return (source, flags, code, {k: v for k, v in group_index}, {k: v for k, v in index_group}, {}, [],
-            req_offset, tuple(req_chars), req_flags, group_count)
+    ints = (flags, req_offset, req_flags, group_count, *req_chars)
+    if not all(type(x) is int for x in ints) or not isinstance(code, str):
+        raise TypeError("not a stored program")
+    words = array("I")
+    words.frombytes(bytes.fromhex(code))
+    return (source, flags, words.tolist(), {str(k): int(v) for k, v in group_index},
+            {int(k): str(v) for k, v in index_group}, {}, [], req_offset, tuple(req_chars), req_flags,
+            group_count)
 
 
 def _programs() -> dict[str, list]:
@@ -181,21 +203,7 @@ def _load() -> dict[str, list]:
     programs = blob.get("programs") if isinstance(blob, dict) and blob.get("format") == FORMAT else None
     if not isinstance(programs, dict):
         return {}
-    return {k: p for k, p in programs.items() if isinstance(k, str) and _well_formed(p)}
-
-
-def _well_formed(program: Any) -> bool:
-    """The shape _pack writes: ints, a list of ints, and [name, number] pairs."""
-    if not isinstance(program, list) or len(program) != 8:
-        return False
-    flags, code, group_index, index_group, req_offset, req_chars, req_flags, group_count = program
-    ints = (flags, req_offset, req_flags, group_count)
-    return (all(type(x) is int for x in ints) and isinstance(code, list) and all(type(x) is int for x in code)
-            and isinstance(req_chars, list) and all(type(x) is int for x in req_chars)
-            and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
-                    for p in group_index)
-            and all(isinstance(p, list) and len(p) == 2 and type(p[0]) is int and isinstance(p[1], str)
-                    for p in index_group))
+    return {k: p for k, p in programs.items() if isinstance(k, str) and isinstance(p, list) and len(p) == 8}
 
 
 def _cache_path() -> Path | None:
