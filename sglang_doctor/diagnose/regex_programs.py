@@ -119,6 +119,8 @@ def _record(regex, engine, source: str, flags: int) -> tuple[Any, list] | None:
         main._regex = Recorder()
         try:
             pattern = regex.compile(source, flags, cache_pattern=False)
+        except TypeError:  # (a regex without cache_pattern: the caller compiles it as before)
+            return None
         finally:
             main._regex = engine
     if len(calls) != 1:
