@@ -37,6 +37,8 @@ class MappedBlock(mmap.mmap):
     __slots__ = ()
 
     def count(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
+        if sub:  # (bytes.count's start and end select what a slice does; one call, no _bounds)
+            return self[start:end].count(sub)
         start, end = _bounds(len(self), 0 if start is None else start, end)
         return self[start:end].count(sub) if start <= end else 0
 
