@@ -1,0 +1,105 @@
+"""Healthy texts cut the way pastes are cut raise no incident (issue #12: 0 false alarms),
+while the same failures' evidence still does.
+
+Found by bench/healthy_bait.py (robustness transforms on the tuned parts' healthy files, and
+bait generated from SGLang 0.5.23's request-level raise sites):
+
+- a request's error raised through ``TokenizerManager.generate_request`` (the per-request
+  coroutine the HTTP handlers and the offline Engine await; 0.4.x to 0.5.23) is that request's,
+  like one through ``OpenAIServingBase.handle_request``, even when the paste lost the exception
+  line below the frames;
+- the tokenizer manager's context-length rejection whose line lost the head of its type
+  (``ueError: The input (N tokens) is longer than the model's context length``);
+- a ``Traceback (most recent call last):`` header whose frames and exception the text lost is
+  no evidence of a failure: no incident, the summary's fallback says where the cause would be.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from test_record_exception import BUSY, HEAD, _env, explain_file
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = "/usr/local/lib/python3.12/dist-packages/sglang/srt/"
+ENGINE_REQUEST = (
+    "Traceback (most recent call last):\n"
+    '  File "/work/bench.py", line 184, in measure\n'
+    "    _ = engine.generate(prompts[:1], sampling_params=sampling_params)\n"
+    f'  File "{SITE}entrypoints/engine.py", line 347, in generate\n'
+    "    ret = self.loop.run_until_complete(generator.__anext__())\n"
+    '  File "uvloop/loop.pyx", line 1518, in uvloop.loop.Loop.run_until_complete\n'
+    f'  File "{SITE}managers/tokenizer_manager.py", line 527, in generate_request\n'
+    "    async for response in self._wait_one_response(obj, state, request):\n"
+)
+
+
+def _summary(path: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "sglang_doctor", "explain", "--format", "json", str(path)],
+                          capture_output=True, text=True, env=_env(), cwd=str(ROOT), timeout=120)
+    return next(json.loads(ln) for ln in proc.stdout.splitlines()
+                if ln.startswith("{") and json.loads(ln).get("event") == "summary")
+
+
+def test_a_requests_frames_through_generate_request_cut_above_the_exception(tmp_path: Path):
+    log = tmp_path / "engine.log"
+    log.write_text(ENGINE_REQUEST)
+    assert explain_file(log) == []
+
+
+def test_a_requests_error_through_generate_request_with_its_exception(tmp_path: Path):
+    log = tmp_path / "engine2.log"
+    log.write_text(HEAD + BUSY + ENGINE_REQUEST
+                   + f'  File "{SITE}managers/tokenizer_manager.py", line 1919, in _handle_abort_finish_reason\n'
+                   + "    raise ValueError(finish_reason[\"message\"])\n"
+                   + "ValueError: Input length (40000 tokens) exceeds the maximum allowed length (32768 tokens).\n"
+                   + BUSY)
+    assert explain_file(log) == []
+
+
+def test_the_scheduler_failing_while_serving_still_forms_one(tmp_path: Path):
+    # counter-example: the same launch's scheduler traceback (no request frame) stays a failure
+    log = tmp_path / "sched.log"
+    log.write_text(HEAD + BUSY
+                   + "[2026-05-09 10:05:01 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                   + f'  File "{SITE}managers/scheduler.py", line 2563, in run_scheduler_process\n'
+                   + "    scheduler.event_loop_overlap()\n"
+                   + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                   + "capacity of 47.54 GiB of which 1.02 GiB is free.\n")
+    incidents = explain_file(log)
+    assert len(incidents) == 1 and incidents[0]["category"] == "memory.cuda_oom"
+
+
+def test_the_context_length_rejection_with_its_types_head_cut(tmp_path: Path):
+    log = tmp_path / "cut.log"
+    log.write_text("ueError: The input (85050 tokens) is longer than the model's context length (32768 tokens).\n")
+    assert explain_file(log) == []
+
+
+def test_another_cut_value_error_still_forms_one(tmp_path: Path):
+    # counter-example: the cut-head tolerance is for the request-level messages only
+    log = tmp_path / "cut2.log"
+    log.write_text("ueError: Model architectures ['GlmForCausalLM'] are not supported for now.\n")
+    incidents = explain_file(log)
+    assert len(incidents) == 1 and incidents[0]["category"] == "model.unsupported"
+
+
+def test_a_bare_traceback_header_is_no_incident_but_the_fallback_says_so(tmp_path: Path):
+    log = tmp_path / "header.log"
+    log.write_text("[2025-07-16 14:47:06] INFO:     10.0.0.1:0 - \"POST /v1/chat/completions HTTP/1.1\" 500\n"
+                   "5-07-16 14:47:06] Traceback (most recent call last):\n[2025-\n")
+    assert explain_file(log) == []
+    assert "fallback" in _summary(log)
+
+
+def test_a_traceback_header_with_its_exception_still_forms_one(tmp_path: Path):
+    log = tmp_path / "header2.log"
+    log.write_text("Traceback (most recent call last):\n"
+                   "...\n"
+                   "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+                   "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    incidents = explain_file(log)
+    assert len(incidents) == 1 and incidents[0]["category"] == "nccl"
