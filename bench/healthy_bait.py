@@ -28,7 +28,8 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
       raising function, the exception line) followed by uvicorn's ``400 Bad Request`` access
       line and more batch lines; once whole (``request``) and once cut above the traceback
       (``request_cut``: the header line lost, as a paste that starts at ``Traceback`` has it),
-      and the exception line alone between serving lines (``request_bare``).
+      and the exception line alone between serving lines (``request_bare``) or at the end of
+      the paste, after the access line (``request_end``).
 
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
@@ -159,6 +160,8 @@ def bait_requests(version: str = VERSION):
         yield "request_cut", name, _emit([(None, t) for t in tb] + tail)
         # the exception line alone (a paste of the message someone got back, or of the last line)
         yield "request_bare", name, _emit(SERVING_BEFORE + [(None, tb[-1])] + tail)
+        # ... and where the paste ends right after it (nothing shows the server went on)
+        yield "request_end", name, _emit(SERVING_BEFORE + [(None, tb[-1])] + tail[:1])
 
 
 # -- running ---------------------------------------------------------------------------------

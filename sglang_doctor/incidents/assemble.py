@@ -911,8 +911,12 @@ class Assembler:
         if not primary.chain:
             return False
         exc = primary.chain[-1]
-        return (_is_value_error(exc.type) and _REQUEST_LEVEL.search(exc.message) is not None
-                and not any("/managers/scheduler" in f.file for f in primary.frames))
+        if any("/managers/scheduler" in f.file for f in primary.frames):
+            return False
+        # the context-length rejection (words kept since 0.4.x), or a message SGLang's source
+        # raises only for one request (request_errors.is_request_message, from the inventory)
+        return ((_is_value_error(exc.type) and _REQUEST_LEVEL.search(exc.message) is not None)
+                or request_errors.is_request_message(exc.type, exc.message))
 
     # -- launches ----------------------------------------------------------------------
 

@@ -103,3 +103,42 @@ def test_a_traceback_header_with_its_exception_still_forms_one(tmp_path: Path):
                    "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
     incidents = explain_file(log)
     assert len(incidents) == 1 and incidents[0]["category"] == "nccl"
+
+
+# -- messages SGLang raises only for one request (request_messages.json) ----------------------
+
+def test_the_request_message_catalog_is_the_generators():
+    proc = subprocess.run([sys.executable, "scripts/gen_request_messages.py", "--check"],
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_request_messages_match_their_sources_and_nothing_else():
+    from sglang_doctor.incidents.request_errors import is_request_message
+
+    # io_struct.GenerateReqInput._validate_inputs and tokenizer_manager._validate_one_request (0.5.23)
+    assert is_request_message("ValueError", "Either text, input_ids or input_embeds should be provided.")
+    assert is_request_message("ValueError", "The server is not configured to enable custom logit processor. "
+                                            "Please set `--enable-custom-logit-processor` to enable this feature.")
+    assert is_request_message("…lueError", "Either text, input_ids or input_embeds should be provided.")
+    # the type must be the site's
+    assert not is_request_message("RuntimeError", "Either text, input_ids or input_embeds should be provided.")
+    # a start-up failure's words are not in the catalog
+    assert not is_request_message("ValueError", "Model architectures ['X'] are not supported for now.")
+    assert not is_request_message("RuntimeError", "CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_a_requests_validation_error_at_the_end_of_a_fragment_is_no_incident(tmp_path: Path):
+    log = tmp_path / "bare.log"
+    log.write_text(BUSY + "ValueError: The server is not configured to enable custom logit processor. Please set "
+                   "`--enable-custom-logit-processor` to enable this feature.\n"
+                   '[2026-05-09 10:05:01] INFO:     127.0.0.1:51754 - "POST /generate HTTP/1.1" 400 Bad Request\n')
+    assert explain_file(log) == []
+
+
+def test_a_value_error_sglang_raises_at_start_up_at_the_end_of_a_fragment_stays_one(tmp_path: Path):
+    # counter-example: server_args' check of the same kind of words is the launch's
+    log = tmp_path / "args.log"
+    log.write_text("ValueError: The server is not configured to enable custom logit processor at start-up "
+                   "because --foo-bar is set.\n")
+    assert explain_file(log) != []
