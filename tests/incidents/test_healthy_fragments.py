@@ -142,3 +142,12 @@ def test_a_value_error_sglang_raises_at_start_up_at_the_end_of_a_fragment_stays_
     log.write_text("ValueError: The server is not configured to enable custom logit processor at start-up "
                    "because --foo-bar is set.\n")
     assert explain_file(log) != []
+
+
+def test_a_death_header_cut_below_its_traceback_line_still_forms_one(tmp_path: Path):
+    # counter-example: "X hit an exception: Traceback ..." says a process failed, frames or not
+    log = tmp_path / "death.log"
+    log.write_text("[2025-02-09 16:43:26 TP0] TpModelWorkerClient hit an exception: Traceback (most recent call last):\n"
+                   "[2025-02-09 16:43:26 TP0]   File \"/x/sglang/srt/managers/tp_worker_overlap_thread.py\", line 109, "
+                   "in forward_thread_func\n")
+    assert explain_file(log) != []
