@@ -86,7 +86,8 @@ _TEST_RETRY = "/sglang/srt/utils/common.py"
 
 # A "Traceback (most recent call last):" line with nothing before it but a record's prefix
 # (a date, a time, a level, a rank tag; or their cut remains): no message such as "Scheduler hit
-# an exception: Traceback ..." that says a process failed.
+# an exception: Traceback ..." that says a process failed (nor, on the line above, Python's
+# "Exception in thread Thread-3 (forward_thread_func):": the group's thread_func capture).
 _BARE_TRACEBACK_HEADER = re.compile(
     r"^[\s\d\-:.,/\[\]()T]*(?:(?:INFO|ERROR|WARNING|TP|DP|EP|PP|CP|rank)[\s\d\-:.,/\[\]()=]*)*"
     r"Traceback \(most recent call last\):\s*$")
@@ -825,7 +826,7 @@ class Assembler:
         if not group.signal_lines and (group.request_level or self._request_rejected(primary)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
         if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \
-                and _BARE_TRACEBACK_HEADER.match(group.lines[0].text):
+                and _BARE_TRACEBACK_HEADER.match(group.lines[0].text) and "thread_func" not in group.captures:
             # only "Traceback (most recent call last):" headers, their frames and exception lost
             # (the text ends or is cut right below them): no evidence of what happened, or that
             # anything failed -- a request's logged error prints the same header.  Unknown stays

@@ -151,3 +151,11 @@ def test_a_death_header_cut_below_its_traceback_line_still_forms_one(tmp_path: P
                    "[2025-02-09 16:43:26 TP0]   File \"/x/sglang/srt/managers/tp_worker_overlap_thread.py\", line 109, "
                    "in forward_thread_func\n")
     assert explain_file(log) != []
+
+
+def test_a_threads_exception_header_cut_below_its_traceback_line_still_forms_one(tmp_path: Path):
+    # counter-example: Python's "Exception in thread ..." says a thread died (dev/097's shape)
+    log = tmp_path / "thread.log"
+    log.write_text("Exception in thread Thread-3 (forward_thread_func):\nTraceback (most recent call last):\n"
+                   '  File "/state/partition/x/conda/envs/sglang/lib\n')
+    assert explain_file(log) != []
