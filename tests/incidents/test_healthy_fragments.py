@@ -159,3 +159,32 @@ def test_a_threads_exception_header_cut_below_its_traceback_line_still_forms_one
     log.write_text("Exception in thread Thread-3 (forward_thread_func):\nTraceback (most recent call last):\n"
                    '  File "/state/partition/x/conda/envs/sglang/lib\n')
     assert explain_file(log) != []
+
+
+STOP_THEN_CUT_FRAMES = (
+    "[2025-08-05 10:33:30] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"
+    "Traceback (most recent call last):\n"
+    '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+    '  File "/opt/venv/lib/python3.12/site-packages/typer/main.py", line 341, in __call__\n'
+    "    raise e\n"
+    '  File "/opt/venv/lib/python3.12/site-p\n')
+
+
+def test_a_code_fence_below_cut_frames_is_not_their_exception_line(tmp_path: Path):
+    # a paste in <details> / a code fence: "```" below frames cut short is the paste's end
+    plain = tmp_path / "plain.log"
+    plain.write_text(STOP_THEN_CUT_FRAMES)
+    fenced = tmp_path / "fenced.log"
+    fenced.write_text("<details>\n<summary>log</summary>\n\n```\n" + STOP_THEN_CUT_FRAMES + "```\n\n</details>\n")
+    assert explain_file(plain) == []
+    assert explain_file(fenced) == []
+
+
+def test_a_fenced_traceback_with_its_exception_still_forms_one(tmp_path: Path):
+    log = tmp_path / "fenced2.log"
+    log.write_text("```\nTraceback (most recent call last):\n"
+                   '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/model_runner.py", '
+                   "line 300, in init_memory_pool\n    raise RuntimeError(\n"
+                   "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n```\n")
+    incidents = explain_file(log)
+    assert len(incidents) == 1 and incidents[0]["category"] == "memory.kv_pool"
