@@ -109,8 +109,14 @@ def _site_lines(site: dict, message: str) -> list[tuple]:
 
 
 def bait_warnings(version: str = VERSION):
-    """(name, text) fragments holding one healthy-run line of a warning/info site."""
+    """(name, text) fragments holding one healthy-run line of a warning/info site.  Not the sites
+    whose line itself reports a failure (``reports_failure:`` of data/inventory/healthy-lines.yaml:
+    a request's KV transfer that failed, a health probe with no answer), as the warnings
+    inventory counts them apart."""
+    failing = invw.failure_lines()
     for site in warning_sites(version):
+        if invw.reports_failure(site, failing):
+            continue
         for k, message in enumerate(invw.messages_of(site)[:2]):
             lines = _site_lines(site, message)
             name = f"{site['file']}:{site['line']}#{k}"
