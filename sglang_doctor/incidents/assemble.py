@@ -65,6 +65,14 @@ _REQUEST_HANDLER = "entrypoints/openai/serving_base.py"
 # requests pass there; start-up (the ASGI lifespan) goes through routing.py's ``lifespan``.
 _HTTP_REQUEST_FRAMES = (("uvicorn/protocols/http/", None), ("starlette/routing.py", "handle"),
                         ("starlette/_exception_handler.py", "wrapped_app"))
+# The tokenizer manager's per-request coroutine (TokenizerManager.generate_request, 0.4.x to
+# 0.5.23), which the HTTP handlers and the offline Engine's generate / async_generate await for
+# each request: what it raises is that request's (its validation -- input longer than the
+# context, a feature the launch did not enable -- or its abort finish reason,
+# _handle_abort_finish_reason), raised to the request's caller.  A scheduler that dies does not
+# raise here: the parent gets SIGQUIT ("Received sigquit from a child process") and the process
+# tree is killed, which are their own signals.
+_REQUEST_COROUTINE = ("managers/tokenizer_manager.py", "generate_request")
 
 
 # A test's own assertion: unittest's assert*/fail raise it (pytest's rewritten asserts pass
@@ -74,6 +82,22 @@ _HTTP_REQUEST_FRAMES = (("uvicorn/protocols/http/", None), ("starlette/routing.p
 # (a throughput threshold, an expected answer) did not hold.
 _TEST_RUNNER = ("/unittest/case.py", "/_pytest/")
 _TEST_RETRY = "/sglang/srt/utils/common.py"
+
+
+# A "Traceback (most recent call last):" line with nothing before it but a record's prefix
+# (a date, a time, a level, a rank tag; or their cut remains): no message such as "Scheduler hit
+# an exception: Traceback ..." that says a process failed (nor, on the line above, Python's
+# "Exception in thread Thread-3 (forward_thread_func):": the group's thread_func capture).
+_BARE_TRACEBACK_HEADER = re.compile(
+    r"^[\s\d\-:.,/\[\]()T]*(?:(?:INFO|ERROR|WARNING|TP|DP|EP|PP|CP|rank)[\s\d\-:.,/\[\]()=]*)*"
+    r"Traceback \(most recent call last\):\s*$")
+
+
+def _is_value_error(etype: str) -> bool:
+    """``ValueError``, or what a paste cut at the line's head left of it (``…ueError``, ``Error``:
+    a search excerpt or a terminal copy that starts mid-word keeps only the name's tail)."""
+    name = etype.rsplit(".", 1)[-1].lstrip("…")  # tracebacks.cut_head_exception marks the cut with "…"
+    return name == "ValueError" or (len(name) >= 5 and "ValueError".endswith(name))
 
 
 def _path(frame) -> str:
@@ -95,6 +119,8 @@ def _request_frame(frame) -> bool:
     """A frame that only one HTTP request's handling passes through."""
     path = _path(frame)
     if frame.function == "handle_request" and path.endswith(_REQUEST_HANDLER):
+        return True
+    if frame.function == _REQUEST_COROUTINE[1] and path.endswith(_REQUEST_COROUTINE[0]):
         return True
     return any(part in path and (function is None or frame.function == function)
                for part, function in _HTTP_REQUEST_FRAMES)
@@ -799,6 +825,14 @@ class Assembler:
                 return None
         if not group.signal_lines and (group.request_level or self._request_rejected(primary)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
+        if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \
+                and _BARE_TRACEBACK_HEADER.match(group.lines[0].text) and "thread_func" not in group.captures:
+            # only "Traceback (most recent call last):" headers, their frames and exception lost
+            # (the text ends or is cut right below them): no evidence of what happened, or that
+            # anything failed -- a request's logged error prints the same header.  Unknown stays
+            # unknown: the summary's fallback says no failure is in the text and where its cause
+            # would be (fallback.no_incident).
+            return None
         if not group.signal_lines and _test_assertion(builders):
             return None  # a test's check failed, not the server
         if self._peer_loss_after_reported(group, primary):
@@ -887,8 +921,12 @@ class Assembler:
         if not primary.chain:
             return False
         exc = primary.chain[-1]
-        return (exc.type.rsplit(".", 1)[-1] == "ValueError" and _REQUEST_LEVEL.search(exc.message) is not None
-                and not any("/managers/scheduler" in f.file for f in primary.frames))
+        if any("/managers/scheduler" in f.file for f in primary.frames):
+            return False
+        # the context-length rejection (words kept since 0.4.x), or a message SGLang's source
+        # raises only for one request (request_errors.is_request_message, from the inventory)
+        return ((_is_value_error(exc.type) and _REQUEST_LEVEL.search(exc.message) is not None)
+                or request_errors.is_request_message(exc.type, exc.message))
 
     # -- launches ----------------------------------------------------------------------
 

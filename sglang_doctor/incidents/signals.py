@@ -115,9 +115,11 @@ SIGNALS: tuple[Signal, ...] = (
     # before their decode-attention kernel compiles ("This issue will not affect performance and
     # accuracy", srt/layers/attention/triton_ops/decode_attention.py); ranks' lines may interleave, so
     # the location's tail ('.py":L:C): error: ') is enough.  Before kernel_compile_error
-    # and the rule pack's ": error: " literal, which would read it as a compile failure.
-    _s("triton_ignorable_diagnostic", ("operation scheduled before its operands",),
-       r"\.py\"(?::\d+)*\): error: operation scheduled before its operands\s*$", "handled"),
+    # and the rule pack's ": error: " literal, which would read it as a compile failure.  A paste
+    # cut at the line's tail keeps "operation scheduled before" and a head of " its operands".
+    _s("triton_ignorable_diagnostic", ("operation scheduled before",),
+       r"\.py\"(?::\d+)*\): error: operation scheduled before"
+       r"(?: (?:i(?:t(?:s(?: (?:o(?:p(?:e(?:r(?:a(?:n(?:d(?:s)?)?)?)?)?)?)?)?)?)?)?)?)?\s*$", "handled"),
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)

@@ -337,6 +337,8 @@ class TracebackBuilder:
             return self._take()
         if _CARET.match(text) or _REPEATED.match(text):
             return self._take()
+        if text[:1] in "`~<" and _MARKUP.match(text):
+            return 0  # the paste's closing code fence or </details> below cut frames: no exception line
         if _THREAD_DUMP_HEADER.match(text) and (self.parts[-1].frames or self.truncated_top):
             # faulthandler's dump of every thread (after "Fatal Python error: ..."), pasted from
             # its middle: the next thread's header, then that thread's frames; no exception line

@@ -39,3 +39,16 @@ def test_the_diagnostic_is_a_kernel_being_compiled():
     # SGLang's own notice is printed at import, not while a kernel compiles
     notice = "[2025-02-18 09:50:22 TP0] The following error message 'operation scheduled before its operands' can be ignored."
     assert progress.phase_of(notice) is None
+
+
+def test_the_diagnostic_cut_at_its_tail_is_no_incident(tmp_path):
+    # a paste cut inside the line (a search excerpt, a terminal width) keeps a head of its words
+    for cut in ("operation scheduled before its op", "operation scheduled before its", "operation scheduled before"):
+        line = DIAG.replace("operation scheduled before its operands", cut)
+        assert _incidents(tmp_path, [DIAG, line]) == [], cut
+
+
+def test_another_diagnostic_after_the_same_words_is_still_an_incident(tmp_path):
+    line = DIAG.replace("operation scheduled before its operands", "operation scheduled before its operands: x")
+    (inc,) = _incidents(tmp_path, [line])
+    assert inc.first_line == 1

@@ -1,0 +1,275 @@
+"""False alarms on healthy logs, measured three ways without any held-back data (issue #12:
+0 false alarms on healthy logs).
+
+A false alarm is a healthy text (nothing ended the launch) on which ``explain`` raises an
+incident.  The held-back parts' healthy logs are mostly *fragments* people pasted: no launch
+header, no ready line, cut in the middle.  So besides the tuned parts' healthy files this
+bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
+
+(a) ``corpus``: the healthy files (label ``category: none``) of the tuned parts
+    (``TUNED_PARTS``), each whole.
+(b) ``transforms``: bench/robustness.py's transforms (cut, excerpted, prefixed, wrapped,
+    ...) applied to the healthy texts of (a) and ``fixtures/healthy/`` the tool keeps quiet on.
+(c) ``bait``: generated from SGLang 0.5.23's SOURCE, as recorded by the inventories (no log
+    text involved):
+    - every ``logger.warning / info`` (and ``_once``, ``print``, ``warnings.warn``) site of
+      ``data/inventory/warnings-0.5.23.json`` (scripts/inventory_warnings.py reads them from
+      the wheel), its template filled with the inventory's sample values
+      (scripts/inventory_failures.py ``fillings``), rendered with SGLang's record header
+      (``[ts TPn]`` for a scheduler's line) as a *fragment*: ``serving`` (between batch lines
+      and uvicorn access lines, no ready line in the text), ``startup`` (between two start-up
+      milestone lines, no dump, no ready line) and ``bare`` (the record alone).  The whole-log
+      form of the same sites is scripts/inventory_warnings.py's own check.
+    - request-level error paths: every ``raise`` site the failure inventory
+      (``data/inventory/sglang-0.5.23.json``) waives as ``request_level`` (a request's
+      validation in io_struct, tokenizer_manager, the OpenAI / Anthropic serving layers),
+      rendered the way ``OpenAIServingBase.handle_request`` logs it (``logger.exception(f"Error
+      in request: {e}")``: the header, the traceback through ``handle_request`` down to the
+      raising function, the exception line) followed by uvicorn's ``400 Bad Request`` access
+      line and more batch lines; once whole (``request``) and once cut above the traceback
+      (``request_cut``: the header line lost, as a paste that starts at ``Traceback`` has it),
+      and the exception line alone between serving lines (``request_bare``) or at the end of
+      the paste, after the access line (``request_end``).
+
+Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
+
+    python bench/healthy_bait.py                 # all three
+    python bench/healthy_bait.py --only bait --show 20
+    python bench/healthy_bait.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import accuracy  # noqa: E402
+import inventory_failures as invf  # noqa: E402
+import inventory_warnings as invw  # noqa: E402
+import robustness  # noqa: E402
+
+TUNED_PARTS = ("dev", "fresh", "late", "field", "field9", "field10", "notes10", "sealed10", "field11",
+               "field12", "field13", "field14", "field15", "field16", "field17", "field18", "field19", "field20")
+VERSION = "0.5.23"
+INVENTORY = ROOT / "data" / "inventory"
+SITE = "/usr/local/lib/python3.12/dist-packages/sglang/srt/"
+
+SERVING_BEFORE = [
+    ("TP0", "Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: 0.02, "
+            "#running-req: 3, #queue-req: 0"),
+    ("TP0", "Decode batch, #running-req: 4, #token: 1840, token usage: 0.02, cuda graph: True, "
+            "gen throughput (token/s): 342.17, #queue-req: 0"),
+]
+SERVING_AFTER = [
+    (False, 'INFO:     127.0.0.1:51750 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
+    ("TP0", "Decode batch, #running-req: 4, #token: 1901, token usage: 0.02, cuda graph: True, "
+            "gen throughput (token/s): 351.02, #queue-req: 0"),
+]
+STARTUP_BEFORE = [(True, "Load weight begin. avail mem=46.89 GB")]
+STARTUP_AFTER = [(True, "Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=31.45 GB, "
+                        "mem usage=15.44 GB.")]
+
+
+def _emit(lines: list[tuple]) -> str:
+    out = []
+    for t, (tp, text) in enumerate(lines, start=1):
+        stamp = f"2026-01-01 00:{t // 60:02d}:{t % 60:02d}"
+        if tp is None:
+            out.append(text)
+        elif tp == "TP0":
+            out.append(f"[{stamp} TP0] {text}")
+        elif tp:
+            out.extend(f"[{stamp} TP{r}] {text}" for r in (0, 1))
+        else:
+            out.append(f"[{stamp}] {text}")
+    return "\n".join(out) + "\n"
+
+
+# -- (c) the bait, from the inventories of SGLang's source --------------------------------------
+
+
+def warning_sites(version: str = VERSION):
+    data = json.loads((INVENTORY / f"warnings-{version}.json").read_text())
+    for path, sites in data["files"].items():
+        for line, func, kind, phase, template, _status, _rules in sites:
+            yield {"file": path, "line": line, "function": func,
+                   "kind": kind, "phase": phase, "template": template}
+
+
+def _site_lines(site: dict, message: str) -> list[tuple]:
+    return invw.rendered_lines(site, message)
+
+
+def bait_warnings(version: str = VERSION):
+    """(name, text) fragments holding one healthy-run line of a warning/info site.  Not the sites
+    whose line itself reports a failure (``reports_failure:`` of data/inventory/healthy-lines.yaml:
+    a request's KV transfer that failed, a health probe with no answer), as the warnings
+    inventory counts them apart."""
+    failing = invw.failure_lines()
+    for site in warning_sites(version):
+        if invw.reports_failure(site, failing):
+            continue
+        for k, message in enumerate(invw.messages_of(site)[:2]):
+            lines = _site_lines(site, message)
+            name = f"{site['file']}:{site['line']}#{k}"
+            if site["phase"] == "serving":
+                yield "serving", name, _emit(SERVING_BEFORE + lines + SERVING_AFTER)
+            else:
+                yield "startup", name, _emit(STARTUP_BEFORE + lines + STARTUP_AFTER)
+            yield "bare", name, _emit(lines)
+
+
+def request_sites(version: str = VERSION):
+    data = json.loads((INVENTORY / f"sglang-{version}.json").read_text())
+    for path, sites in data["files"].items():
+        for line, func, kind, etype, template, disposition in sites:
+            if kind == "raise" and disposition == "waiver:request_level" and etype:
+                yield {"file": path, "line": line, "function": func, "type": etype, "template": template}
+
+
+def request_traceback(site: dict, message: str) -> list[str]:
+    """The traceback ``logger.exception`` prints below "Error in request: {e}" (serving_base's
+    handle_request, down to the raising function)."""
+    func = site["function"].rsplit(".", 1)[-1]
+    etype = site["type"]
+    if etype == "fastapi.HTTPException":
+        etype = "fastapi.exceptions.HTTPException"
+    return [
+        "Traceback (most recent call last):",
+        f'  File "{SITE}entrypoints/openai/serving_base.py", line 120, in handle_request',
+        "    adapted_request, processed_request = self._convert_to_internal_request(",
+        f'  File "{SITE}{site["file"][len("srt/"):]}", line {site["line"]}, in {func}',
+        f"    raise {etype.rsplit('.', 1)[-1]}(",
+        f"{etype}: {message}",
+    ]
+
+
+def bait_requests(version: str = VERSION):
+    for site in request_sites(version):
+        fills = invf.fillings(site["template"])
+        message = fills[0] if fills else site["template"]
+        message = message.replace("\u2026", "")
+        tb = request_traceback(site, message)
+        name = f"{site['file']}:{site['line']}"
+        tail = [(False, 'INFO:     127.0.0.1:51754 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request')]
+        tail += SERVING_AFTER[1:] + SERVING_BEFORE
+        header = [(False, f"Error in request: {message}")]
+        yield "request", name, _emit(SERVING_BEFORE + header + [(None, t) for t in tb] + tail)
+        yield "request_cut", name, _emit([(None, t) for t in tb] + tail)
+        # the exception line alone (a paste of the message someone got back, or of the last line)
+        yield "request_bare", name, _emit(SERVING_BEFORE + [(None, tb[-1])] + tail)
+        # ... and where the paste ends right after it (nothing shows the server went on)
+        yield "request_end", name, _emit(SERVING_BEFORE + [(None, tb[-1])] + tail[:1])
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+class Engine(invw.Engine):
+    pass
+
+
+def measure_bait(engine: Engine, kinds=("warnings", "requests")) -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    gens = {"warnings": bait_warnings, "requests": bait_requests}
+    for gen in (gens[k] for k in kinds):
+        for form, name, text in gen():
+            rules = engine.incidents(text)
+            c = per[form]
+            c["texts"] += 1
+            if rules:
+                c["false_alarms"] += 1
+                c["rules"].update(rules)
+                c["examples"].append((name, rules, text))
+    return per
+
+
+def measure_corpus(engine: Engine) -> tuple[dict, list]:
+    per = {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []}
+    quiet = []
+    for part in TUNED_PARTS:
+        for lab in accuracy.load_labels(part):
+            path = accuracy.CORPUS / part / lab["file"]
+            if lab.get("category") != "none" or not path.is_file():
+                continue
+            text = path.read_bytes().decode("utf-8", "replace")
+            rules = engine.incidents(text)
+            per["texts"] += 1
+            if rules:
+                per["false_alarms"] += 1
+                per["rules"].update(rules)
+                per["examples"].append((f"{part}/{lab['file']}", rules, ""))
+            else:
+                quiet.append((f"{part}/{lab['file']}", text))
+    for path in sorted((ROOT / "fixtures" / "healthy").glob("*.log")):
+        text = path.read_bytes().decode("utf-8", "replace")
+        if not engine.incidents(text):
+            quiet.append((str(path.relative_to(ROOT)), text))
+    return per, quiet
+
+
+def measure_transforms(engine: Engine, quiet: list) -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    for tname in robustness.TRANSFORMS:
+        for name, text in quiet:
+            sample = robustness.Sample(name, "tune", robustness._split_lines(text), 0, "none", healthy=True)
+            out = robustness.apply(tname, sample)
+            if out is None:
+                continue
+            if not out.endswith("\n"):
+                out += "\n"
+            rules = engine.incidents(out)
+            c = per[tname]
+            c["texts"] += 1
+            if rules:
+                c["false_alarms"] += 1
+                c["rules"].update(rules)
+                c["examples"].append((name, rules, out))
+    return per
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", choices=("corpus", "transforms", "bait"), action="append")
+    ap.add_argument("--bait", choices=("warnings", "requests"), action="append",
+                    help="which bait to generate (default: both)")
+    ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    only = set(args.only or ("corpus", "transforms", "bait"))
+    engine = Engine()
+    result: dict = {}
+    corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
+    if "corpus" in only:
+        result["corpus"] = {"all": corpus}
+    if "transforms" in only:
+        result["transforms"] = measure_transforms(engine, quiet)
+    if "bait" in only:
+        result["bait"] = measure_bait(engine, tuple(args.bait or ("warnings", "requests")))
+    if args.json:
+        print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
+                              for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))
+        return 0
+    for measure, groups in result.items():
+        tot = sum(c["texts"] for c in groups.values())
+        fa = sum(c["false_alarms"] for c in groups.values())
+        print(f"== {measure}: false alarms {fa} of {tot}")
+        for g, c in sorted(groups.items()):
+            print(f"  {g:<16} {c['false_alarms']:>4} of {c['texts']:<5} {dict(c['rules'].most_common(6))}")
+            for name, rules, text in c["examples"][:args.show]:
+                print(f"    - {name}: {rules}")
+                if text:
+                    print("      " + text.rstrip("\n").replace("\n", "\n      ")[:1500])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

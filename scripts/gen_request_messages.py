@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The messages SGLang raises only for one request, from its source (the failure inventory).
+
+``data/inventory/sglang-VERSION.json`` (scripts/inventory_failures.py, read from each release's
+wheel) waives as ``request_level`` the ``raise`` sites that validate or fail one request.  Those
+in the request path's own modules (``REQUEST_MODULES``: the request structs of io_struct, the
+tokenizer manager that validates and tokenizes each request, the OpenAI / Anthropic / Ollama
+serving layers and the HTTP server) are raised into that request's handler, which answers it
+with an error (400 / 500) and goes on; the offline Engine raises them into the caller's
+``generate``.  A pasted exception line with one of these messages is that request's error, not
+the launch's, even when the text shows nothing around it (incidents/assemble.py
+``_request_rejected``).
+
+Kept: templates whose literal words say what they are (``MIN_LITERAL`` characters of literal
+text in all, at least ``MIN_WORDS`` words), and that no site of the same release outside this
+set raises with the same text (a message a start-up check also prints is not one request's).
+Each template becomes an anchored regex: its literal text escaped, each ``{...}`` placeholder
+any text on the line; a template the inventory cut (``…``) matches as a prefix.
+
+Output: ``sglang_doctor/incidents/request_messages.json`` (byte for byte reproducible).
+
+    python scripts/gen_request_messages.py            # write
+    python scripts/gen_request_messages.py --check    # compare with the shipped file
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+INVENTORY = ROOT / "data" / "inventory"
+OUT = ROOT / "sglang_doctor" / "incidents" / "request_messages.json"
+VERSIONS = ("0.5.9", "0.5.23")
+REQUEST_MODULES = (
+    "srt/managers/io_struct.py",
+    "srt/managers/tokenizer_manager.py",
+    "srt/managers/tokenizer_manager_",  # its mixins (score, multi-item, ...)
+    "srt/managers/tokenizer_communicator_mixin.py",
+    "srt/entrypoints/openai/",
+    "srt/entrypoints/anthropic/",
+    "srt/entrypoints/ollama/",
+    "srt/entrypoints/http_server.py",
+)
+MIN_LITERAL = 24
+MIN_WORDS = 4
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def _literal(template: str) -> str:
+    return _PLACEHOLDER.sub(" ", template.rstrip("…"))
+
+
+def pattern(template: str) -> str:
+    """An anchored regex for the message a template prints."""
+    cut = template.endswith("…")
+    body = template.rstrip("…")
+    out, pos = [], 0
+    for m in _PLACEHOLDER.finditer(body):
+        out.append(re.escape(body[pos:m.start()]))
+        out.append(".*?")
+        pos = m.end()
+    out.append(re.escape(body[pos:]))
+    regex = "".join(out)
+    return regex if cut else regex + r"\s*$"
+
+
+def _sites(version: str):
+    data = json.loads((INVENTORY / f"sglang-{version}.json").read_text())
+    for path, sites in data["files"].items():
+        for line, func, kind, etype, template, disposition in sites:
+            yield path, line, func, kind, etype, template, disposition
+
+
+def collect() -> list[dict]:
+    entries: dict[tuple[str, str], dict] = {}
+    for version in VERSIONS:
+        sites = list(_sites(version))
+        elsewhere = {t for p, _l, _f, _k, _e, t, d in sites
+                     if not (d == "waiver:request_level" and p.startswith(REQUEST_MODULES))}
+        for path, line, func, kind, etype, template, disposition in sites:
+            if kind != "raise" or disposition != "waiver:request_level" or not path.startswith(REQUEST_MODULES):
+                continue
+            if not etype or template in elsewhere:
+                continue
+            literal = _literal(template)
+            if len(literal.strip()) < MIN_LITERAL or len(re.findall(r"[A-Za-z]{2,}", literal)) < MIN_WORDS:
+                continue
+            key = (etype.rsplit(".", 1)[-1], template)
+            entry = entries.setdefault(key, {"type": key[0], "template": template, "regex": pattern(template),
+                                             "sources": []})
+            entry["sources"].append(f"{version} {path}:{line} {func}")
+    return sorted(entries.values(), key=lambda e: (e["type"], e["template"]))
+
+
+def dumps(entries: list[dict]) -> str:
+    return json.dumps({"generated_by": "scripts/gen_request_messages.py", "versions": list(VERSIONS),
+                       "messages": entries}, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args(argv)
+    text = dumps(collect())
+    if args.check:
+        if OUT.read_text() != text:
+            print(f"{OUT} is out of date: run scripts/gen_request_messages.py", file=sys.stderr)
+            return 1
+        print(f"{OUT}: up to date")
+        return 0
+    OUT.write_text(text)
+    print(f"{OUT}: {len(json.loads(text)['messages'])} messages")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
