@@ -94,3 +94,19 @@ def test_check_errors_name_the_option_as_explains_do(opts, needle):
 def test_rules_show_suggests_the_closest_rule_id():
     r = run("rules", "show", "memory.kv_pool.not_enough_memry")
     one_line_exit_2(r, "did you mean memory.kv_pool.not_enough_memory?")
+
+
+def test_one_line_of_input_is_one_line_in_the_words_too():
+    r = subprocess.run(doctor_cmd("-", "--format", "text"), input="hello\n", capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0
+    assert "no failure is in this line:" in r.stdout and "these 1 lines" not in r.stdout
+
+
+def test_run_summary_says_interrupted_once():
+    from sglang_doctor.report import run_summary_text
+
+    text = run_summary_text({"event": "run_summary", "outcome": "interrupted", "attempts": 1, "seconds": 9.0,
+                             "reason": "interrupted: the server was stopped", "history": "serve.log.attempts.json"})
+    first = text.splitlines()[0]
+    assert first == "run: interrupted after 1 attempt (9.0 s): the server was stopped", first
