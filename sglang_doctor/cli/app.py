@@ -343,7 +343,7 @@ class _Sniffer:
         if pipe.incident_count or pipe.launches:
             return None
         if self.size == 0:
-            return "the file is empty: nothing to diagnose"
+            return "it is empty: nothing to diagnose"
         controls = sum(1 for b in self.head if b < 32 and b not in (9, 10, 13, 27)) + self.head.count(b"\xff")
         if controls > len(self.head) * 0.05:
             return ("this does not look like a log (binary data); give the server's text log "

@@ -110,3 +110,9 @@ def test_run_summary_says_interrupted_once():
                              "reason": "interrupted: the server was stopped", "history": "serve.log.attempts.json"})
     first = text.splitlines()[0]
     assert first == "run: interrupted after 1 attempt (9.0 s): the server was stopped", first
+
+
+def test_empty_standard_input_is_not_called_a_file():
+    r = subprocess.run(doctor_cmd("-", "--format", "text"), input="", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    assert "standard input: it is empty" in r.stderr and "file" not in r.stderr, r.stderr
