@@ -650,6 +650,7 @@ running); 1 gave up, the server is not ready; 2 usage or input error (one line o
 """
 
 _RUN_OPTION_HELP = {
+    "gpu_sm": GPU_SM_HELP,
     "fmt": "Output format: rich, text or json (JSON Lines, one event per line). Default: rich on a terminal, "
            "text otherwise.",
     "rule_dirs": "Extra rule directory, added to the built-in pack (repeatable; later overrides earlier by id).",

@@ -123,7 +123,7 @@ def check(gpus, gpu_sm, model_config, sglang_version, fmt, command):
 
 
 def preflight_for_run(command: list[str], gpus: str, model_config: str | None,
-                      sglang_version: str | None):
+                      sglang_version: str | None, gpu_sm: str | None = None):
     """``run``'s pre-flight before its first launch: the report when the launch would fail,
     else None.  A command that is not an SGLang launch (a wrapper script) is not checked."""
     from sglang_doctor.remedy import preflight
@@ -132,5 +132,5 @@ def preflight_for_run(command: list[str], gpus: str, model_config: str | None,
         preflight.launch_argv(list(command))
     except ValueError:
         return None
-    report, hw = run_check(list(command), gpus, model_config, sglang_version)
+    report, hw = run_check(list(command), gpus, model_config, sglang_version, gpu_sm)
     return None if report.ok else (report, hw)

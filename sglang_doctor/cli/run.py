@@ -40,12 +40,13 @@ DEFAULT_LOG = "sglang-doctor-run.log"
 @click.option("--format", "fmt", type=click.Choice(("rich", "text", "json")), default=None)
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False))
 @click.option("--gpus", default="a6000x2", show_default=True)
+@click.option("--gpu-sm", default=None, metavar="X.Y")
 @click.option("--model-config", type=click.Path(dir_okay=False))
 @click.option("--sglang-version", default=None)
 @click.option("--no-check", is_flag=True, help="Skip the pre-flight check (sglang-doctor check) before the first launch.")
 @metrics_options
 def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via, via_quote, health_url, ready_timeout,
-        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version, no_check,
+        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version, no_check,
         metrics_port, metrics_host, node):
     """Launch an SGLang server, diagnose a failed launch, fix its flags and relaunch."""
     from sglang_doctor.cli import app as cli
@@ -75,7 +76,7 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         stop_grace=stop_grace, pid_file=Path(pid_file) if pid_file else None, via_quote=via_quote,
     )
     # every common option checked before anything, --dry-run included (one line, exit 2)
-    ruleset, hw, config = cli.check_common(rule_dirs, gpus, None, model_config, sglang_version)
+    ruleset, hw, config = cli.check_common(rule_dirs, gpus, gpu_sm, model_config, sglang_version)
     reporter = Reporter(fmt, progress=True)
     if dry_run:
         from sglang_doctor.run import wrapper
@@ -89,7 +90,7 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         from sglang_doctor.cli.check import preflight_for_run, text_report
 
         try:
-            blocked = preflight_for_run(command, gpus, model_config, sglang_version)
+            blocked = preflight_for_run(command, gpus, model_config, sglang_version, gpu_sm)
         except ValueError as exc:
             raise InputError(str(exc)) from None
         if blocked:

@@ -116,3 +116,9 @@ def test_empty_standard_input_is_not_called_a_file():
     r = subprocess.run(doctor_cmd("-", "--format", "text"), input="", capture_output=True, text=True, timeout=120)
     assert r.returncode == 0
     assert "standard input: it is empty" in r.stderr and "file" not in r.stderr, r.stderr
+
+
+def test_run_takes_gpu_sm_like_the_other_commands():
+    one_line_exit_2(run("run", "--dry-run", "--gpu-sm", "abc", "--", *LAUNCH), "--gpu-sm abc")
+    r = run("run", "--dry-run", "--gpus", "48GiBx2", "--gpu-sm", "8.6", "--", *LAUNCH)
+    assert r.returncode == 0 and "would run: " + " ".join(LAUNCH) in r.stdout, (r.stdout, r.stderr)
