@@ -101,3 +101,24 @@ main()
     assert proc.returncode == 143, err.decode(errors="replace")[-3000:]
     assert b"Traceback (most recent call last)" not in err
     assert b"summary:" in out
+
+
+def test_inside_deferred_the_first_signal_waits_for_a_safe_point_and_a_second_one_raises_at_once():
+    import pytest
+
+    from sglang_doctor import interrupts
+
+    with pytest.raises(interrupts.Terminated):
+        with interrupts.deferred():
+            interrupts.raise_for(signal.SIGTERM, None)  # noted, not raised: the code goes on
+            reached = True
+            interrupts.check()  # the safe point raises it
+    assert reached
+    with pytest.raises(interrupts.Interrupted) as second:
+        with interrupts.deferred():
+            interrupts.raise_for(signal.SIGINT, None)
+            interrupts.raise_for(signal.SIGINT, None)  # a second Ctrl-C: no more waiting
+    assert not isinstance(second.value, interrupts.Terminated)
+    interrupts.take()  # the noted first one, forgotten: nothing leaks into the next test
+    with pytest.raises(interrupts.Terminated):  # outside deferred(): raised at once, as before
+        interrupts.raise_for(signal.SIGTERM, None)
