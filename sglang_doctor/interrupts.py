@@ -12,6 +12,12 @@ KeyboardInterrupt only; ``except KeyboardInterrupt`` catches the subclasses all 
 from __future__ import annotations
 
 import signal
+from contextlib import contextmanager
+
+# While a long-running loop defers signals (``deferred``), the first Ctrl-C / SIGTERM is only
+# noted here and raised at the loop's next safe point (``check``); a second one raises at once.
+_deferring = False
+_pending: type[Interrupted] | None = None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -23,8 +29,43 @@ class Terminated(Interrupted):
 
 
 def raise_for(signum, frame) -> None:
-    """A signal handler: SIGTERM raises ``Terminated``, any other signal ``Interrupted``."""
-    raise Terminated if signum == signal.SIGTERM else Interrupted
+    """A signal handler: SIGTERM raises ``Terminated``, any other signal ``Interrupted``;
+    inside ``deferred()`` the first one is noted for ``check`` instead."""
+    global _pending
+    exc = Terminated if signum == signal.SIGTERM else Interrupted
+    if _deferring and _pending is None:
+        _pending = exc
+        return
+    raise exc
+
+
+@contextmanager
+def deferred():
+    """Signals wait for ``check``: an exception raised between two bytecodes of whatever runs
+    (half-way through ``threading.Event.clear`` it leaves the event's lock held, and the
+    follower's ``close`` then waits on it for ever; half-way through the pipeline it leaves
+    its state half-written for the ``finish`` that reports what the log holds) is never raised.
+    Blocking waits inside must be short (a signal that does not raise does not end them)."""
+    global _deferring, _pending
+    _deferring, _pending = True, None
+    try:
+        yield
+    finally:
+        _deferring = False
+
+
+def check() -> None:
+    """A safe point: raise the signal that came since the last one, if any."""
+    exc = take()
+    if exc is not None:
+        raise exc
+
+
+def take() -> type[Interrupted] | None:
+    """The signal that came since the last ``check`` (and is now forgotten), or None."""
+    global _pending
+    exc, _pending = _pending, None
+    return exc
 
 
 def install() -> None:

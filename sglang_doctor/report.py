@@ -202,7 +202,10 @@ def run_summary_text(ev: dict) -> str:
             "interrupted": f"interrupted after {attempts}",
             "stopped": f"stopped after {attempts}"}.get(outcome, f"{outcome} after {attempts}")
     changed = ("; changes: " + ", ".join(ev["changes"])) if ev.get("changes") else ""
-    return f"run: {head} ({ev.get('seconds')} s): {ev.get('reason')}{changed}\nhistory: {ev.get('history')}"
+    reason = str(ev.get("reason"))
+    if reason.startswith(f"{outcome}: "):  # "interrupted after 1 attempt: interrupted: ..." said it twice
+        reason = reason[len(outcome) + 2:]
+    return f"run: {head} ({ev.get('seconds')} s): {reason}{changed}\nhistory: {ev.get('history')}"
 
 
 def launch_text(ev: dict) -> str:

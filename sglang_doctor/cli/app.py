@@ -21,6 +21,7 @@ from sglang_doctor.report import FORMATS, Reporter
 
 
 TERMINATED = 143  # 128 + SIGTERM, as `run` and shells report it
+STOP_CHECK = 0.25  # seconds: the longest a live mode blocks before it looks for a Ctrl-C / SIGTERM
 
 EXIT_CODES_HELP = ("Exit codes: 0 no incident; 1 at least one incident; 2 usage or input error\n"
                    "(one line on stderr); 130 interrupted (Ctrl-C); 143 stopped by SIGTERM.")
@@ -342,7 +343,7 @@ class _Sniffer:
         if pipe.incident_count or pipe.launches:
             return None
         if self.size == 0:
-            return "the file is empty: nothing to diagnose"
+            return "it is empty: nothing to diagnose"
         controls = sum(1 for b in self.head if b < 32 and b not in (9, 10, 13, 27)) + self.head.count(b"\xff")
         if controls > len(self.head) * 0.05:
             return ("this does not look like a log (binary data); give the server's text log "
@@ -459,30 +460,32 @@ def pipe_mode(flush_after, confirm_after, confirm_serving_after, fmt, rule_dirs,
             _print_warnings(pipe.warnings, shown)
 
     try:
-        dirty, last_data = False, time.monotonic()
-        while True:
-            waits = [t for t in (max(0.0, flush_after - (time.monotonic() - last_data)) if dirty else None,
-                                 wait.remaining()) if t is not None]
-            ready, _, _ = select.select([fd], [], [], min(waits) if waits else None)
-            if not ready:  # all the input available is read
-                if dirty and time.monotonic() - last_data >= flush_after:
-                    for ev in pipe.flush_idle():
+        with interrupts.deferred():  # a signal ends the loop at a safe point (as in watch)
+            dirty, last_data = False, time.monotonic()
+            while True:
+                interrupts.check()
+                waits = [t for t in (max(0.0, flush_after - (time.monotonic() - last_data)) if dirty else None,
+                                     wait.remaining()) if t is not None]
+                ready, _, _ = select.select([fd], [], [], min(waits + [STOP_CHECK]))
+                if not ready:  # all the input available is read
+                    if dirty and time.monotonic() - last_data >= flush_after:
+                        for ev in pipe.flush_idle():
+                            show(ev)
+                        dirty = pipe.idle_deferred > 0  # mid-line: ask again after another gap
+                        last_data = time.monotonic() if dirty else last_data
+                    for ev in wait.check():  # a provisional incident whose evidence stayed away
                         show(ev)
-                    dirty = pipe.idle_deferred > 0  # mid-line: ask again after another gap
-                    last_data = time.monotonic() if dirty else last_data
-                for ev in wait.check():  # a provisional incident whose evidence stayed away
+                    continue
+                data = os.read(fd, 1 << 20)
+                if not data:
+                    break
+                sniff.see(data)
+                for ev in pipe.feed(data):
                     show(ev)
-                continue
-            data = os.read(fd, 1 << 20)
-            if not data:
-                break
-            sniff.see(data)
-            for ev in pipe.feed(data):
+                wait.saw_input()
+                dirty, last_data = True, time.monotonic()
+            for ev in pipe.finish():
                 show(ev)
-            wait.saw_input()
-            dirty, last_data = True, time.monotonic()
-        for ev in pipe.finish():
-            show(ev)
     except KeyboardInterrupt as exc:
         for ev in pipe.finish():
             show(ev)
@@ -490,12 +493,15 @@ def pipe_mode(flush_after, confirm_after, confirm_serving_after, fmt, rule_dirs,
         _print_warnings(pipe.warnings, shown)
         reporter.event(pipe.summary())
         sys.exit(TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED)
+    stopped = interrupts.take()  # a signal during the last reading: the input is complete all the same
     reporter.close()
     _print_warnings(pipe.warnings, shown)
     hint = sniff.hint(pipe)
     if hint:
         click.echo(f"sglang-doctor: standard input: {hint}", err=True)
     reporter.event(pipe.summary())
+    if stopped is not None:
+        sys.exit(TERMINATED if issubclass(stopped, Terminated) else ExitCode.INTERRUPTED)
     sys.exit(ExitCode.INCIDENTS if pipe.incident_count else ExitCode.OK)
 
 
@@ -541,11 +547,6 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
     reporter.otel.log_path = os.path.abspath(logfile)
     start_metrics(reporter, metrics_port, metrics_host, node)
     interrupts.install()
-    try:
-        follower = follow.Follower(logfile, poll_interval=poll_interval, use_inotify=not poll,
-                                   start_at_end=from_end)
-    except follow.FollowError as exc:
-        raise InputError(str(exc)) from None
     last_data = None
     following = f"still following {logfile} (Ctrl-C to stop)"
     shown: set[str] = set()
@@ -567,39 +568,48 @@ def watch(logfile, flush_after, poll, poll_interval, from_end, exit_on_incident,
             sys.exit(ExitCode.INCIDENTS)
 
     try:
-        with follower:
-            while True:
-                try:
-                    got = follower.read()
-                except follow.FollowError as exc:
-                    raise InputError(str(exc)) from None
-                for fev in got:
-                    if fev.kind == "data":
-                        events = pipe.feed(fev.data)
-                        wait.saw_input()
-                        last_data = time.monotonic()
-                    elif fev.kind in ("truncated", "rotated", "deleted"):
-                        events = pipe.reset(fev.kind)
-                        reporter.event({"event": "status", "text": f"{logfile}: {fev.detail or fev.kind}"})
-                    else:
-                        events = []
-                        if fev.detail:
-                            reporter.event({"event": "status", "text": fev.detail})
-                    for ev in events:
+        # a signal ends the loop at a safe point (interrupts.deferred): never half-way through
+        # the follower (its wake-up lock left held: close() would wait for ever) or the pipeline
+        with interrupts.deferred():
+            try:
+                follower = follow.Follower(logfile, poll_interval=poll_interval, use_inotify=not poll,
+                                           start_at_end=from_end)
+            except follow.FollowError as exc:
+                raise InputError(str(exc)) from None
+            with follower:
+                while True:
+                    interrupts.check()
+                    try:
+                        got = follower.read()
+                    except follow.FollowError as exc:
+                        raise InputError(str(exc)) from None
+                    for fev in got:
+                        if fev.kind == "data":
+                            events = pipe.feed(fev.data)
+                            wait.saw_input()
+                            last_data = time.monotonic()
+                        elif fev.kind in ("truncated", "rotated", "deleted"):
+                            events = pipe.reset(fev.kind)
+                            reporter.event({"event": "status", "text": f"{logfile}: {fev.detail or fev.kind}"})
+                        else:
+                            events = []
+                            if fev.detail:
+                                reporter.event({"event": "status", "text": fev.detail})
+                        for ev in events:
+                            show(ev)
+                    if got:
+                        continue
+                    if last_data is not None and time.monotonic() - last_data >= flush_after:
+                        for ev in pipe.flush_idle():
+                            show(ev)
+                        last_data = time.monotonic() if pipe.idle_deferred else None  # mid-line: wait again
+                    for ev in wait.check():  # all the input available is read: what stayed without evidence
                         show(ev)
-                if got:
-                    continue
-                if last_data is not None and time.monotonic() - last_data >= flush_after:
-                    for ev in pipe.flush_idle():
-                        show(ev)
-                    last_data = time.monotonic() if pipe.idle_deferred else None  # mid-line: wait again
-                for ev in wait.check():  # all the input available is read: what stayed without evidence
-                    show(ev)
-                timeout = poll_interval if last_data is None else max(0.01, flush_after - (time.monotonic() - last_data))
-                due = wait.remaining()
-                if due is not None:
-                    timeout = min(timeout, max(0.01, due))
-                follower.wait(timeout)
+                    timeout = poll_interval if last_data is None else max(0.01, flush_after - (time.monotonic() - last_data))
+                    due = wait.remaining()
+                    if due is not None:
+                        timeout = min(timeout, max(0.01, due))
+                    follower.wait(min(timeout, STOP_CHECK))  # a signal waits at most this long
     except KeyboardInterrupt as exc:
         # what the log already holds is reported, not dropped (an incident in its --flush-after gap)
         for ev in pipe.finish():
@@ -640,6 +650,7 @@ running); 1 gave up, the server is not ready; 2 usage or input error (one line o
 """
 
 _RUN_OPTION_HELP = {
+    "gpu_sm": GPU_SM_HELP,
     "fmt": "Output format: rich, text or json (JSON Lines, one event per line). Default: rich on a terminal, "
            "text otherwise.",
     "rule_dirs": "Extra rule directory, added to the built-in pack (repeatable; later overrides earlier by id).",

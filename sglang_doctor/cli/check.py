@@ -37,14 +37,21 @@ def load_model_config(path: str) -> dict:
 
 
 def run_check(command: list[str], gpus: str, model_config: str | None,
-              sglang_version: str | None):
+              sglang_version: str | None, gpu_sm: str | None = None):
     """The pre-flight report; ValueError for bad input."""
     from sglang_doctor.remedy import flags, hardware, preflight
 
     version, source = flags.resolve_version(None, sglang_version)
-    hw = hardware.get_profile(gpus)
+    hw = hardware.get_profile(gpus, sm=gpu_sm)
     cfg = load_model_config(model_config) if model_config else None
     return preflight.check(list(command), version, source, hw, cfg), hw
+
+
+def _launcher_follows(command: list[str]) -> bool:
+    """A launch command further on: what comes before it are options given to check itself."""
+    return "--" in command or any(
+        w.rsplit("/", 1)[-1] in ("python", "sglang", "sglang.launch_server") or w.rsplit("/", 1)[-1].startswith("python3")
+        for w in command[1:])
 
 
 def text_report(report, hw) -> str:
@@ -64,10 +71,28 @@ def text_report(report, hw) -> str:
     return "\n".join(lines)
 
 
-@click.command("check", context_settings={"ignore_unknown_options": True,
-                                          "allow_interspersed_args": False})
+CHECK_EPILOG = """\b
+Examples:
+  sglang-doctor check -- python -m sglang.launch_server --model-path M --tp-size 2 --mem-fraction-static 0.85
+  sglang-doctor check --gpus h100-80x8 --sglang-version 0.5.9 -- python -m sglang.launch_server \\
+      --model-path M --tp-size 8 --quantization fp8
+  sglang-doctor check --model-config fixtures/models/qwen3_6_27b_like.json --format json -- \\
+      python -m sglang.launch_server --model-path M --tp-size 2 --context-length 65536
+
+\b
+Nothing is launched. Exit codes: 0 the launch should work; 1 it would fail (the reasons and
+fixes are printed); 2 usage or input error (one line on stderr).
+"""
+
+
+@click.command("check", epilog=CHECK_EPILOG, context_settings={"ignore_unknown_options": True,
+                                                              "allow_interspersed_args": False})
 @click.option("--gpus", default="a6000x2", show_default=True,
-              help="Hardware profile (e.g. h100-80x8) or 'auto'.")
+              help="The GPUs: a profile (a6000, a100-40, a100-80, h100-80, l40s, rtx3090, rtx4090) with an "
+                   "xN count, a custom per-GPU capacity such as 23034MiBx4 or 48GiBx2, or auto.")
+@click.option("--gpu-sm", default=None, metavar="X.Y",
+              help="Compute capability of a custom --gpus capacity (8.6 A6000/3090, 8.9 L40S/4090, 9.0 H100): "
+                   "what FP8 and FA3 support is judged on. Overrides a profile's.")
 @click.option("--model-config", type=click.Path(dir_okay=False), default=None,
               help="The model's config.json (enables the memory plan).")
 @click.option("--sglang-version", default=None,
@@ -75,10 +100,18 @@ def text_report(report, hw) -> str:
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
               show_default=True, help="text: the verdict and its reasons; json: one JSON document.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def check(gpus, model_config, sglang_version, fmt, command):
+def check(gpus, gpu_sm, model_config, sglang_version, fmt, command):
     """Would this SGLang launch work?  Checks flags, values, hardware and memory; launches nothing."""
+    from sglang_doctor.cli import app as cli
+
+    if command and command[0].startswith("-") and _launcher_follows(command):  # an option check lacks
+        option = command[0].split("=", 1)[0]
+        raise click.UsageError(f"no such option: {option}; the launch command goes after --",
+                               ctx=click.get_current_context())
+    cli.check_version(sglang_version)  # the same one-line errors, naming the option, as explain's
+    cli.load_model_config(model_config)
     try:
-        report, hw = run_check(list(command), gpus, model_config, sglang_version)
+        report, hw = run_check(list(command), gpus, model_config, sglang_version, gpu_sm)
     except (ValueError, KeyError, TypeError) as exc:
         click.echo(f"sglang-doctor check: {exc}", err=True)
         sys.exit(ExitCode.INPUT_ERROR)
@@ -90,7 +123,7 @@ def check(gpus, model_config, sglang_version, fmt, command):
 
 
 def preflight_for_run(command: list[str], gpus: str, model_config: str | None,
-                      sglang_version: str | None):
+                      sglang_version: str | None, gpu_sm: str | None = None):
     """``run``'s pre-flight before its first launch: the report when the launch would fail,
     else None.  A command that is not an SGLang launch (a wrapper script) is not checked."""
     from sglang_doctor.remedy import preflight
@@ -99,5 +132,5 @@ def preflight_for_run(command: list[str], gpus: str, model_config: str | None,
         preflight.launch_argv(list(command))
     except ValueError:
         return None
-    report, hw = run_check(list(command), gpus, model_config, sglang_version)
+    report, hw = run_check(list(command), gpus, model_config, sglang_version, gpu_sm)
     return None if report.ok else (report, hw)

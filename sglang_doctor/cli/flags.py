@@ -34,7 +34,18 @@ def _catalog(ctx: click.Context, version: str):
     return catalog
 
 
-@click.command("flags")
+FLAGS_EPILOG = """\b
+Examples:
+  sglang-doctor flags --sglang-version 0.5.9 | grep mem-fraction
+  sglang-doctor flags --diff 0.5.9 0.5.23
+  sglang-doctor flags --sglang-version 0.5.23 --format json | jq '.options | length'
+
+\b
+Exit codes: 0 ok; 2 usage error (one line on stderr: not a version, --diff without two releases).
+"""
+
+
+@click.command("flags", epilog=FLAGS_EPILOG)
 @click.argument("versions", nargs=-1)
 @click.option("--sglang-version", default=None,
               help="The release (default: the installed SGLang, else the newest catalogue).")

@@ -45,6 +45,49 @@ Exit codes: 0 ok; 1 a self-test failed (rules test); 2 usage error or a bad rule
 """
 
 
+LIST_EPILOG = """\b
+Examples:
+  sglang-doctor rules list
+  sglang-doctor rules list | grep memory.
+  sglang-doctor rules --rules ~/my-rules list --format json | jq -r .id
+
+\b
+Exit codes: 0 ok; 2 usage error or a rule directory that cannot be read.
+"""
+
+SHOW_EPILOG = """\b
+Examples:
+  sglang-doctor rules show memory.kv_pool.not_enough_memory
+  sglang-doctor rules show args.invalid.ambiguous_option
+  sglang-doctor rules --rules ~/my-rules show my.rule.id
+
+\b
+RULE_ID as `rules list` prints it (a close id is suggested for a typo).
+Exit codes: 0 ok; 2 usage error or no such rule.
+"""
+
+LINT_EPILOG = """\b
+Examples:
+  sglang-doctor rules lint                 # the built-in pack
+  sglang-doctor rules lint ~/my-rules      # your own rule files
+  sglang-doctor rules lint rules/ && git commit
+
+\b
+Exit codes: 0 no problem; 2 at least one problem (each as file:line: message).
+"""
+
+TEST_EPILOG = """\b
+Examples:
+  sglang-doctor rules test                 # the built-in pack over its shipped examples
+  sglang-doctor rules test ~/my-rules      # your rules over their examples
+  sglang-doctor rules --rules ~/my-rules test
+
+\b
+Exit codes: 0 every example passed; 1 a self-test failed (each is named); 2 usage error or a
+bad rule file.
+"""
+
+
 @click.group(epilog=RULES_EPILOG)
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Extra rule directory, added to the built-in pack (repeatable; later overrides earlier by id).")
@@ -54,7 +97,7 @@ def rules(ctx, rule_dirs):
     ctx.obj = {"dirs": rule_dirs}
 
 
-@rules.command("list")
+@rules.command("list", epilog=LIST_EPILOG)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a table with a header; json: one JSON object per rule, one per line.")
 @click.pass_context
@@ -170,7 +213,7 @@ def describe_remedy(entry: dict) -> str:
     return text
 
 
-@rules.command()
+@rules.command(epilog=SHOW_EPILOG)
 @click.argument("rule_id")
 @click.pass_context
 def show(ctx, rule_id):
@@ -178,7 +221,11 @@ def show(ctx, rule_id):
     ruleset = _load(ctx, None)
     rule = ruleset.get(rule_id)
     if rule is None:
-        click.echo(f"sglang-doctor: no rule {rule_id!r} (see `sglang-doctor rules list`)", err=True)
+        import difflib
+
+        close = difflib.get_close_matches(rule_id, [r.id for r in ruleset.rules], n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        click.echo(f"sglang-doctor: no rule {rule_id!r} ({hint}see `sglang-doctor rules list`)", err=True)
         ctx.exit(ExitCode.INPUT_ERROR)
     out = [f"{rule.id}  [{rule.category}, phase {rule.phase}, priority {rule.priority}, {rule.status}]",
            f"  {rule.title}", ""]
@@ -206,7 +253,7 @@ def show(ctx, rule_id):
     click.echo("\n".join(out))
 
 
-@rules.command()
+@rules.command(epilog=LINT_EPILOG)
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.pass_context
 def lint(ctx, directory):
@@ -221,7 +268,7 @@ def _examples_root(source: Path) -> Path:
     return source.resolve().parent.parent
 
 
-@rules.command("test")
+@rules.command("test", epilog=TEST_EPILOG)
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.pass_context
 def test_rules(ctx, directory):

@@ -40,12 +40,13 @@ DEFAULT_LOG = "sglang-doctor-run.log"
 @click.option("--format", "fmt", type=click.Choice(("rich", "text", "json")), default=None)
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False))
 @click.option("--gpus", default="a6000x2", show_default=True)
+@click.option("--gpu-sm", default=None, metavar="X.Y")
 @click.option("--model-config", type=click.Path(dir_okay=False))
 @click.option("--sglang-version", default=None)
 @click.option("--no-check", is_flag=True, help="Skip the pre-flight check (sglang-doctor check) before the first launch.")
 @metrics_options
 def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via, via_quote, health_url, ready_timeout,
-        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, model_config, sglang_version, no_check,
+        health_timeout, settle, stop_grace, command, fmt, rule_dirs, gpus, gpu_sm, model_config, sglang_version, no_check,
         metrics_port, metrics_host, node):
     """Launch an SGLang server, diagnose a failed launch, fix its flags and relaunch."""
     from sglang_doctor.cli import app as cli
@@ -57,6 +58,8 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         command = command[1:]
     if not command:
         raise InputError("run needs the launch command after --, e.g. run -- python -m sglang.launch_server ...")
+    if command[0].startswith("-"):  # an option run does not have: click took it as the command's start
+        raise click.UsageError(_unknown_option(command[0]), ctx=click.get_current_context())
     if detach and until_ready:
         raise InputError("--detach and --until-ready exclude each other")
     try:
@@ -72,6 +75,8 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         health_url=health_url, ready_timeout=ready_timeout, health_timeout=health_timeout, settle=settle,
         stop_grace=stop_grace, pid_file=Path(pid_file) if pid_file else None, via_quote=via_quote,
     )
+    # every common option checked before anything, --dry-run included (one line, exit 2)
+    ruleset, hw, config = cli.check_common(rule_dirs, gpus, gpu_sm, model_config, sglang_version)
     reporter = Reporter(fmt, progress=True)
     if dry_run:
         from sglang_doctor.run import wrapper
@@ -85,7 +90,7 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
         from sglang_doctor.cli.check import preflight_for_run, text_report
 
         try:
-            blocked = preflight_for_run(command, gpus, model_config, sglang_version)
+            blocked = preflight_for_run(command, gpus, model_config, sglang_version, gpu_sm)
         except ValueError as exc:
             raise InputError(str(exc)) from None
         if blocked:
@@ -96,9 +101,6 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
     reporter.otel.log_path = str(Path(log_path).resolve())
     start_metrics(reporter, metrics_port, metrics_host, node)
     catalog = _catalog(sglang_version)
-    ruleset = cli.load_ruleset(rule_dirs)
-    hw = cli.load_hardware(gpus)
-    config = cli.load_model_config(model_config)
 
     def make_pipeline(cmd):
         from sglang_doctor.pipeline import StreamPipeline
@@ -126,6 +128,17 @@ def run(log_path, max_attempts, yes, dry_run, detach, until_ready, pid_file, via
     except OSError as exc:  # the log or the history cannot be written (EACCES, EROFS, ENOSPC, ...)
         raise InputError(_io_error(exc, log_path)) from None
     sys.exit(outcome.exit_code if outcome.status != "stopped" else ExitCode.OK)
+
+
+def _unknown_option(option: str) -> str:
+    """The message for an option ``run`` does not have, with the closest one it has."""
+    import difflib
+
+    name = option.split("=", 1)[0]
+    known = [o for p in run.params for o in p.opts if o.startswith("--")]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"no such option: {name}{hint}; the launch command and its flags go after --"
 
 
 def _validate(log_path: str, pid_file: str | None, detach: bool, health_url: str | None, command: list[str] | None,

@@ -529,7 +529,8 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
                                              "rests_on": evidence.rests_on("none"), "evidence": []}
     guess = calibration.calibrate(guess)
     return {
-        "missing": (f"no failure is in these {lines} lines: if the server failed, its error comes after the last "
+        "missing": (f"no failure is in {'this line' if lines == 1 else f'these {lines} lines'}: if the server "
+                    "failed, its error comes after the last "
                     "line (the text ends there) or is in another log"),
         "best_guess": guess,
         "next_step": _no_failure_step(guess.get("category")),
