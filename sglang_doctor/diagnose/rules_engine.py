@@ -624,22 +624,83 @@ def _search(rx, text: str):
 MIN_PARTIAL_CHARS = 24
 
 
-def _partial_search(rx, text: str):
+def _partial_search(rx, text: str, *, at_start: bool = False):
     """A match of ``rx`` that the end of ``text`` cut short (``regex``'s partial matching), or
-    None; a whole match is _search's."""
-    text = text.rstrip()
+    None; a whole match is _search's.  ``at_start``: a match that the *start* of ``text``
+    cut short instead (the paste began inside the message): the pattern matched backwards
+    (``regex``'s reverse matching), partial where the text starts."""
+    text = text.rstrip() if not at_start else text.strip()
     try:
+        if at_start:
+            rx = _reversed(rx)
+            if rx is None:
+                return None
         m = rx.search(text, partial=True, timeout=REGEX_TIMEOUT)
     except TimeoutError:
         raise _Timeout from None
     except TypeError:  # a pattern object without partial matching (the stdlib's re)
         return None
-    if m is None or not m.partial or len(m.group(0)) < MIN_PARTIAL_CHARS:
+    if m is None or not m.partial or len(m.group(0)) < MIN_PARTIAL_CHARS or (at_start and m.start() != 0):
         return None
     # the words the pattern spells out, not what a wildcard took: a start of "(.+)\n...cuh"
     # is any text at all
-    held = sum(len(w) for w in _literal_words(rx.pattern) if w in m.group(0))
+    held = _held_words(rx.pattern, m.group(0))
+    if at_start and held * 4 < len(m.group(0)):
+        # mostly what a wildcard took: ``\\((?P<cli>[^)]*)\\)`` run back over a whole
+        # server_args dump (a partial match sets no group, so the words are weighed instead)
+        return None
     return m if held >= MIN_PARTIAL_CHARS * 2 // 3 else None
+
+
+_REVERSED: dict[str, Any] = {}
+
+
+def _greedy(pattern: str) -> str:
+    """``pattern`` with its lazy quantifiers (``+?``, ``*?``, ``??``, ``{m,n}?``) made greedy:
+    the same texts match, and ``regex``'s reverse partial matching takes a lazy quantifier
+    that reaches the text's start for a partial match (``=([0-9.]+?)`` backwards over
+    ``abc def 0.85`` "matches" it all)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":  # "[]...]": the first "]" is a member
+                out.append("[]")
+                i += 2
+                continue
+        elif c == "?" and out and out[-1] in ("+", "*", "?", "}") and not (len(out) > 1 and out[-2] == "("):
+            i += 1  # the lazy mark after a quantifier
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _reversed(rx):
+    """``rx`` compiled to match backwards (``regex.REVERSE``; its lazy quantifiers greedy, see
+    _greedy), once per pattern; None for a pattern object that cannot (the stdlib's re)."""
+    source = rx.pattern
+    got = _REVERSED.get(source)
+    if got is None:
+        import regex
+
+        try:
+            got = _REVERSED[source] = regex.compile(_greedy(source), rx.flags | regex.REVERSE)
+        except (regex.error, TypeError, ValueError):
+            got = _REVERSED[source] = False
+    return got or None
+
+
+def _held_words(pattern: str, text: str) -> int:
+    """How many characters of the words ``pattern`` spells out ``text`` holds."""
+    return sum(len(w) for w in _literal_words(pattern) if w in text)
 
 
 _WORDS: dict[str, frozenset[str]] = {}
@@ -796,6 +857,33 @@ class RuleSet:
         wrapper or a reporter) still count as naming a failure (incidents.Assembler)."""
         return {w for r in self.rules for w in r.message_any}
 
+    def reads_as_message(self, text: str) -> bool:
+        """Whether ``text``, a paste's first line that reads as nothing else, is the end of a
+        message a specific rule knows (the paste began inside it: ``of memory. Tried to
+        allocate 2.00 GiB ...``): the rule's message pattern matched backwards, cut short
+        where the line starts, over MIN_PARTIAL_CHARS characters that hold the pattern's own
+        words (as _partial_search); or that message whole from the line's first character,
+        its type lost.  A match that starts later in the line is another text that quotes the
+        words (a command line's ``--mem-fraction-static 0.85``).  Only rules whose words the
+        line holds are tried (a substring test each)."""
+        floor = MIN_PARTIAL_CHARS * 2 // 3
+        for rule in self.rules:
+            if rule.layer != "specific" or rule.message is None:
+                continue
+            source = rule.message._source if isinstance(rule.message, _LazyPattern) else rule.message.pattern
+            if _held_words(source, text) < floor:
+                continue
+            try:
+                m = _search(rule.message, text)
+                if m is not None and m.start() == 0 and floor <= (held := _held_words(source, m.group(0))) \
+                        and held * 4 >= len(m.group(0)):
+                    return True
+                if _partial_search(rule.message, text, at_start=True) is not None:
+                    return True
+            except _Timeout:
+                continue
+        return False
+
     def candidates(self, incident: Incident) -> list[Rule]:
         names = ({e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} | {inner_type(e.type) for e in incident.chain[-1:]}
                  if incident.chain else set())
@@ -867,6 +955,13 @@ class RuleSet:
                     m = _partial_search(rule.message, e.message)
                     if m:
                         assumed.append("the message, cut where the paste ends, went on as this failure's does")
+                if not m and e.type == CUT_MARK and rule.layer == "specific":
+                    # the paste began inside the message (its type lost with its head): the
+                    # end left is this failure's message's end (RuleSet.reads_as_message)
+                    m = _partial_search(rule.message, e.message, at_start=True)
+                    if m:
+                        assumed.append("the message, cut where the paste begins (its exception type lost), "
+                                       "began as this failure's does")
                 if m:
                     captures.update({k: v for k, v in m.groupdict().items() if v is not None})
                     break

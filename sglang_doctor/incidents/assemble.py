@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from sglang_doctor.incidents import milestones
 from sglang_doctor.incidents import progress
@@ -262,13 +262,17 @@ class _Group:
 
 
 class Assembler:
-    def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = ()):
+    def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = (),
+                 reads_as_message: Callable[[str], bool] | None = None):
         self.launches: list[Launch] = [Launch(index=0, line=None)]
         self._extra = extra_signals
         # lower-case words of failures the rule pack knows by their message (RuleSet.failure_words):
         # a bare "Error: ..." line counts as a failure only when it holds one (see _bare)
         self._failure_words = tuple(w for w in failure_words if w)
         self._cut_exception: tracebacks.ExceptionInfo | None = None  # see _cut_first_line
+        # whether a paste's first line is the end of a message the rule pack knows
+        # (RuleSet.reads_as_message): the paste began inside it, its exception type lost
+        self._reads_as_message = reads_as_message
         # set by the caller before flush: the input ended without a line end (its last line is
         # cut); the incident holding that line says so (Incident.cut_at_end)
         self.ends_mid_line = False
@@ -389,6 +393,10 @@ class Assembler:
                 text = line.text
         if records.is_record_start(text):
             self._start_record(line, events)
+        elif line.number == 1 and (cut := records.parse_cut_prefix(text)) is not None:
+            # the paste starts inside the first record's header (``TP0] ValueError: ...``):
+            # that record, its time stamp lost
+            self._start_record(line, events, cut)
         else:
             self._continue_record(line, events)
         return events
@@ -405,8 +413,8 @@ class Assembler:
 
     # -- records -----------------------------------------------------------------------
 
-    def _start_record(self, line: Line, events: list[Event]) -> None:
-        prefix = records.parse_prefix(line.text)
+    def _start_record(self, line: Line, events: list[Event], prefix=None) -> None:
+        prefix = prefix or records.parse_prefix(line.text)
         self._release_held(events)
         message = prefix.message
         if self._record and self._record.builder:
@@ -494,7 +502,7 @@ class Assembler:
             exc = tracebacks.open_exception(text.strip())  # "ImportError: " + message lines below
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
-        if line.number == 1 and ": " in text and not text[:1].isspace():
+        if line.number == 1 and not text[:1].isspace():
             exc = self._cut_first_line(text, exc, sig)
         if exc is not None and exc.type == BARE_ERROR_WORD:
             # "Error: <text>" at column 0 with no traceback above it: no Python class of
@@ -535,7 +543,13 @@ class Assembler:
         (``rror: CUDA out of memory. ...``, ``ueError: ...``): the exception with its type
         marked as a tail (tracebacks.CUT_MARK), when the line holds a failure's words or a
         signal's; otherwise what the line read as before."""
-        cut = tracebacks.cut_head_exception(text.strip())
+        cut = tracebacks.cut_head_exception(text.strip()) if ": " in text else None
+        if cut is None and exc is None and sig is None and self._reads_as_message is not None \
+                and self._reads_as_message(text.strip()):
+            # the paste began inside the message: the type went with its head (``of memory.
+            # Tried to allocate 2.00 GiB ...``); what is left is a message the pack knows
+            self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, text.strip())
+            return self._cut_exception
         if cut is not None and cut.type == tracebacks.CUT_MARK + BARE_ERROR_WORD \
                 and tracebacks.bare_exception(cut.message.strip()) is not None:
             return exc  # "Error: ValueError: ...": a reporter's word before the exception (below)
@@ -653,7 +667,7 @@ class Assembler:
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
-            if sig.name == "triton_ignorable_diagnostic":
+            if sig.shows_progress:
                 # not a failure, but a kernel being compiled: the step the launch was in (progress.py)
                 self._normal(line, ranks, line.text, events)
             self._record = _Record(ranks, "normal")

@@ -28,10 +28,14 @@ class Signal:
     literals: tuple[str, ...]
     regex: re.Pattern
     role: str
+    # a "handled" line that shows the step the launch is in (a kernel being compiled): read
+    # as an ordinary line too, so progress.py sees it
+    shows_progress: bool = False
 
 
-def _s(name: str, literals: tuple[str, ...], rx: str, role: str, flags: int = 0) -> Signal:
-    return Signal(name, literals, re.compile(rx, flags), role)
+def _s(name: str, literals: tuple[str, ...], rx: str, role: str, flags: int = 0, *,
+       shows_progress: bool = False) -> Signal:
+    return Signal(name, literals, re.compile(rx, flags), role, shows_progress)
 
 
 # Order matters: the first signal whose literal and regex match a line wins.
@@ -117,7 +121,7 @@ SIGNALS: tuple[Signal, ...] = (
     # the location's tail ('.py":L:C): error: ') is enough.  Before kernel_compile_error
     # and the rule pack's ": error: " literal, which would read it as a compile failure.
     _s("triton_ignorable_diagnostic", ("operation scheduled before its operands",),
-       r"\.py\"(?::\d+)*\): error: operation scheduled before its operands\s*$", "handled"),
+       r"\.py\"(?::\d+)*\): error: operation scheduled before its operands\s*$", "handled", shows_progress=True),
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)

@@ -172,9 +172,10 @@ def cut_head_exception(text: str) -> ExceptionInfo | None:
 
 
 def cut_type_matches(etype: str, names) -> list[str]:
-    """The names (dotted or not) a CUT_MARK'd type can be the tail of."""
+    """The names (dotted or not) a CUT_MARK'd type can be the tail of: every name when the
+    whole type was lost (CUT_MARK alone: the paste began inside the message)."""
     frag = etype[len(CUT_MARK):]
-    return [n for n in names if n.endswith(frag) and n != frag] if frag else []
+    return [n for n in names if n.endswith(frag) and n != frag] if frag else list(names)
 
 
 def inner_type(etype: str) -> str:
