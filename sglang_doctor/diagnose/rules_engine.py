@@ -23,6 +23,10 @@ from typing import Any
 from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.incidents.milestones import last_before, phase_after
+from sglang_doctor.incidents.cut_match import greedy as _greedy  # noqa: F401  (tests)
+from sglang_doctor.incidents.cut_match import held_words as _held_words
+from sglang_doctor.incidents.cut_match import literal_words as _literal_words  # noqa: F401
+from sglang_doctor.incidents.cut_match import starts_with_literal_tail, tail_match
 from sglang_doctor.incidents.tracebacks import CUT_MARK, cut_type_matches, inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
@@ -627,93 +631,22 @@ MIN_PARTIAL_CHARS = 24
 def _partial_search(rx, text: str, *, at_start: bool = False):
     """A match of ``rx`` that the end of ``text`` cut short (``regex``'s partial matching), or
     None; a whole match is _search's.  ``at_start``: a match that the *start* of ``text``
-    cut short instead (the paste began inside the message): the pattern matched backwards
-    (``regex``'s reverse matching), partial where the text starts."""
-    text = text.rstrip() if not at_start else text.strip()
+    cut short instead (the paste began inside the message: cut_match.tail_match)."""
     try:
         if at_start:
-            rx = _reversed(rx)
-            if rx is None:
-                return None
-        m = rx.search(text, partial=True, timeout=REGEX_TIMEOUT)
+            return tail_match(rx, text.strip(), MIN_PARTIAL_CHARS, timeout=REGEX_TIMEOUT)
+        m = rx.search(text.rstrip(), partial=True, timeout=REGEX_TIMEOUT)
     except TimeoutError:
         raise _Timeout from None
     except TypeError:  # a pattern object without partial matching (the stdlib's re)
         return None
-    if m is None or not m.partial or len(m.group(0)) < MIN_PARTIAL_CHARS or (at_start and m.start() != 0):
+    if m is None or not m.partial or len(m.group(0)) < MIN_PARTIAL_CHARS:
         return None
     # the words the pattern spells out, not what a wildcard took: a start of "(.+)\n...cuh"
     # is any text at all
-    held = _held_words(rx.pattern, m.group(0))
-    if at_start and held * 4 < len(m.group(0)):
-        # mostly what a wildcard took: ``\\((?P<cli>[^)]*)\\)`` run back over a whole
-        # server_args dump (a partial match sets no group, so the words are weighed instead)
-        return None
-    return m if held >= MIN_PARTIAL_CHARS * 2 // 3 else None
+    return m if _held_words(rx.pattern, m.group(0)) >= MIN_PARTIAL_CHARS * 2 // 3 else None
 
 
-_REVERSED: dict[str, Any] = {}
-
-
-def _greedy(pattern: str) -> str:
-    """``pattern`` with its lazy quantifiers (``+?``, ``*?``, ``??``, ``{m,n}?``) made greedy:
-    the same texts match, and ``regex``'s reverse partial matching takes a lazy quantifier
-    that reaches the text's start for a partial match (``=([0-9.]+?)`` backwards over
-    ``abc def 0.85`` "matches" it all)."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "]":  # "[]...]": the first "]" is a member
-                out.append("[]")
-                i += 2
-                continue
-        elif c == "?" and out and out[-1] in ("+", "*", "?", "}") and not (len(out) > 1 and out[-2] == "("):
-            i += 1  # the lazy mark after a quantifier
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def _reversed(rx):
-    """``rx`` compiled to match backwards (``regex.REVERSE``; its lazy quantifiers greedy, see
-    _greedy), once per pattern; None for a pattern object that cannot (the stdlib's re)."""
-    source = rx.pattern
-    got = _REVERSED.get(source)
-    if got is None:
-        import regex
-
-        try:
-            got = _REVERSED[source] = regex.compile(_greedy(source), rx.flags | regex.REVERSE)
-        except (regex.error, TypeError, ValueError):
-            got = _REVERSED[source] = False
-    return got or None
-
-
-def _held_words(pattern: str, text: str) -> int:
-    """How many characters of the words ``pattern`` spells out ``text`` holds."""
-    return sum(len(w) for w in _literal_words(pattern) if w in text)
-
-
-_WORDS: dict[str, frozenset[str]] = {}
-_REGEX_SYNTAX = re.compile(r"\(\?P<\w+>|\(\?[:=!<]*|\\[dDsSwWbBAZ]|\[(?:\\.|[^\]])*\]|\{\d*,?\d*\}")
-
-
-def _literal_words(pattern: str) -> frozenset[str]:
-    """The words of three letters or more a regex spells out literally."""
-    words = _WORDS.get(pattern)
-    if words is None:
-        text = re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern))
-        words = _WORDS[pattern] = frozenset(re.findall(r"[A-Za-z_]{3,}", text))
-    return words
 
 
 def _frame_hit(pattern: str, frame) -> bool:
@@ -896,8 +829,9 @@ class RuleSet:
         if self._by_literal:
             text = "\n".join(line.text for line in incident.lines)
             seen = set()
+            first = incident.lines[0].text.strip() if incident.lines and incident.lines[0].number == 1 else None
             for lit, rules in self._by_literal.items():
-                if lit in text:
+                if lit in text or (first is not None and starts_with_literal_tail(first, lit)):
                     for rule in rules:
                         if rule.id not in seen:
                             seen.add(rule.id)
@@ -1001,6 +935,13 @@ class RuleSet:
                     m = _search(rule.line_rx, line.text)
                     if m:
                         captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                        break
+                elif line.number == 1 and any(starts_with_literal_tail(line.text.strip(), lit) for lit in rule.literals):
+                    # the paste began inside the line's literal: the rest of the line is read
+                    # as the end of the rule's line (its pattern matched backwards)
+                    m = _partial_search(rule.line_rx, line.text, at_start=True)
+                    if m:
+                        assumed.append("the line, cut where the paste begins, began as this failure's does")
                         break
             else:
                 return None

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sglang_doctor.incidents import milestones
+from sglang_doctor.incidents import cut_match, milestones
 from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
@@ -259,6 +259,26 @@ class _Group:
         label = records.rank_label(ranks)
         if label and label not in self.ranks:
             self.ranks.append(label)
+
+
+def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
+    """A failure signal whose line the paste began inside (``le creating shared memory
+    segment /dev/shm/nccl-...``: its literal's head lost), as _classify's (signal, captures):
+    a built-in evidence or terminal signal whose pattern, matched backwards, is cut short
+    where the line starts (cut_match.tail_match), or a rule's literal (``extra``) whose end
+    the line starts with (cut_match.starts_with_literal_tail); None when it is neither."""
+    for sig in signals.SIGNALS:
+        if sig.role not in ("evidence", "terminal") or cut_match.held_words(sig.regex.pattern, text) < _CUT_MIN * 2 // 3:
+            continue
+        if cut_match.tail_match(sig.regex, text, _CUT_MIN) is not None:
+            return sig, {}
+    for sig in extra:
+        if any(cut_match.starts_with_literal_tail(text, lit) for lit in sig.literals):
+            return sig, {}
+    return None
+
+
+_CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
 
 
 class Assembler:
@@ -504,6 +524,8 @@ class Assembler:
             exc = None
         if line.number == 1 and not text[:1].isspace():
             exc = self._cut_first_line(text, exc, sig)
+            if exc is None and sig is None:
+                sig = _cut_signal(text.strip(), self._extra)
         if exc is not None and exc.type == BARE_ERROR_WORD:
             # "Error: <text>" at column 0 with no traceback above it: no Python class of
             # SGLang's stack is named Error (it raises RuntimeError/ValueError/Exception), so
@@ -543,7 +565,7 @@ class Assembler:
         (``rror: CUDA out of memory. ...``, ``ueError: ...``): the exception with its type
         marked as a tail (tracebacks.CUT_MARK), when the line holds a failure's words or a
         signal's; otherwise what the line read as before."""
-        cut = tracebacks.cut_head_exception(text.strip()) if ": " in text else None
+        cut = tracebacks.cut_head_exception(text.strip())
         if cut is None and exc is None and sig is None and self._reads_as_message is not None \
                 and self._reads_as_message(text.strip()):
             # the paste began inside the message: the type went with its head (``of memory.
