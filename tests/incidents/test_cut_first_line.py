@@ -100,3 +100,20 @@ def test_reverse_partial_matching_takes_no_lazy_shortcut():
     assert _partial_search(rx, "ction-static=0.88. Raise it", at_start=True) is None  # too little of its words
     m = _partial_search(rx, "der --mem-fraction-static=0.88. Raise it", at_start=True)
     assert m is not None and m.start() == 0
+
+
+def test_first_line_cut_inside_a_rule_literal():
+    # fails on the old code: NCCL's shmutils.cc line lost "Error whi", the rule's literal
+    (d,) = answers("le creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n" + SIGQUIT)
+    assert d.rule == "memory.host_oom.dev_shm"
+    assert any("cut where the paste begins" in a for a in d.assumed)
+    # too little of the literal left: no claim
+    assert all(d.rule != "memory.host_oom.dev_shm" for d in answers("memory segment /dev/shm/nccl-vzIpS6\n" + SIGQUIT))
+
+
+def test_first_line_cut_inside_a_repr_exception_type():
+    # fails on the old code: the repr form's type lost its head (triton's fp8 check)
+    (d,) = answers("""rror("type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')")\n""")
+    assert d.rule == "kernel.unsupported_hw.fp8e4nv"
+    assert d.incident.exception.type == "\u2026rror"
+    assert answers('print("type fp8e4nv is what we asked for")\n') == []  # a call is no exception
