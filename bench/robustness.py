@@ -308,6 +308,7 @@ def t_cut_key_tail(lines, key, rng):
     return "\n".join(lines[:key] + [lines[key][:cut]])
 
 
+_BARE_TYPE = re.compile(r"^(\s*(?:\[[^\]]*\]\s*)*)(Exception|Error)(: )")  # (what _TYPE_PREFIX leaves out)
 _RECORD_HEAD = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] ?")
 _FRAME_HEAD = re.compile(r'^\s*File "')
 
@@ -338,7 +339,7 @@ def t_cut_key_message(lines, key, rng):
     so).  The cut is inside the message's first quarter (at most 30 characters into it), at
     any character; only messages of 5+ words (what a person still reads the failure from)."""
     line = lines[key]
-    m = _TYPE_PREFIX.match(line)
+    m = _TYPE_PREFIX.match(line) or _BARE_TYPE.match(line)
     msg_start = m.end() if m else len(line) - len(line.lstrip())
     msg = line[msg_start:]
     if len(msg.split()) < 5:
