@@ -99,4 +99,12 @@ def starts_with_literal_tail(text: str, literal: str, min_chars: int = LITERAL_T
     """Whether ``text`` starts with the end of ``literal`` (``le creating shared memory
     segment`` of ``Error while creating shared memory segment``): the paste began inside
     it; ``min_chars`` or more of it left, the whole literal is a plain substring test."""
-    return any(text.startswith(literal[k:]) for k in range(1, len(literal) - min_chars + 1))
+    head = text[:min_chars]
+    if len(head) < min_chars:
+        return False
+    k = literal.find(head, 1)  # where the line's first characters sit in the literal
+    while 0 < k <= len(literal) - min_chars:
+        if text.startswith(literal[k:]):
+            return True
+        k = literal.find(head, k + 1)
+    return False
