@@ -10,8 +10,8 @@ the answer survives.
 Inputs (never the sealed parts):
 
 - the cause-in-text files (``evidence_in_log: true``) of the tuned corpus parts ``dev``,
-  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field18`` (the
-  UNTUNED split, widened in session 19 from field/field9: report it, do not tune on its
+  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field19`` (the
+  UNTUNED split, widened in session 19 from field/field9, field19 added in session 20: report it, do not tune on its
   per-file details);
 - the rule fixtures of ``fixtures/EXPECTED.yaml`` that expect an incident (TUNE split);
 - healthy texts (corpus files labelled ``none`` and ``fixtures/healthy/``): a transform must
@@ -61,7 +61,7 @@ ROOT = accuracy.ROOT
 CORPUS = accuracy.CORPUS
 TUNE_PARTS = ("dev", "fresh", "late")
 UNTUNED_PARTS = ("field", "field9", "field10", "field11", "field12", "field13", "field14", "field15",
-                 "field16", "field17", "field18")
+                 "field16", "field17", "field18", "field19")
 SEED = 20261204
 
 
@@ -308,6 +308,67 @@ def t_cut_key_tail(lines, key, rng):
     return "\n".join(lines[:key] + [lines[key][:cut]])
 
 
+_BARE_TYPE = re.compile(r"^(\s*(?:\[[^\]]*\]\s*)*)(Exception|Error)(: )")  # (what _TYPE_PREFIX leaves out)
+_RECORD_HEAD = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] ?")
+_FRAME_HEAD = re.compile(r'^\s*File "')
+
+
+def t_cut_record_head(lines, key, rng):
+    """The paste starts inside a record header: the nearest SGLang-prefixed line at or up to
+    12 lines above the key line (the key line's own record, or the ``Scheduler hit an
+    exception`` record whose traceback holds it) lost its head up to a point inside its
+    ``[date time TPn]`` header (``TP0] ValueError: ...``, ``0:12:03 TP1] Scheduler hit an
+    exception: Traceback ...``, ``25-03-26 17:10:21 TP5] ...``), nothing above it.  A
+    selection or a search excerpt that began inside the time stamp; corpus late/024 starts
+    ``2025-03-26 17:10:21 TP5] Scheduler hit ...`` and held-back fragments of session 19
+    start at ``TP0] ...``.  Only texts with such a header near the key line."""
+    for i in range(key, max(-1, key - 13), -1):
+        m = _RECORD_HEAD.match(lines[i])
+        if m:
+            end = m.end() - (1 if lines[i][m.end() - 1:m.end()] == " " else 0)  # the "]"
+            cut = rng.randint(1, end - 1)
+            return "\n".join([lines[i][cut:]] + lines[i + 1:]) + "\n"
+    return None
+
+
+def t_cut_key_message(lines, key, rng):
+    """The paste starts inside the key line's message: the exception type is gone with the
+    message's first characters (``of memory. Tried to allocate 2.00 GiB ...`` for
+    ``torch.OutOfMemoryError: CUDA out of memory. Tried ...``), nothing above it: a search
+    excerpt whose window began past the type (held-back fragments of sessions 18-19 start
+    so).  The cut is inside the message's first quarter (at most 30 characters into it), at
+    any character; only messages of 5+ words (what a person still reads the failure from)."""
+    line = lines[key]
+    m = _TYPE_PREFIX.match(line) or _BARE_TYPE.match(line)
+    msg_start = m.end() if m else len(line) - len(line.lstrip())
+    msg = line[msg_start:]
+    if len(msg.split()) < 5:
+        return None
+    span = min(30, len(msg.rstrip()) // 4)
+    if span < 2:
+        return None
+    cut = msg_start + rng.randint(1, span)
+    return "\n".join([line[cut:]] + lines[key + 1:]) + "\n"
+
+
+def t_cut_frame(lines, key, rng):
+    """The paste starts inside a frame line 2-12 lines above the key line, past its
+    ``File "`` (inside the path, the line number or the function's name: ``ue, in forward``,
+    ``ages/sglang/srt/managers/scheduler.py", line 2573, in run_scheduler_process``):
+    frames only, no ``Traceback`` header, and a first line that no longer reads as a frame.
+    Only texts with such a frame above the key line."""
+    frames = [i for i in range(max(0, key - 12), key - 1) if _FRAME_HEAD.match(lines[i])]
+    if not frames:
+        return None
+    i = rng.choice(frames)
+    line = lines[i]
+    lo = line.find('File "') + len('File "')
+    hi = len(line.rstrip()) - 2
+    if hi <= lo:
+        return None
+    return "\n".join([line[rng.randint(lo, hi):]] + lines[i + 1:]) + "\n"
+
+
 def t_excerpt(lines, key, rng):
     """A search excerpt: a window of 500-900 characters around the key line, both ends cut at
     arbitrary character positions, so the first and last lines are partial; in a third of the
@@ -355,9 +416,10 @@ TRANSFORMS: dict[str, Callable] = {
     "details": t_details, "interleave": t_interleave, "blank": t_blank, "elide": t_elide,
     "cut_top": t_cut_top, "tail": t_tail, "combo": t_combo,
     "excerpt": t_excerpt, "cut_key_head": t_cut_key_head, "cut_key_tail": t_cut_key_tail,
+    "cut_record_head": t_cut_record_head, "cut_key_message": t_cut_key_message, "cut_frame": t_cut_frame,
 }
 
-CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail")
+CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail", "cut_record_head", "cut_key_message", "cut_frame")
 
 
 def apply(name: str, sample: Sample) -> str | None:
@@ -583,7 +645,7 @@ def print_transform(name: str, res: dict, verbose: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("tune", "untuned", "all"), default="tune",
-                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field18 (report only)")
+                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field19 (report only)")
     ap.add_argument("--transform", nargs="*", choices=sorted(TRANSFORMS), help="default: all")
     ap.add_argument("--verbose", action="store_true", help="list every miss (not on the untuned split's details while tuning)")
     ap.add_argument("--json", action="store_true")

@@ -87,7 +87,8 @@ class StreamPipeline:
                     signals.extra_signal(f"rule_literal:{lit}", (lit,), _escape(lit)) for lit in rule_literals
                 )
         failure_words = tuple(sorted(ruleset.failure_words())) if hasattr(ruleset, "failure_words") else ()
-        self.assembler = incidents_mod.Assembler(extra_signals=extra, failure_words=failure_words)
+        self.assembler = incidents_mod.Assembler(extra_signals=extra, failure_words=failure_words,
+                                                 reads_as_message=getattr(ruleset, "reads_as_message", None))
         self._events: list[dict] = []
         weak, weak_heads = incidents_mod.weak_literals(rule_literals)
         # the literals the block scanner passes a line for (a record-start line: the strong ones

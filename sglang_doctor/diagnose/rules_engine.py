@@ -23,6 +23,10 @@ from typing import Any
 from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.incidents.milestones import last_before, phase_after
+from sglang_doctor.incidents.cut_match import greedy as _greedy  # noqa: F401  (tests)
+from sglang_doctor.incidents.cut_match import held_words as _held_words
+from sglang_doctor.incidents.cut_match import literal_words as _literal_words  # noqa: F401
+from sglang_doctor.incidents.cut_match import starts_with_literal_tail, tail_match
 from sglang_doctor.incidents.tracebacks import CUT_MARK, cut_type_matches, inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
@@ -634,12 +638,14 @@ def _search(rx, text: str):
 MIN_PARTIAL_CHARS = 24
 
 
-def _partial_search(rx, text: str):
+def _partial_search(rx, text: str, *, at_start: bool = False):
     """A match of ``rx`` that the end of ``text`` cut short (``regex``'s partial matching), or
-    None; a whole match is _search's."""
-    text = text.rstrip()
+    None; a whole match is _search's.  ``at_start``: a match that the *start* of ``text``
+    cut short instead (the paste began inside the message: cut_match.tail_match)."""
     try:
-        m = rx.search(text, partial=True, timeout=REGEX_TIMEOUT)
+        if at_start:
+            return tail_match(rx, text.strip(), MIN_PARTIAL_CHARS, timeout=REGEX_TIMEOUT)
+        m = rx.search(text.rstrip(), partial=True, timeout=REGEX_TIMEOUT)
     except TimeoutError:
         raise _Timeout from None
     except TypeError:  # a pattern object without partial matching (the stdlib's re)
@@ -648,21 +654,9 @@ def _partial_search(rx, text: str):
         return None
     # the words the pattern spells out, not what a wildcard took: a start of "(.+)\n...cuh"
     # is any text at all
-    held = sum(len(w) for w in _literal_words(rx.pattern) if w in m.group(0))
-    return m if held >= MIN_PARTIAL_CHARS * 2 // 3 else None
+    return m if _held_words(rx.pattern, m.group(0)) >= MIN_PARTIAL_CHARS * 2 // 3 else None
 
 
-_WORDS: dict[str, frozenset[str]] = {}
-_REGEX_SYNTAX = re.compile(r"\(\?P<\w+>|\(\?[:=!<]*|\\[dDsSwWbBAZ]|\[(?:\\.|[^\]])*\]|\{\d*,?\d*\}")
-
-
-def _literal_words(pattern: str) -> frozenset[str]:
-    """The words of three letters or more a regex spells out literally."""
-    words = _WORDS.get(pattern)
-    if words is None:
-        text = re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern))
-        words = _WORDS[pattern] = frozenset(re.findall(r"[A-Za-z_]{3,}", text))
-    return words
 
 
 def _frame_hit(pattern: str, frame) -> bool:
@@ -806,6 +800,33 @@ class RuleSet:
         wrapper or a reporter) still count as naming a failure (incidents.Assembler)."""
         return {w for r in self.rules for w in r.message_any}
 
+    def reads_as_message(self, text: str) -> bool:
+        """Whether ``text``, a paste's first line that reads as nothing else, is the end of a
+        message a specific rule knows (the paste began inside it: ``of memory. Tried to
+        allocate 2.00 GiB ...``): the rule's message pattern matched backwards, cut short
+        where the line starts, over MIN_PARTIAL_CHARS characters that hold the pattern's own
+        words (as _partial_search); or that message whole from the line's first character,
+        its type lost.  A match that starts later in the line is another text that quotes the
+        words (a command line's ``--mem-fraction-static 0.85``).  Only rules whose words the
+        line holds are tried (a substring test each)."""
+        floor = MIN_PARTIAL_CHARS * 2 // 3
+        for rule in self.rules:
+            if rule.layer != "specific" or rule.message is None:
+                continue
+            source = rule.message._source if isinstance(rule.message, _LazyPattern) else rule.message.pattern
+            if _held_words(source, text) < floor:
+                continue
+            try:
+                m = _search(rule.message, text)
+                if m is not None and m.start() == 0 and floor <= (held := _held_words(source, m.group(0))) \
+                        and held * 4 >= len(m.group(0)):
+                    return True
+                if _partial_search(rule.message, text, at_start=True) is not None:
+                    return True
+            except _Timeout:
+                continue
+        return False
+
     def candidates(self, incident: Incident) -> list[Rule]:
         names = ({e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} | {inner_type(e.type) for e in incident.chain[-1:]}
                  if incident.chain else set())
@@ -818,8 +839,9 @@ class RuleSet:
         if self._by_literal:
             text = "\n".join(line.text for line in incident.lines)
             seen = set()
+            first = incident.lines[0].text.strip() if incident.lines and incident.lines[0].number == 1 else None
             for lit, rules in self._by_literal.items():
-                if lit in text:
+                if lit in text or (first is not None and starts_with_literal_tail(first, lit)):
                     for rule in rules:
                         if rule.id not in seen:
                             seen.add(rule.id)
@@ -908,6 +930,13 @@ class RuleSet:
                     m = _partial_search(rule.message, e.message)
                     if m:
                         assumed.append("the message, cut where the paste ends, went on as this failure's does")
+                if not m and e.type == CUT_MARK and rule.layer == "specific":
+                    # the paste began inside the message (its type lost with its head): the
+                    # end left is this failure's message's end (RuleSet.reads_as_message)
+                    m = _partial_search(rule.message, e.message, at_start=True)
+                    if m:
+                        assumed.append("the message, cut where the paste begins (its exception type lost), "
+                                       "began as this failure's does")
                 if m:
                     captures.update({k: v for k, v in m.groupdict().items() if v is not None})
                     break
@@ -919,6 +948,13 @@ class RuleSet:
                     m = _search(rule.line_rx, line.text)
                     if m:
                         captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                        break
+                elif line.number == 1 and any(starts_with_literal_tail(line.text.strip(), lit) for lit in rule.literals):
+                    # the paste began inside the line's literal: the rest of the line is read
+                    # as the end of the rule's line (its pattern matched backwards)
+                    m = _partial_search(rule.line_rx, line.text, at_start=True)
+                    if m:
+                        assumed.append("the line, cut where the paste begins, began as this failure's does")
                         break
             else:
                 return None

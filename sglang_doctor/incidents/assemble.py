@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from sglang_doctor.incidents import milestones
+from sglang_doctor.incidents import cut_match, milestones
 from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
@@ -287,14 +287,38 @@ class _Group:
             self.ranks.append(label)
 
 
+def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
+    """A failure signal whose line the paste began inside (``le creating shared memory
+    segment /dev/shm/nccl-...``: its literal's head lost), as _classify's (signal, captures):
+    a built-in evidence or terminal signal whose pattern, matched backwards, is cut short
+    where the line starts (cut_match.tail_match), or a rule's literal (``extra``) whose end
+    the line starts with (cut_match.starts_with_literal_tail); None when it is neither."""
+    for sig in signals.SIGNALS:
+        if sig.role not in ("evidence", "terminal") or cut_match.held_words(sig.regex.pattern, text) < _CUT_MIN * 2 // 3:
+            continue
+        if cut_match.tail_match(sig.regex, text, _CUT_MIN) is not None:
+            return sig, {}
+    for sig in extra:
+        if any(cut_match.starts_with_literal_tail(text, lit) for lit in sig.literals):
+            return sig, {}
+    return None
+
+
+_CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
+
+
 class Assembler:
-    def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = ()):
+    def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = (),
+                 reads_as_message: Callable[[str], bool] | None = None):
         self.launches: list[Launch] = [Launch(index=0, line=None)]
         self._extra = extra_signals
         # lower-case words of failures the rule pack knows by their message (RuleSet.failure_words):
         # a bare "Error: ..." line counts as a failure only when it holds one (see _bare)
         self._failure_words = tuple(w for w in failure_words if w)
         self._cut_exception: tracebacks.ExceptionInfo | None = None  # see _cut_first_line
+        # whether a paste's first line is the end of a message the rule pack knows
+        # (RuleSet.reads_as_message): the paste began inside it, its exception type lost
+        self._reads_as_message = reads_as_message
         # set by the caller before flush: the input ended without a line end (its last line is
         # cut); the incident holding that line says so (Incident.cut_at_end)
         self.ends_mid_line = False
@@ -415,6 +439,10 @@ class Assembler:
                 text = line.text
         if records.is_record_start(text):
             self._start_record(line, events)
+        elif line.number == 1 and (cut := records.parse_cut_prefix(text)) is not None:
+            # the paste starts inside the first record's header (``TP0] ValueError: ...``):
+            # that record, its time stamp lost
+            self._start_record(line, events, cut)
         else:
             self._continue_record(line, events)
         return events
@@ -431,8 +459,8 @@ class Assembler:
 
     # -- records -----------------------------------------------------------------------
 
-    def _start_record(self, line: Line, events: list[Event]) -> None:
-        prefix = records.parse_prefix(line.text)
+    def _start_record(self, line: Line, events: list[Event], prefix=None) -> None:
+        prefix = prefix or records.parse_prefix(line.text)
         self._release_held(events)
         message = prefix.message
         if self._record and self._record.builder:
@@ -520,8 +548,10 @@ class Assembler:
             exc = tracebacks.open_exception(text.strip())  # "ImportError: " + message lines below
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
-        if line.number == 1 and ": " in text and not text[:1].isspace():
+        if line.number == 1 and not text[:1].isspace():
             exc = self._cut_first_line(text, exc, sig)
+            if exc is None and sig is None:
+                sig = _cut_signal(text.strip(), self._extra)
         if exc is not None and exc.type == BARE_ERROR_WORD:
             # "Error: <text>" at column 0 with no traceback above it: no Python class of
             # SGLang's stack is named Error (it raises RuntimeError/ValueError/Exception), so
@@ -562,6 +592,12 @@ class Assembler:
         marked as a tail (tracebacks.CUT_MARK), when the line holds a failure's words or a
         signal's; otherwise what the line read as before."""
         cut = tracebacks.cut_head_exception(text.strip())
+        if cut is None and exc is None and sig is None and self._reads_as_message is not None \
+                and self._reads_as_message(text.strip()):
+            # the paste began inside the message: the type went with its head (``of memory.
+            # Tried to allocate 2.00 GiB ...``); what is left is a message the pack knows
+            self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, text.strip())
+            return self._cut_exception
         if cut is not None and cut.type == tracebacks.CUT_MARK + BARE_ERROR_WORD \
                 and tracebacks.bare_exception(cut.message.strip()) is not None:
             return exc  # "Error: ValueError: ...": a reporter's word before the exception (below)
@@ -679,7 +715,7 @@ class Assembler:
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
-            if sig.name == "triton_ignorable_diagnostic":
+            if sig.shows_progress:
                 # not a failure, but a kernel being compiled: the step the launch was in (progress.py)
                 self._normal(line, ranks, line.text, events)
             self._record = _Record(ranks, "normal")

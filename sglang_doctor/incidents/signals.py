@@ -28,10 +28,14 @@ class Signal:
     literals: tuple[str, ...]
     regex: re.Pattern
     role: str
+    # a "handled" line that shows the step the launch is in (a kernel being compiled): read
+    # as an ordinary line too, so progress.py sees it
+    shows_progress: bool = False
 
 
-def _s(name: str, literals: tuple[str, ...], rx: str, role: str, flags: int = 0) -> Signal:
-    return Signal(name, literals, re.compile(rx, flags), role)
+def _s(name: str, literals: tuple[str, ...], rx: str, role: str, flags: int = 0, *,
+       shows_progress: bool = False) -> Signal:
+    return Signal(name, literals, re.compile(rx, flags), role, shows_progress)
 
 
 # Order matters: the first signal whose literal and regex match a line wins.
@@ -119,7 +123,7 @@ SIGNALS: tuple[Signal, ...] = (
     # cut at the line's tail keeps "operation scheduled before" and a head of " its operands".
     _s("triton_ignorable_diagnostic", ("operation scheduled before",),
        r"\.py\"(?::\d+)*\): error: operation scheduled before"
-       r"(?: (?:i(?:t(?:s(?: (?:o(?:p(?:e(?:r(?:a(?:n(?:d(?:s)?)?)?)?)?)?)?)?)?)?)?)?)?\s*$", "handled"),
+       r"(?: (?:i(?:t(?:s(?: (?:o(?:p(?:e(?:r(?:a(?:n(?:d(?:s)?)?)?)?)?)?)?)?)?)?)?)?)?\s*$", "handled", shows_progress=True),
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)

@@ -132,6 +132,7 @@ def open_exception(text: str) -> ExceptionInfo | None:
 # type to the names it can be the tail of.
 CUT_MARK = "\u2026"
 _CUT_HEAD = re.compile(r"^\.*(?P<type>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*): (?P<msg>\S.*)$")
+_CUT_HEAD_REPR = re.compile(r"""^\.*(?P<type>[A-Za-z_]\w*)\((?P<q>["'])(?P<msg>.+?)(?P=q)\)(?=$|[,;}\s])""")
 _CUT_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Fault")
 
 
@@ -158,11 +159,15 @@ def telling_tail(etype: str) -> bool:
 
 def cut_head_exception(text: str) -> ExceptionInfo | None:
     """The exception of a paste's first line when it starts inside the exception type
-    (``rror: CUDA out of memory. ...``, ``.OutOfMemoryError: ...``), its type marked with
+    (``rror: CUDA out of memory. ...``, ``.OutOfMemoryError: ...``, the repr form
+    ``rror("...")`` when the type is a cut one), its type marked with
     CUT_MARK when only a tail of it is left; None when the line does not read so."""
     m = _CUT_HEAD.match(text)
     if m is None:
-        return None
+        # the repr form wrappers print, its type's head lost: ``rror("type fp8e4nv not ...")``
+        m = _CUT_HEAD_REPR.match(text) if "(" in text else None
+        if m is None or not cut_type(m.group("type")):
+            return None
     etype = m.group("type")
     if cut_type(etype):
         return ExceptionInfo(CUT_MARK + etype, m.group("msg"))
@@ -172,9 +177,10 @@ def cut_head_exception(text: str) -> ExceptionInfo | None:
 
 
 def cut_type_matches(etype: str, names) -> list[str]:
-    """The names (dotted or not) a CUT_MARK'd type can be the tail of."""
+    """The names (dotted or not) a CUT_MARK'd type can be the tail of: every name when the
+    whole type was lost (CUT_MARK alone: the paste began inside the message)."""
     frag = etype[len(CUT_MARK):]
-    return [n for n in names if n.endswith(frag) and n != frag] if frag else []
+    return [n for n in names if n.endswith(frag) and n != frag] if frag else list(names)
 
 
 def inner_type(etype: str) -> str:

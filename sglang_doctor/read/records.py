@@ -41,6 +41,41 @@ def parse_prefix(text: str) -> Prefix:
     return Prefix(None, (), text, "bare")
 
 
+# A paste that starts inside a record's header keeps only its tail: ``TP0] ValueError: ...``,
+# ``0:12:03 TP1] Scheduler hit an exception: ...``, ``25-03-26 17:10:21 TP5] ...`` (a search
+# excerpt, a selection begun inside the time stamp).  Such a tail is the text up to the first
+# ``]`` when it is the end of some header: the header's pattern matched backwards from that
+# ``]`` (``regex``'s reverse matching), cut short where the line starts (partial matching).
+CUT_HEADER_MIN = 3  # "P0]", ":03]": shorter ("0]", "]") is any text's bracket
+_CUT_HEADER_SPAN = 40  # the longest header tail looked for ("2025-03-26 17:10:21.123 DP0 TP1]")
+_rx_header_tail = None
+_RANK = re.compile(r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+")
+
+
+def _header_tail_rx():
+    global _rx_header_tail
+    if _rx_header_tail is None:
+        import regex
+
+        _rx_header_tail = regex.compile(_SGLANG.pattern.removesuffix(" ?"), regex.REVERSE)
+    return _rx_header_tail
+
+
+def parse_cut_prefix(text: str) -> Prefix | None:
+    """The record header's tail a line starts with when the paste began inside the header
+    (see above), split off like parse_prefix's; None when the line does not start so.  The
+    time stamp is lost; a rank is kept only when it is whole (``TP1``, not ``P1``)."""
+    end = text.find("] ", 0, _CUT_HEADER_SPAN)
+    if end + 1 < CUT_HEADER_MIN or text.startswith("["):
+        return None
+    tail = text[:end + 1]
+    if _header_tail_rx().fullmatch(tail, partial=True) is None:
+        return None
+    ranks = tuple(r for r in tail[:-1].split() if _RANK.fullmatch(r))
+    message = text[end + 2:]
+    return Prefix(None, ranks, message, "uvicorn" if _UVICORN.match(message) else "sglang")
+
+
 def is_record_start(text: str) -> bool:
     """True for a line that starts a new record (it carries a header)."""
     return text.startswith("[") and (_SGLANG.match(text) is not None or _TIME_ONLY.match(text) is not None)

@@ -595,30 +595,24 @@ class Scanner:
             pos = nl + 1
             if pos == len(data):
                 return
-        elif self._carry:
-            # finish the held partial line without copying the whole block behind it
+        elif self._carry or (self.number == 1 and self.fast):
+            # the held partial line, finished without copying the whole block behind it; and
+            # the input's first line, passed whatever it holds: a paste that starts inside a
+            # line (``rror: CUDA out of memory ...``, ``TP0] ValueError: ...``, a search
+            # excerpt) has lost the literal its head held, and the assembler judges such a
+            # line (Assembler._cut_first_line); a reader of every line passes it too
             nl = data.find(b"\n")
             if nl < 0:
                 carry, self._carry = self._carry, b""
                 self._hold(carry + data)
                 return
-            head, self._carry = self._carry + data[: nl + 1], b""
-            if self.number == 1:
-                self._emit(head[:-1])  # the input's first line: always passed (below)
-            else:
-                self._scan(head, 0, len(head))
-            pos = nl + 1
-        elif self.number == 1 and self.fast:
-            # the input's first line is passed whatever it holds: a paste that starts inside
-            # a line (``rror: CUDA out of memory ...``, a search excerpt) has lost the literal
-            # its head held, and the assembler judges such a line (Assembler._cut_first_line);
-            # a reader of every line passes it too, so nothing else changes
-            nl = data.find(b"\n")
-            if 0 <= nl <= MAX_LINE_BYTES:
-                self._emit(data[:nl])
+            if self._carry or nl <= MAX_LINE_BYTES:  # (a longer first line: searched as any)
+                head, self._carry = self._carry + data[: nl + 1], b""
+                if self.number == 1:
+                    self._emit(head[:-1])
+                else:
+                    self._scan(head, 0, len(head))
                 pos = nl + 1
-                if pos == len(data):
-                    return
         last = data.rfind(b"\n", pos)
         if last >= 0:
             if ahead is not None and ahead[1] == last + 1 and pos <= ahead[0]:

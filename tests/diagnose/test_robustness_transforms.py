@@ -42,6 +42,19 @@ def test_a_transform_keeps_the_key_line(name):
     assert text == robustness.apply(name, sample)  # seeded: the same text every run
     if name in ("wrap", "combo"):  # folded: the pieces joined back give the line
         assert LINES[KEY] in text.replace("\r", "").replace("\n", "")
+    elif name in ("cut_record_head", "cut_frame"):  # the first line cut above the key line
+        assert LINES[KEY] in text
+        first = text.split("\n", 1)[0]
+        assert first and first not in LINES and any(line.endswith(first) for line in LINES[:KEY])
+        if name == "cut_record_head":  # inside the nearest record header: its "]" kept
+            assert "TP0] Scheduler hit an exception" in first and not first.startswith("[")
+        else:  # inside a frame, past its 'File "'
+            assert 'File "' not in first
+    elif name == "cut_key_message":  # the type and the message's head go, three quarters stay
+        message = LINES[KEY].split(": ", 1)[1]
+        first = text.split("\n", 1)[0]
+        assert message.endswith(first) and len(first) >= 3 * len(message) // 4 and first != message
+        assert not text.startswith("Exception")
     elif name in robustness.CUT_AROUND_KEY:  # the key line itself is cut, its message's words kept
         message = LINES[KEY].split(": ", 1)[1]
         assert " ".join(message.split()[:4]) in text
