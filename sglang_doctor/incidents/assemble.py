@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sglang_doctor.incidents import cut_match, milestones
+from sglang_doctor.incidents import cut_line, cut_match, milestones
 from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
@@ -357,6 +357,11 @@ class Assembler:
         self._wrapped: tuple[Line, int] | None = None  # (the line so far, its last piece's number)
         # (literals a record-start line is passed for, literals any other line is passed for)
         self.wrap_literals: tuple[tuple[str, ...], tuple[str, ...]] = _WRAP_LITERALS
+        # the line fed last and how it was read ("plain": no signal, "signal"), with its
+        # message: the one a text cut mid-line ends with is read again at flush (cut_line.py)
+        self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
+        # the normalized messages of the last records read as handled (cut_line.repeats_handled)
+        self._handled: list[str] = []
 
     # -- public ------------------------------------------------------------------------
 
@@ -426,6 +431,7 @@ class Assembler:
 
     def _feed(self, line: Line) -> list[Event]:
         events: list[Event] = []
+        self._last_fed = None
         end = records.outer_prefix_end(line.text)
         if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
             line = Line(line.number, line.text[end:], line.raw, line.cut)
@@ -452,10 +458,34 @@ class Assembler:
         if self._wrapped is not None:  # a folded line's last piece was exactly the width
             held, self._wrapped = self._wrapped[0], None
             events += self._feed_line(held)
+        self._read_cut_line(events)
         self._release_held(events)
         self._close_group(events)
         self._record = None
         return events
+
+    def _read_cut_line(self, events: list[Event]) -> None:
+        """The input ended inside its last line (ends_mid_line): that line was read as far as
+        it goes; read it again with what the rest of the text and the signals' own words say
+        of its lost end (cut_line.py)."""
+        last = self._last_fed
+        if not self.ends_mid_line or last is None or last[0].number != self._last_number:
+            return
+        line, ranks, how, message = last
+        if how == "plain":
+            found = cut_line.complete_literal(message, self._signals)
+            if found is not None:
+                sig, captures, literal = found
+                captures["cut_literal"] = literal
+                self._signal(line, ranks, (sig, captures), events)
+            return
+        group = self._group
+        if (group is not None and not group.builders and group.signal_lines
+                and all(sl.number == line.number for sl in group.signal_lines)
+                and cut_line.repeats_handled(line.text, self._handled)):
+            # another rank's complete record of the same event was handled (a client's abort)
+            self._group = None
+            self._record = _Record(ranks, "normal")
 
     # -- records -----------------------------------------------------------------------
 
@@ -637,6 +667,7 @@ class Assembler:
 
     def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
                 literals: set[str] | None = None) -> None:
+        self._last_fed = (line, ranks, "plain", message)
         if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_errors.is_header(message):
             self._request_error = line.number
         if (literals is None or not self._retract_literals.isdisjoint(literals)) \
@@ -706,6 +737,7 @@ class Assembler:
 
     def _signal(self, line: Line, ranks: tuple[str, ...], found, events: list[Event]) -> None:
         sig, captures = found
+        self._last_fed = (line, ranks, "signal", line.text)
         if sig.role == "operator_kill":
             self._operator_killed.update(captures.get("killed_pids", "").split())
             self._record = _Record(ranks, "normal")
@@ -715,6 +747,8 @@ class Assembler:
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
+            self._handled.append(cut_line.normalized(line.text))
+            del self._handled[:-8]
             if sig.shows_progress:
                 # not a failure, but a kernel being compiled: the step the launch was in (progress.py)
                 self._normal(line, ranks, line.text, events)
