@@ -1376,6 +1376,8 @@ def divisor_size(ctx: Context, params: dict) -> Remediation | None:
     number (then the divisor was another setting).  The log's numbers pick the value: advice,
     never applied unattended.  Trade-off: fewer GPUs per replica, each holding a larger share."""
     flag = ctx.flag(params.get("flag", ""))
+    if flag is not None and params.get("power_of_two"):
+        return _power_of_two_below(ctx, flag, params)
     dimension, refused = _number(ctx.fill(params.get("dimension"))), _number(ctx.fill(params.get("refused")))
     if flag is None or dimension is None or refused is None:
         return None
@@ -1391,6 +1393,29 @@ def divisor_size(ctx: Context, params: dict) -> Remediation | None:
     rem = Remediation(set={flag: value}, safe=False, needs_human=True,
                       note=f"set {flag} {value}: the largest size that divides both numbers the message prints "
                            f"({dimension} does not split over {refused}; {value} divides both)",
+                      tradeoff=params.get("tradeoff") or tradeoffs.default_for(Remediation(set={flag: value})))
+    trust.declare(rem, "log", value_from="log")
+    return rem
+
+
+def _power_of_two_below(ctx: Context, flag: str, params: dict) -> Remediation | None:
+    """``divisor_size {power_of_two: true}``: a bare ``assert self.total_num_heads % tp_size == 0``
+    prints neither number, so the dimension is unknown; the launch's size (its command or dump)
+    is.  Model head counts are multiples of a power of two (28 = 4 x 7, 40 = 8 x 5, 14 = 2 x 7),
+    so the largest power of two below the refused size is the likeliest even split (tp 8 on 28
+    heads -> 4, tp 6 -> 4, tp 3 -> 2).  A likelihood, not a computation: the note says so; advice."""
+    refused = _number(ctx.stated(flag))
+    if refused is None or not float(refused).is_integer() or refused < 2:
+        return None
+    value = 1
+    while value * 2 < refused:
+        value *= 2
+    if ctx.catalog.validate(flag, value) is not None:
+        return None
+    rem = Remediation(set={flag: value}, safe=False, needs_human=True,
+                      note=f"set {flag} {value}: the largest power of two below your {int(refused)} (the check "
+                           "prints no numbers; model head counts are multiples of a power of two, so this is the "
+                           "likeliest size that splits them: check the model's config.json)",
                       tradeoff=params.get("tradeoff") or tradeoffs.default_for(Remediation(set={flag: value})))
     trust.declare(rem, "log", value_from="log")
     return rem

@@ -87,3 +87,20 @@ def test_an_example_the_message_gives_is_advice_with_its_value():
                "in CLI, for example: --dtype=half.")
     _, rem = _remedy(message, FLAG_NAMED, exc="ValueError")
     assert rem.set == {"--dtype": "half"}, f"before: a placeholder, got {rem.set}"
+
+
+def test_a_bare_heads_assert_is_the_tp_size_with_a_power_of_two_below_the_launch_s():
+    from conftest import FIXTURES
+
+    # 0.5.23 models/qwen2.py:167 `assert self.total_num_heads % tp_size == 0`, no message; tp_size=8
+    inc = explain_one_incident(FIXTURES / "args" / "tp_heads_assert_bare_0523.log")
+    assert inc["rule"] == "args.invalid.tp_heads_assert", "before: class.internal.check (other)"
+    assert inc["category"] == "args.invalid"
+    assert inc["remediation"]["set"] == {"--tp-size": 4}
+
+
+def test_the_power_of_two_needs_the_launch_s_size():
+    entries = [{"divisor_size": {"flag": "--tp-size", "power_of_two": True}}]
+    assert _remedy("", entries, server_args={"tp_size": 6})[1].set == {"--tp-size": 4}
+    assert _remedy("", entries, server_args={"tp_size": 3})[1].set == {"--tp-size": 2}
+    assert _remedy("", entries)[1] is None  # no size in the log: nothing to step from
