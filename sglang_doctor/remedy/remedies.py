@@ -948,7 +948,7 @@ _NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b|(?<![\w
 # ("... by explicitly setting the `dtype` flag in CLI, for example: --dtype=half": an example the
 # message gives of its own advice is advice too)
 _ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?|"
-                      r"for\s+example:?|e\.g\.,?|such\s+as)\s+"
+                      r"for\s+example:?)\s+"
                       r"[`'\"]?(--[a-z][a-z0-9-]+)(?:[ =][`'\"]?(?!--)([\w.+-]+))?",
                       re.IGNORECASE)
 # words before an advised-looking flag that make it the conflict, not the advice
