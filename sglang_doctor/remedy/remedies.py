@@ -1643,6 +1643,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         found = _message_way_out(ctx, found)
         found = _compile_way_out(ctx, found)
     found = _lead_with_a_change(found)
+    found = _second_a_change(found)
     # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
     # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
     from sglang_doctor.remedy import frame_releases
@@ -1815,6 +1816,24 @@ def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:
     if advice:
         change.note = f"{advice}; the change to try: {change.note}" if change.note else advice
     return [change, *(rem for i, rem in enumerate(found) if i not in (0, at))]
+
+
+def _second_a_change(found: list[Remediation]) -> list[Remediation]:
+    """After a leading change, the rule's advice (a ``needs_human`` entry with no change) in the
+    first alternative's place while a change follows it: the first such change moves before the
+    advice.  The two places read first (and the two a relaunch loop tries) then hold two
+    changes, as ``_lead_with_a_change`` does for the lead; the advice keeps its words, one place
+    down.  Not the weighing's evidence note, not a change the weighing marked unproven."""
+    if len(found) < 3 or found[0].is_empty():
+        return found
+    second = found[1]
+    if not (second.needs_human and second.is_empty() and second.remedy == "needs_human"):
+        return found
+    at = next((i for i, rem in enumerate(found)
+               if i > 1 and not rem.is_empty() and "UNPROVEN:" not in (rem.tradeoff or "")), None)
+    if at is None:
+        return found
+    return [found[0], found[at], *(rem for i, rem in enumerate(found) if i not in (0, at))]
 
 
 _OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag")

@@ -104,3 +104,18 @@ def test_the_power_of_two_needs_the_launch_s_size():
     assert _remedy("", entries, server_args={"tp_size": 6})[1].set == {"--tp-size": 4}
     assert _remedy("", entries, server_args={"tp_size": 3})[1].set == {"--tp-size": 2}
     assert _remedy("", entries)[1] is None  # no size in the log: nothing to step from
+
+
+def test_a_change_after_the_rule_s_advice_takes_the_first_alternative_s_place():
+    # remedies._second_a_change: a leading change, the rule's advice, then another change: the two
+    # places read first (and tried first by a relaunch loop) hold the two changes
+    entries = [{"set_flag": {"flag": "--disable-custom-all-reduce", "value": True}},
+               {"needs_human": {"reason": "check the GPUs' topology (nvidia-smi topo -m)"}},
+               {"set_env": {"name": "NCCL_P2P_DISABLE", "value": "1"}}]
+    _, rem = _remedy("x", entries)
+    assert rem.set == {"--disable-custom-all-reduce": True}
+    assert rem.alternatives[0].env == {"NCCL_P2P_DISABLE": "1"}, "before: the advice came first"
+    assert rem.alternatives[1].needs_human and rem.alternatives[1].is_empty()
+    # advice with no change after it stays where the rule put it
+    _, rem = _remedy("x", entries[:2])
+    assert rem.alternatives[0].needs_human and rem.alternatives[0].is_empty()
