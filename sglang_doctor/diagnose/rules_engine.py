@@ -52,6 +52,7 @@ REMEDIES = (
     "closest_flag", "change_port", "upgrade_sglang", "needs_human", "flag_named",
     "allocator_fragmentation", "isolate_features", "switch_backend", "drop_feature",
     "disable_in_frames", "env_named", "drop_in_frames", "kv_cache_dtype_step", "expert_parallel",
+    "divisor_size",
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",
@@ -59,7 +60,8 @@ RULE_KEYS = {
 }
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
-              "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting"}
+              "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting",
+              "assert_source"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -98,6 +100,9 @@ class Rule:
     message_any: tuple[str, ...] = ()  # lower-case keywords, one of which is in the exception/signal text
     deepest_not: tuple[str, ...] = ()  # the deepest SGLang frame is in none of these (same form as deepest_frame)
     names_setting: bool | None = None  # the exception message does (not) name a setting a user makes
+    # a regex searched in the source line of the deepest frame of a bare ``AssertionError`` (no
+    # message): the assert statement is then the only text the check has
+    assert_source: Any = None
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     counter_examples: list[str] = field(default_factory=list)
@@ -116,12 +121,13 @@ class Rule:
     def conditions(self) -> int:
         return (sum(bool(x) for x in (self.kind, self.exceptions, self.message, self.frames_any, self.frames_all,
                                       self.frames_sequence, self.line_rx, self.context, self.deepest_frame,
-                                      self.message_any, self.deepest_not)) + (self.after_ready is not None)
+                                      self.message_any, self.deepest_not, self.assert_source))
+                + (self.after_ready is not None)
                 + (self.truncated is not None) + (self.names_setting is not None))
 
     @property
     def frames_only(self) -> bool:
-        return not (self.exceptions or self.message or self.line_rx or self.message_any)
+        return not (self.exceptions or self.message or self.line_rx or self.message_any or self.assert_source)
 
     @property
     def names_nothing(self) -> bool:
@@ -576,6 +582,8 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
     rule.deepest_frame = _as_tuple(match.get("deepest_frame_module"), bad, "match.deepest_frame_module")
     rule.message_any = tuple(k.lower() for k in _as_tuple(match.get("message_any"), bad, "match.message_any"))
     rule.deepest_not = _as_tuple(match.get("deepest_frame_module_not"), bad, "match.deepest_frame_module_not")
+    if "assert_source" in match:
+        rule.assert_source = _compile(match["assert_source"], bad, "match.assert_source")
     if "names_setting" in match:
         if isinstance(match["names_setting"], bool):
             rule.names_setting = match["names_setting"]
@@ -898,6 +906,15 @@ class RuleSet:
             if not chain or any(names_setting(e.message) for e in chain) != rule.names_setting:
                 return None
         frames = incident.frames
+        if rule.assert_source is not None:
+            # a bare assert (no message): the statement in the deepest frame is the check's text
+            if exc is None or exc.type.rsplit(".", 1)[-1] != "AssertionError" or exc.message.strip() \
+                    or not frames or not frames[-1].source:
+                return None
+            m = _search(rule.assert_source, frames[-1].source)
+            if not m:
+                return None
+            captures.update({k: v for k, v in m.groupdict().items() if v is not None})
         if rule.deepest_frame and not _deepest_hit(rule.deepest_frame, frames):
             return None
         if rule.deepest_not and (not sglang_frames(frames) or _deepest_hit(rule.deepest_not, frames)):

@@ -945,7 +945,10 @@ def _own_flags(ctx: Context) -> dict[str, Any]:
 _NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b|(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
 # the verb may be in -ing form ("consider using --x"), the flag and its value in quotes or
 # backticks ("please use `--moe-runner-backend cutlass`")
-_ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?)\s+"
+# ("... by explicitly setting the `dtype` flag in CLI, for example: --dtype=half": an example the
+# message gives of its own advice is advice too)
+_ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?|"
+                      r"for\s+example:?)\s+"
                       r"[`'\"]?(--[a-z][a-z0-9-]+)(?:[ =][`'\"]?(?!--)([\w.+-]+))?",
                       re.IGNORECASE)
 # words before an advised-looking flag that make it the conflict, not the advice
@@ -972,7 +975,7 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     user's choice, so each named flag is one alternative, in the message's order."""
     inc = ctx.diagnosis.incident
     text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
-    text = text[:4000]
+    text = _parallel_named(text[:4000])
     advised: list[str] = []  # advised flags whose value the message does not give (or not validly)
     for m in _ADVISED.finditer(text):
         if _NEGATED.search(text[max(0, m.start() - 80):m.start()]):
@@ -1174,6 +1177,36 @@ _DIVISIBLE = re.compile(
     _FLAG_WORD + _GIVEN.format(name="given2"),
     re.IGNORECASE)
 
+# "Total number of attention heads (28) must be divisible by tp_size (8)", "Attention heads 28 are
+# not divisible by tp_size=8": a model dimension in prose (its number just before the verb) and a
+# flag as the divisor; only the divisor can be computed (its value that divides both numbers)
+_DIVISIBLE_BY_FLAG = re.compile(
+    r"(?<![\w.-])(?P<given>\d+)\)?[`'\"]?\s+(?:(?:must|should|has\s+to|needs\s+to)\s+be|is\s+not|are\s+not|"
+    r"isn't|aren't|not)\s+(?:evenly\s+)?divisible\s+by\s+(?:the\s+)?(?:shard\s+)?[`'\"]?" +
+    _FLAG_WORD + _GIVEN.format(name="given2"),
+    re.IGNORECASE)
+# The other names model code gives the parallel sizes in its checks: "tp world size {tp_size}"
+# (0.5.9 multimodal_gen zimage.py), "tensor_model_parallel_size ({n})" (0.5.9 parallel_state.py),
+# "tensor parallel size" (0.5.23 awq/gptq schemes; the head-count checks of model configs),
+# "TP={tp_size}" (0.5.23 models/xllm.py: "Attention heads 28 are not divisible by TP=8"):
+# spelled as the field they name, so the flag-name readers above take them (a rank prefix
+# "[TP0]" has no "=" and stays as it is)
+_PARALLEL_WORDS = (
+    (re.compile(r"\btensor[- _](?:model[- _])?parallel(?:[- _]world)?[- _]size\b", re.IGNORECASE), "tp_size"),
+    (re.compile(r"\btp[- ]world[- ]size\b", re.IGNORECASE), "tp_size"),
+    (re.compile(r"\bpipeline[- _](?:model[- _])?parallel(?:[- _]world)?[- _]size\b", re.IGNORECASE), "pp_size"),
+    (re.compile(r"\bexpert[- ]parallel(?:[- ]world)?[- ]size\b", re.IGNORECASE), "ep_size"),
+    (re.compile(r"\bdata[- ]parallel(?:[- ]world)?[- ]size\b", re.IGNORECASE), "dp_size"),
+    (re.compile(r"\bTP\s*=\s*(?=\d)"), "tp_size="),
+)
+
+
+def _parallel_named(text: str) -> str:
+    """``text`` with the parallel sizes' prose names spelled as their fields (``_PARALLEL_WORDS``)."""
+    for pattern, field in _PARALLEL_WORDS:
+        text = pattern.sub(field, text)
+    return text
+
 
 def _kind(cmp: str) -> str:
     """">=" / "at least" ... -> "ge"; "<=" / "at most" -> "le"; ">" -> "gt"; "<" -> "lt"."""
@@ -1274,6 +1307,17 @@ def _bound_values(ctx: Context, text: str) -> dict[str, tuple[Any, str]]:
                 keep(*divisor, common, f"a divisor of both numbers the message states ({stated})")
         if dividend is not None and a > b:
             keep(*dividend, a - a % b, f"the nearest multiple below the message's value ({stated})")
+    for m in _DIVISIBLE_BY_FLAG.finditer(text):
+        # a model dimension in prose: only the divisor flag, by the same largest common divisor
+        a, b = _number(m.group("given")), _number(m.group("given2"))
+        divisor = _numeric_flag(ctx, m.group(2))  # group 1 is the dividend's number
+        if divisor is None or a is None or b is None or a <= 0 or b <= 0:
+            continue
+        if not float(a).is_integer() or not float(b).is_integer() or int(a) % int(b) == 0:
+            continue
+        common = math.gcd(int(a), int(b))
+        if common < b:
+            keep(*divisor, common, f"a divisor of both numbers the message states (\"{m.group(0).strip()[:80]}\")")
     return out
 
 
@@ -1317,6 +1361,64 @@ def _similar(typed: str, real: str) -> bool:
     import difflib
 
     return difflib.SequenceMatcher(None, typed.lstrip("-"), real.lstrip("-")).ratio() >= 0.85
+
+
+@remedy("divisor_size")
+def divisor_size(ctx: Context, params: dict) -> Remediation | None:
+    """A parallel size that splits a model dimension evenly, from the two numbers the message
+    prints: ``{flag: --tp-size, dimension: "{numerator}", refused: "{denominator}"}`` for
+    SGLang's ``ensure_divisibility`` ("28 is not divisible by 8", srt/distributed/utils.py,
+    raised by ``divide(size, tp_size)`` when a layer shards heads or a hidden size over the
+    tensor-parallel ranks).  The value is the greatest common divisor of the two: it divides the
+    dimension (so the split is even) and divides the refused size (so the same GPUs still hold
+    whole replicas), e.g. 28 heads at tp 8 -> tp 4.  Nothing when it is 1 or more than the
+    refused size, or when the launch's own value of the flag is known and is not the refused
+    number (then the divisor was another setting).  The log's numbers pick the value: advice,
+    never applied unattended.  Trade-off: fewer GPUs per replica, each holding a larger share."""
+    flag = ctx.flag(params.get("flag", ""))
+    if flag is not None and params.get("power_of_two"):
+        return _power_of_two_below(ctx, flag, params)
+    dimension, refused = _number(ctx.fill(params.get("dimension"))), _number(ctx.fill(params.get("refused")))
+    if flag is None or dimension is None or refused is None:
+        return None
+    if not (float(dimension).is_integer() and float(refused).is_integer()) or dimension < 1 or refused < 2:
+        return None
+    dimension, refused = int(dimension), int(refused)
+    stated = _number(ctx.stated(flag))
+    if stated is not None and int(stated) != refused:
+        return None  # the launch's own size is another number: the message's divisor is not this flag
+    value = math.gcd(dimension, refused)
+    if value < 1 or value >= refused or ctx.catalog.validate(flag, value) is not None:
+        return None
+    rem = Remediation(set={flag: value}, safe=False, needs_human=True,
+                      note=f"set {flag} {value}: the largest size that divides both numbers the message prints "
+                           f"({dimension} does not split over {refused}; {value} divides both)",
+                      tradeoff=params.get("tradeoff") or tradeoffs.default_for(Remediation(set={flag: value})))
+    trust.declare(rem, "log", value_from="log")
+    return rem
+
+
+def _power_of_two_below(ctx: Context, flag: str, params: dict) -> Remediation | None:
+    """``divisor_size {power_of_two: true}``: a bare ``assert self.total_num_heads % tp_size == 0``
+    prints neither number, so the dimension is unknown; the launch's size (its command or dump)
+    is.  Model head counts are multiples of a power of two (28 = 4 x 7, 40 = 8 x 5, 14 = 2 x 7),
+    so the largest power of two below the refused size is the likeliest even split (tp 8 on 28
+    heads -> 4, tp 6 -> 4, tp 3 -> 2).  A likelihood, not a computation: the note says so; advice."""
+    refused = _number(ctx.stated(flag))
+    if refused is None or not float(refused).is_integer() or refused < 2:
+        return None
+    value = 1
+    while value * 2 < refused:
+        value *= 2
+    if ctx.catalog.validate(flag, value) is not None:
+        return None
+    rem = Remediation(set={flag: value}, safe=False, needs_human=True,
+                      note=f"set {flag} {value}: the largest power of two below your {int(refused)} (the check "
+                           "prints no numbers; model head counts are multiples of a power of two, so this is the "
+                           "likeliest size that splits them: check the model's config.json)",
+                      tradeoff=params.get("tradeoff") or tradeoffs.default_for(Remediation(set={flag: value})))
+    trust.declare(rem, "log", value_from="log")
+    return rem
 
 
 @remedy("change_port")
@@ -1541,6 +1643,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         found = _message_way_out(ctx, found)
         found = _compile_way_out(ctx, found)
     found = _lead_with_a_change(found)
+    found = _second_a_change(found)
     # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
     # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
     from sglang_doctor.remedy import frame_releases
@@ -1713,6 +1816,24 @@ def _lead_with_a_change(found: list[Remediation]) -> list[Remediation]:
     if advice:
         change.note = f"{advice}; the change to try: {change.note}" if change.note else advice
     return [change, *(rem for i, rem in enumerate(found) if i not in (0, at))]
+
+
+def _second_a_change(found: list[Remediation]) -> list[Remediation]:
+    """After a leading change, the rule's advice (a ``needs_human`` entry with no change) in the
+    first alternative's place while a change follows it: the first such change moves before the
+    advice.  The two places read first (and the two a relaunch loop tries) then hold two
+    changes, as ``_lead_with_a_change`` does for the lead; the advice keeps its words, one place
+    down.  Not the weighing's evidence note, not a change the weighing marked unproven."""
+    if len(found) < 3 or found[0].is_empty():
+        return found
+    second = found[1]
+    if not (second.needs_human and second.is_empty() and second.remedy == "needs_human"):
+        return found
+    at = next((i for i, rem in enumerate(found)
+               if i > 1 and not rem.is_empty() and "UNPROVEN:" not in (rem.tradeoff or "")), None)
+    if at is None:
+        return found
+    return [found[0], found[at], *(rem for i, rem in enumerate(found) if i not in (0, at))]
 
 
 _OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag")
