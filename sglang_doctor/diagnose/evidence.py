@@ -888,8 +888,15 @@ WORD_SOURCES: tuple[tuple[str, str, str, float, str], ...] = (
      "kernel.unsupported_hw", 0.25, "it names a non-CUDA platform (ROCm/HIP, Ascend, XPU), where kernels differ"),
     ("nccl", r"\bnccl\b|process ?group|all_?reduce|all_?gather|\bgloo\b|c10d|init_process_group",
      "nccl", 0.3, "it names NCCL / torch.distributed"),
-    ("transport", r"mooncake|transfer[ _]engine|\brdma\b|kvtransfer|bootstrap (?:server|room)|ibv_",
-     "nccl", 0.35, "it names the KV-transfer transport (Mooncake, NIXL, RDMA)"),
+    # (also by who prints it: SGLang's PD-disaggregation classes, disaggregation/{base,common,fake,mooncake,
+    # nixl,mori,ascend}/conn.py ``<Backend>KVSender`` / ``KVReceiver`` / ``KVManager`` / ``KVBootstrapServer``,
+    # and the glog prefix of Mooncake's transfer engine, ``E0521 16:22:21.694042 162 transfer_metadata.cpp:877]``,
+    # whose sources are mooncake-transfer-engine/src/transfer_engine*.cpp, transfer_metadata*.cpp and
+    # transport/*/<name>_transport.cpp)
+    ("transport", r"mooncake|transfer[ _]engine|\brdma\b|kvtransfer|bootstrap (?:server|room)|ibv_|"
+     r"kv(?:sender|receiver|manager|bootstrapserver)\b|\btransfer_(?:metadata|engine)\w*\.cpp:\d+\]|"
+     r"\b\w+_transport\.cpp:\d+\]",
+     "nccl", 0.35, "it names the KV-transfer transport (Mooncake, NIXL, RDMA; SGLang's PD KV sender / receiver)"),
     ("argument", r"\bargument '[a-z_]+':|unrecognized arguments:|invalid choice:|the following arguments are required",
      "args.invalid", 0.4, "it is an argument parser's complaint about a named argument"),
     ("flag", r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+", "args.invalid", 0.3, "it names a launch flag"),

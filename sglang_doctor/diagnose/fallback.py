@@ -533,15 +533,21 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
                     "failed, its error comes after the last "
                     "line (the text ends there) or is in another log"),
         "best_guess": guess,
-        "next_step": _no_failure_step(guess.get("category")),
+        "next_step": _no_failure_step(guess.get("category"), guess.get("cue")),
     }
 
 
-def _no_failure_step(category: str | None) -> str:
+def _no_failure_step(category: str | None, cue: str | None = None) -> str:
     """The command for a text with no failure in it, by what the guess says it was doing: a launch
     whose text stops in NCCL / torch.distributed set-up with no error is most often waiting on a
-    rank or node that failed (its error is in that one's log, as for a peer that went away); a kill
-    from outside leaves no error in any log, only in the kernel's; else the whole log file."""
+    rank or node that failed (its error is in that one's log, as for a peer that went away); a text
+    of the PD KV transport (``words:transport``) is one side of a transfer between the prefill and
+    decode servers, whose other side's log holds its half; a kill from outside leaves no error in
+    any log, only in the kernel's; else the whole log file."""
+    if category == "nccl" and (cue or "").startswith("words:transport"):
+        return ("grep -n -B2 -A40 -E 'Traceback|hit an exception|transfer failed|E[0-9]{4} ' LOG   # in the prefill "
+                "AND the decode server's log: a KV transfer fails on both sides, the side that failed first has "
+                "the cause")
     if category == "nccl":
         return ("grep -n -B2 -A80 -E 'Traceback|NCCL WARN|hit an exception' LOG   # on every node and rank's log: a "
                 "launch that stops in NCCL set-up with no error is waiting on the one that failed")

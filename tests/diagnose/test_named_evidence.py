@@ -85,6 +85,36 @@ def test_kv_transfer_failure_is_a_transport_failure(pack):
     assert ev["category"] == "nccl"
 
 
+def test_the_kv_transport_is_named_by_who_prints_it():
+    """SGLang's PD-disaggregation classes (disaggregation/*/conn.py ``<Backend>KVSender`` ...) and the
+    glog prefix of Mooncake's transfer-engine sources name the KV transport even when no word of it
+    (mooncake, rdma, transfer engine) is in the line; other C++ sources and KV-cache classes do not."""
+    for line in ("[2026-01-02 10:00:00 TP3] NixlKVReceiver poll: bootstrap info not ready",
+                 "[2026-01-02 10:00:00 TP0] FakeKVSender send with kv_indices: [4, 5",
+                 "E0102 10:00:00.123456  4242 transfer_metadata.cpp:612] Failed to retrieve the segment descriptor",
+                 "W0102 10:00:00.123456  4242 rdma_transport.cpp:88] Worker: retry the slice"):
+        names = {ev.name: ev for ev in evidence._words(line, 0.5, "x")}
+        assert names["words:transport"].category == "nccl", line
+    for line in ("[rank8]:[W516 12:46:57.4995 ProcessGroupNCCL.cpp:1826] [PG ID 0] Failed to check the flag",
+                 "[2026-01-02 10:00:00 TP0] DecodeKVCacheOffloadManager started", "kv_manager = None"):
+        assert "words:transport" not in {ev.name for ev in evidence._words(line, 0.5, "x")}, line
+
+
+def test_a_fragment_of_transfer_engine_lines_guesses_the_transport():
+    """A text with no failure that ends in the KV transfer engine's own glog lines: if the server
+    failed, the transport is the best guess (it was 'other', nothing in the text, before)."""
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+
+    text = ("E0102 10:00:00.123456  4242 transfer_metadata.cpp:612] Failed to retrieve the segment descriptor\n"
+            "I0102 10:00:01.000001  4243 transfer_metadata_dump.cpp:51] Dump of segment 10.0.0.2:16917\n")
+    pipe = StreamPipeline(RuleSet.load([]), remediate=False, whole_log=True)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    assert not [e for e in events if e.get("event") == "incident"]
+    guess = pipe.summary()["fallback"]["best_guess"]
+    assert guess["category"] == "nccl" and guess["cue"] == "words:transport->nccl"
+    assert "prefill AND the decode server" in pipe.summary()["fallback"]["next_step"]
+
+
 def test_a_cut_oom_traceback_is_named_by_the_allocators_line(pack):
     log = ("[rank1]:[W906 07:46:05.008634648 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on "
            "device 1 while trying to allocate 4334813184 bytes (free: 3779919872, total: 287431131136).\n"
