@@ -177,18 +177,21 @@ class Engine(invw.Engine):
     pass
 
 
+def _count(tally: dict, name: str, rules: list, text: str) -> None:
+    """One text of a measure: a false alarm when any incident formed on it."""
+    tally["texts"] += 1
+    if rules:
+        tally["false_alarms"] += 1
+        tally["rules"].update(rules)
+        tally["examples"].append((name, rules, text))
+
+
 def measure_bait(engine: Engine, kinds=("warnings", "requests")) -> dict:
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
     gens = {"warnings": bait_warnings, "requests": bait_requests}
     for gen in (gens[k] for k in kinds):
         for form, name, text in gen():
-            rules = engine.incidents(text)
-            c = per[form]
-            c["texts"] += 1
-            if rules:
-                c["false_alarms"] += 1
-                c["rules"].update(rules)
-                c["examples"].append((name, rules, text))
+            _count(per[form], name, engine.incidents(text), text)
     return per
 
 
@@ -202,12 +205,8 @@ def measure_corpus(engine: Engine) -> tuple[dict, list]:
                 continue
             text = path.read_bytes().decode("utf-8", "replace")
             rules = engine.incidents(text)
-            per["texts"] += 1
-            if rules:
-                per["false_alarms"] += 1
-                per["rules"].update(rules)
-                per["examples"].append((f"{part}/{lab['file']}", rules, ""))
-            else:
+            _count(per, f"{part}/{lab['file']}", rules, "")
+            if not rules:
                 quiet.append((f"{part}/{lab['file']}", text))
     for path in sorted((ROOT / "fixtures" / "healthy").glob("*.log")):
         text = path.read_bytes().decode("utf-8", "replace")
@@ -226,13 +225,7 @@ def measure_transforms(engine: Engine, quiet: list) -> dict:
                 continue
             if not out.endswith("\n"):
                 out += "\n"
-            rules = engine.incidents(out)
-            c = per[tname]
-            c["texts"] += 1
-            if rules:
-                c["false_alarms"] += 1
-                c["rules"].update(rules)
-                c["examples"].append((name, rules, out))
+            _count(per[tname], name, engine.incidents(out), out)
     return per
 
 

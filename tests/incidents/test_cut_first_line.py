@@ -5,35 +5,19 @@ The failure is still named; a healthy first line that only quotes a rule's words
 line, a server_args dump) stays healthy.  Messages are SGLang's and torch's own (sglang
 srt/layers/quantization/fp8.py's block-FP8 check, torch's CUDA OOM)."""
 
-from functools import lru_cache
-
 import regex
 
-from sglang_doctor.diagnose.rules_engine import RuleSet, _greedy, _partial_search
-from sglang_doctor.pipeline import StreamPipeline
+from cut_sample import BLOCK_FP8, P, SIGQUIT, answers
+from sglang_doctor.diagnose.rules_engine import _greedy, _partial_search
 from sglang_doctor.read.records import parse_cut_prefix
 
-P = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
-BLOCK_FP8 = "Weight output_partition_size = 4864 is not divisible by weight quantization block_n = 128."
 OOM = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 47.54 GiB of which "
        "1.12 GiB is free. Including non-PyTorch memory, this process has 46.41 GiB memory in use.")
-SIGQUIT = "[2025-12-05 14:10:22] Received sigquit from a child process. It usually means the child failed.\n"
 FRAMES = f"""  File "{P}/model_executor/model_runner.py", line 905, in load_model
     self.model = get_model(
   File "{P}/layers/quantization/fp8.py", line 447, in create_weights
     raise ValueError(
 """
-
-
-@lru_cache(maxsize=1)
-def builtin_rules() -> RuleSet:
-    return RuleSet.load(user=False)
-
-
-def answers(text: str):
-    pipe = StreamPipeline(builtin_rules(), whole_log=True)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"] for e in events if e["event"] == "incident"]
 
 
 def test_a_header_tail_reads_as_the_record():

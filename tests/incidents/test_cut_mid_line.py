@@ -3,31 +3,14 @@ cut_key_tail): a paste that starts inside the exception type, or ends inside the
 keeps its answer; a healthy line cut so stays healthy.  The texts are shaped like real
 pastes (the block-FP8 shard message of sglang srt/layers/quantization/fp8.py)."""
 
-from functools import lru_cache
+from cut_sample import BLOCK_FP8, P, SIGQUIT, answers
 
-from sglang_doctor.diagnose.rules_engine import RuleSet
-from sglang_doctor.pipeline import StreamPipeline
-
-P = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
-BLOCK_FP8 = "Weight output_partition_size = 4864 is not divisible by weight quantization block_n = 128."
-SIGQUIT = "[2025-12-05 14:10:22] Received sigquit from a child process. It usually means the child failed.\n"
 FRAMES = f"""Traceback (most recent call last):
   File "{P}/model_executor/model_runner.py", line 905, in load_model
     self.model = get_model(
   File "{P}/layers/quantization/fp8.py", line 447, in create_weights
     raise ValueError(
 """
-
-
-@lru_cache(maxsize=1)
-def builtin_rules() -> RuleSet:
-    return RuleSet.load(user=False)
-
-
-def answers(text: str):
-    pipe = StreamPipeline(builtin_rules(), whole_log=True)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"] for e in events if e["event"] == "incident"]
 
 
 def test_first_line_cut_inside_the_exception_type():
