@@ -122,7 +122,9 @@ def test_a_guess_with_no_usual_change_takes_the_frames_site():
     assert rem.set == {"--disable-custom-all-reduce": True} and rem.needs_human
     spec = [Frame(file=SITE + "speculative/eagle_worker.py", line=1, function="__init__")]
     rem = _remediate(_guess("other", spec))
-    assert "--speculative-algorithm" in rem.unset and rem.safe is False
+    # speculative decoding: chain drafting first (it stays on), then without it (session 21)
+    assert rem.set == {"--speculative-eagle-topk": 1} and rem.safe is False and rem.needs_human
+    assert "--speculative-algorithm" in rem.alternatives[0].unset and rem.alternatives[0].safe is False
 
 
 def test_a_guess_whose_frames_name_no_site_gets_nothing():
