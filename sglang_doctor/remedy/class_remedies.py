@@ -543,3 +543,46 @@ def expert_parallel(ctx: Context, params: dict) -> Remediation | None:
                       note=f"shard the experts over the ranks: {ep_flag} equal to your launch's --tp-size (not in "
                            f"the log){why}")
     return trust.declare(rem, "rule")
+
+
+# DeepGEMM (FP8 block GEMMs and grouped MoE GEMMs, JIT-compiled with nvcc on first use, for
+# SM90 / SM100 only): its own package or SGLang's wrapper around it in the traceback, or its name
+# in the failure's words ("Failed to compile .../deep_gemm/...", "DeepGEMM ...").  SGLang reads
+# SGLANG_ENABLE_JIT_DEEPGEMM (0.5.23 environ.py EnvBool(True); deep_gemm_wrapper/configurer.py
+# turns DeepGEMM off when it is false) -- 0.4.x spelt it SGL_ENABLE_JIT_DEEPGEMM -- and falls back
+# to its Triton / CUTLASS FP8 kernels; its own messages name the switch ("... or has been disabled
+# via SGLANG_ENABLE_JIT_DEEPGEMM=0", fp8_utils.py).
+_DEEPGEMM_MODULES = ("/deep_gemm/", "/deep_gemm_wrapper/", "quantization/deep_gemm.py", "layers/deep_gemm.py")
+_DEEPGEMM_WORDS = re.compile(r"deep_?gemm", re.IGNORECASE)
+DEEPGEMM_ENV = ("SGLANG_ENABLE_JIT_DEEPGEMM", "SGL_ENABLE_JIT_DEEPGEMM")
+DEEPGEMM_TRADEOFF = (
+    "SGLang's Triton / CUTLASS FP8 kernels instead of DeepGEMM: no nvcc JIT build at start-up, somewhat slower "
+    "FP8 prefill on Hopper / Blackwell; both spellings are set because releases before the rename read "
+    "SGL_ENABLE_JIT_DEEPGEMM")
+
+
+def _deepgemm_failed(ctx: Context) -> bool:
+    for frame in ctx.diagnosis.incident.frames:
+        path = frame.file.replace("\\", "/")
+        if any(m in path for m in _DEEPGEMM_MODULES):
+            return True
+    from sglang_doctor.diagnose.evidence import failure_words
+
+    inc = ctx.diagnosis.incident
+    root = f"{inc.exception.type}: {inc.exception.message}" if inc.exception is not None else ""
+    return bool(_DEEPGEMM_WORDS.search(root[:20000]) or _DEEPGEMM_WORDS.search(failure_words(inc)[:20000]))
+
+
+@remedy("deepgemm_off")
+def deepgemm_off(ctx: Context, params: dict) -> Remediation | None:
+    """``SGLANG_ENABLE_JIT_DEEPGEMM=0`` (and the 0.4.x spelling) when the failure is in DeepGEMM:
+    its package or SGLang's wrapper in the frames, or its name in the failure's own words (the
+    words only decide whether the step applies; the variable and value are this operation's).
+    Nothing otherwise.  Advice (``safe`` False): a class-level step, as the others here."""
+    if not _deepgemm_failed(ctx):
+        return None
+    rem = Remediation(env={name: "0" for name in DEEPGEMM_ENV}, safe=False,
+                      tradeoff=params.get("tradeoff") or DEEPGEMM_TRADEOFF,
+                      note=f"the failure is in DeepGEMM's JIT kernels: turn them off with "
+                           f"{DEEPGEMM_ENV[0]}=0 in the server's environment; {CLASS_NOTE}")
+    return trust.declare(rem, "rule")

@@ -387,3 +387,27 @@ def test_a_message_that_says_which_way_a_numeric_flag_must_move_gets_a_step_that
     # no direction: the placeholder, as before
     d = _with_message([{"flag_named": {}}], "--max-running-requests is invalid for this model")
     assert _remediate(d).set == {"--max-running-requests": "<a value the message accepts>"}
+
+
+# -- session 21 (fix21): DeepGEMM's JIT kernels off, SGLang's own switch -------------------------
+
+
+def test_a_failure_in_deepgemm_turns_its_jit_kernels_off_under_both_spellings():
+    frames = ["/x/sglang/srt/managers/scheduler.py",
+              "/x/sglang/srt/layers/quantization/deep_gemm_wrapper/compile_utils.py",
+              "/usr/lib/python3/dist-packages/deep_gemm/jit/compiler.py"]
+    d = _diagnosis([{"deepgemm_off": {}}, {"needs_human": {"reason": "install nvcc"}}], frames=frames)
+    rem = _remediate(d)
+    assert rem.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0", "SGL_ENABLE_JIT_DEEPGEMM": "0"}
+    assert rem.safe is False and "Triton / CUTLASS" in rem.tradeoff
+    assert not trust.check(rem, d, V0523) or rem.safe is False  # a rule's value, still asked
+
+
+def test_deepgemm_named_only_in_the_message_counts_and_nothing_else_does():
+    d = _with_message([{"deepgemm_off": {}}],
+                      "Failed to compile /root/.cache/deep_gemm/cache/kernel.gemm_fp8_fp8_bf16_nt.1a2b/kernel.cu")
+    assert _remediate(d).env["SGLANG_ENABLE_JIT_DEEPGEMM"] == "0"
+    # a JIT build of another library (FlashInfer) is not DeepGEMM's
+    d = _with_message([{"deepgemm_off": {}}], "Ninja build failed for flashinfer batch_prefill")
+    assert _remediate(d) is None
+    assert _remediate(_diagnosis([{"deepgemm_off": {}}], frames=[ATTN.format("flashinfer_backend")])) is None
