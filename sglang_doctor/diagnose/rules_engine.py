@@ -52,7 +52,7 @@ REMEDIES = (
     "closest_flag", "change_port", "upgrade_sglang", "needs_human", "flag_named",
     "allocator_fragmentation", "isolate_features", "switch_backend", "drop_feature",
     "disable_in_frames", "env_named", "drop_in_frames", "kv_cache_dtype_step", "expert_parallel",
-    "divisor_size",
+    "divisor_size", "deepgemm_off",
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",

@@ -329,18 +329,82 @@ FRAME_DROPS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
+# a draft model's own module: SGLang builds these only as the draft of speculative decoding
+# (0.5.23 srt/models/: llama_eagle3.py, qwen2_eagle.py, deepseek_nextn.py, qwen3_5_mtp.py, ...),
+# so a traceback through one is inside speculative decoding even when no srt/speculative/ frame
+# is in the text
+_DRAFT_MODEL = re.compile(r"srt/models/\w*(?:eagle|nextn|_mtp)\w*\.py$")
+# the speculative algorithms that draft a tree of --speculative-eagle-topk candidates per step
+# (NEXTN / MTP are EAGLE under another name); NGRAM, LOOKAHEAD, DFLASH, DSPARK do not read it
+_TOPK_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "MTP", "STANDALONE", "FROZEN_KV_MTP")
+TOPK_TRADEOFF = (
+    "chain drafting (one candidate per draft step) instead of a tree of --speculative-eagle-topk candidates: "
+    "usually a somewhat shorter accepted length, but the path every attention backend supports (SGLang "
+    "0.5.x refuses topk > 1 with trtllm_mha, rejection sampling, DFLASH / DSpark, and with page_size > 1 "
+    "outside flashinfer / fa3 / triton, and sets --speculative-num-draft-tokens to num-steps + 1 itself)")
+
+
+def speculative_topk_step(ctx: Context) -> Remediation | None:
+    """The gentler step before launching without speculative decoding, for a failure inside it:
+    ``--speculative-eagle-topk 1``.  Tree drafting (topk > 1) is the path SGLang supports on the
+    fewest backends and features (0.5.23 arg_groups/speculative_hook.py raises for trtllm_mha,
+    rejection sampling and page_size > 1 outside flashinfer / fa3 / triton; DFLASH / DSpark force
+    1); chain drafting keeps speculative decoding on.  Nothing when the launch states topk 1 or an
+    algorithm that does not read it, or when the release has no such flag; with the settings
+    unknown it is proposed on the condition that the launch sets topk above 1.  A
+    ``--speculative-num-draft-tokens`` the launch states follows (num-steps + 1, the chain's size)
+    when the launch also states the steps."""
+    flag = ctx.flag("--speculative-eagle-topk")
+    if flag is None or ctx.catalog.validate(flag, 1) is not None:
+        return None
+    algo_flag = ctx.flag("--speculative-algorithm")
+    algorithm = ctx.stated(algo_flag) if algo_flag else None
+    if isinstance(algorithm, str) and algorithm.upper() not in _TOPK_ALGORITHMS:
+        return None
+    if ctx.settings_unknown:
+        rem = Remediation(set={flag: 1}, safe=False, tradeoff=TOPK_TRADEOFF,
+                          note=f"draft a chain, not a tree: {flag} 1 if your launch sets it above 1 (the launch's "
+                               f"settings are not in the log); {CLASS_NOTE}")
+        ctx.conditional.append(rem)
+        return trust.declare(rem, "rule")
+    topk = ctx.stated(flag)
+    try:
+        topk = int(topk) if topk is not None else None
+    except (TypeError, ValueError):
+        return None
+    if topk is None or topk <= 1:
+        return None  # chain drafting already (or the release's own choice): nothing to step back
+    changes: dict[str, Any] = {flag: 1}
+    steps_flag, tokens_flag = ctx.flag("--speculative-num-steps"), ctx.flag("--speculative-num-draft-tokens")
+    steps = ctx.stated(steps_flag) if steps_flag else None
+    tokens = ctx.stated(tokens_flag) if tokens_flag else None
+    if isinstance(steps, int) and tokens is not None and not _equal(tokens, steps + 1) \
+            and ctx.catalog.validate(tokens_flag, steps + 1) is None:
+        changes[tokens_flag] = steps + 1
+    rem = Remediation(set=changes, safe=False, tradeoff=TOPK_TRADEOFF,
+                      note=f"draft a chain, not a tree: {flag} 1 (this launch drafts {topk} candidates per step); "
+                           f"speculative decoding stays on; {CLASS_NOTE}")
+    return trust.declare(rem, "rule")
+
+
 @remedy("drop_in_frames")
-def drop_in_frames(ctx: Context, params: dict) -> Remediation | None:
+def drop_in_frames(ctx: Context, params: dict) -> "Remediation | list[Remediation] | None":
     """``drop_feature`` for the optional feature whose own package the traceback passes
     (deepest first): speculative decoding, LoRA, the hierarchical cache, the EP all-to-all
-    backend, EPLB.  Only flags the launch set (non-default); unknown settings: conditional."""
+    backend, EPLB.  Only flags the launch set (non-default); unknown settings: conditional.
+    Speculative decoding (its package or a draft model's module) is first stepped back to chain
+    drafting (``speculative_topk_step``), then dropped."""
     for frame in reversed(ctx.diagnosis.incident.frames):
         path = frame.file.replace("\\", "/")
+        if _DRAFT_MODEL.search(path):
+            path = "srt/speculative/"  # a draft model's module: speculative decoding's code
         for module, flags, feature in FRAME_DROPS:
             if module in path:
-                return drop_feature(ctx, {"flags": list(flags), "feature": feature,
-                                          "tradeoff": params.get("tradeoff")
-                                          or f"the launch runs without {feature} while the crash is narrowed down"})
+                dropped = drop_feature(ctx, {"flags": list(flags), "feature": feature,
+                                             "tradeoff": params.get("tradeoff")
+                                             or f"the launch runs without {feature} while the crash is narrowed down"})
+                step = speculative_topk_step(ctx) if module == "srt/speculative/" else None
+                return [r for r in (step, dropped) if r is not None] or None
     return None
 
 
@@ -478,4 +542,47 @@ def expert_parallel(ctx: Context, params: dict) -> Remediation | None:
     rem = Remediation(set={ep_flag: "<your --tp-size>"}, needs_human=True, safe=False, tradeoff=tradeoff,
                       note=f"shard the experts over the ranks: {ep_flag} equal to your launch's --tp-size (not in "
                            f"the log){why}")
+    return trust.declare(rem, "rule")
+
+
+# DeepGEMM (FP8 block GEMMs and grouped MoE GEMMs, JIT-compiled with nvcc on first use, for
+# SM90 / SM100 only): its own package or SGLang's wrapper around it in the traceback, or its name
+# in the failure's words ("Failed to compile .../deep_gemm/...", "DeepGEMM ...").  SGLang reads
+# SGLANG_ENABLE_JIT_DEEPGEMM (0.5.23 environ.py EnvBool(True); deep_gemm_wrapper/configurer.py
+# turns DeepGEMM off when it is false) -- 0.4.x spelt it SGL_ENABLE_JIT_DEEPGEMM -- and falls back
+# to its Triton / CUTLASS FP8 kernels; its own messages name the switch ("... or has been disabled
+# via SGLANG_ENABLE_JIT_DEEPGEMM=0", fp8_utils.py).
+_DEEPGEMM_MODULES = ("/deep_gemm/", "/deep_gemm_wrapper/", "quantization/deep_gemm.py", "layers/deep_gemm.py")
+_DEEPGEMM_WORDS = re.compile(r"deep_?gemm", re.IGNORECASE)
+DEEPGEMM_ENV = ("SGLANG_ENABLE_JIT_DEEPGEMM", "SGL_ENABLE_JIT_DEEPGEMM")
+DEEPGEMM_TRADEOFF = (
+    "SGLang's Triton / CUTLASS FP8 kernels instead of DeepGEMM: no nvcc JIT build at start-up, somewhat slower "
+    "FP8 prefill on Hopper / Blackwell; both spellings are set because releases before the rename read "
+    "SGL_ENABLE_JIT_DEEPGEMM")
+
+
+def _deepgemm_failed(ctx: Context) -> bool:
+    for frame in ctx.diagnosis.incident.frames:
+        path = frame.file.replace("\\", "/")
+        if any(m in path for m in _DEEPGEMM_MODULES):
+            return True
+    from sglang_doctor.diagnose.evidence import failure_words
+
+    inc = ctx.diagnosis.incident
+    root = f"{inc.exception.type}: {inc.exception.message}" if inc.exception is not None else ""
+    return bool(_DEEPGEMM_WORDS.search(root[:20000]) or _DEEPGEMM_WORDS.search(failure_words(inc)[:20000]))
+
+
+@remedy("deepgemm_off")
+def deepgemm_off(ctx: Context, params: dict) -> Remediation | None:
+    """``SGLANG_ENABLE_JIT_DEEPGEMM=0`` (and the 0.4.x spelling) when the failure is in DeepGEMM:
+    its package or SGLang's wrapper in the frames, or its name in the failure's own words (the
+    words only decide whether the step applies; the variable and value are this operation's).
+    Nothing otherwise.  Advice (``safe`` False): a class-level step, as the others here."""
+    if not _deepgemm_failed(ctx):
+        return None
+    rem = Remediation(env={name: "0" for name in DEEPGEMM_ENV}, safe=False,
+                      tradeoff=params.get("tradeoff") or DEEPGEMM_TRADEOFF,
+                      note=f"the failure is in DeepGEMM's JIT kernels: turn them off with "
+                           f"{DEEPGEMM_ENV[0]}=0 in the server's environment; {CLASS_NOTE}")
     return trust.declare(rem, "rule")

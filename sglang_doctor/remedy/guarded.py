@@ -55,6 +55,9 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
     ]),
     # a FlashInfer JIT build that failed: an attention backend that needs no JIT build
     "kernel.build": ("a failed FlashInfer JIT build", [
+        # a DeepGEMM JIT build (its package or wrapper in the frames, or its name in the words):
+        # SGLang's own switch off, SGLANG_ENABLE_JIT_DEEPGEMM=0 (nothing otherwise; session 21)
+        {"deepgemm_off": {}},
         {"set_flag": {"flag": "--attention-backend", "value": "triton",
                       "tradeoff": "Triton attention needs no nvcc build; usually a little slower than FlashInfer"}},
     ]),
@@ -227,6 +230,8 @@ SITE_STEPS: list[dict[str, Any]] = [
     {"expert_parallel": {"when_frames": True}},
     # the quantized KV cache's code (its words or frames: kvfp4, kv_cache_dtype, ...): one rung back
     {"kv_cache_dtype_step": {}},
+    # DeepGEMM's JIT kernels: SGLang's switch off (class_remedies.deepgemm_off)
+    {"deepgemm_off": {}},
     # an attention backend's module: the other backend
     {"switch_backend": {"when_frames": True, "plain_note": True}},
     {"disable_in_frames": {"features": ["custom_all_reduce", "cuda_graph", "torch_compile", "fast_image_processor",

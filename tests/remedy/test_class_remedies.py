@@ -176,6 +176,46 @@ def test_the_feature_whose_package_failed_is_dropped_when_the_launch_set_it():
     assert _remediate(_diagnosis([{"drop_in_frames": {}}], frames=["/x/sglang/srt/layers/linear.py"])) is None
 
 
+# -- session 21 (fix21): speculative decoding's gentler step, chain drafting -------------------
+
+
+EAGLE3_DRAFT = "/x/sglang/srt/models/llama_eagle3.py"
+
+
+def test_a_crash_in_a_draft_model_steps_back_to_chain_drafting_before_dropping_speculation():
+    # a draft model's module (SGLang builds it only as speculative decoding's draft) is inside
+    # speculative decoding; tree drafting (topk > 1) first goes back to a chain, then the feature goes
+    args = {"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 4, "speculative_num_steps": 3,
+            "speculative_num_draft_tokens": 8, "model_path": "/m"}
+    rem = _remediate(_diagnosis([{"drop_in_frames": {}}], args, frames=[EAGLE3_DRAFT]))
+    assert rem.set == {"--speculative-eagle-topk": 1, "--speculative-num-draft-tokens": 4}
+    assert "chain" in rem.tradeoff and rem.safe is False
+    assert rem.alternatives[0].unset == ["--speculative-algorithm"]
+
+
+def test_chain_drafting_is_not_proposed_when_the_launch_already_drafts_a_chain_or_uses_ngram():
+    frames = ["/x/sglang/srt/speculative/eagle_worker_v2.py"]
+    args = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1, "model_path": "/m"}
+    rem = _remediate(_diagnosis([{"drop_in_frames": {}}], args, frames=frames))
+    assert rem.unset == ["--speculative-algorithm"] and not rem.alternatives
+    args = {"speculative_algorithm": "NGRAM", "speculative_eagle_topk": 4, "model_path": "/m"}
+    rem = _remediate(_diagnosis([{"drop_in_frames": {}}], args, frames=frames))
+    assert "--speculative-eagle-topk" not in rem.set
+
+
+def test_unknown_settings_give_chain_drafting_on_its_condition_first():
+    rem = _remediate(_diagnosis([{"drop_in_frames": {}}], frames=[EAGLE3_DRAFT]))
+    assert rem.set == {"--speculative-eagle-topk": 1} and "if your launch sets it above 1" in rem.note
+    assert rem.alternatives[0].unset == ["--speculative-algorithm"]
+    # a release without the flag (0.4.0): only the removal
+    rem = _remediate(_diagnosis([{"drop_in_frames": {}}], frames=[EAGLE3_DRAFT]), flags.load_catalog("0.4.0"))
+    assert rem is None or "--speculative-eagle-topk" not in rem.set
+
+
+def test_a_target_models_module_is_not_a_draft():
+    assert _remediate(_diagnosis([{"drop_in_frames": {}}], frames=["/x/sglang/srt/models/llama.py"])) is None
+
+
 # -- session 11 (fixclass11): the class-level fixes people apply ------------------------------
 
 
@@ -347,3 +387,27 @@ def test_a_message_that_says_which_way_a_numeric_flag_must_move_gets_a_step_that
     # no direction: the placeholder, as before
     d = _with_message([{"flag_named": {}}], "--max-running-requests is invalid for this model")
     assert _remediate(d).set == {"--max-running-requests": "<a value the message accepts>"}
+
+
+# -- session 21 (fix21): DeepGEMM's JIT kernels off, SGLang's own switch -------------------------
+
+
+def test_a_failure_in_deepgemm_turns_its_jit_kernels_off_under_both_spellings():
+    frames = ["/x/sglang/srt/managers/scheduler.py",
+              "/x/sglang/srt/layers/quantization/deep_gemm_wrapper/compile_utils.py",
+              "/usr/lib/python3/dist-packages/deep_gemm/jit/compiler.py"]
+    d = _diagnosis([{"deepgemm_off": {}}, {"needs_human": {"reason": "install nvcc"}}], frames=frames)
+    rem = _remediate(d)
+    assert rem.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0", "SGL_ENABLE_JIT_DEEPGEMM": "0"}
+    assert rem.safe is False and "Triton / CUTLASS" in rem.tradeoff
+    assert not trust.check(rem, d, V0523) or rem.safe is False  # a rule's value, still asked
+
+
+def test_deepgemm_named_only_in_the_message_counts_and_nothing_else_does():
+    d = _with_message([{"deepgemm_off": {}}],
+                      "Failed to compile /root/.cache/deep_gemm/cache/kernel.gemm_fp8_fp8_bf16_nt.1a2b/kernel.cu")
+    assert _remediate(d).env["SGLANG_ENABLE_JIT_DEEPGEMM"] == "0"
+    # a JIT build of another library (FlashInfer) is not DeepGEMM's
+    d = _with_message([{"deepgemm_off": {}}], "Ninja build failed for flashinfer batch_prefill")
+    assert _remediate(d) is None
+    assert _remediate(_diagnosis([{"deepgemm_off": {}}], frames=[ATTN.format("flashinfer_backend")])) is None

@@ -122,7 +122,9 @@ def test_a_guess_with_no_usual_change_takes_the_frames_site():
     assert rem.set == {"--disable-custom-all-reduce": True} and rem.needs_human
     spec = [Frame(file=SITE + "speculative/eagle_worker.py", line=1, function="__init__")]
     rem = _remediate(_guess("other", spec))
-    assert "--speculative-algorithm" in rem.unset and rem.safe is False
+    # speculative decoding: chain drafting first (it stays on), then without it (session 21)
+    assert rem.set == {"--speculative-eagle-topk": 1} and rem.safe is False and rem.needs_human
+    assert "--speculative-algorithm" in rem.alternatives[0].unset and rem.alternatives[0].safe is False
 
 
 def test_a_guess_whose_frames_name_no_site_gets_nothing():
@@ -277,3 +279,13 @@ def test_the_deepep_dispatcher_is_dropped_in_the_releases_own_spelling():
     new = [Frame(file=SITE + "layers/moe/token_dispatcher/deepep.py", line=1, function="dispatch")]
     rem = _remediate(_with(entry, new, category="runtime.crash"), catalog=V059)
     assert rem.unset == ["--moe-a2a-backend"]
+
+
+def test_a_kernel_build_guess_through_deepgemm_turns_it_off_first():
+    # session 21: DeepGEMM's JIT build (its wrapper in the frames) takes SGLang's switch, not the
+    # FlashInfer-only attention change
+    frames = [Frame(file=SITE + "layers/deep_gemm_wrapper/compile_utils.py", line=1, function="build")]
+    rem = _remediate(_guess("kernel.build", frames))
+    assert rem.env.get("SGLANG_ENABLE_JIT_DEEPGEMM") == "0" and rem.needs_human and rem.safe is False
+    rem = _remediate(_guess("other", frames))  # a guess with no usual change: the site step
+    assert rem.env.get("SGL_ENABLE_JIT_DEEPGEMM") == "0"
