@@ -398,9 +398,10 @@ class WeakFilter:
         # for the C extension's sift (scanner.NativeFinder): each literal id's kind (0 strong,
         # 1 weak, 2 weak with a head condition, 3 the `` pid=`` needle after the literals)
         self._kinds = bytes([2 if u else 1 if w else 0 for w, u in zip(is_weak, unsure)] + [3])
+        # search_native: the worker's share of the next block read (True) or mapped (False)
+        self._shares: dict[bool, int] = {}
         # per literal id, the code of its head conditions when the C extension's sift matches
         # them itself (a literal with one condition, in NATIVE_HEADS), else 0 (left to Python)
-        self._shares: dict[bool, int] = {}  # search_native: the worker's share, of a read block (True) or a mapped one
         self._head_codes = bytes([_native_head(rxs) for rxs in self._head_rx] + [0])
         self._hide_specs = tuple((ids[w], off, c) for w, checks in hides.items() if w in ids for off, c in checks)
         if np is None:
@@ -484,8 +485,9 @@ class WeakFilter:
             parts = [part(finder, lo, hi)]
         else:
             pool, other = helper
-            # the calling thread (the read-ahead worker) also reads the blocks: it searches
-            # the smaller part, so that both threads are done at about the same time
+            # the calling thread (the read-ahead worker) also reads the blocks; its share moves
+            # after each block towards the thread that finished last (_next_share), so that
+            # both are done at about the same time on this machine, as loaded as it is
             kind = type(block) is bytes
             share = self._shares.get(kind) or (WORKER_SHARE if kind else MAPPED_WORKER_SHARE)
             split = (hi - lo) * share // 100
