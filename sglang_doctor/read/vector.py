@@ -17,7 +17,8 @@ per-byte and per-hit work that used to hold the GIL in the caller's thread:
 
 With two CPUs a helper thread searches, indexes and marks the second part of each block
 while the worker does the first (half each on the numpy path; with the C extension the
-worker, which also reads the blocks, takes ``WORKER_SHARE`` percent: ``WeakFilter.search``).
+worker, which also reads the blocks, starts with ``WORKER_SHARE`` percent, moved after each block
+towards the thread that finished last: ``WeakFilter.search_native``).
 
 numpy's loops release the GIL, so this runs alongside the caller's Python work.  numpy is
 imported only here, only for big blocks: start-up, ``watch`` and pipe mode never load it.
@@ -32,6 +33,7 @@ and not even those when they are the built-in ones (``NATIVE_HEADS``, matched by
 from __future__ import annotations
 
 import re
+import time
 from typing import Iterable, Mapping, Sequence
 
 from sglang_doctor.read import records
@@ -48,7 +50,17 @@ WORKER_SHARE = 35
 # ... and of a mapped block (read/mapped.py: no read() copy in the worker's time; the pass
 # takes the page faults, in both threads).  Per GiB with 35 (session 19, FIFO): worker
 # 0.39-0.43 s, helper 0.57-0.65 s of CPU; with 50: 0.52-0.56 against 0.44-0.52 s
-MAPPED_WORKER_SHARE = 45
+MAPPED_WORKER_SHARE = 60
+# Those are only where the shares start: after each block the worker's share moves by
+# SHARE_STEP points towards the thread that finished last (``_next_share``), within
+# [SHARE_MIN, SHARE_MAX].  Which one waits depends on the machine as much as on the bytes:
+# with two CPUs the caller's Python work holds one of them about half the time, and a helper
+# woken meanwhile waits for a CPU (under SCHED_FIFO until the worker blocks), so a fixed
+# share left the helper's part running alone at the end of a block while the caller waited
+# for it (session 21, docs/PERFORMANCE.md: the 1 GiB v2 log's loop, FIFO, 0.83 s with the
+# fixed 45, 0.72 s with 60 or with these steps, which settle at 59-71 there)
+SHARE_STEP = 1
+SHARE_MIN, SHARE_MAX = 20, 85
 # head conditions (``Scanner(weak_heads=...)``, compiled as bytes patterns with no flags) that
 # the C extension's sift matches itself (``_native.c`` head_matches: pattern -> its code
 # there), so that the ~31k lines per GiB whose weak hit stands or falls by one (the v2 log's
@@ -282,6 +294,14 @@ class Marks:
         return np.concatenate(offsets), np.concatenate(ids)
 
 
+def _next_share(share: int, worker_waited: bool) -> int:
+    """The worker's share of the next block: more when it waited for the helper on this one,
+    less when the helper was done first."""
+    if worker_waited:
+        return min(SHARE_MAX, share + SHARE_STEP)
+    return max(SHARE_MIN, share - SHARE_STEP)
+
+
 def first_in_each_line(np, index: "BlockIndex", offsets) -> list[int]:
     """The first of ``offsets`` in each line of the indexed block that holds one."""
     if not len(offsets):
@@ -378,6 +398,8 @@ class WeakFilter:
         # for the C extension's sift (scanner.NativeFinder): each literal id's kind (0 strong,
         # 1 weak, 2 weak with a head condition, 3 the `` pid=`` needle after the literals)
         self._kinds = bytes([2 if u else 1 if w else 0 for w, u in zip(is_weak, unsure)] + [3])
+        # search_native: the worker's share of the next block read (True) or mapped (False)
+        self._shares: dict[bool, int] = {}
         # per literal id, the code of its head conditions when the C extension's sift matches
         # them itself (a literal with one condition, in NATIVE_HEADS), else 0 (left to Python)
         self._head_codes = bytes([_native_head(rxs) for rxs in self._head_rx] + [0])
@@ -463,17 +485,29 @@ class WeakFilter:
             parts = [part(finder, lo, hi)]
         else:
             pool, other = helper
-            # the calling thread (the read-ahead worker) also reads the blocks: it searches
-            # the smaller part, so that both threads are done at about the same time
-            split = (hi - lo) * (WORKER_SHARE if type(block) is bytes else MAPPED_WORKER_SHARE) // 100
+            # the calling thread (the read-ahead worker) also reads the blocks; its share moves
+            # after each block towards the thread that finished last (_next_share), so that
+            # both are done at about the same time on this machine, as loaded as it is
+            kind = type(block) is bytes
+            share = self._shares.get(kind) or (WORKER_SHARE if kind else MAPPED_WORKER_SHARE)
+            split = (hi - lo) * share // 100
             mid = block.find(b"\n", lo + split, hi) + 1 or hi  # a line boundary: no literal straddles it
-            later = pool.submit(part, other, mid, hi)
+            helper_done: list[float] = []
+
+            def helper_part():
+                out = part(other, mid, hi)
+                helper_done.append(time.perf_counter())
+                return out
+
+            later = pool.submit(helper_part)
             try:
                 first = part(finder, lo, mid)
                 if meanwhile is not None:
                     meanwhile()
+                worker_done = time.perf_counter()
             finally:
                 second = later.result()
+            self._shares[kind] = _next_share(share, helper_done[0] > worker_done)
             parts = [first, second]
             k = (mid - lo) // 64 * 64
             if k != mid - lo:  # the word both parts share: left to be filled here
