@@ -65,6 +65,7 @@ UNPLACED = "startup"
 MIN_LITERAL = 24
 MIN_WORDS = 4
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_TOKEN = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
 
 
 def _literal(template: str) -> str:
@@ -74,11 +75,14 @@ def _literal(template: str) -> str:
 def pattern(template: str) -> str:
     """An anchored regex for the message a template prints."""
     cut = template.endswith("…")
-    body = template.rstrip("…")
+    # a cut template: the message SGLang printed goes on after the cut; its tail's blanks are
+    # not text a pasted line keeps (the engine strips the line it compares)
+    body = template.rstrip("…").rstrip() if cut else template
     out, pos = [], 0
-    for m in _PLACEHOLDER.finditer(body):
+    for m in _TOKEN.finditer(body):
         out.append(re.escape(body[pos:m.start()]))
-        out.append(".*?")
+        # an f-string's doubled brace prints one brace; any other {...} is a placeholder
+        out.append(re.escape(m.group()[0]) if m.group() in ("{{", "}}") else ".*?")
         pos = m.end()
     out.append(re.escape(body[pos:]))
     regex = "".join(out)
