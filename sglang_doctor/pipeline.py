@@ -941,11 +941,22 @@ def read_incidents(path: str | os.PathLike, ruleset: Any = None) -> tuple[list[L
 
 
 def diagnose_file(path: str | os.PathLike, ruleset: Any = None, **kwargs) -> list[Diagnosis]:
+    """The diagnoses of a finished log read as a stream: its incidents, less the provisional
+    ones a later line of the log took back (a ``withdraws`` warning: the server came up or
+    went on serving after it), as explain reports them."""
     pipe = StreamPipeline(ruleset, **kwargs)
-    out: list[Diagnosis] = []
+    events: list[dict] = []
     for block in open_log(path):
-        out += [ev["_diagnosis"] for ev in pipe.feed(block) if ev["event"] == "incident"]
-    out += [ev["_diagnosis"] for ev in pipe.finish() if ev["event"] == "incident"]
+        events += pipe.feed(block)
+    events += pipe.finish()
+    withdrawn = {(ev["withdraws"]["rule"], tuple(ev["withdraws"]["lines"])) for ev in events if ev.get("withdraws")}
+    out: list[Diagnosis] = []
+    for ev in events:
+        if ev["event"] != "incident":
+            continue
+        inc = ev["_diagnosis"].incident
+        if not ev.get("provisional") or (ev["_diagnosis"].rule, (inc.first_line, inc.last_line)) not in withdrawn:
+            out.append(ev["_diagnosis"])
     return out
 
 
