@@ -24,7 +24,9 @@ a config or template file read at launch).  A raise there propagates into the re
 with a 400) or into the scheduler's per-request abort, and the server goes on.  A site the phase
 map places in the scheduler's forward, a CUDA-graph runner (the vision towers' graph runners),
 the memory pool or the weights is left out: it runs in the scheduler's own loop, where nothing
-answers one request with it.
+answers one request with it.  So is one in the other entry points (``ENTRYPOINTS``: server
+launchers) and one in a constructor, launcher, registration or template loader
+(``START_UP_FUNCTION``): such code may run at start-up, where the same raise ends the launch.
 
 Kept: templates whose literal words say what they are (``MIN_LITERAL`` characters of literal
 text in all, at least ``MIN_WORDS`` words), and that no site of the same release outside this
@@ -62,6 +64,16 @@ REQUEST_MODULES = (
 )
 # the phase Dispositions.phase gives a site whose place names no step (its catch-all)
 UNPLACED = "startup"
+# beyond REQUEST_MODULES, the entry points launch servers (http_server_engine's
+# launch_server_process: "Server process terminated unexpectedly.", the gRPC server): not a
+# request's handler
+ENTRYPOINTS = "srt/entrypoints/"
+# a function that builds or sets up what the server uses for every request (a grammar backend's
+# or a feature pool's constructor, a factory (create_*, from_*), a template a launch flag names, a
+# registration decorator) may
+# run at start-up, where its raise ends the launch: not counted as one request's
+START_UP_FUNCTION = re.compile(r"(?:^|\.)(?:__init__|__post_init__|__new__|decorator|_*(?:launch|serve|register|setup|"
+                               r"start|init|create)\w*|from_\w+|_*load\w*templates?)$")
 MIN_LITERAL = 24
 MIN_WORDS = 4
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
@@ -102,6 +114,8 @@ def _request_path(disp, path: str, func: str, kind: str, etype: str, template: s
         return False
     if path.startswith(REQUEST_MODULES):
         return True
+    if path.startswith(ENTRYPOINTS) or START_UP_FUNCTION.search(func):
+        return False
     site = {"file": path, "function": func, "kind": kind, "exception": etype, "template": template}
     return disp.phase(site) == UNPLACED
 

@@ -71,3 +71,18 @@ def test_doubled_braces_and_cut_templates_become_the_printed_text():
     assert rx.match("transform placeholder '{user.name}' is not defined. Available: ['a', 'b']")
     rx = re.compile(gen.pattern("tool_choice 'required' or a named tool cannot be combined with response_format, regex, or …"))
     assert rx.match("tool_choice 'required' or a named tool cannot be combined with response_format, regex, or ebnf")
+
+
+@pytest.mark.parametrize("etype,message", [
+    # srt/entrypoints/http_server_engine.py launch_server_process: the server a wrapper launched died
+    ("Exception", "Server process terminated unexpectedly."),
+    # srt/constrained/base_grammar_backend.py create_grammar_backend: the scheduler's start-up
+    ("ValueError", "--enable-strict-thinking requires a grammar backend that supports token filtering, but "
+                   "grammar backend xgrammar does not"),
+    # srt/constrained/xgrammar_backend.py XGrammarGrammarBackend.__init__: built once at start-up
+    ("TokenizerNotSupportedError", "Tokenizer type Foo is not supported by XGrammar"),
+])
+def test_launch_and_set_up_code_waived_by_its_directory_is_not_a_requests(etype: str, message: str):
+    """request_level by its directory, but a launcher (ENTRYPOINTS) or set-up code
+    (START_UP_FUNCTION) whose raise ends a launch: not in the catalog."""
+    assert not is_request_message(etype, message)
