@@ -11,6 +11,23 @@ with an error (400 / 500) and goes on; the offline Engine raises them into the c
 the launch's, even when the text shows nothing around it (incidents/assemble.py
 ``_request_rejected``).
 
+Beyond those modules: every other ``request_level`` raise site whose place the inventory's phase
+map (data/inventory/dispositions.yaml ``phases:``) ties to no step of its own (``UNPLACED``).
+The dispositions waive a site as ``request_level`` by where it lives: the per-request code the
+tokenizer manager and the OpenAI / Anthropic layers call while they prepare or answer one request
+(the multimodal processors' ``process_mm_data_async`` and media loaders, ``SamplingParams``'
+normalisation and ``verify``, the chat templates and parsers, the tool-call detectors, the
+grammar backends whose compile error the grammar manager turns into that request's abort),
+after the patterns that take the same places' start-up code first (a processor's ``__init__``,
+a config or template file read at launch).  A raise there propagates into the request's handler
+(``OpenAIServingBase.handle_request`` answers it with an error response, ``generate_request``
+with a 400) or into the scheduler's per-request abort, and the server goes on.  A site the phase
+map places in the scheduler's forward, a CUDA-graph runner (the vision towers' graph runners),
+the memory pool or the weights is left out: it runs in the scheduler's own loop, where nothing
+answers one request with it.  So is one in the other entry points (``ENTRYPOINTS``: server
+launchers) and one in a constructor, launcher, registration or template loader
+(``START_UP_FUNCTION``): such code may run at start-up, where the same raise ends the launch.
+
 Kept: templates whose literal words say what they are (``MIN_LITERAL`` characters of literal
 text in all, at least ``MIN_WORDS`` words), and that no site of the same release outside this
 set raises with the same text (a message a start-up check also prints is not one request's).
@@ -45,9 +62,22 @@ REQUEST_MODULES = (
     "srt/entrypoints/ollama/",
     "srt/entrypoints/http_server.py",
 )
+# the phase Dispositions.phase gives a site whose place names no step (its catch-all)
+UNPLACED = "startup"
+# beyond REQUEST_MODULES, the entry points launch servers (http_server_engine's
+# launch_server_process: "Server process terminated unexpectedly.", the gRPC server): not a
+# request's handler
+ENTRYPOINTS = "srt/entrypoints/"
+# a function that builds or sets up what the server uses for every request (a grammar backend's
+# or a feature pool's constructor, a factory (create_*, from_*), a template a launch flag names, a
+# registration decorator) may
+# run at start-up, where its raise ends the launch: not counted as one request's
+START_UP_FUNCTION = re.compile(r"(?:^|\.)(?:__init__|__post_init__|__new__|decorator|_*(?:launch|serve|register|setup|"
+                               r"start|init|create)\w*|from_\w+|_*load\w*templates?)$")
 MIN_LITERAL = 24
 MIN_WORDS = 4
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_TOKEN = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
 
 
 def _literal(template: str) -> str:
@@ -57,11 +87,14 @@ def _literal(template: str) -> str:
 def pattern(template: str) -> str:
     """An anchored regex for the message a template prints."""
     cut = template.endswith("…")
-    body = template.rstrip("…")
+    # a cut template: the message SGLang printed goes on after the cut; its tail's blanks are
+    # not text a pasted line keeps (the engine strips the line it compares)
+    body = template.rstrip("…").rstrip() if cut else template
     out, pos = [], 0
-    for m in _PLACEHOLDER.finditer(body):
+    for m in _TOKEN.finditer(body):
         out.append(re.escape(body[pos:m.start()]))
-        out.append(".*?")
+        # an f-string's doubled brace prints one brace; any other {...} is a placeholder
+        out.append(re.escape(m.group()[0]) if m.group() in ("{{", "}}") else ".*?")
         pos = m.end()
     out.append(re.escape(body[pos:]))
     regex = "".join(out)
@@ -75,14 +108,30 @@ def _sites(version: str):
             yield path, line, func, kind, etype, template, disposition
 
 
+def _request_path(disp, path: str, func: str, kind: str, etype: str, template: str, disposition: str) -> bool:
+    """A site SGLang raises into one request's handler (the module docstring)."""
+    if disposition != "waiver:request_level":
+        return False
+    if path.startswith(REQUEST_MODULES):
+        return True
+    if path.startswith(ENTRYPOINTS) or START_UP_FUNCTION.search(func):
+        return False
+    site = {"file": path, "function": func, "kind": kind, "exception": etype, "template": template}
+    return disp.phase(site) == UNPLACED
+
+
 def collect() -> list[dict]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from inventory_failures import Dispositions
+
+    disp = Dispositions.load()
     entries: dict[tuple[str, str], dict] = {}
     for version in VERSIONS:
         sites = list(_sites(version))
-        elsewhere = {t for p, _l, _f, _k, _e, t, d in sites
-                     if not (d == "waiver:request_level" and p.startswith(REQUEST_MODULES))}
+        request = {(p, ln) for p, ln, f, k, e, t, d in sites if _request_path(disp, p, f, k, e, t, d)}
+        elsewhere = {t for p, ln, _f, _k, _e, t, _d in sites if (p, ln) not in request}
         for path, line, func, kind, etype, template, disposition in sites:
-            if kind != "raise" or disposition != "waiver:request_level" or not path.startswith(REQUEST_MODULES):
+            if kind != "raise" or (path, line) not in request:
                 continue
             if not etype or template in elsewhere:
                 continue

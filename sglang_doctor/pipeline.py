@@ -73,6 +73,11 @@ class StreamPipeline:
         # survived.SERVING_PROOF batch lines after them (a warning it survived), a death, or ends
         self._while_serving: list[dict] = []
         self._deaths: dict[int, list[int]] = {}  # launch index -> first lines of incidents that show a death
+        # launch index -> its KV-transport incidents in order: a request's failed transfer (its
+        # bootstrap rooms) or None (the transport's own error); and the launches where they say
+        # more than one request (_note_transport)
+        self._transport: dict[int, list[frozenset[str] | None]] = {}
+        self._transport_broken: set[int] = set()
         self.survived_count = 0  # incidents the launch came up after: reported as warnings
         self.capacity = capacity  # explain: a "capacity" event after each launch that sized its pools
         self._capacity_done: set[int] = set()
@@ -558,6 +563,7 @@ class StreamPipeline:
                                      "_timestamp": self._timestamp_of(ev.line)})
                 self._add_capacity(ev.launch)
             elif ev.kind == "incident":
+                self._note_transport(ev.incident, ev.launch)
                 diagnosis = self.diagnose(ev.incident, ev.launch)
                 held = ev.launch is not None and self._holds(ev.incident, ev.launch)
                 self.incident_count += 1
@@ -569,16 +575,52 @@ class StreamPipeline:
                     # a live stream cannot take an incident back: it says at once that this one
                     # may be a warning SGLang survives, and withdraws it if the launch comes up
                     # (or goes on serving) after it (_to_survived)
-                    out["provisional"] = "serving" if ev.incident.after_ready else "ready"
+                    out["provisional"] = "serving" if self._may_survive_serving(ev.incident) else "ready"
                 self._events.append(out)
                 if self.whole_log and self.remediate and self.ruleset is not None:
                     self._pending.append(out)
                 if ev.launch is not None:
                     self._hold_before_ready(out, ev.incident, ev.launch)
 
+    def _note_transport(self, incident: Incident, launch: Launch | None) -> None:
+        """PD disaggregation's KV transport in ``launch`` (incidents/survived.py
+        ``request_transfer``): a request's failed transfer is one request's error only while
+        it is the launch's only one.  A second request's (another bootstrap room, or one the
+        cut line does not name) or the transport's own error makes every failed transfer of the
+        launch the transport's: the held ones stand (confirmed), later ones are not held."""
+        if launch is None:
+            return
+        rooms = survived_mod.request_transfer(incident)
+        if rooms is None and not survived_mod.is_transport(incident):
+            return
+        seen = self._transport.setdefault(launch.index, [])
+        seen.append(rooms)
+        if launch.index in self._transport_broken or len(seen) < survived_mod.TRANSFER_REPEAT:
+            return
+        if all(r is not None and len(r) == 1 for r in seen) and len(frozenset().union(*seen)) == 1:
+            return  # the same request's lines again (a rank's line after an unrelated one)
+        self._transport_broken.add(launch.index)
+        keep = []
+        for ev in self._while_serving:
+            inc = ev["_diagnosis"].incident
+            if inc.launch_index == launch.index and survived_mod.request_transfer(inc) is not None:
+                self._confirm(ev, incident.first_line, f"another KV-transport failure of launch {launch.index + 1} "
+                                                       f"at line {incident.first_line}: the transport, not one request")
+            else:
+                keep.append(ev)
+        self._while_serving = keep
+
+    def _may_survive_serving(self, incident: Incident) -> bool:
+        """survived.may_survive_serving, and not a failed KV transfer of a launch whose
+        transport failed more than one request (_note_transport)."""
+        if not survived_mod.may_survive_serving(incident):
+            return False
+        return not (incident.launch_index in self._transport_broken
+                    and survived_mod.request_transfer(incident) is not None)
+
     def _holds(self, incident: Incident, launch: Launch) -> bool:
         """Whether the launch's later lines may show ``incident`` survived (_hold_before_ready)."""
-        return survived_mod.may_survive_serving(incident) or survived_mod.may_survive_startup(incident, launch)
+        return self._may_survive_serving(incident) or survived_mod.may_survive_startup(incident, launch)
 
     def _hold_before_ready(self, out: dict, incident: Incident, launch: Launch) -> None:
         """An incident before its launch's ready line waits for it, one after it for the
@@ -586,7 +628,7 @@ class StreamPipeline:
         live stream has reported it as provisional."""
         if survived_mod.is_death(incident):
             self._deaths.setdefault(launch.index, []).append(incident.first_line)
-        elif survived_mod.may_survive_serving(incident):
+        elif self._may_survive_serving(incident):
             self._while_serving.append(out)
         elif not incident.after_ready and (launch.ready_line is None or incident.first_line < launch.ready_line):
             if self.whole_log or survived_mod.may_survive_startup(incident, launch):
@@ -899,11 +941,22 @@ def read_incidents(path: str | os.PathLike, ruleset: Any = None) -> tuple[list[L
 
 
 def diagnose_file(path: str | os.PathLike, ruleset: Any = None, **kwargs) -> list[Diagnosis]:
+    """The diagnoses of a finished log read as a stream: its incidents, less the provisional
+    ones a later line of the log took back (a ``withdraws`` warning: the server came up or
+    went on serving after it), as explain reports them."""
     pipe = StreamPipeline(ruleset, **kwargs)
-    out: list[Diagnosis] = []
+    events: list[dict] = []
     for block in open_log(path):
-        out += [ev["_diagnosis"] for ev in pipe.feed(block) if ev["event"] == "incident"]
-    out += [ev["_diagnosis"] for ev in pipe.finish() if ev["event"] == "incident"]
+        events += pipe.feed(block)
+    events += pipe.finish()
+    withdrawn = {(ev["withdraws"]["rule"], tuple(ev["withdraws"]["lines"])) for ev in events if ev.get("withdraws")}
+    out: list[Diagnosis] = []
+    for ev in events:
+        if ev["event"] != "incident":
+            continue
+        inc = ev["_diagnosis"].incident
+        if not ev.get("provisional") or (ev["_diagnosis"].rule, (inc.first_line, inc.last_line)) not in withdrawn:
+            out.append(ev["_diagnosis"])
     return out
 
 

@@ -327,7 +327,7 @@ class Assembler:
         self._signals = signals.SIGNALS + tuple(extra_signals)
         self._by_literal: dict[str, list[int]] = {}
         for i, sig in enumerate(self._signals):
-            for lit in sig.literals:
+            for lit in sig.literals + signals.cut_heads(sig):
                 self._by_literal.setdefault(lit, []).append(i)
         self._literals = LiteralIndex(set(self._by_literal) | set(milestones.LITERALS) | set(progress.LITERALS)
                                       | set(serving.LITERALS))
@@ -733,6 +733,8 @@ class Assembler:
             m = sig.regex.search(message)
             if m:
                 return sig, {k: v for k, v in m.groupdict().items() if v is not None}
+            if sig.cut_anywhere and (cut := signals.cut_reading(sig, message)) is not None:
+                return cut  # a line cut inside its words (signals.Signal.cut_anywhere)
         return None
 
     def _signal(self, line: Line, ranks: tuple[str, ...], found, events: list[Event]) -> None:

@@ -31,11 +31,25 @@ class Signal:
     # a "handled" line that shows the step the launch is in (a kernel being compiled): read
     # as an ordinary line too, so progress.py sees it
     shows_progress: bool = False
+    # a "handled" line whose words end the line: a line anywhere in the text that ends inside
+    # them (a paste cut at the line's end, a rank's line cut by another's) is read as going on
+    # with them, as cut_line.complete_literal reads the input's last line (cut_reading).  Only
+    # for handled signals: a cut never makes a failure out of part of its words.
+    cut_anywhere: bool = False
 
 
 def _s(name: str, literals: tuple[str, ...], rx: str, role: str, flags: int = 0, *,
-       shows_progress: bool = False) -> Signal:
-    return Signal(name, literals, re.compile(rx, flags), role, shows_progress)
+       shows_progress: bool = False, cut_anywhere: bool = False) -> Signal:
+    assert not cut_anywhere or role == "handled", name
+    return Signal(name, literals, re.compile(rx, flags), role, shows_progress, cut_anywhere)
+
+
+def _heads(words: str) -> str:
+    """A regex for ``words`` or any head of them (a line cut inside them): nested optional groups."""
+    out = ""
+    for ch in reversed(words):
+        out = f"(?:{re.escape(ch)}{out})?"
+    return out
 
 
 # Order matters: the first signal whose literal and regex match a line wins.
@@ -120,10 +134,11 @@ SIGNALS: tuple[Signal, ...] = (
     # accuracy", srt/layers/attention/triton_ops/decode_attention.py); ranks' lines may interleave, so
     # the location's tail ('.py":L:C): error: ') is enough.  Before kernel_compile_error
     # and the rule pack's ": error: " literal, which would read it as a compile failure.  A paste
-    # cut at the line's tail keeps "operation scheduled before" and a head of " its operands".
+    # cut at the line's tail keeps "operation scheduled before" and a head of " its operands";
+    # one cut before "before", anywhere in the text, keeps a head of the literal (cut_anywhere).
     _s("triton_ignorable_diagnostic", ("operation scheduled before",),
-       r"\.py\"(?::\d+)*\): error: operation scheduled before"
-       r"(?: (?:i(?:t(?:s(?: (?:o(?:p(?:e(?:r(?:a(?:n(?:d(?:s)?)?)?)?)?)?)?)?)?)?)?)?)?\s*$", "handled", shows_progress=True),
+       r"\.py\"(?::\d+)*\): error: operation scheduled before" + _heads(" its operands") + r"\s*$", "handled",
+       shows_progress=True, cut_anywhere=True),
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)
@@ -185,11 +200,37 @@ def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
             if lit in message:
                 break
         else:
+            if sig.cut_anywhere and (found := cut_reading(sig, message)) is not None:
+                return found
             continue
         m = sig.regex.search(message)
         if m:
             return sig, {k: v for k, v in m.groupdict().items() if v is not None}
     return None
+
+
+def cut_heads(sig: Signal) -> tuple[str, ...]:
+    """The shortest heads of a cut_anywhere signal's literals that a line cut inside them must
+    keep (as many words as cut_line.complete_literal asks of the last line); () for the others."""
+    if not sig.cut_anywhere:
+        return ()
+    import math
+
+    from sglang_doctor.incidents import cut_line
+
+    return tuple(lit[:max(cut_line.MIN_LITERAL_CHARS, math.ceil(len(lit) * cut_line.MIN_LITERAL_SHARE))]
+                 for lit in sig.literals)
+
+
+def cut_reading(sig: Signal, message: str) -> tuple[Signal, dict[str, str]] | None:
+    """``sig`` (cut_anywhere) read from a message that ends inside one of its literals."""
+    from sglang_doctor.incidents import cut_line
+
+    text = message.rstrip()
+    if not any(head in text for head in cut_heads(sig)):  # the cheap test first
+        return None
+    found = cut_line.complete_literal(text, (sig,))
+    return (found[0], found[1]) if found is not None else None
 
 
 # A line SGLang itself calls a warning ("... To silence this warning, specify

@@ -34,6 +34,8 @@ another launch's (a relaunch whose ``server_args`` dump the paste lost) keeps th
 
 from __future__ import annotations
 
+import re
+
 from sglang_doctor.incidents import signals
 from sglang_doctor.model import Incident, Launch
 
@@ -151,9 +153,75 @@ SERVING_PROOF = 2
 NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_assert", "health_check_failed"})
 
 
+# -- one request's KV transfer in PD disaggregation ------------------------------------------
+#
+# disaggregation/decode.py and prefill.py (0.5.9, 0.5.23): a request whose KV transfer ends
+# KVPoll.Failed is logged ("Decode transfer failed for request rank=N ... bootstrap_room=R with
+# exception KVTransferError(bootstrap_room=R): <reason>"; each TP rank of the request prints its
+# own line), aborted with a 500 (``prepare_abort(..., INTERNAL_SERVER_ERROR)``, streamed out,
+# its KV cache released) and the scheduler's loop goes on with the next request: the server
+# keeps serving.  Such an incident is judged like any request's handled error while serving
+# (survived_serving: the launch's batch lines after it take it back; a death first keeps it;
+# a log that ends before either keeps it with lowered confidence).  The warm-up request goes
+# to a fake bootstrap host (http_server.py FAKE_BOOTSTRAP_HOST), so a real request's transfer,
+# and this line, only happens while serving: the line itself says the launch was serving.
+#
+# Which request's failure it is, the reason says (KVTransferError's ``failure_reason``, the
+# ``record_failure`` sites of disaggregation/common/conn.py and mooncake/conn.py).  Only the
+# reasons that are about this request alone make it one request's error (ONE_REQUEST): it timed
+# out waiting in KVPoll.Bootstrapping / WaitingForInput ("Request R timed out after Ns in ...",
+# "Timed out waiting for prefill completion"), its bootstrap room was a duplicate or cancelled,
+# it was dispatched to another DP rank than its room implies (follow_bootstrap_room conflict),
+# the other side aborted it (NIXL's "Aborted by decode-side abort notification.").  Every
+# other reason stays the transport's failure, never taken back: the peer is gone ("Lost /
+# Losing connection with prefill instance" from the heartbeat checker, "Failed to get kvcache
+# from prefill instance, it might be dead", "Prefill server ... is healthy before, but now it is
+# down", "Decode instance could be dead", "Could not fetch prefill parallel info / bootstrap
+# info", "{operation} to prefill {ip}:{port} failed"), the engine's transfer failed ("Failed to
+# send kv chunk of ..."), the instances disagree on the KV layout, a reason from another rank,
+# or an exception that is not KVTransferError: every later request to that peer fails the same
+# way.  So does one that holds more than one request (bootstrap rooms), anything else than the
+# transfer-failed lines (a Mooncake / NVSHMEM error line: is_transport), or that follows another
+# request's failed transfer or the transport's own error in the same launch (pipeline.py
+# ``_note_transport``: TRANSFER_REPEAT).
+TRANSFER_LINE = ("Decode transfer failed for request", "Prefill transfer failed for request")
+_REASON = re.compile(r" with exception (?P<reason>.+)")
+ONE_REQUEST = re.compile(
+    r"KVTransferError\(bootstrap_room=\d+\): (?:Request \d+ timed out after [\d.]+s|Timed out waiting for prefill "
+    r"completion|Duplicate (?:or cancelled |decode )?bootstrap room|follow_bootstrap_room conflict|"
+    r"Aborted by decode-side abort notification)")
+_ROOM = re.compile(r"bootstrap_room=(\d+)")
+# a second request's failed transfer (or the transport's own error) in the same launch
+TRANSFER_REPEAT = 2
+
+
+def request_transfer(incident: Incident) -> frozenset[str] | None:
+    """The bootstrap rooms (at most one; empty when the lines were cut before it) of an incident
+    that is ONE request's failed KV transfer for a reason of that request alone (ONE_REQUEST),
+    nothing else; None for any other incident."""
+    literals = {"kv_transfer_failed", *(f"rule_literal:{t}" for t in TRANSFER_LINE)}
+    if not incident.signals or any(name not in literals for name in incident.signal_names):
+        return None
+    reasons = []
+    for line in incident.signals:
+        if not any(t in line.text for t in TRANSFER_LINE):
+            return None
+        found = _REASON.search(line.text)
+        if found:
+            reasons.append(found.group("reason"))
+    if not reasons or not all(ONE_REQUEST.match(r) for r in reasons):
+        return None  # the reason is the peer's or the transport's, or the lines lost it
+    rooms = frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
+    return rooms if len(rooms) <= 1 else None
+
+
 def may_survive_serving(incident: Incident) -> bool:
     """An incident after ready that the launch's later batch lines can show it lived through."""
-    if not incident.after_ready or is_death(incident):
+    if is_death(incident):
+        return False
+    if request_transfer(incident) is not None:
+        return True  # printed only while serving (above), whatever the fragment showed before it
+    if not incident.after_ready:
         return False
     return not is_transport(incident) and not set(incident.signal_names) & NOT_PROVED_BY_SERVING
 

@@ -52,3 +52,20 @@ def test_another_diagnostic_after_the_same_words_is_still_an_incident(tmp_path):
     line = DIAG.replace("operation scheduled before its operands", "operation scheduled before its operands: x")
     (inc,) = _incidents(tmp_path, [line])
     assert inc.first_line == 1
+
+
+def test_the_diagnostic_cut_before_before_anywhere_in_the_text_is_no_incident(tmp_path):
+    """A rank's line cut inside the words, followed by more lines (signals.Signal.cut_anywhere:
+    read as cut_line.complete_literal reads the input's last line).  Fails on the old code: the
+    pattern needed "operation scheduled before" whole unless the line was the input's last,
+    cut without a line end."""
+    for cut in ("operation scheduled bef", "operation scheduled", "operation schedu"):
+        line = DIAG.replace("operation scheduled before its operands", cut)
+        assert _incidents(tmp_path, [DIAG, line, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"]) == [], cut
+
+
+def test_too_little_of_the_words_is_still_a_compile_error(tmp_path):
+    """A head shorter than complete_literal asks (MIN_LITERAL_SHARE of the literal) says too little."""
+    line = DIAG.replace("operation scheduled before its operands", "operation sch")
+    (inc,) = _incidents(tmp_path, [line, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"])
+    assert inc.first_line == 1
