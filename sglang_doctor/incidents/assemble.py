@@ -32,9 +32,13 @@ from sglang_doctor.incidents import startup_hints
 from sglang_doctor.incidents import tracebacks
 from sglang_doctor.model import Incident, Launch, Line, Milestone
 
-# unprefixed lines that continue a signal record (faulthandler dumps, C++ stacks)
+# unprefixed lines that continue a signal record (faulthandler dumps, C++ stacks; a c10::Error's
+# native backtrace ends "<omitting python frames>" where torch leaves out the Python frames it
+# would interleave, and the "Fatal Python error: Aborted" dump of the std::terminate that such an
+# error caused is the same failure of the same process)
 _SIGNAL_CONTINUATION = re.compile(
     r"^(?:\s+\S|Current thread 0x|Thread 0x|Extension modules:|Exception raised from|frame #\d+|"
+    r"<omitting python frames>|"
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
