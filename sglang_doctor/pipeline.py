@@ -562,6 +562,9 @@ class StreamPipeline:
                                      "seconds": round(time.monotonic() - self.started, 3),
                                      "_timestamp": self._timestamp_of(ev.line)})
                 self._add_capacity(ev.launch)
+            elif ev.kind == "death":  # a process's end the assembler folded into a reported incident
+                if ev.launch is not None:
+                    self._deaths.setdefault(ev.launch.index, []).append(ev.line)
             elif ev.kind == "incident":
                 self._note_transport(ev.incident, ev.launch)
                 diagnosis = self.diagnose(ev.incident, ev.launch)

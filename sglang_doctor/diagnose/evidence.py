@@ -538,13 +538,10 @@ def from_config_lookup_frame(inc: Incident) -> list[Evidence]:
 _CURRENT_THREAD = re.compile(r"^\s*Current thread 0x[0-9a-fA-F]+ \(most recent call first\):")
 
 
-def from_native_stack(inc: Incident) -> list[Evidence]:
-    """Where a native crash happened, from the Python stack faulthandler printed for the thread
-    that crashed ("Current thread 0x... (most recent call first):", then ``File "...", line N
-    in f`` lines, the most recent first): the first SGLang frame looked up in ``WHERE``, or a
-    library of ``LIBRARIES`` it had called into.  Other threads' stacks say nothing of it."""
-    if not set(inc.signal_names) & {"faulthandler", "segfault", "aborted"}:
-        return []
+def native_stack(inc: Incident) -> list[Frame]:
+    """The Python stack faulthandler printed for the thread that crashed ("Current thread 0x...
+    (most recent call first):", then ``File "...", line N in f`` lines), the most recent frame
+    first; [] when the incident holds no such dump.  Other threads' stacks say nothing of it."""
     stack: list[Frame] = []
     inside = False
     for line in inc.lines:
@@ -558,6 +555,16 @@ def from_native_stack(inc: Incident) -> list[Evidence]:
                     break
                 continue
             stack.append(frame)
+    return stack
+
+
+def from_native_stack(inc: Incident) -> list[Evidence]:
+    """Where a native crash happened, from the crashing thread's Python stack (``native_stack``):
+    the first SGLang frame looked up in ``WHERE``, or a library of ``LIBRARIES`` it had called
+    into."""
+    if not set(inc.signal_names) & {"faulthandler", "segfault", "aborted"}:
+        return []
+    stack = native_stack(inc)
     if not stack:
         return []
     for f in stack:  # the most recent first

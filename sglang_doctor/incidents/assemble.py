@@ -32,9 +32,13 @@ from sglang_doctor.incidents import startup_hints
 from sglang_doctor.incidents import tracebacks
 from sglang_doctor.model import Incident, Launch, Line, Milestone
 
-# unprefixed lines that continue a signal record (faulthandler dumps, C++ stacks)
+# unprefixed lines that continue a signal record (faulthandler dumps, C++ stacks; a c10::Error's
+# native backtrace ends "<omitting python frames>" where torch leaves out the Python frames it
+# would interleave, and the "Fatal Python error: Aborted" dump of the std::terminate that such an
+# error caused is the same failure of the same process)
 _SIGNAL_CONTINUATION = re.compile(
     r"^(?:\s+\S|Current thread 0x|Thread 0x|Extension modules:|Exception raised from|frame #\d+|"
+    r"<omitting python frames>|"
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
@@ -155,6 +159,13 @@ TERMINAL_AFTER_REPORTED = 200
 # aftermath on the ranks it left waiting (a pipeline stage, the other TP ranks), not a new one.
 _PEER_LOST = re.compile(
     r"gloo/transport/tcp/pair\.cc:\d+\] (?:Connection closed by peer|Read error [^\n]*Connection reset by peer)")
+# torch_npu raises "RuntimeError: The Inner error is reported as above. The process exits for
+# this inner error, and the current working operator name is X." (torch_npu's NPU_CHECK_ERROR /
+# ASCEND error path) after it has logged the device-side error itself (an ACL/ATB error code,
+# "NPU out of memory. ..."): a traceback ending in it this close after the launch's last
+# reported incident is that incident's own Python side, not a second failure.
+_INNER_ERROR_ABOVE = "The Inner error is reported as above"
+INNER_ERROR_AFTER_REPORTED = 5
 # A line that is only a log viewer's header for the next line (a date-time and a pod or
 # container name, nothing after them): some web UIs put it on a line of its own above every
 # line they show.  It holds no text of SGLang's, so it neither ends a traceback nor starts
@@ -252,7 +263,7 @@ _WRAP_LITERALS = (tuple(lit for lit in TRIGGER_LITERALS if lit not in BARE_ONLY_
 
 @dataclass
 class Event:
-    kind: str  # "launch" | "milestone" | "ready" | "incident"
+    kind: str  # "launch" | "milestone" | "ready" | "incident" | "death" (a dropped group's end of a process)
     launch: Launch
     milestone: Milestone | None = None
     incident: Incident | None = None
@@ -340,6 +351,7 @@ class Assembler:
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
         self._last_reported: int | None = None  # last line of the launch's last reported incident
+        self._dropped_death: int | None = None  # first line of a group _incident dropped that showed a death
         # (launch index, message text) of the rule-literal lines already reported alone: the same
         # line again (a warm-up polling its own address every second) is the same failure
         self._reported_rule_lines: set[tuple[int, str]] = set()
@@ -827,6 +839,22 @@ class Assembler:
             return False
         return all(b.chain and _PEER_LOST.search(b.chain[-1].message or "") for b in group.builders)
 
+    def _inner_error_after_reported(self, group: _Group, primary) -> bool:
+        """Every traceback of ``group`` ends in torch_npu's "The Inner error is reported as
+        above", within INNER_ERROR_AFTER_REPORTED lines of the launch's last reported incident
+        (the inner error it points at), with no start-up milestone between.  The parent's
+        "Received sigquit" may have joined it: the end of that same failure."""
+        last = self._last_reported
+        if primary is None or last is None or not group.lines:
+            return False
+        if not set(group.signal_names) <= {"sigquit_launch", "sigquit_running"}:
+            return False
+        if not 0 < group.lines[0].number - last <= INNER_ERROR_AFTER_REPORTED:
+            return False
+        if any(ms.line > last for ms in self.launch.milestones):
+            return False
+        return all(b.chain and (b.chain[-1].message or "").startswith(_INNER_ERROR_ABOVE) for b in group.builders)
+
     def _follows_reported(self, line: Line) -> bool:
         """``line`` comes within TERMINAL_AFTER_REPORTED lines of the launch's last reported
         incident, with no start-up milestone or batch line of a server still at work between."""
@@ -868,10 +896,13 @@ class Assembler:
             b.finish()
         if self._repeats_a_reported_rule_line(group):
             return
+        self._dropped_death = None
         incident = self._incident(group)
         if incident is not None:
             self._last_reported = incident.last_line
             events.append(Event("incident", self.launch, incident=incident, line=incident.last_line))
+        elif self._dropped_death is not None:
+            events.append(Event("death", self.launch, line=self._dropped_death))
 
     def _repeats_a_reported_rule_line(self, group: _Group) -> bool:
         """A group made only of rule-literal signal lines (no traceback) whose every line says
@@ -909,6 +940,12 @@ class Assembler:
             return None  # a test's check failed, not the server
         if self._peer_loss_after_reported(group, primary):
             return None  # the reported failure's peers, left waiting on it
+        if self._inner_error_after_reported(group, primary):
+            # the Python side of the device error just reported: no second incident, but the
+            # process it shows ending ("Scheduler hit an exception", the parent's sigquit) is
+            # that failure's death (a "death" event: pipeline.py counts it like an incident's)
+            self._dropped_death = group.lines[0].number
+            return None
         lines = group.lines
         incident = Incident(
             kind="traceback" if builders else "signal",

@@ -1668,11 +1668,18 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
 def _passes_modules(diagnosis: Diagnosis, modules: Any) -> bool:
     """An entry's ``when_modules: [path parts]``: it applies only when the traceback passes one
     of these modules (a class rule's fix for one kind of site: ``cuda_graph_runner`` for a
-    capture-time OOM, ``flashinfer/sampling`` for FlashInfer's sampling kernels).  No list: always."""
+    capture-time OOM, ``flashinfer/sampling`` for FlashInfer's sampling kernels).  A native crash
+    has no traceback: the Python stack faulthandler printed for its thread stands for it.  No
+    list: always."""
     if not modules:
         return True
     wanted = [str(m) for m in (modules if isinstance(modules, (list, tuple)) else [modules])]
-    return any(m in f.file.replace("\\", "/") for f in diagnosis.incident.frames for m in wanted)
+    frames = diagnosis.incident.frames
+    if not frames:
+        from sglang_doctor.diagnose.evidence import native_stack
+
+        frames = native_stack(diagnosis.incident)
+    return any(m in f.file.replace("\\", "/") for f in frames for m in wanted)
 
 
 def _passes_words(diagnosis: Diagnosis, words: Any, unless: Any = None) -> bool:
