@@ -1017,7 +1017,8 @@ def measure_judged(inv: dict, disp: Dispositions, judged: list[dict], verbose: b
     misses: list[str] = []
     for entry in judged:
         site = by_key.get(entry["key"])
-        group = entry["sample"].rsplit(" ", 1)[0] + " " + entry["sample"].rsplit(" ", 1)[-1][:1]
+        date, _, tag = entry["sample"].rpartition(" ")
+        group = date + " " + tag.rstrip("0123456789")  # the sample's letter(s): "Z12" -> Z, "AA3" -> AA
         counts = per_sample.setdefault(group, [0, 0])
         if site is None:
             missing += 1
