@@ -324,13 +324,15 @@ def test_hand_judged_sites_name_sites_of_the_release_with_contract_categories():
 
 def test_the_engine_is_right_on_the_hand_judged_sites():
     """Rightness, not consistency: on the hand-judged sites the engine gives the judged answer
-    at least as often as recorded (measured.json "judged"; issue #12's target is 90%, which the
-    second hand check did not reach: see data/inventory/hand-check-0.5.23-b.md)."""
+    at least as often as recorded (measured.json "judged"; issue #12's target is 90%).  This test
+    has only the shipped inventory, whose templates are cut at 160 characters, so it holds the
+    engine to the figure the script recorded on that same shipped file ("shipped"), not to the
+    whole-message figure it measured from the wheel."""
     recorded = json.loads((INVENTORY / "measured.json").read_text(encoding="utf-8"))["0.5.23"]["judged"]
     result = inv.measure_judged(_load(NEWEST), inv.Dispositions.load(), inv.load_judged("0.5.23"))
     assert result["missing"] == 0
     assert result["sites"] == recorded["sites"]
-    assert result["share"] >= recorded["share"], result
+    assert result["right"] >= recorded["shipped"]["right"], result
 
 
 @pytest.mark.slow
