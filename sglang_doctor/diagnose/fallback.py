@@ -160,7 +160,12 @@ def assumed_context(diagnosis: Diagnosis) -> str | None:
     """What is missing when a class rule's answer rests only on an assumed context: the
     catch-all "a crash while serving" names an exception nothing else knows, and the text
     does not say that the server had been serving (unknown is not true either).  Any class
-    rule that matched on its assumptions alone (``Diagnosis.assumed_only``) says so."""
+    rule that matched on its assumptions alone (``Diagnosis.assumed_only``) says so, and so does
+    a class rule whose category follows the phase (``category_by_phase``) when the text shows no
+    phase (``phase_unknown``)."""
+    unknown_phase = phase_unknown(diagnosis)
+    if unknown_phase is not None:
+        return unknown_phase
     if not diagnosis.assumed:
         return None
     if diagnosis.layer == "fallback" and diagnosis.assumed_only:
@@ -175,6 +180,21 @@ def assumed_context(diagnosis: Diagnosis) -> str | None:
     else:
         unknown = "the text does not show the launch's settings (no server_args dump)"
     return f"{unknown}: naming it {answer} is an assumption ({'; '.join(diagnosis.assumed)})"
+
+
+def phase_unknown(diagnosis: Diagnosis) -> str | None:
+    """What is missing when a class rule's category follows the phase the failure came in
+    (``category_by_phase``: SGLang's own inconsistent state, class.internal.*, is the start-up
+    step's failure during a step and a crash while serving after ready) and the text shows no
+    phase (no ready line, milestone or launch header): the rule's default (``other``) answers
+    for a context the log does not give, as an assumed context does (docs/DESIGN.md, layered
+    diagnosis: unknown context stays unknown)."""
+    follows = diagnosis.captures.get("category_follows_phase")
+    if diagnosis.layer != "class" or not follows or diagnosis.phase != "unknown":
+        return None
+    return (f"the text does not show the phase it failed in (no ready line, start-up milestone or launch header), "
+            f"and rule {diagnosis.rule}'s category follows the phase ({follows}): {diagnosis.category} is its answer "
+            "for an unknown phase, not a reading of the failure")
 
 
 # The text's own evidence for another category outweighs a class rule's answer that rests on
