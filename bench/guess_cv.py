@@ -204,7 +204,9 @@ def leave_one_part_out(weight: float | None = None, weights=(), parts=None, prio
         counts = count(train)
         chosen = phase_prior.PRIOR_WEIGHT if weight is None else weight
         scored = {}
-        if weights:
+        if len(weights) == 1:
+            chosen = weights[0]  # one weight to choose from: nothing to score on the training parts
+        elif weights:
             scored = {w: hits(measure(train, counts, w))[0] for w in weights}
             chosen = max(weights, key=lambda w: (scored[w], -abs(w - phase_prior.PRIOR_WEIGHT)))
         held_rows = measure((held,), counts, chosen)
