@@ -106,12 +106,12 @@ def hits(rows) -> tuple[int, int]:
 BANDS = ((0.0, 0.15), (0.15, 0.25), (0.25, 0.35), (0.35, 0.5), (0.5, 0.65), (0.65, 0.8), (0.8, 1.01))
 
 
-def calibration(rows, index: int = 3) -> list[dict]:
+def calibration(rows, index: int = 3, bands=BANDS) -> list[dict]:
     """Per band of the confidence at ``index`` of each row (3: the stated one; 7: the weighed
     strength): how many guesses, how many right, the mean confidence, and by how much the band
     was over-stated (mean confidence above the rate)."""
     out = []
-    for lo, hi in BANDS:
+    for lo, hi in bands:
         sel = [r for r in rows if lo <= r[index] < hi]
         h, n = hits(sel)
         mean = sum(r[index] for r in sel) / n if n else None
@@ -122,12 +122,12 @@ def calibration(rows, index: int = 3) -> list[dict]:
     return out
 
 
-def calibration_error(rows, index: int = 3) -> dict:
+def calibration_error(rows, index: int = 3, edges=BANDS) -> dict:
     """The expected calibration error (the bands' |mean confidence - rate|, weighted by their
     guesses), its over-stated part alone (bands whose confidence is above their rate), the worst
     over-stated band of at least 5 guesses, and the Brier score (mean squared error of the
     confidence against right = 1 / wrong = 0)."""
-    bands = calibration(rows, index)
+    bands = calibration(rows, index, edges)
     total = sum(b["guesses"] for b in bands) or 1
     ece = sum(b["guesses"] * abs(b["mean_confidence"] - b["rate"]) for b in bands if b["guesses"]) / total
     over = sum(b["guesses"] * b["over_stated"] for b in bands if b["guesses"]) / total
@@ -135,6 +135,37 @@ def calibration_error(rows, index: int = 3) -> dict:
     brier = sum((r[index] - (r[1] == r[2])) ** 2 for r in rows) / max(len(rows), 1)
     return {"ece": round(ece, 3), "over_stated": round(over, 3), "worst_band_over_stated": round(worst, 3),
             "brier": round(brier, 3), "guesses": len(rows)}
+
+
+BAND_SHIFTS = (-0.04, -0.02, 0.0, 0.02, 0.04)
+
+
+def shifted(offset: float) -> tuple[tuple[float, float], ...]:
+    """``BANDS`` with every inner edge moved by ``offset`` (the outer ones stay 0 and 1.01)."""
+    edges = [lo for lo, _ in BANDS] + [BANDS[-1][1]]
+    moved = [edges[0]] + [e + offset for e in edges[1:-1]] + [edges[-1]]
+    return tuple(zip(moved[:-1], moved[1:]))
+
+
+def equal_mass(rows, index: int = 3, n_bands: int = 8) -> tuple[tuple[float, float], ...]:
+    """Bands holding (about) the same number of guesses each, by the confidence at ``index``."""
+    values = sorted(r[index] for r in rows)
+    if not values:
+        return BANDS
+    cuts = sorted({values[min(len(values) - 1, (i * len(values)) // n_bands)] for i in range(1, n_bands)})
+    edges = [0.0] + [c for c in cuts if 0.0 < c < 1.01] + [1.01]
+    return tuple(zip(edges[:-1], edges[1:]))
+
+
+def edge_sensitivity(rows, index: int = 3) -> dict:
+    """How much the binned calibration error owes to where the band edges fall: the error with
+    every inner edge of ``BANDS`` moved by each of ``BAND_SHIFTS`` (min, mean, max) and with
+    equal-mass bands.  Stated figures that sit on an edge (many guesses are stated 0.33-0.36) move
+    between bands when a change moves them by 0.01; the Brier score has no bands."""
+    errors = [calibration_error(rows, index, shifted(o))["ece"] for o in BAND_SHIFTS]
+    return {"shifts": list(BAND_SHIFTS), "ece": errors, "min": min(errors), "max": max(errors),
+            "mean": round(sum(errors) / len(errors), 3),
+            "equal_mass": calibration_error(rows, index, equal_mass(rows, index))["ece"]}
 
 
 def nested_calibration(lopo_rows, parts=None, prior_parts=None) -> list[tuple]:
@@ -173,7 +204,9 @@ def leave_one_part_out(weight: float | None = None, weights=(), parts=None, prio
         counts = count(train)
         chosen = phase_prior.PRIOR_WEIGHT if weight is None else weight
         scored = {}
-        if weights:
+        if len(weights) == 1:
+            chosen = weights[0]  # one weight to choose from: nothing to score on the training parts
+        elif weights:
             scored = {w: hits(measure(train, counts, w))[0] for w in weights}
             chosen = max(weights, key=lambda w: (scored[w], -abs(w - phase_prior.PRIOR_WEIGHT)))
         held_rows = measure((held,), counts, chosen)
@@ -400,6 +433,9 @@ def main(argv=None) -> int:
     ap.add_argument("--verbose", action="store_true", help="list the misses (leave-one-part-out)")
     ap.add_argument("--counted", action="store_true",
                     help="also score counted-evidence variants (naive Bayes over cue families) on the same folds")
+    ap.add_argument("--rows", default="",
+                    help="write the nested rows (part, label, guess, stated confidence, file, cue, kind, strength, "
+                         "ground) to this JSON file, to score calibration variants offline (e.g. band edges)")
     ap.add_argument("--prior-parts", default="",
                     help="the parts the prior counts in each fold (comma-separated; default the shipped TUNED_PARTS; "
                          "an experiment may add the read-only parts)")
@@ -417,7 +453,10 @@ def main(argv=None) -> int:
     # it counted these guesses); the weighed strength (what the guess stated before it was measured)
     nested = nested_calibration(lopo_rows, prior_parts=prior_parts)
     report["calibration"] = calibration(nested)
+    if args.rows:
+        Path(args.rows).write_text(json.dumps([list(r) for r in nested], indent=0) + "\n", encoding="utf-8")
     report["calibration_error"] = calibration_error(nested)
+    report["calibration_edges"] = edge_sensitivity(nested)
     report["calibration_in_sample"] = calibration_error(lopo_rows)
     report["calibration_strength"] = calibration(lopo_rows, 7)
     report["calibration_error_strength"] = calibration_error(lopo_rows, 7)
@@ -454,6 +493,9 @@ def main(argv=None) -> int:
                       f"(mean confidence {b['mean_confidence']}, over-stated by {b['over_stated']})")
         print(f"  calibration error {err['ece']}, over-stated part {err['over_stated']}, worst band over-stated "
               f"{err['worst_band_over_stated']}, Brier {err['brier']} ({err['guesses']} guesses)")
+    e = report["calibration_edges"]
+    print(f"  nested calibration error with the band edges moved by {e['shifts']}: {e['ece']} (mean {e['mean']}); "
+          f"equal-mass bands {e['equal_mass']}")
     e = report["calibration_in_sample"]
     print(f"stated confidence with the shipped table (in-sample): calibration error {e['ece']}, "
           f"over-stated part {e['over_stated']}, Brier {e['brier']}")

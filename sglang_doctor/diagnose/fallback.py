@@ -160,7 +160,12 @@ def assumed_context(diagnosis: Diagnosis) -> str | None:
     """What is missing when a class rule's answer rests only on an assumed context: the
     catch-all "a crash while serving" names an exception nothing else knows, and the text
     does not say that the server had been serving (unknown is not true either).  Any class
-    rule that matched on its assumptions alone (``Diagnosis.assumed_only``) says so."""
+    rule that matched on its assumptions alone (``Diagnosis.assumed_only``) says so, and so does
+    a class rule whose category follows the phase (``category_by_phase``) when the text shows no
+    phase (``phase_unknown``)."""
+    unknown_phase = phase_unknown(diagnosis)
+    if unknown_phase is not None:
+        return unknown_phase
     if not diagnosis.assumed:
         return None
     if diagnosis.layer == "fallback" and diagnosis.assumed_only:
@@ -175,6 +180,21 @@ def assumed_context(diagnosis: Diagnosis) -> str | None:
     else:
         unknown = "the text does not show the launch's settings (no server_args dump)"
     return f"{unknown}: naming it {answer} is an assumption ({'; '.join(diagnosis.assumed)})"
+
+
+def phase_unknown(diagnosis: Diagnosis) -> str | None:
+    """What is missing when a class rule's category follows the phase the failure came in
+    (``category_by_phase``: SGLang's own inconsistent state, class.internal.*, is the start-up
+    step's failure during a step and a crash while serving after ready) and the text shows no
+    phase (no ready line, milestone or launch header): the rule's default (``other``) answers
+    for a context the log does not give, as an assumed context does (docs/DESIGN.md, layered
+    diagnosis: unknown context stays unknown)."""
+    follows = diagnosis.captures.get("category_follows_phase")
+    if diagnosis.layer != "class" or not follows or diagnosis.phase != "unknown":
+        return None
+    return (f"the text does not show the phase it failed in (no ready line, start-up milestone or launch header), "
+            f"and rule {diagnosis.rule}'s category follows the phase ({follows}): {diagnosis.category} is its answer "
+            "for an unknown phase, not a reading of the failure")
 
 
 # The text's own evidence for another category outweighs a class rule's answer that rests on
@@ -475,21 +495,43 @@ _EVENT_LOOP = re.compile(r"\bevent_loop_(?:normal|overlap|pp)(?:_[a-z]+)*")
 EVENT_LOOP_LINES = 40  # how far back from the end of the text the event loop's name is looked for
 
 
+# How far back from the end a line that names a step (``_LAST_LINE``) is looked for when the last
+# lines name none and the text shows no ready line or milestone: the lines a text ends in are often
+# ones that name no step (a library's warnings, a model's processor notices, a tool's own prints,
+# multiprocessing's leaked-semaphore notice), and the step the server was at is the one the last
+# step line names (the scheduler prints its batch lines only from its event loop, after ready;
+# the weight loader's bars only while reading the checkpoint).  Only when nothing nearer says: of
+# the tuned parts' texts with no incident whose last 3 lines name no step, every one that a step
+# line up to 40 lines back places (six) was placed in the phase its label gives.
+PHASE_LINES = EVENT_LOOP_LINES
+
+
+def _step_line(tail: bytes, n: int = 3) -> tuple[str, str] | None:
+    """(line, phase) of the last of the last ``n`` lines that names a step (``_LAST_LINE``), or None."""
+    for text in _last_lines(tail, n):
+        phase = next((p for lit, p in _LAST_LINE if lit in text), None)
+        if phase is not None:
+            return text, phase
+    return None
+
+
 def _phase_line(tail: bytes) -> str:
     """The last line that names the phase by what it shows (``_LAST_LINE``), as text_phase reads it; "" if none."""
-    return next((text for text in _last_lines(tail) if any(lit in text for lit, _ in _LAST_LINE)), "")
+    found = _step_line(tail) or _step_line(tail, PHASE_LINES)
+    return found[0] if found else ""
 
 
 def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | None]:
     """The phase a text with no failure in it ends in, and how it shows it: its last lines (a
     batch line, a capture bar, a weight-loading line), else the scheduler's event loop named in
-    its last lines (``_EVENT_LOOP``), else the ready line, else the last start-up milestone;
-    (None, None) when it shows none."""
+    its last lines (``_EVENT_LOOP``), else the ready line, else the last start-up milestone, else
+    the last line that names a step within ``PHASE_LINES`` of the end; (None, None) when it
+    shows none."""
     launch = launches[-1] if launches else None
-    for text in _last_lines(tail):
-        phase = next((p for lit, p in _LAST_LINE if lit in text), None)
-        if phase is not None:
-            return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
+    found = _step_line(tail)
+    if found is not None:
+        text, phase = found
+        return phase, f"the text ends while the server is at {phase} ({text[:80]!r})"
     for text in _last_lines(tail, EVENT_LOOP_LINES):
         m = _EVENT_LOOP.search(text)
         if m:
@@ -499,6 +541,11 @@ def text_phase(launches: list[Launch], tail: bytes) -> tuple[str | None, str | N
         return "serving", "the server had been ready"
     if launch is not None and launch.milestones:
         return phase_after(launch.milestones[-1].name), f"the last start-up step seen is {launch.milestones[-1].name}"
+    found = _step_line(tail, PHASE_LINES)
+    if found is not None:
+        text, phase = found
+        return phase, (f"the last line that names a step ({text[:80]!r}) shows the server at {phase}; the lines "
+                       "after it name none")
     return None, None
 
 

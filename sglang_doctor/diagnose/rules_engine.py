@@ -1045,6 +1045,11 @@ class RuleSet:
         confidence *= ASSUMED_FACTOR ** len(assumed)
         phase = _rule_phase(rule, incident, launch)
         category = rule.category_by_phase.get(phase, rule.category)
+        if rule.category_by_phase and phase == "unknown":
+            # the rule's category follows the phase and the text shows none: its default answers
+            # for a context the log does not give (fallback.assumed_context says so)
+            captures = dict(captures, category_follows_phase=", ".join(
+                f"{p}: {c}" for p, c in rule.category_by_phase.items()))
         values.setdefault("phase", phase)
         explanation = _fill(rule.explanation, values).strip() + fallback.context_note(incident)
         if assumed:

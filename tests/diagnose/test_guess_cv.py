@@ -181,3 +181,19 @@ def test_the_figure_is_given_per_ground(cv):
     got = cv.by_grounds(rows)
     assert got["text"] == {"right": 1, "total": 2} and got["none"] == {"right": 1, "total": 1}
     assert got["rule"] == {"right": 0, "total": 0}  # (a row without its grounds is in no ground)
+
+
+def test_the_calibration_error_is_also_given_with_the_band_edges_moved(cv):
+    # 10 guesses at 0.34 (5 right) and 10 at 0.36 (5 right): calibrated as a whole (0.35 stated,
+    # half right), but the 0.35 edge splits them, and each band is off by 0.15-0.16 alone
+    rows = ([("p", "x", "x", 0.34, "f", "c", "k", 0.34)] * 5 + [("p", "x", "y", 0.34, "f", "c", "k", 0.34)] * 5
+            + [("p", "x", "x", 0.36, "f", "c", "k", 0.36)] * 5 + [("p", "x", "y", 0.36, "f", "c", "k", 0.36)] * 5)
+    sens = cv.edge_sensitivity(rows)
+    assert sens["shifts"] == list(cv.BAND_SHIFTS) and len(sens["ece"]) == len(cv.BAND_SHIFTS)
+    assert sens["ece"][cv.BAND_SHIFTS.index(0.0)] == cv.calibration_error(rows)["ece"]
+    assert sens["min"] <= sens["mean"] <= sens["max"]
+    # the inner edges move, the outer ones stay
+    assert cv.shifted(0.02)[0][0] == 0.0 and cv.shifted(0.02)[-1][1] == 1.01
+    assert abs(cv.shifted(0.02)[3][0] - 0.37) < 1e-9
+    # equal-mass bands put each stated figure in a band of its own here
+    assert len(cv.equal_mass(rows)) >= 2
