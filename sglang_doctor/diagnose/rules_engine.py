@@ -26,7 +26,7 @@ from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.cut_match import greedy as _greedy  # noqa: F401  (tests)
 from sglang_doctor.incidents.cut_match import held_words as _held_words
 from sglang_doctor.incidents.cut_match import literal_words as _literal_words  # noqa: F401
-from sglang_doctor.incidents.cut_match import starts_with_literal_tail, tail_match
+from sglang_doctor.incidents.cut_match import head_match, starts_with_literal_tail, tail_match
 from sglang_doctor.incidents.tracebacks import CUT_MARK, cut_type_matches, inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
@@ -647,24 +647,17 @@ MIN_PARTIAL_CHARS = 24
 
 
 def _partial_search(rx, text: str, *, at_start: bool = False):
-    """A match of ``rx`` that the end of ``text`` cut short (``regex``'s partial matching), or
-    None; a whole match is _search's.  ``at_start``: a match that the *start* of ``text``
-    cut short instead (the paste began inside the message: cut_match.tail_match)."""
+    """A match of ``rx`` that the end of ``text`` cut short (cut_match.head_match), or None;
+    a whole match is _search's.  ``at_start``: a match that the *start* of ``text`` cut short
+    instead (the paste began inside the message: cut_match.tail_match)."""
     try:
         if at_start:
             return tail_match(rx, text.strip(), MIN_PARTIAL_CHARS, timeout=REGEX_TIMEOUT)
-        m = rx.search(text.rstrip(), partial=True, timeout=REGEX_TIMEOUT)
+        return head_match(rx, text, MIN_PARTIAL_CHARS, timeout=REGEX_TIMEOUT)
     except TimeoutError:
         raise _Timeout from None
     except TypeError:  # a pattern object without partial matching (the stdlib's re)
         return None
-    if m is None or not m.partial or len(m.group(0)) < MIN_PARTIAL_CHARS:
-        return None
-    # the words the pattern spells out, not what a wildcard took: a start of "(.+)\n...cuh"
-    # is any text at all
-    return m if _held_words(rx.pattern, m.group(0)) >= MIN_PARTIAL_CHARS * 2 // 3 else None
-
-
 
 
 def _frame_hit(pattern: str, frame) -> bool:

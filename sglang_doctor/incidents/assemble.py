@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sglang_doctor.incidents import cut_line, cut_match, milestones
+from sglang_doctor.incidents import cut_match, milestones
 from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
@@ -358,9 +358,9 @@ class Assembler:
         # (literals a record-start line is passed for, literals any other line is passed for)
         self.wrap_literals: tuple[tuple[str, ...], tuple[str, ...]] = _WRAP_LITERALS
         # the line fed last and how it was read ("plain": no signal, "signal"), with its
-        # message: the one a text cut mid-line ends with is read again at flush (cut_line.py)
+        # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
-        # the normalized messages of the last records read as handled (cut_line.repeats_handled)
+        # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
 
     # -- public ------------------------------------------------------------------------
@@ -467,13 +467,13 @@ class Assembler:
     def _read_cut_line(self, events: list[Event]) -> None:
         """The input ended inside its last line (ends_mid_line): that line was read as far as
         it goes; read it again with what the rest of the text and the signals' own words say
-        of its lost end (cut_line.py)."""
+        of its lost end (cut_match.py)."""
         last = self._last_fed
         if not self.ends_mid_line or last is None or last[0].number != self._last_number:
             return
         line, ranks, how, message = last
         if how == "plain":
-            found = cut_line.complete_literal(message, self._signals)
+            found = cut_match.complete_literal(message, self._signals)
             if found is not None:
                 sig, captures, literal = found
                 captures["cut_literal"] = literal
@@ -482,7 +482,7 @@ class Assembler:
         group = self._group
         if (group is not None and not group.builders and group.signal_lines
                 and all(sl.number == line.number for sl in group.signal_lines)
-                and cut_line.repeats_handled(line.text, self._handled)):
+                and cut_match.repeats_handled(line.text, self._handled)):
             # another rank's complete record of the same event was handled (a client's abort)
             self._group = None
             self._record = _Record(ranks, "normal")
@@ -747,7 +747,7 @@ class Assembler:
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
-            self._handled.append(cut_line.normalized(line.text))
+            self._handled.append(cut_match.normalized(line.text))
             del self._handled[:-8]
             if sig.shows_progress:
                 # not a failure, but a kernel being compiled: the step the launch was in (progress.py)

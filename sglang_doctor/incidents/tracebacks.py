@@ -176,10 +176,13 @@ def cut_head_exception(text: str) -> ExceptionInfo | None:
     return None
 
 
-def cut_type_matches(etype: str, names) -> list[str]:
+def cut_type_matches(etype: str, names, *, min_tail: int = 0) -> list[str]:
     """The names (dotted or not) a CUT_MARK'd type can be the tail of: every name when the
-    whole type was lost (CUT_MARK alone: the paste began inside the message)."""
+    whole type was lost (CUT_MARK alone: the paste began inside the message); none when
+    fewer than ``min_tail`` characters of it are left."""
     frag = etype[len(CUT_MARK):]
+    if len(frag) < min_tail:
+        return []
     return [n for n in names if n.endswith(frag) and n != frag] if frag else list(names)
 
 
