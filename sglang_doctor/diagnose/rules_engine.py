@@ -644,6 +644,9 @@ def _search(rx, text: str):
 # A message cut where the paste ends matches a rule's pattern when it is a start of what the
 # pattern matches, and that start is long enough to carry the failure's own words.
 MIN_PARTIAL_CHARS = 24
+# A paste's first line that holds a rule's whole message past its first character: so many
+# characters of the pattern's own words, no command line or dump quotes (RuleSet.reads_as_message)
+MIN_QUOTED_WORDS = 32
 
 
 def _partial_search(rx, text: str, *, at_start: bool = False):
@@ -808,8 +811,11 @@ class RuleSet:
         where the line starts, over MIN_PARTIAL_CHARS characters that hold the pattern's own
         words (as _partial_search); or that message whole from the line's first character,
         its type lost.  A match that starts later in the line is another text that quotes the
-        words (a command line's ``--mem-fraction-static 0.85``).  Only rules whose words the
-        line holds are tried (a substring test each)."""
+        words (a command line's ``--mem-fraction-static 0.85``), unless it holds
+        MIN_QUOTED_WORDS characters of the pattern's own words (``... has model type `gemma3`
+        but Transformers does not recognize this architecture``: the paste began inside the
+        message's head, before the part the rule reads).  Only rules whose words the line
+        holds are tried (a substring test each)."""
         floor = MIN_PARTIAL_CHARS * 2 // 3
         for rule in self.rules:
             if rule.layer != "specific" or rule.message is None:
@@ -819,8 +825,8 @@ class RuleSet:
                 continue
             try:
                 m = _search(rule.message, text)
-                if m is not None and m.start() == 0 and floor <= (held := _held_words(source, m.group(0))) \
-                        and held * 4 >= len(m.group(0)):
+                if m is not None and floor <= (held := _held_words(source, m.group(0))) \
+                        and held * 4 >= len(m.group(0)) and (m.start() == 0 or held >= MIN_QUOTED_WORDS):
                     return True
                 if _partial_search(rule.message, text, at_start=True) is not None:
                     return True
@@ -958,6 +964,12 @@ class RuleSet:
                     m = _search(rule.line_rx, line.text)
                     if m:
                         captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                        break
+                    if line.number == 1 and (m := _partial_search(rule.line_rx, line.text, at_start=True)):
+                        # the literal is whole but the paste began inside what the pattern
+                        # reads before it (``error: argument ...`` of ``prog: error: ...``)
+                        captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                        assumed.append("the line, cut where the paste begins, began as this failure's does")
                         break
                 elif line.number == 1 and any(starts_with_literal_tail(line.text.strip(), lit) for lit in rule.literals):
                     # the paste began inside the line's literal: the rest of the line is read

@@ -304,6 +304,14 @@ def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
     return None
 
 
+# A first line that starts with one space and then a word: a paste cut just before that space
+# (a traceback's frames are indented by two, their source lines by four; a tab is indentation).
+_CUT_BEFORE_A_SPACE = re.compile(r"^ (?=[^\s])")
+
+# the parent's sigquit: a child failed with an exception it logged just before (not the
+# "scheduler died during initialization" of a child killed by a signal)
+_CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
+
 _CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
 
 
@@ -316,6 +324,10 @@ class Assembler:
         # a bare "Error: ..." line counts as a failure only when it holds one (see _bare)
         self._failure_words = tuple(w for w in failure_words if w)
         self._cut_exception: tracebacks.ExceptionInfo | None = None  # see _cut_first_line
+        # the input's first line when it read as nothing, until another non-blank line comes:
+        # followed by the parent's sigquit, it is the end of the failed child's exception
+        # (see _first_line_before_sigquit)
+        self._first_unread: tuple[Line, tuple[str, ...]] | None = None
         # whether a paste's first line is the end of a message the rule pack knows
         # (RuleSet.reads_as_message): the paste began inside it, its exception type lost
         self._reads_as_message = reads_as_message
@@ -435,6 +447,10 @@ class Assembler:
         end = records.outer_prefix_end(line.text)
         if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
             line = Line(line.number, line.text[end:], line.raw, line.cut)
+        if line.number == 1 and _CUT_BEFORE_A_SPACE.match(line.text):
+            # the paste began just before a space inside a line (``' fp8e4nv not supported
+            # ...'``): one space is no indentation Python or SGLang prints; read it from its word
+            line = Line(line.number, line.text[1:], line.raw, line.cut)
         text = line.text
         if text[:1].isdigit():
             if _HEADER_ONLY.match(text):
@@ -451,6 +467,8 @@ class Assembler:
             self._start_record(line, events, cut)
         else:
             self._continue_record(line, events)
+        if line.number > 1 and text.strip():
+            self._first_unread = None
         return events
 
     def flush(self) -> list[Event]:
@@ -614,7 +632,22 @@ class Assembler:
             # belong to the failure they follow, until the next prefixed record.
             group.lines.append(line)
             return
+        if line.number == 1 and text.strip() and not text[:1].isspace():
+            self._first_unread = (line, ranks)
         self._normal(line, ranks, text, events, found)
+
+    def _first_line_before_sigquit(self, events: list[Event]) -> None:
+        """The parent's sigquit right after the input's first line, which read as nothing
+        (blank lines aside): SGLang's child logs its traceback and then signals the parent
+        (scheduler.py run_scheduler_process: ``Scheduler hit an exception: {traceback}``, then
+        SIGQUIT to the parent; 0.4.x to 0.5.2x), so the line just above the parent's
+        ``Received sigquit`` / ``SIGQUIT received`` is the end of the child's exception: a
+        paste that began inside its message lost the type with the head.  That line opens the
+        incident as an exception with its type lost (tracebacks.CUT_MARK)."""
+        line, ranks = self._first_unread
+        self._first_unread = None
+        self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, line.text.strip())
+        self._exception_line(Line(line.number, line.text.strip(), line.raw, line.cut), ranks, None, events)
 
     def _cut_first_line(self, text: str, exc, sig):
         """The input's first line, when the paste starts inside an exception line's type
@@ -790,6 +823,8 @@ class Assembler:
             # often outlives the grace.  The kernel's OOM-killer lines stay failures.
             self._record = _Record(ranks, "normal")
             return
+        if sig.name in _CHILD_FAILED and self._group is None and self._first_unread is not None:
+            self._first_line_before_sigquit(events)
         was_open = self._group is not None
         self._open_group(events, line)
         group = self._group
