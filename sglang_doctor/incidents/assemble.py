@@ -667,7 +667,10 @@ class Assembler:
         if cut is None or (exc is not None and exc.type.rsplit(".", 1)[-1] != cut.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)):
             return exc
         if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type):
-            if exc is None or exc.type == BARE_ERROR_WORD:
+            named = tracebacks.python_message_type(cut.type, cut.message.strip())
+            if named is not None:  # its message as CPython words it names the type
+                cut = tracebacks.ExceptionInfo(tracebacks.CUT_MARK + named, cut.message)
+            elif exc is None or exc.type == BARE_ERROR_WORD:
                 return exc
         self._cut_exception = cut
         return cut
