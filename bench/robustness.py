@@ -396,6 +396,19 @@ def t_excerpt(lines, key, rng):
     return text[start:end]
 
 
+def t_html(lines, key, rng):
+    """HTML's escapes left in the copy: ``"`` as ``&quot;``, ``'`` as ``&#39;``, ``<`` / ``>``
+    as ``&lt;`` / ``&gt;``, ``&`` as ``&amp;`` (what GitHub's pages and API bodies write), as a
+    log copied from a page's HTML source or an issue body read raw is pasted: corpus
+    field9/013 (xorbitsai/inference#3377) has ``File &quot;/usr/local/...&quot;, line 1135``
+    in every frame.  Only texts that hold one of those characters."""
+    text = "\n".join(lines) + "\n"
+    if not any(c in text for c in "\"'<>&"):
+        return None
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;"))
+
+
 def t_combo(lines, key, rng):
     """compose prefix, then a hard wrap at 100 columns, then ``\\r\\n``: a Windows user's copy of
     ``docker compose logs`` from a narrow terminal."""
@@ -417,6 +430,7 @@ TRANSFORMS: dict[str, Callable] = {
     "cut_top": t_cut_top, "tail": t_tail, "combo": t_combo,
     "excerpt": t_excerpt, "cut_key_head": t_cut_key_head, "cut_key_tail": t_cut_key_tail,
     "cut_record_head": t_cut_record_head, "cut_key_message": t_cut_key_message, "cut_frame": t_cut_frame,
+    "html": t_html,
 }
 
 CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail", "cut_record_head", "cut_key_message", "cut_frame")

@@ -308,6 +308,12 @@ def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
 # (a traceback's frames are indented by two, their source lines by four; a tab is indentation).
 _CUT_BEFORE_A_SPACE = re.compile(r"^ (?=[^\s])")
 
+# HTML's escapes of the characters a log's text holds (what GitHub's pages and API bodies
+# write for ``"``, ``'``, ``<``, ``>``, ``&``); no SGLang record writes them itself
+_HTML_CHARS = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;": "'",
+               "&lt;": "<", "&gt;": ">", "&amp;": "&"}
+_HTML_ESCAPE = re.compile("|".join(map(re.escape, _HTML_CHARS)))
+
 # the parent's sigquit: a child failed with an exception it logged just before (not the
 # "scheduler died during initialization" of a child killed by a signal)
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
@@ -425,6 +431,10 @@ class Assembler:
         return any(lit in text for lit in (strong if records.is_record_start(text) else every))
 
     def _feed_line(self, line: Line) -> list[Event]:
+        if "&" in line.text and _HTML_ESCAPE.search(line.text):
+            # a log copied from a web page's source or an API body with HTML's escapes left in
+            # (``File &quot;/usr/...&quot;, line 9``): read as SGLang wrote it
+            line = Line(line.number, _HTML_ESCAPE.sub(lambda m: _HTML_CHARS[m.group(0)], line.text), line.raw, line.cut)
         if "batch" in line.text and serving.is_batch(line.text):
             batches = self._batches
             if not batches or batches[-1][0] < line.number:
