@@ -96,8 +96,8 @@ _BARE_TRACEBACK_HEADER = re.compile(
 def _is_value_error(etype: str) -> bool:
     """``ValueError``, or what a paste cut at the line's head left of it (``…ueError``, ``Error``:
     a search excerpt or a terminal copy that starts mid-word keeps only the name's tail)."""
-    name = etype.rsplit(".", 1)[-1].lstrip("…")  # tracebacks.cut_head_exception marks the cut with "…"
-    return name == "ValueError" or (len(name) >= 5 and "ValueError".endswith(name))
+    name = etype.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)  # (the mark of cut_head_exception)
+    return bool(tracebacks.cut_type_matches(tracebacks.CUT_MARK + name, ("ValueError",), min_tail=5))
 
 
 def _path(frame) -> str:

@@ -128,5 +128,5 @@ def is_request_message(etype: str, message: str) -> bool:
     name = etype.rsplit(".", 1)[-1].lstrip(CUT_MARK)
     messages = _messages()
     ends = (set(cut_type_matches(CUT_MARK + name, {t for t, _ in messages}, min_tail=5))
-            if etype.startswith(CUT_MARK) else set())
-    return any((t == name or t in ends) and rx.match(first) for t, rx in messages)
+            if etype.startswith(CUT_MARK) else {name})
+    return any(t in ends and rx.match(first) for t, rx in messages)
