@@ -812,9 +812,10 @@ class RuleSet:
         words (as _partial_search); or that message whole from the line's first character,
         its type lost.  A match that starts later in the line is another text that quotes the
         words (a command line's ``--mem-fraction-static 0.85``), unless it holds
-        MIN_QUOTED_WORDS characters of the pattern's own words (``... has model type `gemma3`
-        but Transformers does not recognize this architecture``: the paste began inside the
-        message's head, before the part the rule reads).  Only rules whose words the line
+        MIN_QUOTED_WORDS characters of the pattern's own words after running text (``... has
+        model type `gemma3` but Transformers does not recognize this architecture``: the paste
+        began inside the message's head, before the part the rule reads); a ``: `` before the
+        match is a line of another kind (``...py:138: UserWarning: CUDA initialization: ...``).  Only rules whose words the line
         holds are tried (a substring test each)."""
         floor = MIN_PARTIAL_CHARS * 2 // 3
         for rule in self.rules:
@@ -826,7 +827,8 @@ class RuleSet:
             try:
                 m = _search(rule.message, text)
                 if m is not None and floor <= (held := _held_words(source, m.group(0))) \
-                        and held * 4 >= len(m.group(0)) and (m.start() == 0 or held >= MIN_QUOTED_WORDS):
+                        and held * 4 >= len(m.group(0)) \
+                        and (m.start() == 0 or (held >= MIN_QUOTED_WORDS and ": " not in text[:m.start()])):
                     return True
                 if _partial_search(rule.message, text, at_start=True) is not None:
                     return True

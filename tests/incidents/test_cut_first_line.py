@@ -133,6 +133,9 @@ def test_a_rules_whole_message_past_the_first_lines_start():
                    "This could be because of an issue with the checkpoint, or because your version of Transformers "
                    "is out of date.\n")
     assert d.rule == "model.unsupported.transformers_model_type"
+    # the words after another kind of line's "X: " (a warning that quotes them) are not a cut message
+    assert answers("/usr/lib/python3.10/site-packages/x/configuration.py:812: UserWarning: a checkpoint with model "
+                   "type `gemma3` but Transformers does not recognize this architecture is loaded as a plain model\n") == []
 
 
 def test_a_rules_line_cut_before_its_literal():
