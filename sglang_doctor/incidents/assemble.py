@@ -391,7 +391,7 @@ class Assembler:
     def active(self) -> bool:
         return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
-        )
+        ) or self._first_unread is not None  # every line until the next non-blank one
 
     def feed(self, line: Line) -> list[Event]:
         self._last_number = line.number
