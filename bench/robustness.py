@@ -10,9 +10,9 @@ the answer survives.
 Inputs (never the sealed parts):
 
 - the cause-in-text files (``evidence_in_log: true``) of the tuned corpus parts ``dev``,
-  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field19`` (the
-  UNTUNED split, widened in session 19 from field/field9, field19 added in session 20: report it, do not tune on its
-  per-file details);
+  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field20`` (the
+  UNTUNED split, widened in session 19 from field/field9, field19 added in session 20, field20 in
+  session 21: report it, do not tune on its per-file details);
 - the rule fixtures of ``fixtures/EXPECTED.yaml`` that expect an incident (TUNE split);
 - healthy texts (corpus files labelled ``none`` and ``fixtures/healthy/``): a transform must
   not turn them into incidents (false alarms).
@@ -61,7 +61,7 @@ ROOT = accuracy.ROOT
 CORPUS = accuracy.CORPUS
 TUNE_PARTS = ("dev", "fresh", "late")
 UNTUNED_PARTS = ("field", "field9", "field10", "field11", "field12", "field13", "field14", "field15",
-                 "field16", "field17", "field18", "field19")
+                 "field16", "field17", "field18", "field19", "field20")
 SEED = 20261204
 
 
@@ -396,6 +396,19 @@ def t_excerpt(lines, key, rng):
     return text[start:end]
 
 
+def t_html(lines, key, rng):
+    """HTML's escapes left in the copy: ``"`` as ``&quot;``, ``'`` as ``&#39;``, ``<`` / ``>``
+    as ``&lt;`` / ``&gt;``, ``&`` as ``&amp;`` (what GitHub's pages and API bodies write), as a
+    log copied from a page's HTML source or an issue body read raw is pasted: corpus
+    field9/013 (xorbitsai/inference#3377) has ``File &quot;/usr/local/...&quot;, line 1135``
+    in every frame.  Only texts that hold one of those characters."""
+    text = "\n".join(lines) + "\n"
+    if not any(c in text for c in "\"'<>&"):
+        return None
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;"))
+
+
 def t_combo(lines, key, rng):
     """compose prefix, then a hard wrap at 100 columns, then ``\\r\\n``: a Windows user's copy of
     ``docker compose logs`` from a narrow terminal."""
@@ -417,6 +430,7 @@ TRANSFORMS: dict[str, Callable] = {
     "cut_top": t_cut_top, "tail": t_tail, "combo": t_combo,
     "excerpt": t_excerpt, "cut_key_head": t_cut_key_head, "cut_key_tail": t_cut_key_tail,
     "cut_record_head": t_cut_record_head, "cut_key_message": t_cut_key_message, "cut_frame": t_cut_frame,
+    "html": t_html,
 }
 
 CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail", "cut_record_head", "cut_key_message", "cut_frame")
@@ -645,7 +659,7 @@ def print_transform(name: str, res: dict, verbose: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("tune", "untuned", "all"), default="tune",
-                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field19 (report only)")
+                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field20 (report only)")
     ap.add_argument("--transform", nargs="*", choices=sorted(TRANSFORMS), help="default: all")
     ap.add_argument("--verbose", action="store_true", help="list every miss (not on the untuned split's details while tuning)")
     ap.add_argument("--json", action="store_true")

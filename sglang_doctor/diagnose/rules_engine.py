@@ -26,7 +26,7 @@ from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.cut_match import greedy as _greedy  # noqa: F401  (tests)
 from sglang_doctor.incidents.cut_match import held_words as _held_words
 from sglang_doctor.incidents.cut_match import literal_words as _literal_words  # noqa: F401
-from sglang_doctor.incidents.cut_match import starts_with_literal_tail, tail_match
+from sglang_doctor.incidents.cut_match import head_match, starts_with_literal_tail, tail_match
 from sglang_doctor.incidents.tracebacks import CUT_MARK, cut_type_matches, inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
@@ -644,27 +644,23 @@ def _search(rx, text: str):
 # A message cut where the paste ends matches a rule's pattern when it is a start of what the
 # pattern matches, and that start is long enough to carry the failure's own words.
 MIN_PARTIAL_CHARS = 24
+# A paste's first line that holds a rule's whole message past its first character: so many
+# characters of the pattern's own words, no command line or dump quotes (RuleSet.reads_as_message)
+MIN_QUOTED_WORDS = 32
 
 
 def _partial_search(rx, text: str, *, at_start: bool = False):
-    """A match of ``rx`` that the end of ``text`` cut short (``regex``'s partial matching), or
-    None; a whole match is _search's.  ``at_start``: a match that the *start* of ``text``
-    cut short instead (the paste began inside the message: cut_match.tail_match)."""
+    """A match of ``rx`` that the end of ``text`` cut short (cut_match.head_match), or None;
+    a whole match is _search's.  ``at_start``: a match that the *start* of ``text`` cut short
+    instead (the paste began inside the message: cut_match.tail_match)."""
     try:
         if at_start:
             return tail_match(rx, text.strip(), MIN_PARTIAL_CHARS, timeout=REGEX_TIMEOUT)
-        m = rx.search(text.rstrip(), partial=True, timeout=REGEX_TIMEOUT)
+        return head_match(rx, text, MIN_PARTIAL_CHARS, timeout=REGEX_TIMEOUT)
     except TimeoutError:
         raise _Timeout from None
     except TypeError:  # a pattern object without partial matching (the stdlib's re)
         return None
-    if m is None or not m.partial or len(m.group(0)) < MIN_PARTIAL_CHARS:
-        return None
-    # the words the pattern spells out, not what a wildcard took: a start of "(.+)\n...cuh"
-    # is any text at all
-    return m if _held_words(rx.pattern, m.group(0)) >= MIN_PARTIAL_CHARS * 2 // 3 else None
-
-
 
 
 def _frame_hit(pattern: str, frame) -> bool:
@@ -815,8 +811,12 @@ class RuleSet:
         where the line starts, over MIN_PARTIAL_CHARS characters that hold the pattern's own
         words (as _partial_search); or that message whole from the line's first character,
         its type lost.  A match that starts later in the line is another text that quotes the
-        words (a command line's ``--mem-fraction-static 0.85``).  Only rules whose words the
-        line holds are tried (a substring test each)."""
+        words (a command line's ``--mem-fraction-static 0.85``), unless it holds
+        MIN_QUOTED_WORDS characters of the pattern's own words after running text (``... has
+        model type `gemma3` but Transformers does not recognize this architecture``: the paste
+        began inside the message's head, before the part the rule reads); a ``: `` before the
+        match is a line of another kind (``...py:138: UserWarning: CUDA initialization: ...``).  Only rules whose words the line
+        holds are tried (a substring test each)."""
         floor = MIN_PARTIAL_CHARS * 2 // 3
         for rule in self.rules:
             if rule.layer != "specific" or rule.message is None:
@@ -826,8 +826,9 @@ class RuleSet:
                 continue
             try:
                 m = _search(rule.message, text)
-                if m is not None and m.start() == 0 and floor <= (held := _held_words(source, m.group(0))) \
-                        and held * 4 >= len(m.group(0)):
+                if m is not None and floor <= (held := _held_words(source, m.group(0))) \
+                        and held * 4 >= len(m.group(0)) \
+                        and (m.start() == 0 or (held >= MIN_QUOTED_WORDS and ": " not in text[:m.start()])):
                     return True
                 if _partial_search(rule.message, text, at_start=True) is not None:
                     return True
@@ -965,6 +966,12 @@ class RuleSet:
                     m = _search(rule.line_rx, line.text)
                     if m:
                         captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                        break
+                    if line.number == 1 and (m := _partial_search(rule.line_rx, line.text, at_start=True)):
+                        # the literal is whole but the paste began inside what the pattern
+                        # reads before it (``error: argument ...`` of ``prog: error: ...``)
+                        captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                        assumed.append("the line, cut where the paste begins, began as this failure's does")
                         break
                 elif line.number == 1 and any(starts_with_literal_tail(line.text.strip(), lit) for lit in rule.literals):
                     # the paste began inside the line's literal: the rest of the line is read

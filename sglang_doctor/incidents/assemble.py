@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sglang_doctor.incidents import cut_line, cut_match, milestones
+from sglang_doctor.incidents import cut_match, milestones
 from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
 from sglang_doctor.read.scanner import LiteralIndex
@@ -100,8 +100,8 @@ _BARE_TRACEBACK_HEADER = re.compile(
 def _is_value_error(etype: str) -> bool:
     """``ValueError``, or what a paste cut at the line's head left of it (``…ueError``, ``Error``:
     a search excerpt or a terminal copy that starts mid-word keeps only the name's tail)."""
-    name = etype.rsplit(".", 1)[-1].lstrip("…")  # tracebacks.cut_head_exception marks the cut with "…"
-    return name == "ValueError" or (len(name) >= 5 and "ValueError".endswith(name))
+    name = etype.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)  # (the mark of cut_head_exception)
+    return bool(tracebacks.cut_type_matches(tracebacks.CUT_MARK + name, ("ValueError",), min_tail=5))
 
 
 def _path(frame) -> str:
@@ -315,6 +315,20 @@ def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
     return None
 
 
+# A first line that starts with one space and then a word: a paste cut just before that space
+# (a traceback's frames are indented by two, their source lines by four; a tab is indentation).
+_CUT_BEFORE_A_SPACE = re.compile(r"^ (?=[^\s])")
+
+# HTML's escapes of the characters a log's text holds (what GitHub's pages and API bodies
+# write for ``"``, ``'``, ``<``, ``>``, ``&``); no SGLang record writes them itself
+_HTML_CHARS = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;": "'",
+               "&lt;": "<", "&gt;": ">", "&amp;": "&"}
+_HTML_ESCAPE = re.compile("|".join(map(re.escape, _HTML_CHARS)))
+
+# the parent's sigquit: a child failed with an exception it logged just before (not the
+# "scheduler died during initialization" of a child killed by a signal)
+_CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
+
 _CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
 
 
@@ -327,6 +341,10 @@ class Assembler:
         # a bare "Error: ..." line counts as a failure only when it holds one (see _bare)
         self._failure_words = tuple(w for w in failure_words if w)
         self._cut_exception: tracebacks.ExceptionInfo | None = None  # see _cut_first_line
+        # the input's first line when it read as nothing, until another non-blank line comes:
+        # followed by the parent's sigquit, it is the end of the failed child's exception
+        # (see _first_line_before_sigquit)
+        self._first_unread: tuple[Line, tuple[str, ...]] | None = None
         # whether a paste's first line is the end of a message the rule pack knows
         # (RuleSet.reads_as_message): the paste began inside it, its exception type lost
         self._reads_as_message = reads_as_message
@@ -370,9 +388,9 @@ class Assembler:
         # (literals a record-start line is passed for, literals any other line is passed for)
         self.wrap_literals: tuple[tuple[str, ...], tuple[str, ...]] = _WRAP_LITERALS
         # the line fed last and how it was read ("plain": no signal, "signal"), with its
-        # message: the one a text cut mid-line ends with is read again at flush (cut_line.py)
+        # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
-        # the normalized messages of the last records read as handled (cut_line.repeats_handled)
+        # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
 
     # -- public ------------------------------------------------------------------------
@@ -385,7 +403,7 @@ class Assembler:
     def active(self) -> bool:
         return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
-        )
+        ) or self._first_unread is not None  # every line until the next non-blank one
 
     def feed(self, line: Line) -> list[Event]:
         self._last_number = line.number
@@ -425,6 +443,10 @@ class Assembler:
         return any(lit in text for lit in (strong if records.is_record_start(text) else every))
 
     def _feed_line(self, line: Line) -> list[Event]:
+        if "&" in line.text and _HTML_ESCAPE.search(line.text):
+            # a log copied from a web page's source or an API body with HTML's escapes left in
+            # (``File &quot;/usr/...&quot;, line 9``): read as SGLang wrote it
+            line = Line(line.number, _HTML_ESCAPE.sub(lambda m: _HTML_CHARS[m.group(0)], line.text), line.raw, line.cut)
         if "batch" in line.text and serving.is_batch(line.text):
             batches = self._batches
             if not batches or batches[-1][0] < line.number:
@@ -447,6 +469,10 @@ class Assembler:
         end = records.outer_prefix_end(line.text)
         if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
             line = Line(line.number, line.text[end:], line.raw, line.cut)
+        if line.number == 1 and _CUT_BEFORE_A_SPACE.match(line.text):
+            # the paste began just before a space inside a line (``' fp8e4nv not supported
+            # ...'``): one space is no indentation Python or SGLang prints; read it from its word
+            line = Line(line.number, line.text[1:], line.raw, line.cut)
         text = line.text
         if text[:1].isdigit():
             if _HEADER_ONLY.match(text):
@@ -463,6 +489,8 @@ class Assembler:
             self._start_record(line, events, cut)
         else:
             self._continue_record(line, events)
+        if line.number > 1 and text.strip():
+            self._first_unread = None
         return events
 
     def flush(self) -> list[Event]:
@@ -479,13 +507,13 @@ class Assembler:
     def _read_cut_line(self, events: list[Event]) -> None:
         """The input ended inside its last line (ends_mid_line): that line was read as far as
         it goes; read it again with what the rest of the text and the signals' own words say
-        of its lost end (cut_line.py)."""
+        of its lost end (cut_match.py)."""
         last = self._last_fed
         if not self.ends_mid_line or last is None or last[0].number != self._last_number:
             return
         line, ranks, how, message = last
         if how == "plain":
-            found = cut_line.complete_literal(message, self._signals)
+            found = cut_match.complete_literal(message, self._signals)
             if found is not None:
                 sig, captures, literal = found
                 captures["cut_literal"] = literal
@@ -494,7 +522,7 @@ class Assembler:
         group = self._group
         if (group is not None and not group.builders and group.signal_lines
                 and all(sl.number == line.number for sl in group.signal_lines)
-                and cut_line.repeats_handled(line.text, self._handled)):
+                and cut_match.repeats_handled(line.text, self._handled)):
             # another rank's complete record of the same event was handled (a client's abort)
             self._group = None
             self._record = _Record(ranks, "normal")
@@ -626,7 +654,22 @@ class Assembler:
             # belong to the failure they follow, until the next prefixed record.
             group.lines.append(line)
             return
+        if line.number == 1 and text.strip() and not text[:1].isspace():
+            self._first_unread = (line, ranks)
         self._normal(line, ranks, text, events, found)
+
+    def _first_line_before_sigquit(self, events: list[Event]) -> None:
+        """The parent's sigquit right after the input's first line, which read as nothing
+        (blank lines aside): SGLang's child logs its traceback and then signals the parent
+        (scheduler.py run_scheduler_process: ``Scheduler hit an exception: {traceback}``, then
+        SIGQUIT to the parent; 0.4.x to 0.5.2x), so the line just above the parent's
+        ``Received sigquit`` / ``SIGQUIT received`` is the end of the child's exception: a
+        paste that began inside its message lost the type with the head.  That line opens the
+        incident as an exception with its type lost (tracebacks.CUT_MARK)."""
+        line, ranks = self._first_unread
+        self._first_unread = None
+        self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, line.text.strip())
+        self._exception_line(Line(line.number, line.text.strip(), line.raw, line.cut), ranks, None, events)
 
     def _cut_first_line(self, text: str, exc, sig):
         """The input's first line, when the paste starts inside an exception line's type
@@ -646,7 +689,10 @@ class Assembler:
         if cut is None or (exc is not None and exc.type.rsplit(".", 1)[-1] != cut.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)):
             return exc
         if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type):
-            if exc is None or exc.type == BARE_ERROR_WORD:
+            named = tracebacks.python_message_type(cut.type, cut.message.strip())
+            if named is not None:  # its message as CPython words it names the type
+                cut = tracebacks.ExceptionInfo(tracebacks.CUT_MARK + named, cut.message)
+            elif exc is None or exc.type == BARE_ERROR_WORD:
                 return exc
         self._cut_exception = cut
         return cut
@@ -761,7 +807,7 @@ class Assembler:
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
-            self._handled.append(cut_line.normalized(line.text))
+            self._handled.append(cut_match.normalized(line.text))
             del self._handled[:-8]
             if sig.shows_progress:
                 # not a failure, but a kernel being compiled: the step the launch was in (progress.py)
@@ -804,6 +850,8 @@ class Assembler:
             # often outlives the grace.  The kernel's OOM-killer lines stay failures.
             self._record = _Record(ranks, "normal")
             return
+        if sig.name in _CHILD_FAILED and self._group is None and self._first_unread is not None:
+            self._first_line_before_sigquit(events)
         was_open = self._group is not None
         self._open_group(events, line)
         group = self._group

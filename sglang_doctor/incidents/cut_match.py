@@ -1,16 +1,66 @@
-"""Matching a pattern against text a paste cut at its start: the pattern run backwards
-(``regex``'s REVERSE flag) with partial matching, so that a line which begins inside what
-the pattern matches (``of memory. Tried to allocate 2.00 GiB``, ``TP0] ...``) is seen as the
-end of such a match.  Shared by the assembler (a paste's first line: incidents/assemble.py)
-and the rule engine (a rule's message pattern: diagnose/rules_engine.py).
+"""A line the paste cut, matched against what it was.
+
+Only the input's first line can begin inside something (the paste started there) and only its
+last line, when it has no line end, can end inside something.  Each side has its own functions,
+weighed the same way (a partial match counts when it holds enough of the words the pattern
+spells out, not what a wildcard took):
+
+* cut at its start (the first line; used by incidents/assemble.py and diagnose/rules_engine.py):
+  ``tail_match``, a pattern run backwards (``regex``'s REVERSE flag) with partial matching, so
+  that ``of memory. Tried to allocate 2.00 GiB`` or ``TP0] ...`` is seen as the end of such a
+  match; ``starts_with_literal_tail``, the end of a literal (``le creating shared memory
+  segment``);
+* cut at its end (the last line): ``head_match``, a pattern's match cut short where the text
+  ends (``regex``'s partial matching); ``complete_literal``, the line ends inside a signal's own
+  words (``... detected by wat``) and is read as going on with them; ``repeats_handled``, a
+  record that, up to the cut and numbers aside, is one another rank logged complete just before
+  (SGLang's tensor-parallel ranks log the same record one after another: ``[... TP0] Decode
+  transfer failed for request rank=0 ... Aborted by AbortReq.``, then TP2's), whose reading
+  (handled: a client's abort, not a failure) it takes.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
+from sglang_doctor.incidents import signals as signals_mod
+from sglang_doctor.read import records
+
+# -- the words a pattern spells out (both sides) ---------------------------------------------
+
+
+def held_words(pattern: str, text: str) -> int:
+    """How many characters of the words ``pattern`` spells out ``text`` holds."""
+    return sum(len(w) for w in literal_words(pattern) if w in text)
+
+
+_WORDS: dict[str, frozenset[str]] = {}
+_REGEX_SYNTAX = re.compile(r"\(\?P<\w+>|\(\?[:=!<]*|\\[dDsSwWbBAZ]|\[(?:\\.|[^\]])*\]|\{\d*,?\d*\}")
+
+
+def literal_words(pattern: str) -> frozenset[str]:
+    """The words of three letters or more a regex spells out literally."""
+    words = _WORDS.get(pattern)
+    if words is None:
+        text = re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern))
+        words = _WORDS[pattern] = frozenset(re.findall(r"[A-Za-z_]{3,}", text))
+    return words
+
+
+def _holds_words(pattern: str, matched: str, min_chars: int) -> int | None:
+    """The characters of the pattern's own words a partial match holds when they are two
+    thirds of ``min_chars`` or more (not what a wildcard took), else None."""
+    held = held_words(pattern, matched)
+    return held if held >= min_chars * 2 // 3 else None
+
+
+# -- a line cut at its start (the paste's first line) -----------------------------------------
+
 _REVERSED: dict[str, Any] = {}
+
+
 
 
 def greedy(pattern: str) -> str:
@@ -56,24 +106,6 @@ def reversed_rx(rx):
     return got or None
 
 
-def held_words(pattern: str, text: str) -> int:
-    """How many characters of the words ``pattern`` spells out ``text`` holds."""
-    return sum(len(w) for w in literal_words(pattern) if w in text)
-
-
-_WORDS: dict[str, frozenset[str]] = {}
-_REGEX_SYNTAX = re.compile(r"\(\?P<\w+>|\(\?[:=!<]*|\\[dDsSwWbBAZ]|\[(?:\\.|[^\]])*\]|\{\d*,?\d*\}")
-
-
-def literal_words(pattern: str) -> frozenset[str]:
-    """The words of three letters or more a regex spells out literally."""
-    words = _WORDS.get(pattern)
-    if words is None:
-        text = re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern))
-        words = _WORDS[pattern] = frozenset(re.findall(r"[A-Za-z_]{3,}", text))
-    return words
-
-
 def tail_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
     """A match of ``rx`` that the start of ``text`` cut short, or None: the pattern run
     backwards, partial where the text starts, over ``min_chars`` characters or more, of which
@@ -87,9 +119,8 @@ def tail_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
     m = back.search(text, partial=True, timeout=timeout)
     if m is None or not m.partial or m.start() != 0 or len(m.group(0)) < min_chars:
         return None
-    held = held_words(rx.pattern, m.group(0))
-    return m if held >= min_chars * 2 // 3 and held * 4 >= len(m.group(0)) else None
-
+    held = _holds_words(rx.pattern, m.group(0), min_chars)
+    return m if held is not None and held * 4 >= len(m.group(0)) else None
 
 
 LITERAL_TAIL_MIN = 16  # characters of a literal a cut first line must start with
@@ -108,3 +139,64 @@ def starts_with_literal_tail(text: str, literal: str, min_chars: int = LITERAL_T
             return True
         k = literal.find(head, k + 1)
     return False
+
+
+# -- a line cut at its end (the paste's last line, no line end) -------------------------------
+
+
+def head_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
+    """A match of ``rx`` that the end of ``text`` cut short (``regex``'s partial matching), or
+    None (a whole match is not one: the caller searches for that): ``min_chars`` characters or
+    more, two thirds of them the words the pattern spells out (a start of ``(.+)\\n...cuh`` is
+    any text at all); None for a pattern object without partial matching (the stdlib's re).
+    May raise ``TimeoutError`` after ``timeout`` seconds."""
+    try:
+        m = rx.search(text.rstrip(), partial=True, timeout=timeout)
+    except TypeError:
+        return None
+    if m is None or not m.partial or len(m.group(0)) < min_chars:
+        return None
+    return m if _holds_words(rx.pattern, m.group(0), min_chars) is not None else None
+
+
+# a cut line shorter than this (after its prefix) says too little to be read as another record
+MIN_REPEAT_CHARS = 24
+# the words of a literal before the cut: at least this many characters, and this share of it
+MIN_LITERAL_CHARS = 8
+MIN_LITERAL_SHARE = 0.6
+_NUMBER = re.compile(r"\d+")
+
+
+def normalized(text: str) -> str:
+    """A record's message without its prefix, every number the same (ranks, ids, counts)."""
+    return _NUMBER.sub("#", records.parse_prefix(text).message.strip())
+
+
+def repeats_handled(cut_text: str, handled: list[str]) -> bool:
+    """The cut line is, up to where it is cut, one of the ``handled`` records (normalized)."""
+    cut = normalized(cut_text)
+    if len(cut) < MIN_REPEAT_CHARS:
+        return False
+    return any(full.startswith(cut) and len(full) > len(cut) for full in handled)
+
+
+def complete_literal(message: str, candidates: tuple[signals_mod.Signal, ...]):
+    """``(signal, captures, literal)`` for the first signal one of whose literals the message
+    ends inside (most of the literal before the cut, at a word start), and whose pattern
+    matches the message completed with the rest of that literal there; else None."""
+    for sig in candidates:
+        for lit in sig.literals:
+            need = max(MIN_LITERAL_CHARS, math.ceil(len(lit) * MIN_LITERAL_SHARE))
+            for k in range(len(lit) - 1, need - 1, -1):
+                head = lit[:k]
+                if not message.endswith(head):
+                    continue
+                start = len(message) - k
+                if start > 0 and lit[0].isalnum() and message[start - 1].isalnum():
+                    continue  # the words would start inside another word
+                completed = message + lit[k:]
+                m = sig.regex.search(completed)
+                if m and m.end() > start:  # the completion is what the pattern matched
+                    return sig, {key: v for key, v in m.groupdict().items() if v is not None}, lit
+                break
+    return None

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 
+from sglang_doctor.incidents.tracebacks import CUT_MARK, cut_type_matches
+
 # (the header's start, where SGLang prints it).  A header matches at the start of the
 # record's message (behind SGLang's prefix), never in the middle of another line.
 HEADERS: tuple[tuple[str, str], ...] = (
@@ -119,15 +121,14 @@ def _messages() -> list[tuple[str, re.Pattern]]:
     return _MESSAGES
 
 
-def type_matches(wanted: str, got: str) -> bool:
-    """``got`` (an exception line's type) is ``wanted`` (a class name), or the tail of it that a
-    paste cut at the line's head left (tracebacks.cut_head_exception marks the cut with "…")."""
-    name = got.rsplit(".", 1)[-1].lstrip("…")
-    return name == wanted or (len(name) >= 5 and got.startswith("…") and wanted.endswith(name))
-
-
 def is_request_message(etype: str, message: str) -> bool:
     """Whether an exception (type, first line of its message) is one SGLang raises only while
-    validating or failing one request (request_messages.json): that request's error."""
+    validating or failing one request (request_messages.json): that request's error.  A type
+    the paste cut at the line's head (``…ueError``) is the catalog's type it can end, 5 of its
+    characters or more left (tracebacks.cut_type_matches)."""
     first = message.split("\n", 1)[0].strip()
-    return any(type_matches(t, etype) and rx.match(first) for t, rx in _messages())
+    name = etype.rsplit(".", 1)[-1].lstrip(CUT_MARK)
+    messages = _messages()
+    ends = (set(cut_type_matches(CUT_MARK + name, {t for t, _ in messages}, min_tail=5))
+            if etype.startswith(CUT_MARK) else {name})
+    return any(t in ends and rx.match(first) for t, rx in messages)

@@ -33,7 +33,7 @@ class Signal:
     shows_progress: bool = False
     # a "handled" line whose words end the line: a line anywhere in the text that ends inside
     # them (a paste cut at the line's end, a rank's line cut by another's) is read as going on
-    # with them, as cut_line.complete_literal reads the input's last line (cut_reading).  Only
+    # with them, as cut_match.complete_literal reads the input's last line (cut_reading).  Only
     # for handled signals: a cut never makes a failure out of part of its words.
     cut_anywhere: bool = False
 
@@ -211,25 +211,25 @@ def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
 
 def cut_heads(sig: Signal) -> tuple[str, ...]:
     """The shortest heads of a cut_anywhere signal's literals that a line cut inside them must
-    keep (as many words as cut_line.complete_literal asks of the last line); () for the others."""
+    keep (as many words as cut_match.complete_literal asks of the last line); () for the others."""
     if not sig.cut_anywhere:
         return ()
     import math
 
-    from sglang_doctor.incidents import cut_line
+    from sglang_doctor.incidents import cut_match
 
-    return tuple(lit[:max(cut_line.MIN_LITERAL_CHARS, math.ceil(len(lit) * cut_line.MIN_LITERAL_SHARE))]
+    return tuple(lit[:max(cut_match.MIN_LITERAL_CHARS, math.ceil(len(lit) * cut_match.MIN_LITERAL_SHARE))]
                  for lit in sig.literals)
 
 
 def cut_reading(sig: Signal, message: str) -> tuple[Signal, dict[str, str]] | None:
     """``sig`` (cut_anywhere) read from a message that ends inside one of its literals."""
-    from sglang_doctor.incidents import cut_line
+    from sglang_doctor.incidents import cut_match
 
     text = message.rstrip()
     if not any(head in text for head in cut_heads(sig)):  # the cheap test first
         return None
-    found = cut_line.complete_literal(text, (sig,))
+    found = cut_match.complete_literal(text, (sig,))
     return (found[0], found[1]) if found is not None else None
 
 

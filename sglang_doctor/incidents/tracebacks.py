@@ -157,6 +157,30 @@ def telling_tail(etype: str) -> bool:
     return last == "rror" or (last.endswith(_EXC_SUFFIXES) and last != "Error")
 
 
+# The messages CPython itself gives its built-in exceptions (Python/ceval.c import_from,
+# Python/import.c, Objects/object.c, Python/ceval.c format_exc_check_arg, Objects/abstract.c):
+# a message in one of these forms names its type even when a paste cut the type to a tail
+# that ends many names (``r: cannot import name 'x' from 'y'``).
+_PYTHON_MESSAGES = (
+    ("ModuleNotFoundError", re.compile(r"No module named '[^']+'")),
+    ("ImportError", re.compile(r"cannot import name '[^']+' from '[^']+'")),
+    ("AttributeError", re.compile(r"(?:'[\w.]+' object|module '[\w.]+') has no attribute '[^']+'")),
+    ("NameError", re.compile(r"name '\w+' is not defined")),
+    ("TypeError", re.compile(r"unsupported operand type\(s\) for |'[\w.]+' object is not (?:subscriptable|callable|iterable)\b"
+                             r"|\w\(\) got an unexpected keyword argument '|\w\(\) missing \d+ required positional argument")),
+)
+
+
+def python_message_type(etype: str, message: str) -> str | None:
+    """The built-in exception a CUT_MARK'd type's tail can end whose message, as CPython
+    words it, ``message`` starts with (``…r`` + ``cannot import name 'x' from 'y'`` ->
+    ImportError); None when there is none."""
+    for name, rx in _PYTHON_MESSAGES:
+        if rx.match(message) and cut_type_matches(etype, (name,)):
+            return name
+    return None
+
+
 def cut_head_exception(text: str) -> ExceptionInfo | None:
     """The exception of a paste's first line when it starts inside the exception type
     (``rror: CUDA out of memory. ...``, ``.OutOfMemoryError: ...``, the repr form
@@ -176,11 +200,14 @@ def cut_head_exception(text: str) -> ExceptionInfo | None:
     return None
 
 
-def cut_type_matches(etype: str, names) -> list[str]:
+def cut_type_matches(etype: str, names, *, min_tail: int = 0) -> list[str]:
     """The names (dotted or not) a CUT_MARK'd type can be the tail of: every name when the
-    whole type was lost (CUT_MARK alone: the paste began inside the message)."""
+    whole type was lost (CUT_MARK alone: the paste began inside the message); none when
+    fewer than ``min_tail`` characters of it are left."""
     frag = etype[len(CUT_MARK):]
-    return [n for n in names if n.endswith(frag) and n != frag] if frag else list(names)
+    if len(frag) < min_tail:
+        return []
+    return [n for n in names if n.endswith(frag)] if frag else list(names)
 
 
 def inner_type(etype: str) -> str:

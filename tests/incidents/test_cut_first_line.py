@@ -101,3 +101,56 @@ def test_first_line_cut_inside_a_repr_exception_type():
     assert d.rule == "kernel.unsupported_hw.fp8e4nv"
     assert d.incident.exception.type == "\u2026rror"
     assert answers('print("type fp8e4nv is what we asked for")\n') == []  # a call is no exception
+
+
+# -- session 21: more ways a paste's first line begins inside the key line ----------------------
+
+def test_first_line_cut_just_before_a_space():
+    # fails on the old code: one leading space read as indentation, the line as nothing
+    (d,) = answers(" fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\n")
+    assert d.rule == "kernel.unsupported_hw.fp8e4nv"
+    # indentation (a frame's two spaces, a source line's four) is still indentation
+    assert answers("    fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\n") == []
+
+
+def test_the_line_just_above_the_parents_sigquit_is_the_childs_exception():
+    # fails on the old code (only the sigquit, unknown): distributed/utils.ensure_divisibility's
+    # AssertionError "{} is not divisible by {}", the paste begun inside it
+    for gap in ("\n", "\n\n"):
+        (d,) = answers("0 is not divisible by 3" + gap + SIGQUIT)
+        assert d.rule == "args.invalid.not_divisible", d.rule
+        assert d.incident.exception.type == "\u2026"
+    # another line between: the first line is not the child's exception
+    (d,) = answers("0 is not divisible by 3\n[2025-12-05 14:10:21] Load weight begin. avail mem=23.10 GB\n" + SIGQUIT)
+    assert d.rule != "args.invalid.not_divisible"
+    # no sigquit: nothing says a process failed
+    assert answers("0 is not divisible by 3\n[2025-12-05 14:10:21] Load weight begin. avail mem=23.10 GB\n") == []
+
+
+def test_a_rules_whole_message_past_the_first_lines_start():
+    # fails on the old code: transformers' message whole, but not from the line's first character
+    (d,) = answers("trying to load has model type `gemma3` but Transformers does not recognize this architecture. "
+                   "This could be because of an issue with the checkpoint, or because your version of Transformers "
+                   "is out of date.\n")
+    assert d.rule == "model.unsupported.transformers_model_type"
+    # the words after another kind of line's "X: " (a warning that quotes them) are not a cut message
+    assert answers("/usr/lib/python3.10/site-packages/x/configuration.py:812: UserWarning: a checkpoint with model "
+                   "type `gemma3` but Transformers does not recognize this architecture is loaded as a plain model\n") == []
+
+
+def test_a_rules_line_cut_before_its_literal():
+    # fails on the old code: argparse's "prog: error: argument ..." lost "prog: "; the literal is whole
+    (d,) = answers("error: argument --context-length: invalid int value: '64k'\n")
+    assert d.rule == "args.invalid.invalid_value"
+    assert "--context-length" in d.title
+    assert any("cut where the paste begins" in a for a in d.assumed)
+
+
+def test_a_short_type_tail_with_pythons_own_message_wording():
+    # fails on the old code: "r" ends too many names, and the message held no rule's words
+    (d,) = answers("r: cannot import name 'build_regex_from_schema' from 'outlines.fsm.json_schema' "
+                   "(/opt/venv/lib/python3.11/site-packages/outlines/fsm/json_schema.py)\n")
+    assert d.incident.exception.type == "\u2026ImportError"
+    assert d.rule == "other.grammar_backend_import_outlines"
+    # a short tail whose message is not in CPython's wording stays a plain line
+    assert answers("r: cannot load the theme 'dark' from 'settings.json'\n") == []

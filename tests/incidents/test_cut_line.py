@@ -1,5 +1,5 @@
 """A text that ends inside its last line (a paste or search excerpt cut mid-line): that line is
-read again with what the rest of the text says (incidents/cut_line.py).
+read again with what the rest of the text says (incidents/cut_match.py).
 
 * a cut record that, up to the cut and numbers aside, is a record another rank logged complete
   just before takes the complete one's reading: TP1's "Decode transfer failed ... d" after TP0's
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sglang_doctor import pipeline
 from sglang_doctor.diagnose.rules_engine import RuleSet
-from sglang_doctor.incidents import cut_line, signals
+from sglang_doctor.incidents import cut_match, signals
 
 ABORTED = ("[2026-01-01 00:00:23 TP0] Decode transfer failed for request rank=0 decode_req.req.rid='9b2e41c07d5a4f86' "
            "decode_req.req.bootstrap_room=77302 with exception KVTransferError(bootstrap_room=77302): Aborted by AbortReq.")
@@ -59,15 +59,15 @@ def test_too_little_of_the_words_before_the_cut_is_nothing(tmp_path):
 
 
 def test_repeats_handled_needs_the_same_record_up_to_the_cut():
-    handled = [cut_line.normalized(ABORTED)]
-    assert cut_line.repeats_handled(CUT_SIBLING, handled)
+    handled = [cut_match.normalized(ABORTED)]
+    assert cut_match.repeats_handled(CUT_SIBLING, handled)
     other = CUT_SIBLING.replace("decode_req.req.rid", "req.rid")
-    assert not cut_line.repeats_handled(other, handled)
-    assert not cut_line.repeats_handled("[2026-01-01 00:00:23 TP1] Decode transfer", handled)  # too short
+    assert not cut_match.repeats_handled(other, handled)
+    assert not cut_match.repeats_handled("[2026-01-01 00:00:23 TP1] Decode transfer", handled)  # too short
 
 
 def test_complete_literal_needs_a_word_start_and_the_pattern():
-    found = cut_line.complete_literal("x Exception (either an error or timeout) detected by watch", signals.SIGNALS)
+    found = cut_match.complete_literal("x Exception (either an error or timeout) detected by watch", signals.SIGNALS)
     assert found is not None and found[0].name == "nccl_watchdog"
     # the words' start inside another word is not them
-    assert cut_line.complete_literal("x Exception (either an error or timeout) undetected by watch", signals.SIGNALS) is None
+    assert cut_match.complete_literal("x Exception (either an error or timeout) undetected by watch", signals.SIGNALS) is None

@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from test_record_exception import BUSY, HEAD, _env, explain_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,19 +46,17 @@ def _summary(path: Path) -> dict:
                 if ln.startswith("{") and json.loads(ln).get("event") == "summary")
 
 
-def test_a_requests_frames_through_generate_request_cut_above_the_exception(tmp_path: Path):
+@pytest.mark.parametrize("text", [
+    ENGINE_REQUEST,  # the frames only: the paste was cut above the exception
+    HEAD + BUSY + ENGINE_REQUEST
+    + f'  File "{SITE}managers/tokenizer_manager.py", line 1919, in _handle_abort_finish_reason\n'
+    + "    raise ValueError(finish_reason[\"message\"])\n"
+    + "ValueError: Input length (40000 tokens) exceeds the maximum allowed length (32768 tokens).\n"
+    + BUSY,
+], ids=["cut_above_the_exception", "with_its_exception"])
+def test_a_requests_error_through_generate_request_is_no_incident(tmp_path: Path, text: str):
     log = tmp_path / "engine.log"
-    log.write_text(ENGINE_REQUEST)
-    assert explain_file(log) == []
-
-
-def test_a_requests_error_through_generate_request_with_its_exception(tmp_path: Path):
-    log = tmp_path / "engine2.log"
-    log.write_text(HEAD + BUSY + ENGINE_REQUEST
-                   + f'  File "{SITE}managers/tokenizer_manager.py", line 1919, in _handle_abort_finish_reason\n'
-                   + "    raise ValueError(finish_reason[\"message\"])\n"
-                   + "ValueError: Input length (40000 tokens) exceeds the maximum allowed length (32768 tokens).\n"
-                   + BUSY)
+    log.write_text(text)
     assert explain_file(log) == []
 
 
@@ -95,14 +95,21 @@ def test_a_bare_traceback_header_is_no_incident_but_the_fallback_says_so(tmp_pat
     assert "fallback" in _summary(log)
 
 
-def test_a_traceback_header_with_its_exception_still_forms_one(tmp_path: Path):
-    log = tmp_path / "header2.log"
-    log.write_text("Traceback (most recent call last):\n"
-                   "...\n"
-                   "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
-                   "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+@pytest.mark.parametrize("text, category", [
+    ("Traceback (most recent call last):\n"
+     "...\n"
+     "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+     "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n", "nccl"),
+    ("```\nTraceback (most recent call last):\n"  # fenced
+     '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/model_runner.py", '
+     "line 300, in init_memory_pool\n    raise RuntimeError(\n"
+     "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n```\n", "memory.kv_pool"),
+], ids=["header", "fenced"])
+def test_a_traceback_with_its_exception_still_forms_one(tmp_path: Path, text: str, category: str):
+    log = tmp_path / "with_exception.log"
+    log.write_text(text)
     incidents = explain_file(log)
-    assert len(incidents) == 1 and incidents[0]["category"] == "nccl"
+    assert len(incidents) == 1 and incidents[0]["category"] == category
 
 
 # -- messages SGLang raises only for one request (request_messages.json) ----------------------
@@ -178,13 +185,3 @@ def test_a_code_fence_below_cut_frames_is_not_their_exception_line(tmp_path: Pat
     fenced.write_text("<details>\n<summary>log</summary>\n\n```\n" + STOP_THEN_CUT_FRAMES + "```\n\n</details>\n")
     assert explain_file(plain) == []
     assert explain_file(fenced) == []
-
-
-def test_a_fenced_traceback_with_its_exception_still_forms_one(tmp_path: Path):
-    log = tmp_path / "fenced2.log"
-    log.write_text("```\nTraceback (most recent call last):\n"
-                   '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/model_runner.py", '
-                   "line 300, in init_memory_pool\n    raise RuntimeError(\n"
-                   "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n```\n")
-    incidents = explain_file(log)
-    assert len(incidents) == 1 and incidents[0]["category"] == "memory.kv_pool"

@@ -2,6 +2,8 @@
 answer survives each kind): these are the general mechanisms that keep a failure readable
 through them, each on a text shaped like a real paste."""
 
+from pathlib import Path
+
 from sglang_doctor.pipeline import StreamPipeline
 from sglang_doctor.read import records
 
@@ -240,3 +242,23 @@ def test_an_assertion_inside_sglang_under_a_test_is_still_an_incident():
             "AssertionError: tp_size must be positive\n")
     assert len(incidents_of(text, whole_log=True)) == 1
 
+
+
+def _html_escaped(text: str) -> str:
+    """What a web page's HTML source or an issue's API body holds for ``text`` (corpus field9/013)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;"))
+
+
+def test_html_escapes_left_in_a_paste_are_read_as_their_characters():
+    # fails on the old code: argparse's quotes as &#39; missed the rule's pattern; the frames'
+    # File &quot;...&quot; were no frames
+    from cut_sample import answers
+
+    (d,) = answers(_html_escaped("launch_server.py: error: argument --kv-cache-dtype: invalid choice: 'fp8' "
+                                 "(choose from 'auto', 'fp8_e5m2', 'fp8_e4m3')\n"))
+    assert d.rule == "args.invalid.invalid_choice"
+    root = Path(__file__).resolve().parents[2]
+    for name in ("moe_block_fp8_experts_059.log", "router_worker_urls_none.log"):
+        text = (root / "fixtures" / "args" / name).read_text()
+        assert [x.rule for x in answers(_html_escaped(text))] == [x.rule for x in answers(text)], name

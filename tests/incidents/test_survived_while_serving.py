@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.incidents.test_survived_before_ready import (CAPTURED, DUMP, READY, SCHEDULER_UP, START, UVICORN, WARMUP,
-                                                        _events, _incidents)
+from tests.incidents.test_survived_before_ready import (CAPTURED, DUMP, HEALTHY_WITH_CAUGHT_OOM, READY, SCHEDULER_UP, START,
+                                                        UVICORN, WARMUP, _events, _incidents)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,17 +153,23 @@ def test_a_failed_kv_transfer_with_any_exception_text_stays_an_incident(pack):
 
 
 @pytest.mark.parametrize("fmt", ["json", "text"])
-def test_explain_exits_0_and_says_it_went_on_serving(tmp_path: Path, fmt: str):
+@pytest.mark.parametrize("kind", ["survived_before_ready", "survived_while_serving"])
+def test_explain_exits_0_and_says_the_server_survived(tmp_path: Path, kind: str, fmt: str):
+    """A failure the server survived, before its ready line (a caught OOM while it started) or
+    while it served (a request's handled error): explain exits 0 and says so."""
+    text, says = {"survived_before_ready": (HEALTHY_WITH_CAUGHT_OOM, "a warning the server survived, not the launch's cause"),
+                  "survived_while_serving": (UP + SERVING + HANDLED["llava"] + GOES_ON, "went on serving after it")}[kind]
     log = tmp_path / "server.log"
-    log.write_text(UP + SERVING + HANDLED["llava"] + GOES_ON)
+    log.write_text(text)
     proc = subprocess.run([sys.executable, "-m", "sglang_doctor", "explain", "--format", fmt, str(log)],
                           capture_output=True, text=True, cwd=str(ROOT), timeout=120, env={"NO_COLOR": "1", "PATH": ""})
     assert proc.returncode == 0, proc.stderr
     if fmt == "json":
         events = [json.loads(line) for line in proc.stdout.splitlines()]
-        assert _incidents(events) == [] and len(_warnings(events)) == 1
+        warnings = [e for e in events if e["event"] == "warning" and e.get("kind") == kind]
+        assert _incidents(events) == [] and len(warnings) == 1
     else:
-        assert "went on serving after it" in proc.stdout and "1 warning the server survived" in proc.stdout
+        assert says in proc.stdout and "1 warning the server survived" in proc.stdout
 
 
 def test_a_live_stream_confirms_what_it_holds_past_the_hold_limit(pack, monkeypatch):

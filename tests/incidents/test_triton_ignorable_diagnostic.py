@@ -56,7 +56,7 @@ def test_another_diagnostic_after_the_same_words_is_still_an_incident(tmp_path):
 
 def test_the_diagnostic_cut_before_before_anywhere_in_the_text_is_no_incident(tmp_path):
     """A rank's line cut inside the words, followed by more lines (signals.Signal.cut_anywhere:
-    read as cut_line.complete_literal reads the input's last line).  Fails on the old code: the
+    read as cut_match.complete_literal reads the input's last line).  Fails on the old code: the
     pattern needed "operation scheduled before" whole unless the line was the input's last,
     cut without a line end."""
     for cut in ("operation scheduled bef", "operation scheduled", "operation schedu"):
