@@ -195,11 +195,21 @@ def comparable(events: list[dict]) -> list[str]:
 def _peer_loss_aftermath(block: list[str], first: int, reported_ends: list[int]) -> bool:
     """A traceback ending in a lost gloo peer within TERMINAL_AFTER_REPORTED lines after a
     reported incident is that failure's aftermath, not an incident of its own (assemble.py
-    _peer_loss_after_reported): the one case where a whole traceback is in no incident."""
+    _peer_loss_after_reported): with _inner_error_aftermath, the cases where a whole traceback
+    is in no incident."""
     last_line = next((t for t in reversed(block) if t.strip()), "")
     if not assemble._PEER_LOST.search(last_line):
         return False
     return any(0 < first - end <= assemble.TERMINAL_AFTER_REPORTED for end in reported_ends)
+
+
+def _inner_error_aftermath(block: list[str], first: int, reported_ends: list[int]) -> bool:
+    """A traceback ending in torch_npu's "The Inner error is reported as above" within
+    INNER_ERROR_AFTER_REPORTED lines after a reported incident is that failure's Python side
+    (assemble.py _inner_error_after_reported): no incident of its own, by design."""
+    if not any(assemble._INNER_ERROR_ABOVE in t for t in block if not t.startswith((" ", "\t"))):
+        return False
+    return any(0 < first - end <= assemble.INNER_ERROR_AFTER_REPORTED for end in reported_ends)
 
 
 def check_invariants(data: bytes, placed, pipe, events) -> None:
@@ -223,6 +233,8 @@ def check_invariants(data: bytes, placed, pipe, events) -> None:
         holders = {owner.get(first + i) for i in range(len(block))}
         if holders == {None} and _peer_loss_aftermath(block, first, reported_ends):
             continue  # by design: a rank that only lost its gloo peer, right after a reported failure
+        if holders == {None} and _inner_error_aftermath(block, first, reported_ends):
+            continue  # by design: the Python side of the device error reported just above
         assert len(holders) == 1 and None not in holders, (
             f"traceback at line {first} split over incidents {holders}: {block[0][:80]}")
         inc = incidents[holders.pop()]
