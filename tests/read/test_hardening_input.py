@@ -203,13 +203,14 @@ def _peer_loss_aftermath(block: list[str], first: int, reported_ends: list[int])
     return any(0 < first - end <= assemble.TERMINAL_AFTER_REPORTED for end in reported_ends)
 
 
-def _inner_error_aftermath(block: list[str], first: int, reported_ends: list[int]) -> bool:
+def _inner_error_aftermath(block: list[str], first: int, ends: list[int]) -> bool:
     """A traceback ending in torch_npu's "The Inner error is reported as above" within
-    INNER_ERROR_AFTER_REPORTED lines after a reported incident is that failure's Python side
+    INNER_ERROR_AFTER_REPORTED lines after a reported incident (or after another such
+    traceback of the same dropped group: several ranks print it) is that failure's Python side
     (assemble.py _inner_error_after_reported): no incident of its own, by design."""
     if not any(assemble._INNER_ERROR_ABOVE in t for t in block if not t.startswith((" ", "\t"))):
         return False
-    return any(0 < first - end <= assemble.INNER_ERROR_AFTER_REPORTED for end in reported_ends)
+    return any(0 < first - end <= assemble.INNER_ERROR_AFTER_REPORTED for end in ends)
 
 
 def check_invariants(data: bytes, placed, pipe, events) -> None:
@@ -227,13 +228,15 @@ def check_invariants(data: bytes, placed, pipe, events) -> None:
             assert ln.number not in owner, f"line {ln.number} is in two incidents"
             owner[ln.number] = idx
     reported_ends = sorted(inc.last_line for inc in incidents)
-    for first, end, block in placed:
+    inner_ends: list[int] = []  # last lines of inner-error tracebacks dropped as an aftermath
+    for first, end, block in sorted(placed, key=lambda p: p[0]):
         if end > len(data):
             continue  # cut off by the truncation: not a complete traceback of the input
         holders = {owner.get(first + i) for i in range(len(block))}
         if holders == {None} and _peer_loss_aftermath(block, first, reported_ends):
             continue  # by design: a rank that only lost its gloo peer, right after a reported failure
-        if holders == {None} and _inner_error_aftermath(block, first, reported_ends):
+        if holders == {None} and _inner_error_aftermath(block, first, reported_ends + inner_ends):
+            inner_ends.append(first + len(block) - 1)
             continue  # by design: the Python side of the device error reported just above
         assert len(holders) == 1 and None not in holders, (
             f"traceback at line {first} split over incidents {holders}: {block[0][:80]}")
