@@ -496,7 +496,7 @@ class Assembler:
             self._start_record(line, events, cut)
         else:
             self._continue_record(line, events)
-        if line.number > 1 and text.strip():
+        if self._first_unread is not None and line.number > 1 and text.strip():
             self._first_unread = None
         return events
 
