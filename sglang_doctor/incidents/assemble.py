@@ -466,30 +466,37 @@ class Assembler:
     def _feed(self, line: Line) -> list[Event]:
         events: list[Event] = []
         self._last_fed = None
-        end = records.outer_prefix_end(line.text)
-        if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
-            line = Line(line.number, line.text[end:], line.raw, line.cut)
-        if line.number == 1 and _CUT_BEFORE_A_SPACE.match(line.text):
-            # the paste began just before a space inside a line (``' fp8e4nv not supported
-            # ...'``): one space is no indentation Python or SGLang prints; read it from its word
-            line = Line(line.number, line.text[1:], line.raw, line.cut)
+        # SGLang's own header at the line's start, the common case: no outer prefix, no
+        # leading space, no digit; a record starts (one match of the header, not three)
+        prefix = records.sglang_prefix(line.text)
         text = line.text
-        if text[:1].isdigit():
-            if _HEADER_ONLY.match(text):
-                return events  # a viewer's header line for the line below it
-            m = _FOREIGN_LOGGING.match(text)
-            if m:  # another program's logger around SGLang's output: its text as SGLang wrote it
-                line = Line(line.number, text[m.end():], line.raw, line.cut)
-                text = line.text
-        if records.is_record_start(text):
-            self._start_record(line, events)
+        if prefix is None:
+            end = records.outer_prefix_end(text)
+            if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
+                line = Line(line.number, text[end:], line.raw, line.cut)
+            if line.number == 1 and _CUT_BEFORE_A_SPACE.match(line.text):
+                # the paste began just before a space inside a line (``' fp8e4nv not supported
+                # ...'``): one space is no indentation Python or SGLang prints; read it from its word
+                line = Line(line.number, line.text[1:], line.raw, line.cut)
+            text = line.text
+            if text[:1].isdigit():
+                if _HEADER_ONLY.match(text):
+                    return events  # a viewer's header line for the line below it
+                m = _FOREIGN_LOGGING.match(text)
+                if m:  # another program's logger around SGLang's output: its text as SGLang wrote it
+                    line = Line(line.number, text[m.end():], line.raw, line.cut)
+                    text = line.text
+            if records.is_record_start(text):
+                prefix = records.parse_prefix(text)
+        if prefix is not None:
+            self._start_record(line, events, prefix)
         elif line.number == 1 and (cut := records.parse_cut_prefix(text)) is not None:
             # the paste starts inside the first record's header (``TP0] ValueError: ...``):
             # that record, its time stamp lost
             self._start_record(line, events, cut)
         else:
             self._continue_record(line, events)
-        if line.number > 1 and text.strip():
+        if self._first_unread is not None and line.number > 1 and text.strip():
             self._first_unread = None
         return events
 
@@ -541,17 +548,17 @@ class Assembler:
             self._new_launch(line, dump, events)
             self._record = _Record(prefix.ranks, "normal")
             return
+        request_header = request_errors.is_header(message)
         if tracebacks.HEADER in message or tracebacks.is_cut_header(message):
             # a request's handled error may carry its traceback in the record itself (0.4.x
             # openai_api/adapter.py: "error: Traceback (most recent call last): ...")
-            self._start_traceback(line, prefix.ranks, events, headless=False,
-                                  request_level=request_errors.is_header(message))
+            self._start_traceback(line, prefix.ranks, events, headless=False, request_level=request_header)
             return
-        if request_errors.is_header(message):
+        if request_header:
             # one request's handled error: its text (the request's exception, any words) is
             # not a failure signal; the traceback below it is that request's (request_errors.py)
             self._record = _Record(prefix.ranks, "normal")
-            self._normal(line, prefix.ranks, message, events, set())
+            self._normal(line, prefix.ranks, message, events, set(), request_header=True)
             return
         found = self._literals.found(message)
         sig = self._classify(message, found)
@@ -565,7 +572,7 @@ class Assembler:
             self._exception_line(Line(line.number, message, line.raw, line.cut), prefix.ranks, sig, events)
             return
         self._record = _Record(prefix.ranks, "normal")
-        self._normal(line, prefix.ranks, message, events, found)
+        self._normal(line, prefix.ranks, message, events, found, request_header=False)
 
     def _continue_record(self, line: Line, events: list[Event]) -> None:
         text = line.text
@@ -724,9 +731,12 @@ class Assembler:
         self._record = _Record(ranks, "traceback", builder)
 
     def _normal(self, line: Line, ranks: tuple[str, ...], message: str, events: list[Event],
-                literals: set[str] | None = None) -> None:
+                literals: set[str] | None = None, request_header: bool | None = None) -> None:
+        """``request_header``: request_errors.is_header(message), when the caller has it."""
         self._last_fed = (line, ranks, "plain", message)
-        if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_errors.is_header(message):
+        if request_header is None:
+            request_header = request_errors.is_header(message)
+        if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_header:
             self._request_error = line.number
         if (literals is None or not self._retract_literals.isdisjoint(literals)) \
                 and serving.retracted(message) is not None:

@@ -27,12 +27,9 @@ BARE = Prefix(None, (), "", "bare")
 def parse_prefix(text: str) -> Prefix:
     """Split a line into its SGLang header (if any) and message."""
     if text.startswith("["):
-        m = _SGLANG.match(text)
-        if m:
-            ranks = tuple(m.group(2).split()) if m.group(2) else ()
-            message = text[m.end():]
-            kind = "uvicorn" if _UVICORN.match(message) else "sglang"
-            return Prefix(m.group(1), ranks, message, kind)
+        prefix = sglang_prefix(text)
+        if prefix is not None:
+            return prefix
         m = _TIME_ONLY.match(text)
         if m:
             return Prefix(m.group(1), (), text[m.end():], "time_only")
@@ -74,6 +71,22 @@ def parse_cut_prefix(text: str) -> Prefix | None:
     ranks = tuple(r for r in tail[:-1].split() if _RANK.fullmatch(r))
     message = text[end + 2:]
     return Prefix(None, ranks, message, "uvicorn" if _UVICORN.match(message) else "sglang")
+
+
+def sglang_prefix(text: str) -> Prefix | None:
+    """parse_prefix's split when SGLang's own header starts the line, else None.
+
+    One match of the header where the assembler's reading of a line used to try it three
+    times (outer_prefix_end, is_record_start, parse_prefix): a line it returns a Prefix for
+    has no outer prefix (outer_prefix_end is 0) and starts a record."""
+    if not text.startswith("["):
+        return None
+    m = _SGLANG.match(text)
+    if m is None:
+        return None
+    ranks = tuple(m.group(2).split()) if m.group(2) else ()
+    message = text[m.end():]
+    return Prefix(m.group(1), ranks, message, "uvicorn" if _UVICORN.match(message) else "sglang")
 
 
 def is_record_start(text: str) -> bool:
