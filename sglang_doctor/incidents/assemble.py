@@ -174,7 +174,7 @@ INNER_ERROR_AFTER_REPORTED = 5
 # assert.  The words point "above" at such a report; after any other incident (a request's
 # error, a warning's traceback) the traceback is a failure of its own.
 _DEVICE_SIDE = re.compile(
-    r"NPU out of memory|NPU function error|\b(?:E[A-Z]\d{4}|E[A-Z]9999):|\bERR\d{5}\b|retCode=0x"
+    r"NPU out of memory|NPU function error|\bE[A-Z]\d{4}:|\bERR\d{5}\b|retCode=0x"
     r"|Kernel task happen error|\[ERROR\] \d{4}-\d\d-\d\d-[\d:]+ \(PID:\d+, Device:|\b(?:aclnn\w*|ATB\w*|acl\w*) "
     r"(?:api )?failed|CUDA error|CUDA Error|device-side assert|Assertion `")
 # A line that is only a log viewer's header for the next line (a date-time and a pod or
