@@ -9,7 +9,9 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
 (a) ``corpus``: the healthy files (label ``category: none``) of the tuned parts
     (``TUNED_PARTS``), each whole.
 (b) ``transforms``: bench/robustness.py's transforms (cut, excerpted, prefixed, wrapped,
-    ...) applied to the healthy texts of (a) and ``fixtures/healthy/`` the tool keeps quiet on.
+    ...) applied to the healthy texts of (a) and ``fixtures/healthy/`` the tool keeps quiet on,
+    each output as the transform made it, except that a source which ended inside its last line
+    keeps that line cut (``keep_cut_end``).
 (c) ``bait``: generated from SGLang 0.5.23's SOURCE, as recorded by the inventories (no log
     text involved):
     - every ``logger.warning / info`` (and ``_once``, ``print``, ``warnings.warn``) site of
