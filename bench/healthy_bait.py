@@ -9,7 +9,9 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
 (a) ``corpus``: the healthy files (label ``category: none``) of the tuned parts
     (``TUNED_PARTS``), each whole.
 (b) ``transforms``: bench/robustness.py's transforms (cut, excerpted, prefixed, wrapped,
-    ...) applied to the healthy texts of (a) and ``fixtures/healthy/`` the tool keeps quiet on.
+    ...) applied to the healthy texts of (a) and ``fixtures/healthy/`` the tool keeps quiet on,
+    each output as the transform made it, except that a source which ended inside its last line
+    keeps that line cut (``keep_cut_end``).
 (c) ``bait``: generated from SGLang 0.5.23's SOURCE, as recorded by the inventories (no log
     text involved):
     - every ``logger.warning / info`` (and ``_once``, ``print``, ``warnings.warn``) site of
@@ -215,6 +217,27 @@ def measure_corpus(engine: Engine) -> tuple[dict, list]:
     return per, quiet
 
 
+_TAIL_CHARS = 12  # of a cut last line, enough to know it again in a transform's output
+
+
+def keep_cut_end(source: str, out: str) -> str:
+    """A transform's output with the source's own ending: robustness.Sample keeps a text's lines
+    without their line ends, and most transforms end their output with one.  A source that ended
+    inside its last line (a paste cut mid-line: corpus field20/001, fixtures/healthy/
+    pd_client_abort_sibling_rank_cut.log) would then reach the tool with that line complete, a
+    text nobody pasted; so when the output still ends with that line (quoted, prefixed, wrapped,
+    coloured: its last characters are there), its trailing line ends go.  A transform that ends
+    the text elsewhere (a ``</details>`` line, an excerpt) keeps its own ending, and so does every
+    output of a source that ended with a line end (robustness.py feeds its outputs as they are:
+    ``cut_key_tail`` ends inside a line on purpose)."""
+    if not source or source.endswith("\n") or not out.endswith("\n"):
+        return out
+    tail = source.rsplit("\n", 1)[-1].rstrip()[-_TAIL_CHARS:]
+    body = out.rstrip("\r\n")
+    last = body.rsplit("\n", 1)[-1].rstrip()
+    return body if tail and last.endswith(tail) else out
+
+
 def measure_transforms(engine: Engine, quiet: list) -> dict:
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
     for tname in robustness.TRANSFORMS:
@@ -223,8 +246,7 @@ def measure_transforms(engine: Engine, quiet: list) -> dict:
             out = robustness.apply(tname, sample)
             if out is None:
                 continue
-            if not out.endswith("\n"):
-                out += "\n"
+            out = keep_cut_end(text, out)
             _count(per[tname], name, engine.incidents(out), out)
     return per
 

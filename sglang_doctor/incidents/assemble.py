@@ -166,6 +166,17 @@ _PEER_LOST = re.compile(
 # reported incident is that incident's own Python side, not a second failure.
 _INNER_ERROR_ABOVE = "The Inner error is reported as above"
 INNER_ERROR_AFTER_REPORTED = 5
+# ... and only when that incident is a device-side error torch_npu (or the device runtime under
+# it) logged: torch_npu's c10 log line ("[E... compiler_depend.ts:N] NPU out of memory. ...",
+# "NPU function error: ..."), CANN / ACL's own report ("[ERROR] <date> (PID:N, Device:N, ...)
+# ERR00100 PTA call acl api failed", an "EZ9999: Inner Error!" / "EL0004: ..." error code, "Kernel
+# task happen error, retCode=0x.."), an ATB / aclnn failure, or a CUDA error / device-side
+# assert.  The words point "above" at such a report; after any other incident (a request's
+# error, a warning's traceback) the traceback is a failure of its own.
+_DEVICE_SIDE = re.compile(
+    r"NPU out of memory|NPU function error|\bE[A-Z]\d{4}:|\bERR\d{5}\b|retCode=0x"
+    r"|Kernel task happen error|\[ERROR\] \d{4}-\d\d-\d\d-[\d:]+ \(PID:\d+, Device:|\b(?:aclnn\w*|ATB\w*|acl\w*) "
+    r"(?:api )?failed|CUDA error|CUDA Error|device-side assert|Assertion `")
 # A line that is only a log viewer's header for the next line (a date-time and a pod or
 # container name, nothing after them): some web UIs put it on a line of its own above every
 # line they show.  It holds no text of SGLang's, so it neither ends a traceback nor starts
@@ -214,6 +225,14 @@ RECORD_EXCEPTION_LITERALS: tuple[str, ...] = tuple(
         "OutOfMemoryError", "DistBackendError", "DistNetworkError", "DistStoreError", "DistError", "ZMQError",
         "HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "LocalEntryNotFoundError", "SafetensorError",
         "CompilationError", "RayTaskError", "RaySystemError")])
+
+
+def _device_side(incident: Incident) -> bool:
+    """The incident is a device-side error (_DEVICE_SIDE in its signal lines or its exception)."""
+    texts = [line.text for line in incident.signals]
+    if incident.exception is not None:
+        texts.append(incident.exception.message or "")
+    return any(_DEVICE_SIDE.search(t) for t in texts)
 
 
 def _record_exception(message: str) -> tracebacks.ExceptionInfo | None:
@@ -369,6 +388,7 @@ class Assembler:
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
         self._last_reported: int | None = None  # last line of the launch's last reported incident
+        self._last_reported_device = False  # ... and whether it was a device-side error (_DEVICE_SIDE)
         self._dropped_death: int | None = None  # first line of a group _incident dropped that showed a death
         # (launch index, message text) of the rule-literal lines already reported alone: the same
         # line again (a warm-up polling its own address every second) is the same failure
@@ -899,11 +919,12 @@ class Assembler:
 
     def _inner_error_after_reported(self, group: _Group, primary) -> bool:
         """Every traceback of ``group`` ends in torch_npu's "The Inner error is reported as
-        above", within INNER_ERROR_AFTER_REPORTED lines of the launch's last reported incident
-        (the inner error it points at), with no start-up milestone between.  The parent's
-        "Received sigquit" may have joined it: the end of that same failure."""
+        above", within INNER_ERROR_AFTER_REPORTED lines of the launch's last reported incident,
+        which is a device-side error (_DEVICE_SIDE: the inner error it points at), with no
+        start-up milestone between.  The parent's "Received sigquit" may have joined it: the
+        end of that same failure."""
         last = self._last_reported
-        if primary is None or last is None or not group.lines:
+        if primary is None or last is None or not group.lines or not self._last_reported_device:
             return False
         if not set(group.signal_names) <= {"sigquit_launch", "sigquit_running"}:
             return False
@@ -958,6 +979,7 @@ class Assembler:
         incident = self._incident(group)
         if incident is not None:
             self._last_reported = incident.last_line
+            self._last_reported_device = _device_side(incident)
             events.append(Event("incident", self.launch, incident=incident, line=incident.last_line))
         elif self._dropped_death is not None:
             events.append(Event("death", self.launch, line=self._dropped_death))

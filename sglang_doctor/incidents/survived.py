@@ -184,6 +184,24 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # transfer-failed lines (a Mooncake / NVSHMEM error line: is_transport), or that follows another
 # request's failed transfer or the transport's own error in the same launch (pipeline.py
 # ``_note_transport``: TRANSFER_REPEAT).
+#
+# None of these is a death, whatever the reason (session 22, re-read in 0.5.9 decode.py:839 /
+# prefill.py:588 and 0.5.23 decode.py:2864 / prefill.py:1287): every KVPoll.Failed is logged,
+# that request alone is aborted with a 500 and the loop goes on; no code of disaggregation/
+# (common/, mooncake/, nixl/ conn.py and their record_failure sites) ends the process over a
+# failed transfer.  A real paste shows it (sgl-project/sglang#10560, tuned fresh/014: "Failed due
+# to an unknown reason from another rank" on two ranks, then the same decode server's 200 OK
+# answers for minutes).  What the kept cases say is not that the server died but that the KV
+# transport between the instances is failing -- every later request through that peer is aborted
+# the same way -- a serving failure of the PD pair the user has to act on (CONTRACT's ``nccl``;
+# the tuned labels of fresh/014 and dev/086 say so with "the servers keep running").  So a
+# transport reason or a second request stays an incident even when batch lines follow; a death
+# after it is the death's own failure (the transfer line is not what ended the process, the
+# death confirms the held line only because the launch did not go on).  A paste that ends right
+# after ONE request's failure for a reason of that request alone is, by the code, a handler that
+# answered one request and went on (CONTRACT: not an incident); it is kept as an incident at
+# UNPROVED_CONFIDENCE with the assumption said only because the pipeline decides held incidents
+# at the end of the input one way for every kind (pipeline.py ``_release_before_ready``).
 TRANSFER_LINE = ("Decode transfer failed for request", "Prefill transfer failed for request")
 _REASON = re.compile(r" with exception (?P<reason>.+)")
 ONE_REQUEST = re.compile(

@@ -54,6 +54,7 @@ TRANSPORT = {
                       "Request (bootstrap_room: {room}) has been marked as failed."),
     "parallel_info": "Could not fetch prefill parallel info from bootstrap_addr: 10.0.0.5:8998",
     "send_chunk_059": "Failed to send kv chunk of {room} to 10.0.0.6:17001",
+    "send_chunk_cut": "Failed to send kv chunk",
     "connect_0523": "connect to prefill 10.0.0.5:17001 failed",
     "other_rank": "Failed due to an unknown reason from another rank",
 }
@@ -74,16 +75,23 @@ def test_one_requests_failure_the_server_serves_past_is_survived(pack, reason: s
     assert warning["rule"] == RULE and "went on serving" in warning["message"]
 
 
+@pytest.mark.parametrize("side", ["Decode", "Prefill"])
 @pytest.mark.parametrize("reason", sorted(TRANSPORT))
-def test_a_reason_that_names_the_peer_or_the_transport_stays_an_incident(pack, reason: str):
-    text = UP + SERVING + _failed(ROOM, TRANSPORT[reason].format(room=ROOM)) + _err500() + GOES_ON
+def test_a_reason_that_names_the_peer_or_the_transport_stays_an_incident(pack, reason: str, side: str):
+    """Served past or not: the batch lines after it do not take it back (the peer or the
+    transport is gone, every later request to it fails the same way)."""
+    text = UP + SERVING + _failed(ROOM, TRANSPORT[reason].format(room=ROOM), side=side) + _err500() + GOES_ON
     events = _events(pack, text)
     assert _rules(events) == [RULE] and _warnings(events) == []
 
 
-def test_an_exception_that_is_not_KVTransferError_stays_an_incident(pack):
+@pytest.mark.parametrize("exception", ["RuntimeError: Request 123 timed out after 3.0s",
+                                       "RuntimeError: Mooncake transfer of 40 pages returned -1"])
+def test_an_exception_that_is_not_KVTransferError_stays_an_incident(pack, exception: str):
+    """A rule's literal takes the line, not the transport's signal: still the KV transport's
+    failure, even with a one-request reason's words."""
     failed = ("[2026-01-01 00:02:02 TP0] Prefill transfer failed for request rank=0 req.rid=5f1c2b "
-              "req.bootstrap_room=123 with exception RuntimeError: Request 123 timed out after 3.0s\n")
+              f"req.bootstrap_room=123 with exception {exception}\n")
     events = _events(pack, UP + SERVING + failed + GOES_ON)
     assert len(_incidents(events)) == 1 and _warnings(events) == []
 

@@ -1,7 +1,8 @@
 """An incident while serving that shows no death, after which the same launch's scheduler logs
 survived.SERVING_PROOF batch lines, is a warning the server survived (incidents/survived.py);
 a death first, a log that ends first, or a failure that ends the launch in practice (the NCCL
-watchdog, a KV transfer's failure) stays an incident.
+watchdog) stays an incident.  A KV transfer's failure in PD disaggregation has its own policy and
+tests (tests/incidents/test_pd_transfer_one_request.py).
 
 The logs are 0.5.23-shaped tp=2 launches (tests/incidents/test_survived_before_ready.py's
 start-up) that serve after the ready line, with lines as SGLang 0.5.23 prints them while
@@ -132,23 +133,6 @@ def test_the_nccl_watchdog_stays_an_incident(pack):
 def test_the_scheduler_watchdog_stays_an_incident(pack):
     watchdog = "[2026-01-01 00:02:02 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\n"
     events = _events(pack, UP + SERVING + watchdog + GOES_ON)
-    assert len(_incidents(events)) == 1 and _warnings(events) == []
-
-
-def test_a_failed_kv_transfer_stays_an_incident(pack):
-    """disaggregation/prefill.py: a request's KV transfer that failed says nothing the batches prove."""
-    failed = ("[2026-01-01 00:02:02 TP0] Prefill transfer failed for request rank=0 req.rid=5f1c2b "
-              "req.bootstrap_room=123 with exception KVTransferError(bootstrap_room=123): Failed to send kv chunk\n")
-    events = _events(pack, UP + SERVING + failed + GOES_ON)
-    assert len(_incidents(events)) == 1 and _warnings(events) == []
-
-
-def test_a_failed_kv_transfer_with_any_exception_text_stays_an_incident(pack):
-    """The same line with an exception that is not KVTransferError(...) (a rule's literal takes
-    it, not the transport's signal): still the KV transport's failure."""
-    failed = ("[2026-01-01 00:02:02 TP0] Prefill transfer failed for request rank=0 req.rid=5f1c2b "
-              "req.bootstrap_room=123 with exception RuntimeError: Mooncake transfer of 40 pages returned -1\n")
-    events = _events(pack, UP + SERVING + failed + GOES_ON)
     assert len(_incidents(events)) == 1 and _warnings(events) == []
 
 
