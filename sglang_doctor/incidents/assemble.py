@@ -1063,7 +1063,14 @@ class Assembler:
             hint = startup_hints.words_reason(incident)
             if hint:
                 incident.captures.setdefault("startup_hint", hint)
-        if self._progress is not None and self._progress[0] < lines[0].number and not any(
+        run_into = progress.bar_run_into(lines[0].text)
+        if run_into is not None:
+            # the failure's first line was written onto a progress bar (progress.bar_run_into):
+            # that bar is the step the server was in, newer than any line before it
+            incident.captures.setdefault("progress_phase", run_into)
+            incident.captures.setdefault("progress_line", str(lines[0].number))
+            incident.captures.setdefault("progress_text", lines[0].text[:200])
+        elif self._progress is not None and self._progress[0] < lines[0].number and not any(
                 self._progress[0] < ms.line < lines[0].number for ms in launch.milestones):
             # the step the server was in when it failed, when no milestone came after it
             incident.captures.setdefault("progress_phase", self._progress[1])

@@ -14,6 +14,8 @@ the server is in while it prints it (one of model.PHASES, or JIT_BUILD).  More s
 
 from __future__ import annotations
 
+import re
+
 # not a start-up phase of its own (a JIT build happens in whichever phase first runs the
 # kernel): the fallback reads it as kernel-build evidence
 JIT_BUILD = "jit_build"
@@ -49,4 +51,24 @@ def phase_of(text: str) -> str | None:
     for literal, phase in PROGRESS:
         if literal in text:
             return phase
+    return None
+
+
+# the end of a tqdm bar: its "[elapsed<remaining, rate]" field ("[00:00<?, ?it/s]",
+# "[00:19<01:17,  9.66s/it]")
+_BAR_END = re.compile(r"\[[0-9:]+<[^\]\n]*(?:it/s|s/it)\]")
+
+
+def bar_run_into(text: str) -> str | None:
+    """The phase of a progress bar that the next message was written onto, or None.
+
+    tqdm ends its bar with a carriage return, not a line end; what the process writes next (a
+    C++ "terminate called after throwing ...", a Python warning, a log line) lands on the same
+    line, after the bar.  Such a line shows the step the server was in when that message came:
+    the bar at its start, then more text after the bar's "[elapsed<remaining, rate]" field."""
+    stripped = text.lstrip()
+    for literal, phase in PROGRESS:
+        if stripped.startswith(literal):
+            end = _BAR_END.search(stripped)
+            return phase if end is not None and stripped[end.end():].strip() else None
     return None

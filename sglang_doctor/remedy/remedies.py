@@ -374,9 +374,10 @@ def set_flag(ctx: Context, params: dict) -> "Remediation | list[Remediation] | N
 
 
 # argparse's "invalid choice: 'X' (choose from 'a', 'b', ...)": when exactly one listed value is
-# what the user plainly meant -- the same word in another case or with '-' for '_', or the
+# what the user plainly meant -- the same word in another case or with '-' for '_', the
 # only value that extends it ('triton' -> 'triton_attn'; 'fp8' with fp8_e5m2 and fp8_e4m3 listed
-# stays a question) -- that value is proposed.  It must be in the log's list (the failing
+# stays a question), or the only value one typing slip away ('gpt-os' -> 'gpt-oss') -- that
+# value is proposed.  It must be in the log's list (the failing
 # release accepts it) and pass the target release's catalogue; the typed value is only
 # compared, never emitted.  Advice (safe: false): the user confirms it is the one meant.
 _QUOTED = re.compile(r"'([^'\n]{1,64})'")
@@ -397,7 +398,27 @@ def nearest_choice(typed: str, listed: list[str]) -> str | None:
     if same or len(key) < 3:
         return None
     longer = [c for c in listed if _choice_key(c).startswith(key + "_")]
-    return longer[0] if len(longer) == 1 else None
+    if longer:
+        return longer[0] if len(longer) == 1 else None
+    # a typing slip: one letter dropped or doubled, or two adjacent letters swapped ('gpt-os'
+    # for 'gpt-oss', 'flashnifer'); only in words long enough to tell apart
+    slips = [c for c in listed if len(key) >= 4 and _one_letter_slip(key, _choice_key(c))]
+    return slips[0] if len(slips) == 1 else None
+
+
+def _one_letter_slip(typed: str, choice: str) -> bool:
+    """``choice`` is ``typed`` with one letter added or dropped, or two adjacent letters swapped.
+
+    A changed digit or a letter replaced by another is no slip: 'int4'/'int8', 'bf16'/'fp16'
+    and 'fa3'/'fa4' name different things."""
+    if len(typed) == len(choice):
+        diff = [i for i, (a, b) in enumerate(zip(typed, choice)) if a != b]
+        return (len(diff) == 2 and diff[1] == diff[0] + 1 and typed[diff[0]] == choice[diff[1]]
+                and typed[diff[1]] == choice[diff[0]] and typed[diff[0]].isalpha() and typed[diff[1]].isalpha())
+    short, long_ = sorted((typed, choice), key=len)
+    if len(long_) - len(short) != 1:
+        return False
+    return any(long_[i].isalpha() and long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 def _near_choice(ctx: Context, params: dict) -> Remediation | None:

@@ -81,6 +81,24 @@ def test_nearest_choice_takes_only_an_unambiguous_match():
     assert remedies.nearest_choice("vllm", ["sdpa", "fa3"]) is None
 
 
+def test_nearest_choice_takes_the_one_value_a_typing_slip_away():
+    # field22/007 (sgl-project/sglang#9316): 'gpt-os' with 'gpt-oss' listed; a dropped, doubled or
+    # swapped letter, when exactly one listed value is that slip away
+    parsers = ["llama3", "qwen25", "mistral", "deepseekv3", "pythonic", "kimi_k2", "glm45", "step3", "gpt-oss"]
+    assert remedies.nearest_choice("gpt-os", parsers) == "gpt-oss"
+    assert remedies.nearest_choice("pyhtonic", parsers) == "pythonic"
+    assert remedies.nearest_choice("mistrall", parsers) == "mistral"
+    assert remedies.nearest_choice("flashnifer", ["triton", "flashinfer", "fa3"]) == "flashinfer"
+    # a changed digit or a replaced letter names another thing; short words are too close to tell
+    assert remedies.nearest_choice("llama4", parsers) is None
+    assert remedies.nearest_choice("int4", ["int8", "fp8"]) is None
+    assert remedies.nearest_choice("bf16", ["fp16", "auto"]) is None
+    assert remedies.nearest_choice("fa4", ["fa3", "triton"]) is None
+    assert remedies.nearest_choice("fp9", ["fp8", "auto"]) is None
+    # two listed values one slip away: a question
+    assert remedies.nearest_choice("stepp", ["step", "steppe"]) is None
+
+
 def _explain(path):
     out = subprocess.run(doctor_cmd("explain", "--format", "json", str(path)), capture_output=True, text=True)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
