@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglang_doctor.model import Remediation
-from sglang_doctor.remedy import trust
+from sglang_doctor.remedy import flags, trust
 from sglang_doctor.remedy.remedies import Context, _equal, remedy
 
 # Prose names SGLang's messages give a setting -> (flag, what turns it on, what turns it off).
@@ -56,10 +56,17 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bpipeline[- ]parallel(?:ism)?\b|\bPP\b"), "--pp-size", None, 1),
     (re.compile(r"\bdeterministic[- ]inference\b", re.I), "--enable-deterministic-inference", True, None),
     (re.compile(r"\bPD[- ]Multiplexing\b|\bpdmux\b", re.I), "--enable-pdmux", True, None),
+    (re.compile(r"\b(?:multi-)?lora\b(?![ -](?:overlap|adapters?|paths?|rank|target|weights|modules|backend|eviction|drain))",
+                re.I), "--enable-lora", True, None),
     (re.compile(r"\battention[- ]backends?\b", re.I), "--attention-backend", None, None),
     (re.compile(r"\bkv[- _]cache[- _]dtype\b", re.I), "--kv-cache-dtype", None, None),
     (re.compile(r"\btokenizer worker num\b", re.I), "--tokenizer-worker-num", None, None),
 )
+
+# a prose setting turned off by the release's own way (remedies.FEATURES, spelled per release)
+OFF_FEATURES = {"--disable-cuda-graph": "cuda_graph", "--disable-radix-cache": "radix_cache",
+                "--disable-overlap-schedule": "overlap_schedule", "--disable-custom-all-reduce": "custom_all_reduce",
+                "--enable-torch-compile": "torch_compile", "--speculative-algorithm": "speculative"}
 
 # a flag (--foo-bar), a ServerArgs field (foo_bar) or a flag without its dashes (enable-foo-bar)
 _WORD = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)|(?<![\w.\-/])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])"
@@ -99,7 +106,18 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
         found.append(Named(flag, m.start(), m.end(), True if switch else None, None))
     for pattern, flag, on, off in PROSE:
         spelled = ctx.flag(flag)
-        if spelled is None:
+        spec = ctx.catalog.spec(spelled) if spelled is not None else None
+        if spec is not None and spec.deprecated:
+            # (0.5.23 deprecates --enable-dp-attention for --attn-dp-size, --disable-cuda-graph for
+            # the backends' "disabled"): the successor its help names, else the feature's own way off
+            after = flags.successor(spelled, ctx.catalog)
+            if after is not None and after[1] is None and ctx.catalog.spec(after[0]).takes_value:
+                spelled, on, off = after[0], None, None
+            elif flag in OFF_FEATURES:
+                on = None
+            else:
+                continue
+        elif spec is None:
             continue
         for m in pattern.finditer(text):
             if any(n.start <= m.start() < n.end or m.start() <= n.start < m.end() for n in found):
@@ -118,6 +136,12 @@ def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
     already so in the launch, or when turning it on needs a value the message does not give."""
     want = named.on if turn_on else named.off
     flag = named.flag
+    if not turn_on and named.prose and flag in OFF_FEATURES and ctx.catalog.spec(flag) is not None \
+            and ctx.catalog.spec(flag).deprecated:
+        from sglang_doctor.remedy.remedies import disable_feature
+
+        result = disable_feature(ctx, {"feature": OFF_FEATURES[flag]})
+        return (result[0] if result else None) if isinstance(result, list) else result
     spec = ctx.catalog.spec(flag)
     if spec is None:
         return None
@@ -172,6 +196,13 @@ def _in_span(named: list[Named], lo: int, hi: int) -> list[Named]:
     return [n for n in named if lo <= n.start < hi]
 
 
+def _present(text: str, named: list[Named]) -> list[Named]:
+    """The settings the message says the launch has: not those it names as absent ("When no
+    initial --lora-paths is provided", "without --x")."""
+    return [n for n in named
+            if not re.search(r"\b(?:no|without)\s+(?:[\w-]+\s+)?[`'\"]?$", text[max(0, n.start - 40):n.start], re.I)]
+
+
 def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """The values the message states for a setting it names, validated, in the text's order."""
     out: list[Remediation] = []
@@ -197,10 +228,11 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
                          text[max(0, n.start - 120):n.start])
         if only is not None:
             candidates += [w for w in _LIST_ITEM.findall(only.group(1)) if w not in ("or", "and")]
-        if n.prose or spec.choices:  # a list anywhere in the sentence of a setting with choices
+        numeric = spec.type in ("int", "float") or spec.type.endswith("_int")
+        if (n.prose or spec.choices) and not numeric:  # a list in the sentence of a setting with choices
             sentence = _clause(text, n.start, False) + text[n.start:n.end] + _clause(text, n.end, True)
-            listed = re.search(r"[\[\({]([^\]\)}\n]{1,300})[\]\)}]", sentence)
-            if listed is not None:
+            listed = re.search(r"[\[\({]([^\]\)}\n<>=]{1,300})[\]\)}]", sentence)
+            if listed is not None and "--" not in listed.group(1):
                 candidates += _LIST_ITEM.findall(listed.group(1))
             if spec.choices:
                 candidates += [w for w in re.findall(r"[\w.+-]+", sentence) if w in map(str, spec.choices)]
@@ -234,7 +266,9 @@ def _refused(text: str, value: str) -> bool:
     """``value`` appears in the message only after a negation in its clause ("does not support
     triton attention backend"): the value refused, not one to set."""
     places = [m.start() for m in re.finditer(r"(?<![\w.+-])" + re.escape(value) + r"(?![\w+-])", text)]
-    return bool(places) and all(_NEGATION.search(_clause(text, at, False)) for at in places)
+    after = re.compile(r"\s+(?:(?:are|is|was)\s+not\b|isn't|aren't|(?:does|do) not\b)", re.I)
+    return bool(places) and all(_NEGATION.search(_clause(text, at, False)) or after.match(text, at + len(value))
+                                for at in places)
 
 
 def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
@@ -258,7 +292,7 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
     if m is not None:
         tail = _clause(text, m.end(), True)
         b = _in_span(named, m.end(), m.end() + len(tail))
-        a = _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start())
+        a = _present(text, _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start()))
         off = bool(_OFF_WORDS.search(tail))
         for n in b[:1]:
             # "requires radix cache to be disabled": the prose setting off; a --disable-x switch named

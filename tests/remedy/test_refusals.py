@@ -175,3 +175,24 @@ def test_the_cli_removes_the_conflicting_setting_for_a_059_traceback():
     inc = _explain("fixtures/args/conflict_standalone_spec_dp_attention_059.log")
     assert inc["remediation"]["unset"] == ["--enable-dp-attention"]
     assert inc["remediation"]["safe"] is False
+
+
+def test_a_setting_the_message_names_as_absent_is_not_removed():
+    rem = _fix("When no initial --lora-paths is provided, you need to specify both --max-lora-rank and "
+               "--lora-target-modules for LoRA initialization.")
+    assert rem is not None and all("--lora-paths" not in r.unset for r in [rem, *rem.alternatives])
+
+
+def test_on_0523_a_prose_setting_follows_its_deprecated_flags_successor():
+    # 0.5.23 deprecates --enable-dp-attention ("Use --attn-dp-size ..."): never proposed there
+    rem = _fix("Currently standalone speculative decoding does not support dp attention.", V0523, exc="ValueError")
+    assert rem.unset == ["--attn-dp-size"]
+    assert all("--enable-dp-attention" not in r.unset and "--enable-dp-attention" not in r.set
+               for r in [rem, *rem.alternatives])
+
+
+def test_a_comparison_in_brackets_is_not_a_list_of_values():
+    rem = _fix("--enable-kv-cache-sharding requires chunked prefill (--chunked-prefill-size > 0).", V0523,
+               exc="ValueError")
+    assert all(r.set.get("--chunked-prefill-size") != 0 for r in [rem, *rem.alternatives])
+    assert rem.unset == ["--chunked-prefill-size"], "chunked prefill on: the release's default size"
