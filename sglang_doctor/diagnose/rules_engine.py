@@ -53,6 +53,7 @@ REMEDIES = (
     "allocator_fragmentation", "isolate_features", "switch_backend", "drop_feature",
     "disable_in_frames", "env_named", "drop_in_frames", "kv_cache_dtype_step", "expert_parallel",
     "divisor_size", "deepgemm_off",
+    "refusal_fix",
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",

@@ -586,3 +586,7 @@ def deepgemm_off(ctx: Context, params: dict) -> Remediation | None:
                       note=f"the failure is in DeepGEMM's JIT kernels: turn them off with "
                            f"{DEEPGEMM_ENV[0]}=0 in the server's environment; {CLASS_NOTE}")
     return trust.declare(rem, "rule")
+
+
+# the shapes of argument checks' refusals (refusal_fix) register themselves on import
+from sglang_doctor.remedy import refusals as _refusals  # noqa: E402,F401

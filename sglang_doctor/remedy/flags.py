@@ -979,3 +979,63 @@ def diff_catalogs(a: Catalog, b: Catalog) -> list[FlagChange]:
             changes.append(FlagChange("changed", option, detail="; ".join(details)))
     order = {"renamed": 0, "removed": 1, "added": 2, "changed": 3}
     return sorted(changes, key=lambda c: (order[c.kind], c.option))
+
+
+# --------------------------------------------------------------------------------------
+# Successors of removed flags
+# --------------------------------------------------------------------------------------
+
+# A deprecated flag's help text, as SGLang's parser printed it, naming the flag (and value)
+# that replaces it: "Please use '--attention-backend flashinfer' instead", "Please set
+# `--moe-runner-backend` to 'flashinfer_cutedsl' instead", "Deprecated alias for
+# --cuda-graph-backend-prefill=disabled", "[Deprecated] Use --enable-prefill-cp instead",
+# "Use --image-processor-backend=pil instead"
+_SUCCESSOR = re.compile(
+    r"\b(?:use|alias for|set)\s+[`'\"]?(?P<flag>--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)[`'\"]?"
+    r"(?:(?:\s+to\s+|=|\s+)[`'\"]?(?P<value>[A-Za-z0-9_.+-]+)(?![{\w]))?", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=None)
+def _successor_hints() -> dict[str, tuple[str, str | None]]:
+    """option -> (flag, value) the newest shipped release whose help text calls the option
+    deprecated names as its replacement."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for catalog in reversed(_shipped_catalogs()):
+        for spec in catalog.specs:
+            text = spec.help or ""
+            if spec.name in out or not (spec.deprecated or "deprecat" in text.lower() or "removed" in text.lower()):
+                continue
+            m = _SUCCESSOR.search(text)
+            if m is None or m.group("flag") == spec.name:
+                continue
+            value = m.group("value")
+            value = value.rstrip(".,") if value is not None else None
+            if value is not None and (value.lower() in ("instead", "and", "or", "with", "to", "") or value.startswith("-")):
+                value = None
+            for option in (spec.name, *spec.aliases):
+                out.setdefault(option, (m.group("flag"), value))
+    return out
+
+
+def successor(flag: str, to: Catalog) -> tuple[str, Any] | None:
+    """The flag and value that replace ``flag`` (an option of some shipped release that ``to``
+    lacks), as the deprecated option's own help text in SGLang's parser names them, spelled
+    for ``to`` and validated by it (a switch successor is ``True``; a value flag whose help
+    names no value comes with ``None``); None when no release's help names one or ``to``
+    would refuse it."""
+    hint = _successor_hints().get(flag.split("=", 1)[0].strip())
+    if hint is None:
+        return None
+    name, value = hint
+    target = to.canonical(name) if name in to._by_option else translate(name, to)
+    if target is None:
+        return None
+    spec = to.spec(target)
+    if spec is None or spec.deprecated:
+        return None
+    chosen: Any = True if not spec.takes_value else value
+    if chosen is None:
+        return target, None  # a value flag whose help names no value: the caller's own value, checked there
+    if to.validate(target, chosen) is not None:
+        return None
+    return target, chosen

@@ -894,6 +894,18 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             continue
         elsewhere = _versions_knowing(name, ctx.version)
         if target is None and elsewhere:
+            from sglang_doctor.remedy import flags as _flags
+
+            after = _flags.successor(name, ctx.catalog)  # its deprecation help names a replacement
+            if after is not None and (after[1] is not None or (value is not None
+                                                                and ctx.catalog.validate(after[0], value) is None)):
+                sets[after[0]] = after[1] if after[1] is not None else value
+                unsets.append(name)
+                provenance[after[0]] = {"source": "catalogue"} if after[1] is not None else _log_source(line, value_from)
+                notes.append(f"{name} was removed after SGLang {elsewhere[-1]}; its deprecation note names "
+                             f"{after[0]}" + ("" if after[1] is True or after[1] is None else f" {after[1]}")
+                             + " instead")
+                continue
             # a flag of another version with no counterpart here: the nearest spelling would
             # be some unrelated flag (--enable-piecewise-cuda-graph -> --enable-profile-...)
             notes.append(f"{name} exists in SGLang {', '.join(elsewhere)} but not in {ctx.version}; remove it")

@@ -1,0 +1,386 @@
+"""The change an argument check's refusal implies, from the shape of its message (issue 12).
+
+SGLang's argument checks (0.5.9 ``server_args.py`` ``__post_init__`` / ``check_server_args`` /
+``_handle_*``, 0.5.23 ``arg_groups/*_hook.py``) say what they refuse in a few shapes, and each
+shape implies its fix:
+
+- *A requires B* ("--sidecar-args requires --sidecar", "Please enable dp attention when setting
+  enable_dp_lm_head", "enable_mixed_chunk is required for speculative decoding", "X is only
+  supported with B", "requires radix cache to be disabled"): turn B on (or off, as it says),
+  else turn A off;
+- *A is not supported with B* ("... does not support dp attention", "is not compatible with
+  overlap schedule", "incompatible with", "mutually exclusive", "Cannot set A and B together"):
+  turn one of them off, the one the check is about kept first when it is a switch of its own;
+- *a value it names* ("Please set it to 'dual_chunk_flash_attn'", "eplb_algorithm to be set to
+  'auto' or 'elasticity_aware'", "only supported with ep_size == 1", "(pp_size=1)", "only supports
+  bf16/bfloat16 or fp8_e4m3 kv_cache_dtype", "One of the attention backends in [...] is required"):
+  that value, the first one the target release accepts and the launch does not already run;
+- *a setting refused on its own* ("Cannot set --disaggregation-decode-tp for the decode engine",
+  "base_gpu_id must be non-negative"): remove it, so the release's default applies.
+
+A setting is named as a flag (``--foo-bar``), a ServerArgs field (``foo_bar``), the flag without
+its dashes ("enable-hierarchical-cache") or in prose ("dp attention", "radix cache"; the
+``PROSE`` table below).  The message only *picks* among flags of the target release's
+catalogue and values its parser accepts (docs/CONTRACT.md "Trust"): every change is validated,
+declared as log-named, and is advice (never applied by ``run --yes``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_doctor.model import Remediation
+from sglang_doctor.remedy import flags, trust
+from sglang_doctor.remedy.remedies import Context, _equal, remedy
+
+# Prose names SGLang's messages give a setting -> (flag, what turns it on, what turns it off).
+# ``True`` is the switch passed, ``None`` the flag removed (the release's default), a value
+# the flag set to it.  Only the flags the target release has are used.
+PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
+    (re.compile(r"\b(?:dp|data[- ]parallel(?:ism)?)[- ]attention\b|\battention[- ]dp\b", re.I), "--enable-dp-attention", True, None),
+    (re.compile(r"\bdp[- _]lm[- _]head\b", re.I), "--enable-dp-lm-head", True, None),
+    (re.compile(r"\bradix[- ]cach(?:e|ing)\b|\bprefix[- ]caching\b", re.I), "--disable-radix-cache", None, True),
+    (re.compile(r"\boverlap[- ]schedul(?:e|er|ing)\b", re.I), "--disable-overlap-schedule", None, True),
+    (re.compile(r"\bmixed[- ]chunk(?:ed[- ]prefill)?\b", re.I), "--enable-mixed-chunk", True, None),
+    (re.compile(r"\bchunked[- ]prefill\b", re.I), "--chunked-prefill-size", None, -1),
+    (re.compile(r"\bhierarchical[- ]cache\b|\bhicache\b", re.I), "--enable-hierarchical-cache", True, None),
+    (re.compile(r"\btorch[. _-]?compile\b", re.I), "--enable-torch-compile", True, None),
+    (re.compile(r"\btwo[- ]batch[- ]overlap\b|\bTBO\b"), "--enable-two-batch-overlap", True, None),
+    (re.compile(r"\bpiecewise[- ]cuda[- ]graphs?\b", re.I), "--disable-piecewise-cuda-graph", None, True),
+    (re.compile(r"\bprefill[- ]cuda[- ]graphs?\b", re.I), "--disable-prefill-cuda-graph", None, True),
+    (re.compile(r"\bcuda[- ]graphs?\b", re.I), "--disable-cuda-graph", None, True),
+    (re.compile(r"\bcustom[- ]all[- ]?reduce\b", re.I), "--disable-custom-all-reduce", None, True),
+    (re.compile(r"\bspeculative[- ]decoding\b|\bspec(?:ulative)? v2\b", re.I), "--speculative-algorithm", None, None),
+    (re.compile(r"\bpipeline[- ]parallel(?:ism)?\b|\bPP\b"), "--pp-size", None, 1),
+    (re.compile(r"\bdeterministic[- ]inference\b", re.I), "--enable-deterministic-inference", True, None),
+    (re.compile(r"\bPD[- ]Multiplexing\b|\bpdmux\b", re.I), "--enable-pdmux", True, None),
+    (re.compile(r"\b(?:multi-)?lora\b(?![ -](?:overlap|adapters?|paths?|rank|target|weights|modules|backend|eviction|drain))",
+                re.I), "--enable-lora", True, None),
+    (re.compile(r"\battention[- ]backends?\b", re.I), "--attention-backend", None, None),
+    (re.compile(r"\bkv[- _]cache[- _]dtype\b", re.I), "--kv-cache-dtype", None, None),
+    (re.compile(r"\btokenizer worker num\b", re.I), "--tokenizer-worker-num", None, None),
+)
+
+# a prose setting turned off by the release's own way (remedies.FEATURES, spelled per release)
+OFF_FEATURES = {"--disable-cuda-graph": "cuda_graph", "--disable-radix-cache": "radix_cache",
+                "--disable-overlap-schedule": "overlap_schedule", "--disable-custom-all-reduce": "custom_all_reduce",
+                "--enable-torch-compile": "torch_compile", "--speculative-algorithm": "speculative"}
+
+# a flag (--foo-bar), a ServerArgs field (foo_bar) or a flag without its dashes (enable-foo-bar)
+_WORD = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)|(?<![\w.\-/])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])"
+                   r"|(?<![\w.\-/])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![\w-])")
+
+
+@dataclass
+class Named:
+    """A setting a message names: its flag in the target release, where the words are."""
+
+    flag: str
+    start: int
+    end: int
+    on: Any = True      # what turns it on (True: the switch; None: unset; a value)
+    off: Any = None     # what turns it off
+    prose: bool = False
+
+
+def named_settings(ctx: Context, text: str) -> list[Named]:
+    """Every setting of the target release ``text`` names, in the text's order (a flag named
+    twice is kept at its first place)."""
+    found: list[Named] = []
+    for m in _WORD.finditer(text):
+        word = m.group(1) or ("--" + m.group(2).replace("_", "-") if m.group(2) else "--" + m.group(3))
+        # a flag spelled out may be any spelling of any release; a field or a bare word only this
+        # release's exact option (no prefix: "tp" is not --tp-size)
+        flag = ctx.flag(word) if m.group(1) else ctx.catalog.canonical(word) if word in ctx.catalog._by_option else None
+        if flag is None and m.group(2):
+            spec = ctx.catalog.by_dest(m.group(2))
+            flag = spec.name if spec is not None else None
+        if flag is None:
+            continue
+        spec = ctx.catalog.spec(flag)
+        if spec is None:
+            continue
+        switch = not spec.takes_value
+        found.append(Named(flag, m.start(), m.end(), True if switch else None, None))
+    for pattern, flag, on, off in PROSE:
+        spelled = ctx.flag(flag)
+        spec = ctx.catalog.spec(spelled) if spelled is not None else None
+        if spec is not None and spec.deprecated:
+            # (0.5.23 deprecates --enable-dp-attention for --attn-dp-size, --disable-cuda-graph for
+            # the backends' "disabled"): the successor its help names, else the feature's own way off
+            after = flags.successor(spelled, ctx.catalog)
+            if after is not None and after[1] is None and ctx.catalog.spec(after[0]).takes_value:
+                spelled, on, off = after[0], None, None
+            elif flag in OFF_FEATURES:
+                on = None
+            else:
+                continue
+        elif spec is None:
+            continue
+        for m in pattern.finditer(text):
+            if any(n.start <= m.start() < n.end or m.start() <= n.start < m.end() for n in found):
+                continue
+            found.append(Named(spelled, m.start(), m.end(), on, off, prose=True))
+    found.sort(key=lambda n: n.start)
+    out: list[Named] = []
+    for n in found:
+        if not any(o.flag == n.flag for o in out):
+            out.append(n)
+    return out
+
+
+def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
+    """The change that turns ``named`` on or off, validated for the release; None when it is
+    already so in the launch, or when turning it on needs a value the message does not give."""
+    want = named.on if turn_on else named.off
+    flag = named.flag
+    if not turn_on and named.prose and flag in OFF_FEATURES and ctx.catalog.spec(flag) is not None \
+            and ctx.catalog.spec(flag).deprecated:
+        from sglang_doctor.remedy.remedies import disable_feature
+
+        result = disable_feature(ctx, {"feature": OFF_FEATURES[flag]})
+        return (result[0] if result else None) if isinstance(result, list) else result
+    spec = ctx.catalog.spec(flag)
+    if spec is None:
+        return None
+    stated = ctx.stated(flag)
+    if want is None:
+        if turn_on and spec.takes_value and named.on is None and named.off is None:
+            return None  # a value setting "required": which value is the message's to say
+        if stated is not None and (stated is False or _equal(stated, spec.default)):
+            return None  # the launch does not set it
+        rem = Remediation(unset=[flag], note=f"remove {flag} (the release's default applies)")
+    else:
+        if ctx.catalog.validate(flag, want) is not None or _equal(stated, want):
+            return None
+        rem = Remediation(set={flag: want}, note=f"set {flag}" + ("" if want is True else f" {want}"))
+    return rem
+
+
+_REQUIRES = re.compile(r"\b(?:requires?|needs?|depends on|must be used with|only (?:supported|works|compatible|available|"
+                       r"implemented) (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
+                       re.I)
+# "B is required for A", "Please enable B when setting A", "please set B when using A"
+_REQUIRED_FOR = re.compile(r"\b(?:is|are) required (?:for|when|with|by)\b", re.I)
+_ENABLE_WHEN = re.compile(r"\b(?:please )?(?:enable|set|use|specify|add|pass) (?P<b>[^.;,\n]{2,80}?) "
+                          r"(?:when|if|while) (?:setting|using|enabling|passing|specifying)\b", re.I)
+_CONFLICT = re.compile(r"\b(?:not (?:yet )?(?:supported|compatible|allowed) (?:with|together|when|in combination|for)|"
+                       r"incompatible with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
+                       r"cannot (?:be )?(?:used|combined|enabled|set) (?:with|together)|is not supported in|"
+                       r"does not work with)\b", re.I)
+_EXCLUSIVE = re.compile(r"\b(?:mutually exclusive|are incompatible|cannot be (?:used|enabled|set) (?:at the same time|together)|"
+                        r"together)\b", re.I)
+_BOTH = re.compile(r"\b(?:cannot|can't|can not) (?:set|enable|use|specify|pass)(?: both)?\b", re.I)
+_OFF_WORDS = re.compile(r"\b(?:to be |be )?(?:disabled|turned off|off)\b", re.I)
+# a value the message states for a setting: "set it to 'x'", "to be set to 'a' or 'b'",
+# "ep_size == 1", "(pp_size=1)", "only support 1", "must be 'a' or 'b'"
+_SET_TO = re.compile(r"\b(?:please |should |must )?set (?:it|this|them) to [`'\"]?(?P<v>[\w.+-]+)", re.I)
+_EQUALS = re.compile(r"\s*(?:==|=)\s*[`'\"]?(?P<v>-?[\w.+-]+)")
+_LIST_ITEM = re.compile(r"[`'\"]?([A-Za-z0-9][\w.+-]*)[`'\"]?")
+_GOT = re.compile(r"\b(?:but )?(?:got|given|received|using|you(?:'re| are) using|is set to|specified)\s*:?\s*[`'\"]?([\w.+-]+)", re.I)
+
+
+def _clause(text: str, at: int, forward: bool) -> str:
+    """The words from ``at`` to the clause's end (forward) or start (backward)."""
+    if forward:
+        m = re.search(r"[.;:!?\n](?:\s|$)|,\s+(?:please|so|but|which|as)\b", text[at:])
+        return text[at: at + m.start()] if m else text[at:]
+    head = text[:at]
+    starts = [m.end() for m in re.finditer(r"[.;:!?\n](?:\s|$)", head)]
+    return head[starts[-1] if starts else 0:]
+
+
+def _in_span(named: list[Named], lo: int, hi: int) -> list[Named]:
+    return [n for n in named if lo <= n.start < hi]
+
+
+def _present(text: str, named: list[Named]) -> list[Named]:
+    """The settings the message says the launch has: not those it names as absent ("When no
+    initial --lora-paths is provided", "without --x")."""
+    return [n for n in named
+            if not re.search(r"\b(?:no|without)\s+(?:[\w-]+\s+)?[`'\"]?$", text[max(0, n.start - 40):n.start], re.I)]
+
+
+def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
+    """The values the message states for a setting it names, validated, in the text's order."""
+    out: list[Remediation] = []
+    in_use = {m.group(1) for m in _GOT.finditer(text)}
+    for n in named:  # "--dsv4-attn-backend trtllm requires ...": the value the launch ran with
+        after = re.match(r"(?:=|\s)[`'\"]?([\w.+-]+)", text[n.end:n.end + 80])
+        if after is not None and not n.prose:
+            in_use.add(after.group(1).rstrip("."))
+    for n in named:
+        spec = ctx.catalog.spec(n.flag)
+        if spec is None or not spec.takes_value:
+            continue
+        after = text[n.end:n.end + 160]
+        candidates: list[str] = []
+        eq = _EQUALS.match(after)
+        if eq is not None and re.search(r"\b(?:only|must|should|requires?|supported|please|set)\b", text, re.I):
+            candidates.append(eq.group("v").rstrip("."))
+        told = re.match(r"\s*(?:to be (?:set to )?|must be |should be |to )?((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})",
+                        after)
+        if told is not None and re.match(r"\s*(?:to be|must be|should be|to )", after):
+            candidates += [w for w in _LIST_ITEM.findall(told.group(1)) if w not in ("or", "and")]
+        only = re.search(r"\bonly supports? ((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})\s*$",
+                         text[max(0, n.start - 120):n.start])
+        if only is not None:
+            candidates += [w for w in _LIST_ITEM.findall(only.group(1)) if w not in ("or", "and")]
+        numeric = spec.type in ("int", "float") or spec.type.endswith("_int")
+        if (n.prose or spec.choices) and not numeric:  # a list in the sentence of a setting with choices
+            sentence = _clause(text, n.start, False) + text[n.start:n.end] + _clause(text, n.end, True)
+            listed = re.search(r"[\[\({]([^\]\)}\n<>=]{1,300})[\]\)}]", sentence)
+            if listed is not None and "--" not in listed.group(1):
+                candidates += _LIST_ITEM.findall(listed.group(1))
+            if spec.choices:
+                candidates += [w for w in re.findall(r"[\w.+-]+", sentence) if w in map(str, spec.choices)]
+        set_to = _SET_TO.search(text[n.end:n.end + 200])
+        if set_to is not None:
+            candidates.insert(0, set_to.group("v"))
+        stated = ctx.stated(n.flag)
+        for value in dict.fromkeys(candidates):
+            if value in in_use or _equal(stated, value) or _refused(text, value):
+                continue
+            typed: Any = value
+            if spec.type in ("int", "float") or spec.type.endswith("_int"):
+                try:
+                    typed = int(value) if spec.type != "float" else float(value)
+                except ValueError:
+                    continue
+            elif not spec.choices and not re.search(r"[`'\"]" + re.escape(value), text):
+                continue  # a free-text flag: only a quoted value is the message's
+            if ctx.catalog.validate(n.flag, typed) is not None:
+                continue
+            out.append(Remediation(set={n.flag: typed}, note=f"set {n.flag} {typed}: the value the message states "
+                                                             "for it (valid in this release)"))
+            break
+    return out
+
+
+_NEGATION = re.compile(r"\b(?:not|cannot|can't|no|unsupported|incompatible|without|instead of)\b", re.I)
+
+
+def _refused(text: str, value: str) -> bool:
+    """``value`` appears in the message only after a negation in its clause ("does not support
+    triton attention backend"): the value refused, not one to set."""
+    places = [m.start() for m in re.finditer(r"(?<![\w.+-])" + re.escape(value) + r"(?![\w+-])", text)]
+    after = re.compile(r"\s+(?:(?:are|is|was)\s+not\b|isn't|aren't|(?:does|do) not\b)", re.I)
+    return bool(places) and all(_NEGATION.search(_clause(text, at, False)) or after.match(text, at + len(value))
+                                for at in places)
+
+
+def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
+    """Turn the required setting on / a conflicting one off, as the message's shape says."""
+    out: list[Remediation] = []
+    m = _ENABLE_WHEN.search(text)
+    if m is not None:
+        b = _in_span(named, m.start("b"), m.end("b"))
+        a = _in_span(named, m.end(), m.end() + len(_clause(text, m.end(), True)))
+        out += [r for r in (_change(ctx, n, True) for n in b[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        return out
+    m = _REQUIRED_FOR.search(text)
+    if m is not None:
+        b = _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start())
+        a = _in_span(named, m.end(), m.end() + len(_clause(text, m.end(), True)))
+        out += [r for r in (_change(ctx, n, True) for n in b[-1:]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        return out
+    m = _REQUIRES.search(text)
+    if m is not None:
+        tail = _clause(text, m.end(), True)
+        b = _in_span(named, m.end(), m.end() + len(tail))
+        a = _present(text, _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start()))
+        off = bool(_OFF_WORDS.search(tail))
+        for n in b[:1]:
+            # "requires radix cache to be disabled": the prose setting off; a --disable-x switch named
+            # as the requirement is itself turned on
+            r = _change(ctx, n, not (off and n.prose))
+            if r:
+                out.append(r)
+        out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        return out
+    m = _BOTH.search(text)
+    if m is not None or _EXCLUSIVE.search(text) and not _CONFLICT.search(text):
+        both = _in_span(named, m.end() if m is not None else 0, len(text))
+        out += [r for r in (_change(ctx, n, False) for n in both[:2]) if r]
+        return out
+    m = _CONFLICT.search(text)
+    if m is not None:
+        b = _in_span(named, m.end(), m.end() + len(_clause(text, m.end(), True)))
+        a = _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start())
+        # the setting it is not supported with off first, then the one the check is about
+        out += [r for r in (_change(ctx, n, False) for n in b[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        return out
+    return out
+
+
+_ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|"
+                    r"must be (?:non-negative|positive|a positive (?:integer|number))|should be (?:non-negative|positive))\b",
+                    re.I)
+
+
+def _alone(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
+    """One setting refused on its own ("Cannot set --x for the decode engine", "base_gpu_id
+    must be non-negative", "please remove --x"): remove it, the release's default applies."""
+    if len([n for n in named if not n.prose]) != 1 or not _ALONE.search(text):
+        return []
+    n = next(n for n in named if not n.prose)
+    r = _change(ctx, n, False)
+    return [r] if r else []
+
+
+def _advises_a_flag(ctx: Context, text: str) -> bool:
+    """The message advises a flag of the release in so many words ("please use --x triton",
+    "set --disable-radix-cache"; remedies._ADVISED, not negated)."""
+    from sglang_doctor.remedy.remedies import _ADVISED, _NEGATED
+
+    if re.search(r"\bremove\s+[`'\"]?--[a-z]", text, re.I):
+        return True
+    for m in _ADVISED.finditer(text):
+        if _NEGATED.search(text[max(0, m.start() - 80):m.start()]):
+            continue
+        if ctx.flag(m.group(1)) is not None:
+            return True
+    return False
+
+
+@remedy("refusal_fix")
+def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
+    """The changes an argument check's message implies by its shape (module docstring): a
+    value it states, the requirement turned on, the conflict turned off, a refused setting
+    removed.  Nothing when the message names no setting of the target release.  Each change
+    is validated against the release's catalogue and is advice (``safe`` False)."""
+    inc = ctx.diagnosis.incident
+    text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
+    text = (text or "")[:2000]
+    from sglang_doctor.remedy.remedies import flag_named
+
+    named_result = flag_named(ctx, {})
+    after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
+    if _advises_a_flag(ctx, text):
+        return after or None  # "use --x y", "please set --x": the message's own advice leads
+    named = named_settings(ctx, text)
+    found = (_values(ctx, text, named) + _combination(ctx, text, named) + _alone(ctx, text, named)) if named else []
+    out: list[Remediation] = []
+    for rem in found:
+        if any(rem.set == o.set and rem.unset == o.unset for o in out):
+            continue
+        rem.safe, rem.needs_human = False, True
+        rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
+        rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
+                                                  "your workload")
+        value_from = "log" if any(v is not True for v in rem.set.values()) else None
+        out.append(trust.declare_log_named(rem, value_from=value_from))
+    out = out[:3]
+    removed = {f for o in out for f in o.unset}
+    for rem in after:  # flag_named's reading, after these (the same change once)
+        if any(rem.set == o.set and sorted(rem.unset) == sorted(o.unset) and rem.env == o.env for o in out):
+            continue
+        if any(f in removed and v is True for f, v in rem.set.items()):
+            continue  # "turn --x on" where the shape says the check refused --x being on
+        out.append(rem)
+    return out or None

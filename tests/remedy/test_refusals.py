@@ -1,0 +1,198 @@
+"""The change an argument check's refusal implies by its shape (remedy/refusals.py, issue 12).
+
+The messages are SGLang's own (0.5.9 server_args.py, 0.5.23 server_args.py and arg_groups/),
+quoted as they are raised; each test names the shape it checks.  Every change is a flag of the
+target release with a value its parser accepts, and advice (never applied unattended).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import ROOT, doctor_cmd
+
+from sglang_doctor.model import Diagnosis, ExceptionInfo, Incident, Launch
+from sglang_doctor.remedy import flags, remedies
+
+V059 = flags.load_catalog("0.5.9")
+V0523 = flags.load_catalog("0.5.23")
+
+
+def _fix(message: str, catalog=V059, server_args: dict | None = None, exc: str = "AssertionError"):
+    incident = Incident(kind="traceback", first_line=1, last_line=1)
+    incident.exception = ExceptionInfo(exc, message)
+    d = Diagnosis(incident=incident, rule="test.rule", category="args.invalid", remedies=[{"refusal_fix": {}}],
+                  launch=Launch(index=0, line=1, server_args=server_args or {}))
+    return remedies.remediate(d, command=None, version=catalog.version, catalog=catalog, hardware=None,
+                              model_config=None, warnings=[])
+
+
+def _changes(rem) -> list[tuple[dict, list]]:
+    return [(r.set, r.unset) for r in [rem, *rem.alternatives]] if rem is not None else []
+
+
+# -- "A requires B": B on, else A off ------------------------------------------------------------
+
+
+def test_a_requirement_in_prose_turns_the_required_setting_on_then_the_requiring_one_off():
+    rem = _fix("Please enable dp attention when setting enable_dp_lm_head. ")
+    assert _changes(rem)[:2] == [({"--enable-dp-attention": True}, []), ({}, ["--enable-dp-lm-head"])]
+    assert rem.safe is False, "the message picked the flags: advice, never applied unattended"
+
+
+def test_a_setting_required_for_a_feature_is_turned_on_first():
+    rem = _fix("enable_mixed_chunk is required for speculative decoding")
+    assert _changes(rem)[:2] == [({"--enable-mixed-chunk": True}, []), ({}, ["--speculative-algorithm"])]
+
+
+def test_a_requirement_that_something_be_disabled_turns_it_off():
+    rem = _fix("Elastic EP runtime scale-up requires prefill CUDA graph to be disabled.", V0523)
+    assert rem is not None and rem.set == {"--disable-prefill-cuda-graph": True}
+
+
+def test_a_requirement_that_something_be_enabled_removes_what_turns_it_off():
+    rem = _fix("--enable-lmcache requires radix cache to be enabled", V0523, exc="ValueError")
+    assert _changes(rem)[:2] == [({}, ["--disable-radix-cache"]), ({}, ["--enable-lmcache"])]
+
+
+def test_a_switch_whose_requirement_is_no_setting_is_removed_not_turned_on_again():
+    rem = _fix("--enable-linker-mla-dedup requires the Mooncake linker.", V0523, exc="ValueError")
+    assert rem.unset == ["--enable-linker-mla-dedup"]
+    assert not any(a.set.get("--enable-linker-mla-dedup") is True for a in rem.alternatives)
+
+
+# -- "A is not supported with B": one of them off ------------------------------------------------
+
+
+def test_a_conflict_in_prose_removes_the_setting_it_is_not_supported_with_then_the_subject():
+    rem = _fix("Currently standalone speculative decoding does not support dp attention.", exc="ValueError")
+    assert _changes(rem)[:2] == [({}, ["--enable-dp-attention"]), ({}, ["--speculative-algorithm"])]
+
+
+def test_a_conflict_with_a_switch_that_turns_something_off_turns_it_back_on():
+    rem = _fix("PD-Multiplexing is not compatible with overlap schedule.")
+    assert _changes(rem)[:2] == [({"--disable-overlap-schedule": True}, []), ({}, ["--enable-pdmux"])]
+
+
+def test_mutually_exclusive_flags_written_without_dashes_are_each_an_alternative():
+    rem = _fix("The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive and cannot be "
+               "used at the same time. Please use only one of them.", exc="ValueError")
+    assert _changes(rem)[:2] == [({}, ["--enable-hierarchical-cache"]), ({}, ["--disable-radix-cache"])]
+
+
+def test_the_value_written_after_a_flag_is_the_launchs_not_a_fix():
+    rem = _fix("--dsv4-attn-backend trtllm does not support PD disaggregation yet.", V0523, exc="ValueError")
+    assert all(r.set.get("--dsv4-attn-backend") != "trtllm" for r in [rem, *rem.alternatives])
+    assert rem.unset == ["--dsv4-attn-backend"], "the refused value removed: the release's default applies"
+
+
+def test_a_backend_the_message_refuses_is_never_the_value_proposed():
+    rem = _fix("NemotronHForCausalLM does not support triton attention backend, as the first layer might not be "
+               "an attention layer", V0523)
+    assert rem is not None
+    assert all(r.set.get("--attention-backend") != "triton" for r in [rem, *rem.alternatives])
+
+
+# -- a value the message states ------------------------------------------------------------------
+
+
+def test_set_it_to_names_the_value_of_the_setting_before_it():
+    rem = _fix("Dual chunk attention is enabled, but attention backend is set to flashinfer. "
+               "Please set it to 'dual_chunk_flash_attn'.", exc="ValueError")
+    assert rem.set == {"--attention-backend": "dual_chunk_flash_attn"}
+
+
+def test_an_equality_the_check_states_is_the_value():
+    assert _fix("Triton kernel MoE is only supported when ep_size == 1").set == {"--ep-size": 1}
+    assert _fix("PD-Multiplexing is only supported with pipeline parallelism disabled (pp_size=1).").set == {"--pp-size": 1}
+
+
+def test_a_listed_choice_other_than_the_one_in_use_is_the_value():
+    rem = _fix("Currently only ['flashinfer', 'fa3', 'triton'] attention backends are supported for deterministic "
+               "inference, but you explicitly specified 'trtllm_mha'.", exc="ValueError")
+    assert rem.set == {"--attention-backend": "flashinfer"}
+    rem = _fix("One of the attention backends in ['triton', 'fa3'] is required for Qwen3NextForCausalLM, but got "
+               "flashinfer", V0523)
+    assert rem.set == {"--attention-backend": "triton"}
+
+
+def test_the_kv_cache_dtypes_a_backend_supports_are_checked_against_the_release():
+    rem = _fix("TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, fp4_e2m1, bf16, or auto.",
+               exc="ValueError")
+    assert rem.set == {"--kv-cache-dtype": "fp8_e4m3"}
+    assert V059.validate("--kv-cache-dtype", "fp8_e4m3") is None
+
+
+def test_a_quoted_value_of_a_free_text_flag_is_taken_only_when_quoted():
+    rem = _fix("Elastic EP requires eplb_algorithm to be set to 'auto' or 'elasticity_aware'.")
+    assert rem.set == {"--eplb-algorithm": "auto"}
+
+
+# -- a setting refused on its own ----------------------------------------------------------------
+
+
+def test_a_setting_refused_on_its_own_is_removed():
+    assert _fix("Cannot set --disaggregation-decode-tp for the decode engine.").unset == ["--disaggregation-decode-tp"]
+    assert _fix("base_gpu_id must be non-negative").unset == ["--base-gpu-id"]
+
+
+def test_a_launch_whose_dump_shows_the_setting_off_gets_no_removal_of_it():
+    rem = _fix("Currently standalone speculative decoding does not support dp attention.",
+               server_args={"model_path": "/m", "enable_dp_attention": False, "speculative_algorithm": "STANDALONE"},
+               exc="ValueError")
+    assert rem is not None and all("--enable-dp-attention" not in r.unset for r in [rem, *rem.alternatives])
+
+
+def test_a_message_that_advises_a_flag_keeps_its_own_advice_first():
+    rem = _fix("Multi-item scoring requires radix cache to be disabled. Please set --disable-radix-cache when "
+               "using --multi-item-scoring-delimiter.")
+    assert rem.set == {"--disable-radix-cache": True}
+
+
+def test_a_message_naming_no_setting_gives_nothing():
+    assert _fix("Global server args is not set yet!", exc="ValueError") is None
+
+
+# -- through the command line, on the rule examples ----------------------------------------------
+
+
+def _explain(path: str) -> dict:
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(ROOT / path)), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    return next(json.loads(line) for line in out.stdout.splitlines() if '"event": "incident"' in line)
+
+
+def test_the_cli_turns_the_required_setting_on_for_a_059_traceback():
+    inc = _explain("fixtures/args/requires_dp_attention_dp_lm_head_059.log")
+    assert inc["category"] == "args.invalid"
+    assert inc["remediation"]["set"] == {"--enable-dp-attention": True}
+    assert inc["remediation"]["alternatives"][0]["unset"] == ["--enable-dp-lm-head"]
+
+
+def test_the_cli_removes_the_conflicting_setting_for_a_059_traceback():
+    inc = _explain("fixtures/args/conflict_standalone_spec_dp_attention_059.log")
+    assert inc["remediation"]["unset"] == ["--enable-dp-attention"]
+    assert inc["remediation"]["safe"] is False
+
+
+def test_a_setting_the_message_names_as_absent_is_not_removed():
+    rem = _fix("When no initial --lora-paths is provided, you need to specify both --max-lora-rank and "
+               "--lora-target-modules for LoRA initialization.")
+    assert rem is not None and all("--lora-paths" not in r.unset for r in [rem, *rem.alternatives])
+
+
+def test_on_0523_a_prose_setting_follows_its_deprecated_flags_successor():
+    # 0.5.23 deprecates --enable-dp-attention ("Use --attn-dp-size ..."): never proposed there
+    rem = _fix("Currently standalone speculative decoding does not support dp attention.", V0523, exc="ValueError")
+    assert rem.unset == ["--attn-dp-size"]
+    assert all("--enable-dp-attention" not in r.unset and "--enable-dp-attention" not in r.set
+               for r in [rem, *rem.alternatives])
+
+
+def test_a_comparison_in_brackets_is_not_a_list_of_values():
+    rem = _fix("--enable-kv-cache-sharding requires chunked prefill (--chunked-prefill-size > 0).", V0523,
+               exc="ValueError")
+    assert all(r.set.get("--chunked-prefill-size") != 0 for r in [rem, *rem.alternatives])
+    assert rem.unset == ["--chunked-prefill-size"], "chunked prefill on: the release's default size"

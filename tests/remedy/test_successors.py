@@ -1,0 +1,51 @@
+"""A removed flag's successor, as the deprecated flag's own help text in SGLang's parser names it
+(flags.successor), and closest_flag's use of it for a flag the running release rejected."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import doctor_cmd
+
+from sglang_doctor.remedy import flags
+
+V059 = flags.load_catalog("0.5.9")
+V0523 = flags.load_catalog("0.5.23")
+
+
+def test_a_switch_that_became_a_choice_of_another_flag_follows_its_help_text():
+    # 0.4.4.post4's help: "... Please use '--attention-backend flashinfer' instead ..."
+    assert flags.successor("--enable-flashinfer-mla", V059) == ("--attention-backend", "flashinfer")
+    # 0.5.1's deprecated MoE switches became --moe-runner-backend choices
+    assert flags.successor("--enable-flashinfer-cutedsl-moe", V0523) == ("--moe-runner-backend", "flashinfer_cutedsl")
+
+
+def test_a_renamed_value_flag_comes_without_a_value_for_the_caller_to_fill():
+    assert flags.successor("--hybrid-kvcache-ratio", V0523) == ("--swa-full-tokens-ratio", None)
+
+
+def test_a_successor_the_target_release_would_refuse_is_none():
+    # 0.4.0's help names "--sampling-backend pytroch" (sic): not a choice of any release
+    assert flags.successor("--disable-flashinfer-sampling", V0523) is None
+    assert flags.successor("--not-a-flag-anywhere", V0523) is None
+
+
+def _fix(tmp_path, arguments: str, version: str) -> dict:
+    log = tmp_path / "args.log"
+    log.write_text("usage: launch_server.py [-h] --model-path MODEL_PATH\n"
+                   f"launch_server.py: error: unrecognized arguments: {arguments}\n")
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", "--sglang-version", version, str(log)),
+                         capture_output=True, text=True, timeout=120)
+    return next(json.loads(line) for line in out.stdout.splitlines() if '"event": "incident"' in line)["remediation"]
+
+
+def test_an_unrecognized_removed_flag_is_replaced_by_its_successor(tmp_path):
+    rem = _fix(tmp_path, "--enable-flashinfer-mla", "0.5.9")
+    assert rem["set"] == {"--attention-backend": "flashinfer"} and rem["unset"] == ["--enable-flashinfer-mla"]
+    assert "deprecation note" in rem["note"]
+
+
+def test_a_removed_value_flag_keeps_the_launchs_value_under_its_successor(tmp_path):
+    rem = _fix(tmp_path, "--hybrid-kvcache-ratio 0.5", "0.5.23")
+    assert rem["set"] == {"--swa-full-tokens-ratio": "0.5"} and rem["unset"] == ["--hybrid-kvcache-ratio"]
