@@ -79,3 +79,13 @@ def test_a_capture_that_ran_out_of_memory_adds_headroom_before_disabling_the_gra
     sets = [c["set"] for c in _changes(inc["remediation"])]
     assert "--mem-fraction-static" in sets[1]
     assert sets.index({"--disable-cuda-graph": True}) > 1
+
+
+def test_frames_of_the_piecewise_runner_turn_off_the_prefill_graphs_in_the_releases_spelling():
+    log = FIXTURES / "cuda_graph" / "piecewise_runner_frames_cut_0512.log"
+    # decode graphs were captured ("Capture cuda graph end"); the piecewise runner failed after
+    for version, first in [("0.5.12", {"--disable-piecewise-cuda-graph": True}),
+                           ("0.5.23", {"--cuda-graph-backend-prefill": "disabled"})]:
+        inc = explain_one_incident(log, "--sglang-version", version)
+        assert inc["rule"] == "class.cuda_graph.runner" and inc["category"] == "cuda_graph"
+        assert inc["remediation"]["set"] == first
