@@ -89,3 +89,11 @@ def test_frames_of_the_piecewise_runner_turn_off_the_prefill_graphs_in_the_relea
         inc = explain_one_incident(log, "--sglang-version", version)
         assert inc["rule"] == "class.cuda_graph.runner" and inc["category"] == "cuda_graph"
         assert inc["remediation"]["set"] == first
+
+
+def test_an_nvcc_older_than_the_gpu_names_the_architecture_and_avoids_the_build():
+    inc = explain_one_incident(FIXTURES / "kernel" / "nvcc_unsupported_arch_flashinfer_059.log")
+    rem = inc["remediation"]
+    assert inc["rule"] == "kernel.build.nvcc_unsupported_arch" and "compute_120a" in inc["title"]
+    assert rem["set"] == {"--attention-backend": "triton"}
+    assert "CUDA_HOME" in (rem["alternatives"][0].get("env") or {})
