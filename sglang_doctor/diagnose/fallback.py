@@ -567,6 +567,9 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
             pieces += evidence.past_architecture(_phase_line(tail))
     elif phase == progress.JIT_BUILD:
         pieces = [evidence.Evidence("phase", "kernel.build", 0.25, why + "; if it failed, it failed there")]
+    elif phase is None and launch is not None and launch.line is not None and launch.ready_line is None:
+        pieces = evidence.after_header("the text ends after the launch's server_args line with no start-up step "
+                                       "after it")
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
