@@ -36,6 +36,9 @@ The collectors, by name (the weights are stated where each piece is made):
   ``CAPTURE_KERNEL_PLACE``; frames of a start-up constructor), read through what
   usually fails in it: one piece per category in proportion to the labelled failures of that
   phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
+- ``after_header``: the failure (or a text's end) came after the launch's ``server_args`` line and
+  before any start-up step: SGLang builds the model's configuration and tokenizer next
+  (``AFTER_HEADER``: support pieces for model.unsupported, then model.load).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.
 - ``weights_reading``: the last step line shows the checkpoint being read (a shard bar, the
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
