@@ -36,6 +36,9 @@ The collectors, by name (the weights are stated where each piece is made):
   ``CAPTURE_KERNEL_PLACE``; frames of a start-up constructor), read through what
   usually fails in it: one piece per category in proportion to the labelled failures of that
   phase (``phase_prior.py``; the counts come from the tuned corpus parts' labels).
+- ``after_header``: the failure (or a text's end) came after the launch's ``server_args`` line and
+  before any start-up step: SGLang builds the model's configuration and tokenizer next
+  (``AFTER_HEADER``: support pieces for model.unsupported, then model.load).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.
 - ``weights_reading``: the last step line shows the checkpoint being read (a shard bar, the
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
@@ -824,6 +827,9 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
         last = last_before(launch, inc.first_line)
         if last is not None:
             out += _low_memory(last, phase_after(last.name))
+        elif (found and found[0] == "startup.args" and launch.line is not None and launch.line < inc.first_line
+              and not inc.captures.get("progress_phase")):
+            out += after_header("the failure came after the launch's server_args line, before any start-up step")
     if inc.captures.get("progress_phase") == "startup.load_weights" and found and found[0] == "startup.load_weights":
         out += past_architecture(inc.captures.get("progress_text", ""))
     if inc.captures.get("progress_phase") == progress.JIT_BUILD:
@@ -831,6 +837,30 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
                             f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
                             "shows a JIT kernel build under way"))
     return out
+
+
+# What SGLang does right after it logs the launch's ``server_args`` line: the line is printed only
+# once the arguments were parsed and checked (entrypoints/engine.py ``_launch_subprocesses``: 0.4.6
+# ``check_server_args()`` then ``logger.info(f"{server_args=}")``; 0.5.9 and 0.5.23 the same order),
+# and the next step is building the model's configuration and tokenizer (the tokenizer manager in the
+# main process, ``Scheduler.__init__``'s ``init_model_config`` / ``init_tokenizer`` in each scheduler:
+# transformers' ``AutoConfig`` with the model's ``model_type`` and ``architectures``, the tokenizer's
+# files from the hub) before the first start-up milestone, "Init torch distributed begin".  A failure
+# (or a text's end) after that line and before any step line is most often a model whose configuration
+# this transformers / SGLang does not know (model.unsupported), else its files (model.load); an
+# argument parser's complaint (the ``startup.args`` prior's commonest labelled failures, printed
+# before the line) is past.  On the tuned parts' labels, of the failures whose text holds a
+# server_args line and no start-up step line, 5 of 13 were model.unsupported, no other category more
+# than 2.  The pieces are support: they place the failure, they say nothing of it.
+AFTER_HEADER: tuple[tuple[str, float], ...] = (("model.unsupported", 0.12), ("model.load", 0.06))
+
+
+def after_header(how: str) -> list[Evidence]:
+    """The pieces of ``AFTER_HEADER`` (``how``: how the text shows it ended or failed after the line)."""
+    return [Evidence("after_header", category, weight,
+                     f"{how}: SGLang prints it once the arguments were checked, and builds the model's configuration "
+                     "and tokenizer next (transformers' AutoConfig; the hub's files)", support=True)
+            for category, weight in AFTER_HEADER]
 
 
 # The weight-loading progress lines (progress.PROGRESS: the checkpoint-shard bars, the loader's
@@ -1115,7 +1145,7 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
     else:
         best = max(candidates, key=lambda c: (round(score[c], 6), -order.index(c)))
     grounds = "text" if own.get(best, 0.0) > 0 else (
-        "phase" if any(ev.category == best and ev.support and ev.name.startswith("prior:") and ev.weight > 0
+        "phase" if any(ev.category == best and ev.support and _places(ev) and ev.weight > 0
                        for ev in evidence) else "around")
     positive = sum(max(s, 0.0) for s in score.values())
     confidence = min(MAX_CONFIDENCE, top[best] + AGREE_BONUS * (count[best] - 1))
@@ -1140,6 +1170,14 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
 
 
 GROUNDS = ("text", "phase", "around", "rule", "none")
+# the supporting pieces that place the failure in SGLang's order of work (the phase read through the
+# prior, the step after the server_args line), as against words of the lines around it
+_PLACING = ("after_header",)
+
+
+def _places(ev: Evidence) -> bool:
+    """The piece is a reading of where the failure came (``prior:PHASE``, ``_PLACING``)."""
+    return ev.name.startswith("prior:") or ev.name in _PLACING
 
 
 def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None = None) -> str:
@@ -1150,8 +1188,11 @@ def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None 
     if grounds == "text":
         return f"the text's own evidence ({names})"
     if grounds == "phase":
-        phase = next((ev.name.removeprefix("prior:") for ev in used or () if ev.name.startswith("prior:")), "?")
-        return (f"only the phase the text shows ({phase}), read through what usually fails there (counted from "
+        phase = next((ev.name.removeprefix("prior:") for ev in used or () if ev.name.startswith("prior:")), None)
+        if phase is None and any(ev.name == "after_header" for ev in used or ()):
+            return ("only where the text stops (after the launch's server_args line, before any start-up step), read "
+                    "through what SGLang does next: no piece of this failure itself is in the text")
+        return (f"only the phase the text shows ({phase or '?'}), read through what usually fails there (counted from "
                 "labelled logs): no piece of this failure itself is in the text")
     if grounds == "around":
         return f"only words of the lines around the failure ({names}): no piece of the failure itself is in the text"

@@ -117,6 +117,13 @@ def missing_part(incident: Incident) -> str | None:
         if incident.exception.message.strip().lower() in ("", "error", "error:", "failed", "none"):
             return (f"the exception line ({incident.exception.type}: {incident.exception.message.strip()}) says "
                     "nothing beyond its type: the cause is in the lines printed before it")
+        message = incident.exception.message.strip()
+        if _ELIDED.match(message):
+            return (f"the exception's message was elided in the paste ({incident.exception.type}: {message}): the "
+                    "words that name the cause are missing")
+        if _POINTS_ABOVE.match(message):
+            return (f"the exception only points to the errors printed before it ({message[:80]}): the failing "
+                    "process's own error is above these lines (or in its own log)")
         return None
     names = set(incident.signal_names)
     if names and names <= set(_TERMINAL) | {"exit_code", "subprocess_crashed", "scheduler_dead", "scheduler_died"}:
@@ -141,6 +148,15 @@ def missing_part(incident: Incident) -> str | None:
         return f"{PEER_GONE}: the cause is in the log of the rank or node that died"
     return None
 
+
+# An exception message that a paste elided (``RuntimeError: ...``, ``ValueError: [...]``, an ellipsis,
+# a ``<truncated>`` marker): the type survived, the words that name the cause did not
+_ELIDED = re.compile(r"^(?:\.{2,}|\u2026+|\[\s*(?:\.{2,}|\u2026)\s*\]|\(\s*(?:\.{2,}|\u2026)\s*\)|"
+                     r"<[^<>]{0,30}\b(?:truncated|omitted|elided|snip)\w*[^<>]{0,30}>)$", re.IGNORECASE)
+# An exception whose message only points to the errors printed before it: the launcher's
+# ``RuntimeError: Initialization failed. Please see the error messages above.`` (entrypoints/engine.py,
+# 0.4.6-0.5.23, raised when a scheduler reported it was not ready), which carries no cause of its own
+_POINTS_ABOVE = re.compile(r"^(?:[\w ]{0,40}\bfailed\.?\s+)?(?:please )?see the error messages? above\.?$", re.IGNORECASE)
 
 PEER_GONE = "a peer went away first"
 # gloo's TCP transport (gloo/transport/tcp/pair.cc) when the other end of a rank-to-rank connection
@@ -567,6 +583,9 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
             pieces += evidence.past_architecture(_phase_line(tail))
     elif phase == progress.JIT_BUILD:
         pieces = [evidence.Evidence("phase", "kernel.build", 0.25, why + "; if it failed, it failed there")]
+    elif phase is None and launch is not None and launch.line is not None and launch.ready_line is None:
+        pieces = evidence.after_header("the text ends after the launch's server_args line with no start-up step "
+                                       "after it")
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
