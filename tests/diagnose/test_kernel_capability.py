@@ -90,3 +90,14 @@ def test_the_npu_eight_dimension_limit_turns_to_the_pil_image_processor_in_each_
 def test_another_npu_operator_error_is_not_the_dimension_limit():
     incs = incidents(ROOT / "fixtures/runtime/npu_kernel_exception_serving.log")
     assert incs and all(i["rule"] != "kernel.unsupported_hw.npu_aclnn_max_dims" for i in incs)
+
+
+def test_flashinfers_own_no_kernel_image_line_without_a_traceback_switches_to_triton():
+    (inc,) = incidents(ROOT / "fixtures/kernel/flashinfer_no_kernel_image_line.log", "--sglang-version", "0.5.9")
+    assert inc["rule"] == "kernel.unsupported_hw.flashinfer_no_kernel_image"
+    assert inc["remediation"]["set"] == {"--attention-backend": "triton"}
+
+
+def test_torchs_no_kernel_image_outside_flashinfer_keeps_the_general_rule():
+    incs = incidents(ROOT / "fixtures/kernel/no_kernel_image_059.log")
+    assert [i["rule"] for i in incs] == ["kernel.unsupported_hw.no_kernel_image"]
