@@ -1,0 +1,103 @@
+"""rules/kernel_capability.yaml: kernel libraries that refuse the GPU below SGLang's own checks
+(FlashInfer's TRT-LLM-gen runners, DeepGEMM's host assert, an Ascend operator's 8-dimension
+limit).  Each test runs the real CLI on a real file: the shipped fixtures, or a log written
+to tmp_path from SGLang's own message where the case is a variant of one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import ROOT, doctor_cmd
+
+
+def incidents(path, *extra: str) -> list[dict]:
+    r = subprocess.run(doctor_cmd("explain", "--format", "json", *extra, str(path)), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode in (0, 1), r.stderr
+    assert "Traceback (most recent call last)" not in r.stderr, r.stderr
+    return [e for line in r.stdout.splitlines() if line.startswith("{")
+            for e in [json.loads(line)] if e["event"] == "incident"]
+
+
+def test_flashinfer_trtllm_gen_runner_refusing_the_gpu_switches_the_attention_backend():
+    (inc,) = incidents(ROOT / "fixtures/kernel/trtllm_gen_fmha_arch_sm120.log", "--sglang-version", "0.5.23")
+    assert inc["rule"] == "kernel.unsupported_hw.trtllm_gen_arch"
+    assert inc["category"] == "kernel.unsupported_hw"
+    assert "TllmGenFmhaRunner" in inc["title"]
+    # the launch set no backend: nothing to remove, the portable backend instead
+    assert inc["remediation"]["set"] == {"--attention-backend": "triton"}
+    assert inc["remediation"]["unset"] == []
+
+
+def test_the_one_line_paste_of_the_runner_error_is_named_too():
+    (inc,) = incidents(ROOT / "fixtures/kernel/trtllm_gen_fmha_arch_one_line.log", "--sglang-version", "0.5.23")
+    assert inc["rule"] == "kernel.unsupported_hw.trtllm_gen_arch"
+
+
+def test_a_trtllm_backend_the_launch_chose_is_removed_first(tmp_path):
+    text = (ROOT / "fixtures/kernel/trtllm_gen_fmha_arch_sm120.log").read_text()
+    log = tmp_path / "trtllm_mla_set.log"
+    log.write_text(text.replace("attention_backend=None, prefill", "attention_backend='trtllm_mla', prefill", 1))
+    (inc,) = incidents(log, "--sglang-version", "0.5.23")
+    assert inc["rule"] == "kernel.unsupported_hw.trtllm_gen_arch"
+    assert inc["remediation"]["unset"] == ["--attention-backend"]
+
+
+def test_a_models_unsupported_architecture_is_not_a_kernel_refusing_the_gpu(tmp_path):
+    # sglang 0.5.9 srt/configs/internvl.py:327: the InternVL LLM's architecture name
+    log = tmp_path / "internvl.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/configs/internvl.py", line 327, in __init__\n'
+        "    raise ValueError(\n"
+        "ValueError: Unsupported architecture: InternLM3ForCausalLM\n")
+    (inc,) = incidents(log)
+    assert inc["rule"] not in ("kernel.unsupported_hw.trtllm_gen_arch", "kernel.unsupported_hw.deepgemm_arch")
+    assert inc["category"] != "kernel.unsupported_hw"
+
+
+def test_deepgemm_refusing_the_gpu_in_a_models_own_attention_has_no_switch():
+    (inc,) = incidents(ROOT / "fixtures/kernel/deepgemm_arch_dsv4_sm120.log", "--sglang-version", "0.5.23")
+    assert inc["rule"] == "kernel.unsupported_hw.deepgemm_arch"
+    # the indexer calls DeepGEMM directly: turning its JIT GEMMs off is not proposed as the fix
+    assert inc["remediation"]["env"] == {} and inc["remediation"]["needs_human"]
+
+
+def test_deepgemm_refusing_the_gpu_under_sglangs_wrapper_turns_its_jit_off(tmp_path):
+    log = tmp_path / "deepgemm_wrapper.log"
+    log.write_text(
+        "[2026-04-27 23:40:50 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/quantization/fp8_kernel.py", line 1042, in w8a8_block_fp8_matmul_deepgemm\n'
+        "    deep_gemm_wrapper.gemm_nt_f8f8bf16((A, As), (B, Bs), C)\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/deep_gemm_wrapper/entrypoint.py", line 83, in gemm_nt_f8f8bf16\n'
+        "    deep_gemm.fp8_gemm_nt(lhs, rhs, out)\n"
+        "RuntimeError: Assertion error (csrc/apis/gemm.hpp:112): Unsupported architecture\n")
+    (inc,) = incidents(log, "--sglang-version", "0.5.23")
+    assert inc["rule"] == "kernel.unsupported_hw.deepgemm_arch"
+    assert inc["remediation"]["env"].get("SGLANG_ENABLE_JIT_DEEPGEMM") == "0"
+
+
+def test_the_npu_eight_dimension_limit_turns_to_the_pil_image_processor_in_each_releases_spelling():
+    log = ROOT / "fixtures/kernel/npu_aclnn_8_dims_warmup.log"
+    (old,) = incidents(log, "--sglang-version", "0.5.9")
+    assert old["rule"] == "kernel.unsupported_hw.npu_aclnn_max_dims"
+    assert old["remediation"]["set"] == {"--disable-fast-image-processor": True}
+    (new,) = incidents(log, "--sglang-version", "0.5.23")
+    assert new["remediation"]["set"] == {"--image-processor-backend": "pil"}
+
+
+def test_another_npu_operator_error_is_not_the_dimension_limit():
+    incs = incidents(ROOT / "fixtures/runtime/npu_kernel_exception_serving.log")
+    assert incs and all(i["rule"] != "kernel.unsupported_hw.npu_aclnn_max_dims" for i in incs)
+
+
+def test_flashinfers_own_no_kernel_image_line_without_a_traceback_switches_to_triton():
+    (inc,) = incidents(ROOT / "fixtures/kernel/flashinfer_no_kernel_image_line.log", "--sglang-version", "0.5.9")
+    assert inc["rule"] == "kernel.unsupported_hw.flashinfer_no_kernel_image"
+    assert inc["remediation"]["set"] == {"--attention-backend": "triton"}
+
+
+def test_torchs_no_kernel_image_outside_flashinfer_keeps_the_general_rule():
+    incs = incidents(ROOT / "fixtures/kernel/no_kernel_image_059.log")
+    assert [i["rule"] for i in incs] == ["kernel.unsupported_hw.no_kernel_image"]
