@@ -43,6 +43,16 @@ def only_incident(pack, text: str) -> dict:
     return ev
 
 
+def incidents_of_lines(tmp_path: Path, lines: list[str]):
+    """The incidents ``pipeline.read_incidents`` forms from ``lines`` written to a real file."""
+    from sglang_doctor import pipeline
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+
+    p = tmp_path / "log.txt"
+    p.write_text("\n".join(lines) + "\n")
+    return pipeline.read_incidents(p, RuleSet.load())[1]
+
+
 def processes_mentioning(text: str) -> list[int]:
     """Live (not zombie) processes other than this one whose command line contains ``text``."""
     import os

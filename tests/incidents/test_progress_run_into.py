@@ -10,10 +10,7 @@ to compile a kernel: kernel.build, not an unknown crash."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from sglang_doctor import pipeline
-from sglang_doctor.diagnose.rules_engine import RuleSet
+from conftest import incidents_of_lines
 from sglang_doctor.incidents import progress
 from test_record_exception import explain_file
 
@@ -23,12 +20,6 @@ WHAT = "  what():  unexpected value in the kernel's launch table"
 ABORT = "Fatal Python error: Aborted"
 MLIR_WHAT = ("  what():  Expected an MLIR object (got [<cutlass._mlir._mlir_libs._cutlass_ir._mlir.ir.OpResult object "
              "at 0x7f72f4382db0>]).")
-
-
-def _incidents(tmp_path: Path, lines: list[str]):
-    p = tmp_path / "log.txt"
-    p.write_text("\n".join(lines) + "\n")
-    return pipeline.read_incidents(p, RuleSet.load())[1]
 
 
 def test_a_bar_with_text_after_it_shows_its_phase():
@@ -46,17 +37,17 @@ def test_a_bar_alone_or_text_alone_is_not_run_into():
 
 
 def test_the_failure_on_the_bars_line_takes_the_bars_phase(tmp_path):
-    (inc,) = _incidents(tmp_path, [BAR + TERMINATE, WHAT, ABORT])
+    (inc,) = incidents_of_lines(tmp_path, [BAR + TERMINATE, WHAT, ABORT])
     assert inc.captures.get("progress_phase") == "startup.cuda_graph"
     assert inc.captures.get("progress_line") == "1"
 
 
 def test_a_failure_on_its_own_line_after_a_finished_bar_is_read_as_before(tmp_path):
     # the bar on its own line before the failure: the progress line before it, as always
-    (inc,) = _incidents(tmp_path, [BAR, TERMINATE, WHAT, ABORT])
+    (inc,) = incidents_of_lines(tmp_path, [BAR, TERMINATE, WHAT, ABORT])
     assert inc.captures.get("progress_phase") == "startup.cuda_graph"
     assert inc.captures.get("progress_line") == "1"
-    (inc,) = _incidents(tmp_path, [TERMINATE, WHAT, ABORT])
+    (inc,) = incidents_of_lines(tmp_path, [TERMINATE, WHAT, ABORT])
     assert "progress_phase" not in inc.captures
 
 

@@ -6,31 +6,22 @@ accuracy").  It is no incident (signals.py triton_ignorable_diagnostic; the rule
 literal read it as a kernel compile failure before), but it shows a Triton kernel being compiled
 (progress.py JIT_BUILD).  A fatal MLIR diagnostic stays a compile failure."""
 
-from pathlib import Path
-
-from sglang_doctor import pipeline
-from sglang_doctor.diagnose.rules_engine import RuleSet
+from conftest import incidents_of_lines
 from sglang_doctor.incidents import progress
 
 DIAG = ('loc("/usr/local/lib/python3.10/dist-packages/sglang/srt/layers/attention/triton_ops/decode_attention.py"'
         ':310:16): error: operation scheduled before its operands')
 
 
-def _incidents(tmp_path: Path, lines: list[str]):
-    p = tmp_path / "log.txt"
-    p.write_text("\n".join(lines) + "\n")
-    return pipeline.read_incidents(p, RuleSet.load())[1]
-
-
 def test_the_diagnostic_and_its_interleaved_tail_are_no_incident(tmp_path):
     tail = 'g/srt/layers/attention/triton_ops/decode_attention.py":310:16): error: operation scheduled before its operands'
-    assert _incidents(tmp_path, [DIAG, DIAG, tail, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"]) == []
+    assert incidents_of_lines(tmp_path, [DIAG, DIAG, tail, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"]) == []
 
 
 def test_a_fatal_mlir_diagnostic_is_still_an_incident(tmp_path):
     fatal = DIAG.replace("operation scheduled before its operands",
                          "failed to legalize operation 'tt.dot' that was explicitly marked illegal")
-    (inc,) = _incidents(tmp_path, [fatal])
+    (inc,) = incidents_of_lines(tmp_path, [fatal])
     assert inc.first_line == 1
 
 
@@ -45,12 +36,12 @@ def test_the_diagnostic_cut_at_its_tail_is_no_incident(tmp_path):
     # a paste cut inside the line (a search excerpt, a terminal width) keeps a head of its words
     for cut in ("operation scheduled before its op", "operation scheduled before its", "operation scheduled before"):
         line = DIAG.replace("operation scheduled before its operands", cut)
-        assert _incidents(tmp_path, [DIAG, line]) == [], cut
+        assert incidents_of_lines(tmp_path, [DIAG, line]) == [], cut
 
 
 def test_another_diagnostic_after_the_same_words_is_still_an_incident(tmp_path):
     line = DIAG.replace("operation scheduled before its operands", "operation scheduled before its operands: x")
-    (inc,) = _incidents(tmp_path, [line])
+    (inc,) = incidents_of_lines(tmp_path, [line])
     assert inc.first_line == 1
 
 
@@ -61,11 +52,11 @@ def test_the_diagnostic_cut_before_before_anywhere_in_the_text_is_no_incident(tm
     cut without a line end."""
     for cut in ("operation scheduled bef", "operation scheduled", "operation schedu"):
         line = DIAG.replace("operation scheduled before its operands", cut)
-        assert _incidents(tmp_path, [DIAG, line, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"]) == [], cut
+        assert incidents_of_lines(tmp_path, [DIAG, line, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"]) == [], cut
 
 
 def test_too_little_of_the_words_is_still_a_compile_error(tmp_path):
     """A head shorter than complete_literal asks (MIN_LITERAL_SHARE of the literal) says too little."""
     line = DIAG.replace("operation scheduled before its operands", "operation sch")
-    (inc,) = _incidents(tmp_path, [line, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"])
+    (inc,) = incidents_of_lines(tmp_path, [line, "[2025-02-18 09:50:59 TP0] max_total_num_tokens=412633"])
     assert inc.first_line == 1
