@@ -379,6 +379,11 @@ class Catalog:
         found = self.spec(flag)
         return found.name if found else None
 
+    def has_option(self, option: str) -> bool:
+        """``option`` is exactly one of this release's option strings (an alias counts; a
+        prefix argparse would accept does not)."""
+        return option in self._by_option
+
     def by_dest(self, dest: str) -> FlagSpec | None:
         """The flag that sets ServerArgs field (or argparse dest) ``dest``."""
         return self._by_dest.get(dest)
@@ -1027,7 +1032,7 @@ def successor(flag: str, to: Catalog) -> tuple[str, Any] | None:
     if hint is None:
         return None
     name, value = hint
-    target = to.canonical(name) if name in to._by_option else translate(name, to)
+    target = to.canonical(name) if to.has_option(name) else translate(name, to)
     if target is None:
         return None
     spec = to.spec(target)

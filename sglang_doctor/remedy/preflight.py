@@ -89,7 +89,7 @@ def launch_argv(command: list[str]) -> list[str]:
 
 def _releases_with(option: str) -> list[str]:
     return [v for v in flags_mod.KNOWN_VERSIONS
-            if option in flags_mod.shipped_catalog(v)._by_option]
+            if flags_mod.shipped_catalog(v).has_option(option)]
 
 
 def _span(releases: list[str]) -> str:

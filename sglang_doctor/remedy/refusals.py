@@ -93,7 +93,7 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
         word = m.group(1) or ("--" + m.group(2).replace("_", "-") if m.group(2) else "--" + m.group(3))
         # a flag spelled out may be any spelling of any release; a field or a bare word only this
         # release's exact option (no prefix: "tp" is not --tp-size)
-        flag = ctx.flag(word) if m.group(1) else ctx.catalog.canonical(word) if word in ctx.catalog._by_option else None
+        flag = ctx.flag(word) if m.group(1) else ctx.catalog.canonical(word) if ctx.catalog.has_option(word) else None
         if flag is None and m.group(2):
             spec = ctx.catalog.by_dest(m.group(2))
             flag = spec.name if spec is not None else None
