@@ -1055,10 +1055,21 @@ class Assembler:
                 # start-up constructor (Scheduler / TpModelWorker / ModelRunner) or import-time
                 # code: not ready yet (the reason goes into the explanation)
                 incident.after_ready, incident.after_ready_known = False, True
+        in_loop = None
+        if primary is not None and not incident.after_ready_known and not any(
+                tracebacks.in_startup_constructor(b.frames) for b in builders):
+            # the same question the other way: any of the group's tracebacks (the rank whose
+            # header and first frames survived, not only the one whose exception did) passes
+            # the scheduler's event loop, entered only once the scheduler had started
+            in_loop = next((r for r in (tracebacks.event_loop_reason(b.frames) for b in builders) if r), None)
+            if in_loop:
+                incident.after_ready, incident.after_ready_known = True, True
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
         if primary is not None and starting:
             incident.captures.setdefault("startup_frames", starting)
+        if in_loop:
+            incident.captures.setdefault("serving_frames", in_loop)
         if not incident.after_ready_known:
             hint = startup_hints.words_reason(incident)
             if hint:
