@@ -42,6 +42,13 @@ _SIGNAL_CONTINUATION = re.compile(
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
+# The tokenizer manager's crash dump (0.5.x tokenizer_manager.py dump_requests_before_crash, run
+# by its SIGQUIT handler when a child failed, and on SIGTERM after a failed health check): the
+# lines it prints while the failed ranks are still writing their tracebacks belong to that death
+# and do not end its incident (sgl-project/sglang#28396: a rank's exception, "Sleeping 5 seconds
+# before crash diagnostics", then TP7's "Scheduler hit an exception").
+_CRASH_DUMP = re.compile(r"Dumping requests before crash\.|Dumped \d+ finished and \d+ unfinished requests before crash |"
+                         r"Sleeping \d+ seconds before crash diagnostics|crash dump already performed, skipping")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
 # a supervisor's record of a process that a SIGKILL / SIGTERM ended (docker compose "NAME exited
@@ -779,7 +786,8 @@ class Assembler:
                 self.launch.ready_line = line.number
                 events.append(Event("ready", self.launch, line=line.number))
         group = self._group
-        if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)):
+        if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)) \
+                and not (group.builders and _CRASH_DUMP.search(message) and not self._too_far(line)):
             self._close_group(events)
 
     def _group_waits_for(self, ranks: tuple[str, ...]) -> bool:

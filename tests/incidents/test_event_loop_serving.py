@@ -71,3 +71,32 @@ def test_a_start_up_constructor_wins(tmp_path):
              "AssertionError"]
     (inc,) = incidents_of_lines(tmp_path, lines)
     assert inc.after_ready_known and not inc.after_ready
+
+
+# sgl-project/sglang#28396 (field23/003): one rank's exception, the tokenizer manager's crash-dump
+# line (0.5.23 tokenizer_manager.py dump_requests_before_crash, run by its SIGQUIT handler), then
+# TP7's header.  The crash-dump line is part of the same death: one incident, not two.
+DIAGNOSTICS = "[2026-06-16 13:51:45] Sleeping 5 seconds before crash diagnostics to let GPU activity settle."
+RUNTIME_TAIL = [
+    f'  File "{SITE[:-4]}/../sgl_kernel/kvcacheio.py", line 215, in transfer_kv_all_layer_direct_lf_pf',
+    "    torch.ops.sgl_kernel.transfer_kv_all_layer_direct_lf_pf.default(",
+    "RuntimeError: cudaMemcpyBatchAsync failed. failIdx=18446744073709551615 error=invalid argument",
+    "",
+]
+TP7_HEADER = [
+    "[2026-06-16 13:51:45 TP7] Scheduler hit an exception: Traceback (most recent call last):",
+    f'  File "{SITE}/managers/scheduler.py", line 4064, in run_scheduler_process',
+    "    scheduler.run_event_loop()",
+]
+
+
+def test_the_crash_dump_line_does_not_split_the_death(tmp_path):
+    (inc,) = incidents_of_lines(tmp_path, RUNTIME_TAIL + [DIAGNOSTICS] + TP7_HEADER)
+    assert inc.exception is not None and inc.exception.type == "RuntimeError"
+    assert inc.last_line == len(RUNTIME_TAIL) + 1 + len(TP7_HEADER)
+
+
+def test_another_plain_line_still_ends_the_incident(tmp_path):
+    other = "[2026-06-16 13:51:45] Cache flushed successfully!"
+    incidents = incidents_of_lines(tmp_path, RUNTIME_TAIL + [other] + TP7_HEADER)
+    assert len(incidents) == 2
