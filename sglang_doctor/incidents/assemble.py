@@ -42,6 +42,13 @@ _SIGNAL_CONTINUATION = re.compile(
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
+# The tokenizer manager's crash dump (0.5.x tokenizer_manager.py dump_requests_before_crash, run
+# by its SIGQUIT handler when a child failed, and on SIGTERM after a failed health check): the
+# lines it prints while the failed ranks are still writing their tracebacks belong to that death
+# and do not end its incident (sgl-project/sglang#28396: a rank's exception, "Sleeping 5 seconds
+# before crash diagnostics", then TP7's "Scheduler hit an exception").
+_CRASH_DUMP = re.compile(r"Dumping requests before crash\.|Dumped \d+ finished and \d+ unfinished requests before crash |"
+                         r"Sleeping \d+ seconds before crash diagnostics|crash dump already performed, skipping")
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
 # a supervisor's record of a process that a SIGKILL / SIGTERM ended (docker compose "NAME exited
@@ -779,7 +786,8 @@ class Assembler:
                 self.launch.ready_line = line.number
                 events.append(Event("ready", self.launch, line=line.number))
         group = self._group
-        if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)):
+        if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)) \
+                and not (group.builders and _CRASH_DUMP.search(message) and not self._too_far(line)):
             self._close_group(events)
 
     def _group_waits_for(self, ranks: tuple[str, ...]) -> bool:
@@ -1055,10 +1063,21 @@ class Assembler:
                 # start-up constructor (Scheduler / TpModelWorker / ModelRunner) or import-time
                 # code: not ready yet (the reason goes into the explanation)
                 incident.after_ready, incident.after_ready_known = False, True
+        in_loop = None
+        if primary is not None and not incident.after_ready_known and not any(
+                tracebacks.in_startup_constructor(b.frames) for b in builders):
+            # the same question the other way: any of the group's tracebacks (the rank whose
+            # header and first frames survived, not only the one whose exception did) passes
+            # the scheduler's event loop, entered only once the scheduler had started
+            in_loop = next((r for r in (tracebacks.event_loop_reason(b.frames) for b in builders) if r), None)
+            if in_loop:
+                incident.after_ready, incident.after_ready_known = True, True
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
         if primary is not None and starting:
             incident.captures.setdefault("startup_frames", starting)
+        if in_loop:
+            incident.captures.setdefault("serving_frames", in_loop)
         if not incident.after_ready_known:
             hint = startup_hints.words_reason(incident)
             if hint:

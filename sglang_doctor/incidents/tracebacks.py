@@ -519,3 +519,33 @@ def in_startup_constructor(frames: list[Frame]) -> bool:
     """True when a frame is one of the start-up constructors: the server was not ready yet."""
     return any(f.function in _STARTUP_FUNCTIONS and any(m in f.file.replace("\\", "/") for m in _STARTUP_MODULES)
                for f in frames)
+
+
+# The scheduler's event loop.  run_scheduler_process builds the Scheduler (every start-up step:
+# distributed set-up, weights, memory pools, CUDA graphs), tells the launcher it is up
+# (pipe_writer.send), and only then enters the loop: ``scheduler.run_event_loop()`` ->
+# ``dispatch_event_loop`` -> ``event_loop_normal`` / ``event_loop_overlap`` / ``event_loop_pp``
+# and the disaggregation / multiplexing loops (``event_loop_overlap_disagg_decode``,
+# ``event_loop_pdmux``; 0.5.23 scheduler.py, whose run_event_loop says "Engine init (graph
+# capture, warmups) is done"); the releases before 0.5.1x call ``scheduler.event_loop_*()``
+# straight from run_scheduler_process.  A traceback that passes the loop -- as a frame, or as
+# the call a frame's source line makes when the text is cut right below it -- was raised by a
+# scheduler that had finished starting.
+_EVENT_LOOP_FUNCTION = re.compile(
+    r"(?:run|_?dispatch)_event_loop(?:_once)?|event_loop_(?:normal|overlap|pp|pdmux)(?:_\w+)?")
+_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+
+
+def event_loop_reason(frames: list[Frame]) -> str | None:
+    """Why the frames show the scheduler's event loop (the server had finished starting), or None."""
+    for f in frames:
+        if not is_sglang_file(f.file):
+            continue
+        function = f.function.rsplit(".", 1)[-1].strip()
+        if _EVENT_LOOP_FUNCTION.fullmatch(function):
+            return f"its traceback runs through the scheduler's event loop ({function}), which starts after start-up"
+        called = next((n for n in _CALLED.findall(f.source or "") if _EVENT_LOOP_FUNCTION.fullmatch(n)), None)
+        if called is not None:
+            return (f"a frame of its traceback calls the scheduler's event loop ({called} in {function}), "
+                    "which starts after start-up")
+    return None
