@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 # before the imports below compile their ~180 `re` patterns: re's programs from the cache
-# (18-20 ms of the start-up's Python otherwise; sglang_doctor/re_programs.py)
-from sglang_doctor import re_programs
+# (18-20 ms of the start-up's Python otherwise; cli/re_programs.py)
+from sglang_doctor.cli import re_programs
 
 re_programs.install()
 

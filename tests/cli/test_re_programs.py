@@ -1,4 +1,4 @@
-"""``re``'s compiled programs kept between runs of the command line (sglang_doctor/re_programs.py).
+"""``re``'s compiled programs kept between runs of the command line (sglang_doctor/cli/re_programs.py).
 
 Each check runs the CLI's import in a real subprocess (the module replaces a function of
 ``re``: the test process is left alone) with a cache directory of its own."""
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REPORT = r"""
 import json, sys
 import sglang_doctor.cli.app
-from sglang_doctor import re_programs as r
+from sglang_doctor.cli import re_programs as r
 print(json.dumps({"installed": r._installed, "new": len(r._new), "stored": len(r._programs())}))
 """
 
@@ -30,7 +30,7 @@ RECHECK = r"""
 import json, re, sys, _sre
 from re import _compiler
 import sglang_doctor.cli.app
-from sglang_doctor import re_programs as r
+from sglang_doctor.cli import re_programs as r
 original = _compiler.compile.__closure__
 original = next(c.cell_contents for c in original
                 if callable(c.cell_contents) and getattr(c.cell_contents, "__name__", "") == "compile")
