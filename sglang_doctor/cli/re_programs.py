@@ -31,6 +31,9 @@ import threading
 from pathlib import Path
 
 FORMAT = 1
+# programs kept at most (file and run together): the CLI's own are ~170; a pattern built from
+# varying text (none is now) would otherwise grow the file with every run
+MAX_PROGRAMS = 1024
 _lock = threading.Lock()
 _stored: dict[str, list] | None = None  # key -> arguments, from the cache file (loaded once)
 _new: dict[str, list] = {}  # recorded in this run, not in the file yet
@@ -62,6 +65,8 @@ def install() -> None:
                 return _sre.compile(p, *_unpack(args))
             except Exception:  # noqa: BLE001 - not arguments this engine takes: compiled anew
                 pass
+        if len(_programs()) + len(_new) >= MAX_PROGRAMS:
+            return original(p, flags)
         pattern, recorded = _record(_compiler, _sre, original, p, flags)
         if recorded is not None:
             if not _new:

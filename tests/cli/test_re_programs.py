@@ -109,6 +109,22 @@ def test_stored_arguments_the_engine_refuses_fall_back_to_re(tmp_path):
     assert got["checked"] == again["new"] and got["bad"] == []
 
 
+LIMIT = r"""
+import json, re
+import sglang_doctor.cli.app
+from sglang_doctor.cli import re_programs as r
+r.MAX_PROGRAMS = len(r._programs()) + len(r._new)
+before = len(r._new)
+assert re.compile("a pattern no module has (?P<n>[0-9]+)").match("a pattern no module has 12").group("n") == "12"
+print(json.dumps({"recorded": len(r._new) - before}))
+"""
+
+
+def test_no_more_than_max_programs_are_kept(tmp_path):
+    child(REPORT, tmp_path)
+    assert child(LIMIT, tmp_path) == {"recorded": 0}  # (compiled by re, and not kept)
+
+
 def test_off_with_the_caches(tmp_path):
     got = child(REPORT, tmp_path, SGLANG_DOCTOR_NO_RULE_CACHE="1")
     assert got == {"installed": False, "new": 0, "stored": 0}
