@@ -690,6 +690,7 @@ class Scanner:
             return False
 
         def work() -> None:
+            yield_to_caller()
             try:
                 source = _Prefetch(blocks)
 
@@ -1112,6 +1113,7 @@ class HelperThread:
         return job
 
     def _run(self) -> None:
+        yield_to_caller()
         while (job := self._jobs.get()) is not None:
             job.run()
 
@@ -1120,6 +1122,30 @@ class HelperThread:
             self._jobs.put(None)
             if wait:
                 self._thread.join()
+
+
+def yield_to_caller() -> None:
+    """Put the calling thread (the read-ahead worker, its helper) one step below the thread
+    that started it, so that the caller is given a CPU as soon as it has a block to work on.
+
+    The caller's Python work on each block is the serial part of the loop; the pass threads
+    have slack (the caller waits for them about half the loop) and fill whatever CPU is left.
+    With three threads on two CPUs at one priority, the caller, woken with a block, waited
+    for one of the pass threads to block first.  Under a real-time policy (``chrt -f``) the
+    thread's priority is lowered by one (never below 1); otherwise its nice value is raised by
+    one (``setpriority`` of a thread, Linux).  Lowering one's own priority needs no privilege;
+    where it fails or the platform lacks it, nothing changes."""
+    try:
+        policy = os.sched_getscheduler(0)
+        if policy in (os.SCHED_FIFO, os.SCHED_RR):
+            prio = os.sched_getparam(0).sched_priority
+            if prio > 1:
+                os.sched_setparam(0, os.sched_param(prio - 1))
+            return
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + 1, 19))
+    except (AttributeError, OSError):
+        pass
 
 
 class _Job:

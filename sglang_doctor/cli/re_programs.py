@@ -1,0 +1,221 @@
+"""The standard ``re`` module's compiled programs kept between runs of the command line.
+
+Importing the CLI compiles about 180 ``re`` patterns at module level (the signals, the
+milestones, the record headers, click's own): ``re``'s parser and code generator are
+Python, 18-20 ms of the ~80 ms import on the benchmark host, in the serial start-up
+before the read-ahead starts (docs/PERFORMANCE.md, session 23).  What they produce is
+handed to the C engine (``_sre.compile``: the pattern, its flags, a list of integers, the
+group count and names), which takes a few microseconds.
+
+``install()`` (called by ``cli/app.py`` before its imports) wraps ``re._compiler.compile``:
+the first compile of a pattern records the arguments ``re`` gives ``_sre.compile`` (the
+engine swapped for a recorder for the length of that call, under a lock), and at exit the
+programs recorded are written to a private cache file beside the rule cache (the same
+checks: a directory and file of our own, not writable by others, no symlink), keyed by the
+interpreter's version and the engine's ``MAGIC``; later runs give the engine the stored
+arguments directly.  A pattern made so is the one ``re`` makes (the same arguments to the
+same engine, which checks a program before it takes it).  Anything unexpected (another
+``re`` layout, arguments that are not plain data, an unreadable or foreign file) falls back
+to ``re``'s own compile.  ``SGLANG_DOCTOR_NO_RULE_CACHE`` turns it off, as it does the
+other caches.  Only the command line installs it: importing the package as a library
+leaves ``re`` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import threading
+from pathlib import Path
+
+FORMAT = 1
+# programs kept at most (file and run together): the CLI's own are ~170; a pattern built from
+# varying text (none is now) would otherwise grow the file with every run
+MAX_PROGRAMS = 1024
+_lock = threading.Lock()
+_stored: dict[str, list] | None = None  # key -> arguments, from the cache file (loaded once)
+_new: dict[str, list] = {}  # recorded in this run, not in the file yet
+_installed = False
+
+
+def install() -> None:
+    """Serve ``re``'s compiles from the stored programs from now on (once per process)."""
+    global _installed
+    if _installed or os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
+        return
+    try:
+        import _sre
+        from re import _compiler
+    except ImportError:
+        return
+    original = getattr(_compiler, "compile", None)
+    if original is None or getattr(_compiler, "_sre", None) is not _sre or not hasattr(_sre, "MAGIC"):
+        return
+    _installed = True
+
+    def compile(p, flags=0):  # noqa: A001 - re._compiler.compile's twin
+        if type(p) not in (str, bytes) or type(flags) is not int or flags & _compiler.SRE_FLAG_DEBUG:
+            return original(p, flags)
+        key = _key(p, flags)
+        args = _programs().get(key) or _new.get(key)
+        if args is not None:
+            try:
+                return _sre.compile(p, *_unpack(args))
+            except Exception:  # noqa: BLE001 - not arguments this engine takes: compiled anew
+                pass
+        if len(_programs()) + len(_new) >= MAX_PROGRAMS:
+            return original(p, flags)
+        pattern, recorded = _record(_compiler, _sre, original, p, flags)
+        if recorded is not None:
+            if not _new:
+                import atexit
+
+                atexit.register(save)  # (once a run has something new to keep)
+            _new[key] = recorded
+        return pattern
+
+    _compiler.compile = compile
+
+
+def _key(p, flags: int) -> str:
+    kind = "b" if type(p) is bytes else "s"
+    text = p.decode("latin-1") if kind == "b" else p
+    return f"{kind}{flags}:{text}"
+
+
+def _record(_compiler, _sre, original, p, flags: int):
+    """(pattern, stored arguments or None): re's own compile, its call to the engine kept."""
+    calls: list[tuple] = []
+
+    class Recorder:
+        def __getattr__(self, name):
+            return getattr(_sre, name)
+
+        def compile(self, *args):
+            calls.append(args)
+            return _sre.compile(*args)
+
+    with _lock:
+        _compiler._sre = Recorder()
+        try:
+            pattern = original(p, flags)
+        finally:
+            _compiler._sre = _sre
+    if len(calls) != 1 or calls[0][0] is not p:
+        return pattern, None
+    packed = _pack(calls[0][1:])
+    try:
+        if packed is None or _unpack(packed) != tuple(calls[0][1:]):
+            return pattern, None
+    except (TypeError, ValueError):
+        return pattern, None
+    return pattern, packed
+
+
+def _pack(args: tuple) -> list | None:
+    """The engine's arguments after the pattern (flags, code, groups, groupindex,
+    indexgroup) as JSON data, or None when they are not of that plain kind."""
+    if len(args) != 5:
+        return None
+    flags, code, groups, groupindex, indexgroup = args
+    if type(flags) is not int or type(groups) is not int or not isinstance(code, list) \
+            or not isinstance(groupindex, dict) or not isinstance(indexgroup, tuple):
+        return None
+    # (re's opcodes are int subclasses with names: stored as the ints they equal)
+    if not all(isinstance(c, int) for c in code) or not all(type(k) is str and type(v) is int
+                                                            for k, v in groupindex.items()):
+        return None
+    if not all(g is None or type(g) is str for g in indexgroup):
+        return None
+    return [flags, [int(c) for c in code], groups, sorted(groupindex.items(), key=lambda kv: kv[1]),
+            list(indexgroup)]
+
+
+def _unpack(args: list) -> tuple:
+    """The engine's arguments from stored ones (TypeError or ValueError when they are not
+    what _pack wrote: every part is checked for its kind)."""
+    flags, code, groups, groupindex, indexgroup = args
+    if type(flags) is not int or type(groups) is not int or not all(type(c) is int for c in code):
+        raise TypeError("not stored arguments")
+    index = {}
+    for name, number in groupindex:
+        if type(name) is not str or type(number) is not int:
+            raise TypeError("not stored arguments")
+        index[name] = number
+    if not all(g is None or type(g) is str for g in indexgroup):
+        raise TypeError("not stored arguments")
+    return flags, list(code), groups, index, tuple(indexgroup)
+
+
+def save() -> None:
+    """Write the programs recorded in this run to the cache file (with those it held)."""
+    if not _new or os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
+        return
+    path = _cache_path()
+    if path is None:
+        return
+    from sglang_doctor.atomic_file import atomic_write
+
+    try:
+        programs = dict(_programs())
+        programs.update(_new)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(os.lstat(path.parent), stat.S_ISDIR):
+            return
+        atomic_write(path, json.dumps({"format": FORMAT, "programs": programs}).encode("utf-8"))
+        _new.clear()
+        global _stored
+        _stored = programs
+        for old in path.parent.glob("re-programs-*.json"):  # other interpreters' files
+            if old != path:
+                old.unlink()
+    except Exception:  # noqa: BLE001 - a cache that cannot be written is only a slower next run
+        pass
+
+
+def _programs() -> dict[str, list]:
+    global _stored
+    if _stored is None:
+        _stored = {}  # (a compile while it loads finds none)
+        _stored = _load()
+    return _stored
+
+
+def _load() -> dict[str, list]:
+    path = _cache_path()
+    if path is None:
+        return {}
+    try:
+        if not _private(os.lstat(path.parent), stat.S_ISDIR):
+            return {}
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            if not _private(os.fstat(fh.fileno()), stat.S_ISREG):
+                return {}
+            blob = json.loads(fh.read())
+    except (OSError, ValueError):
+        return {}
+    programs = blob.get("programs") if isinstance(blob, dict) and blob.get("format") == FORMAT else None
+    if not isinstance(programs, dict):
+        return {}
+    return {k: p for k, p in programs.items() if isinstance(k, str) and isinstance(p, list) and len(p) == 5}
+
+
+def _cache_path():
+    """The cache file of this interpreter and engine (rules_engine._cache_root's directory,
+    worked out here: importing the rule engine this early would cost what this saves)."""
+    import _sre
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    version = "-".join(map(str, sys.version_info[:3])) + f"-{sys.implementation.cache_tag}"
+    return Path(base) / "sglang-doctor" / f"re-programs-{version}-{_sre.MAGIC}-{_sre.CODESIZE}.json"
+
+
+def _private(st: os.stat_result, kind) -> bool:
+    """rules_engine._private: owned by us, not writable by group or others, of the kind."""
+    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
