@@ -101,3 +101,80 @@ def test_flashinfers_own_no_kernel_image_line_without_a_traceback_switches_to_tr
 def test_torchs_no_kernel_image_outside_flashinfer_keeps_the_general_rule():
     incs = incidents(ROOT / "fixtures/kernel/no_kernel_image_059.log")
     assert [i["rule"] for i in incs] == ["kernel.unsupported_hw.no_kernel_image"]
+
+
+# --- session 23 (hw23): capability refusals found in free threads ---
+
+def test_pdmux_refusing_a_blackwell_gpu_removes_enable_pdmux():
+    # sglang#32933: the paste lost the frames' line numbers, so only the message names it
+    (inc,) = incidents(ROOT / "fixtures/kernel/pdmux_arch_sm120.log", "--sglang-version", "0.5.23")
+    assert inc["rule"] == "kernel.unsupported_hw.pdmux_arch"
+    assert inc["category"] == "kernel.unsupported_hw"
+    assert "12.0" in inc["title"]
+    assert inc["remediation"]["unset"] == ["--enable-pdmux"]
+
+
+def test_flash_attention_4s_longer_capability_message_is_not_pdmux(tmp_path):
+    # sglang 0.5.23 kernels/ops/attention/flash_attn/cute/interface.py:1602
+    log = tmp_path / "fa4_cc.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/kernels/ops/attention/flash_attn/cute/interface.py", line 1602, in _flash_attn_fwd\n'
+        "    raise ValueError(\n"
+        "ValueError: Unsupported compute capability: 12. Supported: 8.x, 9.x, 10.x, 11.x, and architectures registered through the forward-host bridge\n")
+    (inc,) = incidents(log, "--sglang-version", "0.5.23")
+    assert inc["rule"] != "kernel.unsupported_hw.pdmux_arch"
+    assert "--enable-pdmux" not in inc["remediation"]["unset"]
+
+
+def test_deep_gemm_undefined_names_deepgemm_turned_off_and_asks_which_condition():
+    (inc,) = incidents(ROOT / "fixtures/kernel/deepgemm_disabled_nameerror_sm120.log", "--sglang-version", "0.5.23")
+    assert inc["rule"] == "kernel.unsupported_hw.deepgemm_not_enabled"
+    assert inc["category"] == "kernel.unsupported_hw"
+    # the log does not say which condition failed: advice with the command, no change
+    assert inc["remediation"]["set"] == {} and inc["remediation"]["env"] == {}
+    assert "SGLANG_ENABLE_JIT_DEEPGEMM" in inc["remediation"]["note"]
+
+
+def test_another_undefined_name_is_not_deepgemm(tmp_path):
+    log = tmp_path / "other_name.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/deep_gemm_wrapper/entrypoint.py", line 244, in tf32_hc_prenorm_gemm\n'
+        "    deep_gemm_ext.tf32_hc_prenorm_gemm(x)\n"
+        "NameError: name 'deep_gemm_ext' is not defined\n")
+    (inc,) = incidents(log)
+    assert inc["rule"] != "kernel.unsupported_hw.deepgemm_not_enabled"
+
+
+def test_hip_invalid_device_function_is_rocms_no_kernel_image():
+    (inc,) = incidents(ROOT / "fixtures/kernel/hip_invalid_device_function_r9700.log")
+    assert inc["rule"] == "kernel.unsupported_hw.hip_invalid_device_function"
+    assert inc["category"] == "kernel.unsupported_hw"
+
+
+def test_hip_invalid_device_function_while_serving_is_still_the_gpu_not_a_serving_crash(tmp_path):
+    log = tmp_path / "hip_serving.log"
+    log.write_text(
+        "[2026-01-01 00:00:00] The server is fired up and ready to roll!\n"
+        "[2026-01-01 00:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 10, in event_loop_normal\n'
+        "    self.run_batch(batch)\n"
+        "RuntimeError: HIP error: invalid device function\n")
+    (inc,) = incidents(log)
+    assert inc["category"] == "kernel.unsupported_hw"
+
+
+def test_torchs_incompatible_architecture_warning_names_the_crash_that_follows():
+    incs = incidents(ROOT / "fixtures/kernel/torch_arch_incompatible_sm120_crash.log")
+    assert incs[0]["rule"] == "kernel.unsupported_hw.torch_arch_incompatible"
+    assert "sm_120" in incs[0]["title"]
+    assert all(i["category"] == "kernel.unsupported_hw" for i in incs)
+
+
+def test_torchs_incompatible_architecture_warning_before_a_ready_server_is_no_incident(tmp_path):
+    text = (ROOT / "fixtures/kernel/torch_arch_incompatible_sm120_crash.log").read_text().splitlines()
+    log = tmp_path / "warned_then_ready.log"
+    # the warning block as torch prints it, then the same launch getting ready
+    log.write_text("\n".join(text[2:8]) + "\n[2026-01-01 00:00:09] The server is fired up and ready to roll!\n")
+    assert incidents(log) == []
