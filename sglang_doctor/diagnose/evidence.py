@@ -44,7 +44,8 @@ The collectors, by name (the weights are stated where each piece is made):
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
 - ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
   it can complete to names one category (``TYPE_NAMES``).
-- ``low_memory``: the last milestone shows almost no free GPU memory.
+- ``low_memory``: the last milestone shows almost no free GPU memory (also for a text with no failure,
+  fallback.no_incident: what the step after it would have had).
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
   pool (nearly) full, or requests retracted (incidents/serving.py).
 - ``words:NAME``: a word of ``WORD_SOURCES`` (an architecture, a platform, NCCL, the KV transport,
@@ -826,7 +827,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
     if launch is not None:
         last = last_before(launch, inc.first_line)
         if last is not None:
-            out += _low_memory(last, phase_after(last.name))
+            out += low_memory(last, phase_after(last.name))
         elif (found and found[0] == "startup.args" and launch.line is not None and launch.line < inc.first_line
               and not inc.captures.get("progress_phase")):
             out += after_header("the failure came after the launch's server_args line, before any start-up step")
@@ -893,7 +894,7 @@ def past_architecture(line: str) -> list[Evidence]:
 LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little
 
 
-def _low_memory(last, phase: str) -> list[Evidence]:
+def low_memory(last, phase: str) -> list[Evidence]:
     """The last milestone shows almost no free GPU memory (``avail mem=0.41 GB``): the next
     step ran out of it, the KV pool when the pools were being sized (SGLang's "Not enough
     memory"), else an allocation (a CUDA OOM while capturing graphs or warming up)."""
@@ -944,7 +945,14 @@ WORD_SOURCES: tuple[tuple[str, str, str, float, str], ...] = (
      r"\b40[13] client error|repository not found|gated repo|local_files_only|"
      r"safetensors|config\.json|tokenizer_config|snapshot_download",
      "model.load", 0.3, "it names model files or the Hugging Face hub"),
-    ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror", "memory.cuda_oom", 0.35, "it names running out of memory"),
+    # (and the rest of torch's caching-allocator message, c10/cuda/CUDACachingAllocator.cpp, when a paste kept
+    # only its tail: "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.1 GiB of which 1.2 GiB is free.
+    # Including non-PyTorch memory, this process has ... Of the allocated memory ... reserved by PyTorch but
+    # unallocated", before torch 2.1 "(GPU 0; 23.69 GiB total capacity; ...; 22.94 GiB reserved in total by
+    # PyTorch)"; none of these phrases is in SGLang's own output)
+    ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror|tried to allocate [\d.]+ ?[gmk]i?b|"
+     r"total capacity of [\d.]+ ?[gmk]i?b|[\d.]+ ?[gmk]i?b total capacity|reserved (?:in total )?by pytorch|"
+     r"non-pytorch memory", "memory.cuda_oom", 0.35, "it names running out of memory"),
     ("kv_pool", r"kv ?cache|mem[-_]fraction[-_]static|max_total_tokens|token_to_kv_pool|memory pool",
      "memory.kv_pool", 0.3, "it names the KV cache / memory pool sizing"),
     ("cuda_graph", r"cuda ?graph|capture_one_batch|graph capture|capturing batches", "cuda_graph", 0.3,

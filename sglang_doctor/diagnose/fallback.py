@@ -586,6 +586,10 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     elif phase is None and launch is not None and launch.line is not None and launch.ready_line is None:
         pieces = evidence.after_header("the text ends after the launch's server_args line with no start-up step "
                                        "after it")
+    if launch is not None and launch.ready_line is None and launch.milestones and phase != "serving":
+        # what the last milestone left free for the step after it, as for a failure after it (from_context)
+        last = launch.milestones[-1]
+        pieces += evidence.low_memory(last, phase_after(last.name))
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))

@@ -1,0 +1,78 @@
+"""Session 23: memory in the best guess of a text that holds no failure.
+
+A text that ends after a start-up milestone that left almost no free GPU memory (``avail mem=`` under
+``evidence.LOW_AVAIL_GB``) is read as a failure after it would be (``evidence.low_memory``): the KV pool when
+the pools were sized next, else an allocation (capture, warm-up).  And the tail of torch's caching-allocator
+message (``Tried to allocate``, ``total capacity of``, ``non-PyTorch memory``), when a paste kept only that, is
+a word of running out of memory."""
+
+import pytest
+
+from sglang_doctor.diagnose import evidence, phase_prior
+from sglang_doctor.pipeline import StreamPipeline
+
+LOADED = ("[2026-01-01 00:00:05 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=30.52 GB, "
+          "mem usage=42.90 GB.\n"
+          "[2026-01-01 00:00:06 TP0] KV Cache is allocated. #tokens: 100000, K size: 14.00 GB, V size: 14.00 GB\n")
+
+
+def summary_guess(pack, text: str) -> dict:
+    pipe = StreamPipeline(pack, remediate=False, whole_log=True)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    assert not [e for e in events if e["event"] == "incident"]
+    return pipe.summary()["fallback"]["best_guess"]
+
+
+def names(guess: dict) -> list[str]:
+    return [ev["name"] for ev in guess["evidence"]]
+
+
+def test_a_text_ending_at_a_reserve_of_almost_nothing_guesses_a_cuda_oom(pack):
+    guess = summary_guess(pack, LOADED + "[2026-01-01 00:00:06 TP0] Memory pool end. avail mem=0.62 GB\n")
+    assert guess["category"] == "memory.cuda_oom"
+    assert "low_memory" in names(guess)
+
+
+def test_a_text_ending_after_the_weights_with_almost_nothing_free_guesses_the_kv_pool(pack):
+    guess = summary_guess(pack, "[2026-01-01 00:00:05 TP0] Load weight end. type=LlamaForCausalLM, "
+                                "dtype=torch.bfloat16, avail mem=0.41 GB, mem usage=46.90 GB.\n")
+    assert guess["category"] == "memory.kv_pool"
+    assert "low_memory" in names(guess)
+
+
+def test_enough_free_memory_at_the_end_of_a_text_is_no_memory_evidence(pack):
+    guess = summary_guess(pack, LOADED + "[2026-01-01 00:00:06 TP0] Memory pool end. avail mem=9.62 GB\n")
+    assert "low_memory" not in names(guess)
+    assert guess["category"] == next(iter(phase_prior.shares("startup.cuda_graph")))
+
+
+def test_a_ready_server_is_not_read_by_its_start_up_memory(pack):
+    text = (LOADED + "[2026-01-01 00:00:06 TP0] Memory pool end. avail mem=0.62 GB\n"
+            "[2026-01-01 00:00:30] The server is fired up and ready to roll!\n"
+            "[2026-01-01 00:00:31 TP0] Decode batch, #running-req: 1, #token: 90, token usage: 0.00, gen throughput "
+            "(token/s): 30.0, #queue-req: 0\n")
+    pipe = StreamPipeline(pack, remediate=False, whole_log=True)
+    pipe.feed(text.encode())
+    pipe.finish()
+    fallback = pipe.summary().get("fallback")
+    assert fallback is None or "low_memory" not in names(fallback["best_guess"])
+
+
+@pytest.mark.parametrize("line", [
+    "GPU 0 has a total capacity of 79.19 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process "
+    "has 78.12 GiB memory in use.",
+    "Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total capacity; 22.67 GiB already allocated; 12.69 MiB free; "
+    "22.94 GiB reserved in total by PyTorch)",
+])
+def test_the_tail_of_torchs_out_of_memory_message_is_a_word_of_it(line):
+    (piece,) = [ev for ev in evidence._words(line, 1.0, "the failure's message") if ev.name == "words:cuda_oom"]
+    assert piece.category == "memory.cuda_oom"
+
+
+@pytest.mark.parametrize("line", [
+    "Double-alloc detected: slots already allocated: [3, 4]",
+    "Total capacity of the host KV cache in tokens.",
+    "[2026-01-01 00:00:06 TP0] KV Cache is allocated. #tokens: 100000, K size: 14.00 GB, V size: 14.00 GB",
+])
+def test_sglangs_own_lines_about_capacity_are_no_word_of_it(line):
+    assert not [ev for ev in evidence._words(line, 1.0, "the last lines") if ev.name == "words:cuda_oom"]
