@@ -590,3 +590,38 @@ def deepgemm_off(ctx: Context, params: dict) -> Remediation | None:
 
 # the shapes of argument checks' refusals (refusal_fix) register themselves on import
 from sglang_doctor.remedy import refusals as _refusals  # noqa: E402,F401
+
+
+# the words a launch writes for a switch's state ("--enable-x=true", "--disable-y=False")
+_TRUE_WORDS = frozenset({"true", "1", "yes", "on", "y", "t"})
+_FALSE_WORDS = frozenset({"false", "0", "no", "off", "n", "f", "none", ""})
+
+
+@remedy("written_switch")
+def written_switch(ctx: Context, params: dict) -> "list[Remediation] | None":
+    """``{flag: "{flag}", value: "{value}"}``: argparse refused a value given to a switch
+    ("argument --x: ignored explicit argument 'true'").  The flag is the one the parser's line
+    names and must be a switch of the target release (its catalogue); the written value only
+    picks between its two states: a true word -> the switch alone, a false word -> the switch
+    left out, anything else -> both, left out first.  Advice (log-named, never applied
+    unattended)."""
+    import re as _re
+
+    named = _re.search(r"--[A-Za-z0-9][\w-]*", str(ctx.fill(params.get("flag")) or ""))
+    flag = ctx.flag(named.group(0)) if named else None
+    spec = ctx.catalog.spec(flag) if flag is not None else None
+    if spec is None or spec.takes_value:
+        return None
+    word = str(ctx.fill(params.get("value")) or "").strip().lower()
+    on = Remediation(set={flag: True}, safe=False, note=f"write {flag} alone: a switch takes no value",
+                     tradeoff="none: the same setting, written as the parser reads it")
+    off = Remediation(unset=[flag], safe=False, note=f"leave {flag} out: a switch is off when absent",
+                      tradeoff=f"{flag} stays off")
+    if word in _TRUE_WORDS:
+        chosen = [on]
+    elif word in _FALSE_WORDS:
+        chosen = [off]
+    else:  # a value meant for another flag, or a state in words the parser does not read
+        off.note += "; if the value was meant for another flag, give it there"
+        chosen = [off, on]
+    return [trust.declare_log_named(rem) for rem in chosen]
