@@ -196,3 +196,110 @@ def test_a_comparison_in_brackets_is_not_a_list_of_values():
                exc="ValueError")
     assert all(r.set.get("--chunked-prefill-size") != 0 for r in [rem, *rem.alternatives])
     assert rem.unset == ["--chunked-prefill-size"], "chunked prefill on: the release's default size"
+
+
+# -- a relation between two integer settings: the value that satisfies it --------------------------
+
+
+def _with_frame(message: str, source: str, catalog=V059, server_args: dict | None = None):
+    from sglang_doctor.model import Frame
+
+    incident = Incident(kind="traceback", first_line=1, last_line=1)
+    incident.exception = ExceptionInfo("AssertionError", message)
+    incident.frames = [Frame("/usr/local/lib/python3.10/dist-packages/sglang/srt/server_args.py", 333,
+                             "__post_init__", source)]
+    d = Diagnosis(incident=incident, rule="test.rule", category="args.invalid", remedies=[{"refusal_fix": {}}],
+                  launch=Launch(index=0, line=1, server_args=server_args or {}))
+    return remedies.remediate(d, command=None, version=catalog.version, catalog=catalog, hardware=None,
+                              model_config=None, warnings=[])
+
+
+def test_divisible_by_keeps_the_gpu_count_and_moves_the_other_size():
+    # 0.5.9 server_args.py _handle_data_parallelism: "tp_size must be divisible by dp_size" style
+    rem = _fix("tp_size must be divisible by dp_size", server_args={"tp_size": 8, "dp_size": 3}, exc="ValueError")
+    assert _changes(rem)[0] == ({"--dp-size": 2}, []), "the largest size up to 3 that divides 8"
+    assert rem.safe is False
+
+
+def test_a_size_that_must_divide_another_takes_the_numbers_the_message_prints():
+    # 0.5.23 arg_groups/parallel_hook.py: "--dcp-size {dcp} must divide --tp-size {tp}."
+    rem = _fix("--dcp-size 4 must divide --tp-size 6.", V0523, exc="ValueError")
+    assert _changes(rem)[0] == ({"--dcp-size": 3}, [])
+    assert rem.provenance["--dcp-size"]["value_from"] == "log"
+
+
+def test_at_least_sets_the_setting_to_the_other_ones_value_then_the_other_way():
+    # 0.5.9 server_args.py check_lora_server_args
+    rem = _fix("max_loaded_loras should be greater than or equal to max_loras_per_batch. max_loaded_loras=4, "
+               "max_loras_per_batch=8", exc="AssertionError")
+    assert _changes(rem)[:2] == [({"--max-loaded-loras": 8}, []), ({"--max-loras-per-batch": 4}, [])]
+
+
+def test_sizes_named_in_words_are_related_too():
+    # 0.5.9 server_args.py: "The expert parallel size must be 1 or the same as the tensor parallel size"
+    rem = _fix("The expert parallel size must be 1 or the same as the tensor parallel size",
+               server_args={"tp_size": 8, "ep_size": 4}, exc="AssertionError")
+    assert _changes(rem)[0] == ({"--ep-size": 8}, [])
+
+
+def test_a_bound_the_message_states_is_the_value_when_the_launch_value_is_unknown():
+    rem = _fix("Tokenizer worker num must >= 1", exc="ValueError")
+    assert _changes(rem)[0] == ({"--tokenizer-worker-num": 1}, [])
+
+
+def test_a_relation_already_satisfied_by_the_launch_changes_nothing_of_it():
+    rem = _fix("chunked_prefill_size must be divisible by page_size",
+               server_args={"chunked_prefill_size": 8192, "page_size": 64}, exc="ValueError")
+    assert all(s.get("--chunked-prefill-size") != 8192 for s, _ in _changes(rem))
+    assert all(not isinstance(s.get("--page-size"), int) for s, _ in _changes(rem))
+
+
+def test_a_product_of_settings_is_not_moved_by_guess():
+    rem = _fix("ep_size * moe_dp_size must be less than or equal to tp_size",
+               server_args={"tp_size": 8, "ep_size": 8, "moe_dp_size": 2}, exc="ValueError")
+    assert not any(isinstance(v, int) for s, _ in _changes(rem) for v in s.values())
+
+
+def test_a_bare_asserts_statement_is_the_relation():
+    # 0.4.6.post5 server_args.py:333 (enable_dp_attention): assert self.tp_size % self.dp_size == 0
+    rem = _with_frame("", "assert self.tp_size % self.dp_size == 0", server_args={"tp_size": 8, "dp_size": 3})
+    assert _changes(rem)[0] == ({"--dp-size": 2}, [])
+
+
+def test_a_bare_assert_without_the_launchs_values_asks_for_a_divisor():
+    rem = _with_frame("", "assert self.tp_size % self.dp_size == 0")
+    assert rem.set == {"--dp-size": "<a divisor of your --tp-size>"} and rem.needs_human
+
+
+def test_a_range_refusal_of_one_setting_removes_it():
+    rem = _fix("--swa-full-tokens-ratio should be in range (0, 1.0].", exc="ValueError")
+    assert _changes(rem)[0] == ({}, ["--swa-full-tokens-ratio"])
+
+
+# -- argparse: a switch written with a value; a flag given no value -----------------------------
+
+
+def _cli(path: str) -> dict:
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(ROOT / path)), capture_output=True,
+                         text=True, timeout=120)
+    return next(json.loads(line) for line in out.stdout.splitlines() if '"incident"' in line)
+
+
+def test_a_switch_written_true_is_the_switch_alone():
+    inc = _cli("fixtures/args/switch_given_value_true.log")
+    assert inc["rule"] == "args.invalid.switch_given_value"
+    assert inc["remediation"]["set"] == {"--enable-dp-attention": True}
+    assert inc["remediation"]["safe"] is False
+
+
+def test_a_switch_written_false_is_left_out():
+    inc = _cli("fixtures/args/switch_given_value_false.log")
+    assert inc["remediation"]["unset"] == ["--disable-cuda-graph"] and not inc["remediation"]["set"]
+
+
+def test_a_flag_given_no_value_asks_for_it_then_removes_it():
+    inc = _cli("fixtures/args/flag_missing_value.log")
+    assert inc["rule"] == "args.invalid.flag_missing_value"
+    rem = inc["remediation"]
+    assert list(rem["set"]) == ["--port"] and rem["set"]["--port"].startswith("<")
+    assert rem["alternatives"][0]["unset"] == ["--port"]
