@@ -58,6 +58,11 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bPD[- ]Multiplexing\b|\bpdmux\b", re.I), "--enable-pdmux", True, None),
     (re.compile(r"\b(?:multi-)?lora\b(?![ -](?:overlap|adapters?|paths?|rank|target|weights|modules|backend|eviction|drain))",
                 re.I), "--enable-lora", True, None),
+    (re.compile(r"\bspeculative[- ]moe[- ]runner[- ]backends?\b", re.I), "--speculative-moe-runner-backend", None, None),
+    (re.compile(r"\bmoe[- ]runner[- ]backends?\b", re.I), "--moe-runner-backend", None, None),
+    (re.compile(r"\b(?:moe[- ])?a2a[- ]backends?\b", re.I), "--moe-a2a-backend", None, None),
+    (re.compile(r"\bsampling[- ]backends?\b", re.I), "--sampling-backend", None, None),
+    (re.compile(r"\bgrammar[- ]backends?\b", re.I), "--grammar-backend", None, None),
     (re.compile(r"\battention[- ]backends?\b", re.I), "--attention-backend", None, None),
     (re.compile(r"\bkv[- _]cache[- _]dtype\b", re.I), "--kv-cache-dtype", None, None),
     (re.compile(r"\btokenizer worker num\b", re.I), "--tokenizer-worker-num", None, None),
@@ -159,7 +164,7 @@ def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
     return rem
 
 
-_REQUIRES = re.compile(r"\b(?:requires?|needs?|depends on|must be used with|only (?:supported|works|compatible|available|"
+_REQUIRES = re.compile(r"\b(?:requires?|needs?|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
                        r"implemented) (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
                        re.I)
 # "B is required for A", "Please enable B when setting A", "please set B when using A"
@@ -222,7 +227,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
             candidates.append(eq.group("v").rstrip("."))
         told = re.match(r"\s*(?:to be (?:set to )?|must be |should be |to )?((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})",
                         after)
-        if told is not None and re.match(r"\s*(?:to be|must be|should be|to )", after):
+        if told is None or not re.match(r"\s*(?:to be|must be|should be|to )", after):
+            told = re.match(r"\s*only supports? ((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})", after)
+        if told is not None and re.match(r"\s*(?:to be|must be|should be|to |only support)", after):
             candidates += [w for w in _LIST_ITEM.findall(told.group(1)) if w not in ("or", "and")]
         only = re.search(r"\bonly supports? ((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})\s*$",
                          text[max(0, n.start - 120):n.start])
@@ -318,7 +325,7 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
     return out
 
 
-_ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|"
+_ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|cannot be|"
                     r"must be (?:non-negative|positive|a positive (?:integer|number))|should be (?:non-negative|positive)|"
                     r"(?:must|should) be (?:in (?:the )?range|between|within)|(?:is )?out of (?:the )?range|"
                     r"must be a power of (?:2|two))\b",
@@ -328,9 +335,10 @@ _ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|shoul
 def _alone(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """One setting refused on its own ("Cannot set --x for the decode engine", "base_gpu_id
     must be non-negative", "please remove --x"): remove it, the release's default applies."""
-    if len([n for n in named if not n.prose]) != 1 or not _ALONE.search(text):
+    plain = [n for n in named if not n.prose]
+    if not _ALONE.search(text) or not (len(plain) == 1 or (not plain and len(named) == 1)):
         return []
-    n = next(n for n in named if not n.prose)
+    n = plain[0] if plain else named[0]
     r = _change(ctx, n, False)
     return [r] if r else []
 
@@ -552,6 +560,9 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     for rem in found:
         if any(rem.set == o.set and rem.unset == o.unset for o in out):
             continue
+        if any(f in o.unset for o in out for f, v in rem.set.items() if v is True) or \
+                any(o.set.get(f) is True for o in out for f in rem.unset):
+            continue  # the opposite of a change an earlier shape gave: the earlier reading stands
         rem.safe, rem.needs_human = False, True
         rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
         rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
@@ -561,10 +572,13 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
         out.append(trust.declare_log_named(rem, value_from=value_from))
     out = out[:3]
     removed = {f for o in out for f in o.unset}
+    turned_on = {f for o in out for f, v in o.set.items() if v is True}
     for rem in after:  # flag_named's reading, after these (the same change once)
         if any(rem.set == o.set and sorted(rem.unset) == sorted(o.unset) and rem.env == o.env for o in out):
             continue
         if any(f in removed and v is True for f, v in rem.set.items()):
             continue  # "turn --x on" where the shape says the check refused --x being on
+        if any(f in turned_on for f in rem.unset):
+            continue  # "remove --x" where the shape says the check requires --x
         out.append(rem)
     return out or None

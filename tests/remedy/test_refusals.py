@@ -303,3 +303,37 @@ def test_a_flag_given_no_value_asks_for_it_then_removes_it():
     rem = inc["remediation"]
     assert list(rem["set"]) == ["--port"] and rem["set"]["--port"].startswith("<")
     assert rem["alternatives"][0]["unset"] == ["--port"]
+
+
+# -- more shapes: "not supported unless B", a prose setting refused alone, backends in words ------
+
+
+def test_not_supported_unless_turns_the_condition_on():
+    # 0.5.9 server_args.py:5143
+    rem = _fix("multi-node data parallel is not supported unless dp attention!", exc="ValueError")
+    assert _changes(rem) == [({"--enable-dp-attention": True}, [])]
+
+
+def test_a_prose_setting_refused_alone_is_turned_off():
+    # 0.5.9 server_args.py:1233
+    rem = _fix("For round-robin split mode, dp attention is not supported.", exc="ValueError")
+    assert _changes(rem)[0] == ({}, ["--enable-dp-attention"])
+
+
+def test_a_backend_named_in_words_takes_the_value_the_message_names():
+    # 0.5.9 server_args.py:2214
+    rem = _fix("Flashinfer MoE A2A is only supported with flashinfer_cutlass moe runner backend", exc="AssertionError")
+    assert _changes(rem)[0] == ({"--moe-runner-backend": "flashinfer_cutlass"}, [])
+
+
+def test_a_value_a_setting_cannot_be_removes_the_setting():
+    # 0.5.9 server_args.py:2348
+    rem = _fix("Currently speculative MoE runner backend cannot be flashinfer_trtllm for risk in some draft models.",
+               exc="AssertionError")
+    assert _changes(rem)[0] == ({}, ["--speculative-moe-runner-backend"])
+
+
+def test_only_support_after_the_setting_lists_its_values():
+    # 0.5.9 server_args.py:5150
+    rem = _fix("moe_dense_tp_size only support 1 and None currently", exc="AssertionError")
+    assert _changes(rem)[0] == ({"--moe-dense-tp-size": 1}, [])
