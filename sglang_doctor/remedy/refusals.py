@@ -436,6 +436,22 @@ def _relation(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """The value that satisfies a relation the message states between two integer settings (or
     a setting and a number): divisible by / divides / at least / at most / equal to."""
     sizes = _numeric_named(ctx, text, named)
+    # a bound written as a comparison after the setting: "Please set a dp-size > 1", "tp_size >= 2"
+    if re.search(r"\b(?:must|should|please|set|requires?|needs?|expected)\b", text, re.I):
+        for n in sizes:
+            op = re.match(r"\s*(>=|<=|>|<|==)\s*(-?\d+)\b(?!\.\d)", text[n.end:])
+            if op is None:
+                continue
+            clause = _clause(text, n.start, False) + _clause(text, n.start, True)
+            if _NEGATION.search(clause) or re.search(r"\b(?:when|if|while|with|for|unless|where)\s+(?:the\s+)?$",
+                                                      text[max(0, n.start - 30):n.start], re.I):
+                continue  # the comparison is the refusal's condition ("not supported when tp_size > 1")
+            bound = int(op.group(2)) + {">": 1, "<": -1}.get(op.group(1), 0)
+            kind = {">=": "ge", ">": "ge", "<=": "le", "<": "le", "==": "eq_number"}[op.group(1)]
+            value, _ = _value_of(ctx, text, Named(n.flag, n.start, n.start, None, None))
+            if value is None:
+                value = bound - 1 if kind == "ge" else bound + 1
+            return _satisfy(ctx, "eq" if kind == "eq_number" else kind, n, value, None, bound, True)
     for pattern, kind in _RELATIONS:
         m = pattern.search(text)
         if m is None:
@@ -504,6 +520,8 @@ def _satisfy(ctx: Context, kind: str, a: Named, a_value: int, b: Named | None, b
         changes.append((a.flag, b_value, f"{b_words}'s value ({b_value})"))
         if b is not None and b.flag not in _KEPT:
             changes.append((b.flag, a_value, f"{a.flag}'s value ({a_value})"))
+    elif kind == "eq" and a_value != b_value and b is None:
+        changes.append((a.flag, b_value, f"the value the check states ({b_value})"))
     elif kind == "eq" and a_value != b_value and b is not None:
         if a.flag in _KEPT and b.flag not in _KEPT:
             changes.append((b.flag, a_value, f"{a.flag}'s value ({a_value})"))

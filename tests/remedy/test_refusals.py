@@ -337,3 +337,14 @@ def test_only_support_after_the_setting_lists_its_values():
     # 0.5.9 server_args.py:5150
     rem = _fix("moe_dense_tp_size only support 1 and None currently", exc="AssertionError")
     assert _changes(rem)[0] == ({"--moe-dense-tp-size": 1}, [])
+
+
+def test_a_bound_written_as_a_comparison_after_the_setting_is_its_value():
+    # 0.4.6.post5 server_args.py:330 (enable_dp_attention): "Please set a dp-size > 1. ..."
+    rem = _fix("Please set a dp-size > 1. You can use 1 < dp-size <= tp-size", flags.load_catalog("0.4.6.post5"))
+    assert _changes(rem)[0] == ({"--dp-size": 2}, [])
+
+
+def test_a_comparison_that_is_the_refusals_condition_is_not_a_value_to_set():
+    rem = _fix("Pipeline parallelism is not supported when tp_size > 1", exc="ValueError")
+    assert all(s.get("--tp-size") != 2 for s, _ in _changes(rem))
