@@ -348,3 +348,20 @@ def test_a_bound_written_as_a_comparison_after_the_setting_is_its_value():
 def test_a_comparison_that_is_the_refusals_condition_is_not_a_value_to_set():
     rem = _fix("Pipeline parallelism is not supported when tp_size > 1", exc="ValueError")
     assert all(s.get("--tp-size") != 2 for s, _ in _changes(rem))
+
+
+def test_an_invalid_choice_another_release_accepts_names_that_release():
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", "--sglang-version", "0.4.9.post1",
+                                    str(ROOT / "fixtures/args/invalid_choice_newer_release_049.log")),
+                         capture_output=True, text=True, timeout=120)
+    inc = next(json.loads(line) for line in out.stdout.splitlines() if '"incident"' in line)
+    assert inc["rule"] == "args.invalid.invalid_choice"
+    notes = [a["note"] for a in inc["remediation"]["alternatives"]]
+    elsewhere = [n for n in notes if "is one of its choices in SGLang" in n]
+    assert elsewhere and "0.5.1" in elsewhere[0] and "trtllm_mha" not in elsewhere[0], "the log's value is never echoed"
+    assert all(not a["set"] for a in inc["remediation"]["alternatives"] if a["note"] in elsewhere)
+
+
+def test_an_invalid_choice_no_release_accepts_gets_no_release_advice():
+    inc = _explain("fixtures/args/invalid_choice_kv_cache_dtype_059.log")
+    assert not any("is one of its choices in SGLang" in a["note"] for a in inc["remediation"]["alternatives"])
