@@ -55,6 +55,8 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bspeculative[- ]decoding\b|\bspec(?:ulative)? v2\b", re.I), "--speculative-algorithm", None, None),
     (re.compile(r"\bpipeline[- ]parallel(?:ism)?\b|\bPP\b"), "--pp-size", None, 1),
     (re.compile(r"\bdeterministic[- ]inference\b", re.I), "--enable-deterministic-inference", True, None),
+    (re.compile(r"\bEPLB\b|\bexpert[- ]parallel(?:ism)? load balanc(?:er|ing)\b", re.I), "--enable-eplb", True, None),
+    (re.compile(r"\bredundant experts?\b", re.I), "--ep-num-redundant-experts", None, None),
     (re.compile(r"\bPD[- ]Multiplexing\b|\bpdmux\b", re.I), "--enable-pdmux", True, None),
     (re.compile(r"\b(?:multi-)?lora\b(?![ -](?:overlap|adapters?|paths?|rank|target|weights|modules|backend|eviction|drain))",
                 re.I), "--enable-lora", True, None),

@@ -365,3 +365,15 @@ def test_an_invalid_choice_another_release_accepts_names_that_release():
 def test_an_invalid_choice_no_release_accepts_gets_no_release_advice():
     inc = _explain("fixtures/args/invalid_choice_kv_cache_dtype_059.log")
     assert not any("is one of its choices in SGLang" in a["note"] for a in inc["remediation"]["alternatives"])
+
+
+def test_a_model_that_refuses_pipeline_parallelism_gets_pp_size_one():
+    inc = _explain("fixtures/classes/model_not_implemented_pp.log")
+    assert inc["rule"] == "class.args.model_refused_parallelism"
+    assert inc["remediation"]["set"] == {"--pp-size": 1}
+
+
+def test_eplb_in_words_is_its_switch():
+    rem = _fix("Native xLLM/K2 Horizon serving does not yet support EPLB, non-trivial initial expert placement, or "
+               "redundant experts.", V0523, exc="ValueError")
+    assert _changes(rem)[0] == ({}, ["--enable-eplb"])
