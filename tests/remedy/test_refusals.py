@@ -377,3 +377,14 @@ def test_eplb_in_words_is_its_switch():
     rem = _fix("Native xLLM/K2 Horizon serving does not yet support EPLB, non-trivial initial expert placement, or "
                "redundant experts.", V0523, exc="ValueError")
     assert _changes(rem)[0] == ({}, ["--enable-eplb"])
+
+
+def test_an_argument_refusal_pasted_alone_is_an_argument_check_not_a_serving_crash():
+    inc = _explain("fixtures/classes/args_setting_refused_line.log")
+    assert (inc["rule"], inc["category"]) == ("class.args.setting_refused", "args.invalid")
+    assert inc["remediation"]["set"] == {"--attention-backend": "triton"}
+
+
+def test_a_serving_crash_that_names_a_setting_stays_a_crash():
+    inc = _explain("fixtures/classes/runtime_after_ready_bare.log")
+    assert inc["category"] == "runtime.crash"
