@@ -388,3 +388,9 @@ def test_an_argument_refusal_pasted_alone_is_an_argument_check_not_a_serving_cra
 def test_a_serving_crash_that_names_a_setting_stays_a_crash():
     inc = _explain("fixtures/classes/runtime_after_ready_bare.log")
     assert inc["category"] == "runtime.crash"
+
+
+def test_an_argument_refusal_in_words_pasted_alone_is_an_argument_check():
+    inc = _explain("fixtures/classes/args_setting_refused_in_words_line.log")
+    assert (inc["rule"], inc["category"]) == ("class.args.setting_refused_in_words", "args.invalid")
+    assert inc["remediation"]["unset"], "the setting the check refuses (dp attention) is turned off"
