@@ -10,7 +10,13 @@ remediation's primary change or its first alternative touches that flag (sets or
 the two places bench/accuracy.py scores a fix in.  A source-derived measure of "the message
 names the fix but the remedy does not take it", independent of any corpus part.
 
-Usage: ``python bench/message_fixes.py [--version 0.5.23] [--verbose]``
+``--refusals`` measures the argument checks instead (issue 12): every site of the release's
+``server_args.py``, ``arg_groups/`` and ``server_args_config_parser.py`` (its message filled with
+sample values, the same synthetic log) whose incident is ``args.invalid``, and whether the primary
+remediation or its first alternative is a concrete change -- a flag set to a value (not a
+``<...>`` question), a flag removed, or a variable set -- rather than a question or advice only.
+
+Usage: ``python bench/message_fixes.py [--version 0.5.23] [--refusals] [--verbose]``
 """
 
 from __future__ import annotations
@@ -99,11 +105,64 @@ def run(version: str, verbose: bool) -> dict:
     return {"version": version, "sites": total, "hits": hits}
 
 
+ARGUMENT_CHECKS = ("srt/server_args.py", "srt/arg_groups/", "srt/server_args_config_parser.py",
+                   "srt/utils/server_args_config_parser.py")
+
+
+def concrete(rem: dict | None) -> bool:
+    """A change a relaunch can carry as it is: a removal, a variable, or a flag set to a value
+    (not a ``<...>`` question for the user)."""
+    if not rem:
+        return False
+    if rem.get("unset") or rem.get("env"):
+        return True
+    return any(not (isinstance(v, str) and v.startswith("<")) for v in (rem.get("set") or {}).values())
+
+
+def run_refusals(version: str, verbose: bool) -> dict:
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+
+    inv = inv_mod.load_inventory(ROOT / "data" / "inventory" / f"sglang-{version}.json")
+    disp = inv_mod.Dispositions.load()
+    ruleset = RuleSet.load(builtin=True, user=False)
+    total = hits = 0
+    misses: list[str] = []
+    for site in inv_mod.iter_sites(inv):
+        if not site["file"].startswith(ARGUMENT_CHECKS):
+            continue
+        pipe = StreamPipeline(ruleset, version=version)
+        events = pipe.feed(inv_mod.synthetic_log(site, disp.phase(site)).encode()) + pipe.finish()
+        incidents = [e for e in events if e.get("event") == "incident"]
+        if not incidents or incidents[-1].get("category") != "args.invalid":
+            continue
+        rem = incidents[-1].get("remediation")
+        alts = (rem or {}).get("alternatives") or []
+        ok = concrete(rem) or (bool(alts) and concrete(alts[0]))
+        total += 1
+        hits += ok
+        if not ok:
+            message = inv_mod.fillings(site.get("full") or site["template"])[0]
+            misses.append(f"{site['file']}:{site['line']} [{incidents[-1].get('rule')}]  <- {message[:140]!r}")
+    if verbose:
+        for m in misses:
+            print("  NO CHANGE", m)
+    return {"version": version, "sites": total, "hits": hits}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--version", default="0.5.23")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--refusals", action="store_true",
+                    help="the argument checks' sites: a concrete change in the primary or first alternative")
     args = ap.parse_args(argv)
+    if args.refusals:
+        r = run_refusals(args.version, args.verbose)
+        share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
+        print(f"sglang {r['version']}: argument checks (args.invalid) with a concrete change in the primary or "
+              f"first alternative: {r['hits']}/{r['sites']} sites ({share:.1f}%)")
+        return 0
     r = run(args.version, args.verbose)
     share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
     print(f"sglang {r['version']}: message-advised flag in the primary or first alternative: "

@@ -54,6 +54,8 @@ REMEDIES = (
     "disable_in_frames", "env_named", "drop_in_frames", "kv_cache_dtype_step", "expert_parallel",
     "divisor_size", "deepgemm_off",
     "refusal_fix",
+    "written_switch",  # args23: argparse's "ignored explicit argument" for a switch
+    "choice_elsewhere",  # args23: an "invalid choice" that another release accepts
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",

@@ -590,3 +590,77 @@ def deepgemm_off(ctx: Context, params: dict) -> Remediation | None:
 
 # the shapes of argument checks' refusals (refusal_fix) register themselves on import
 from sglang_doctor.remedy import refusals as _refusals  # noqa: E402,F401
+
+
+# the words a launch writes for a switch's state ("--enable-x=true", "--disable-y=False")
+_TRUE_WORDS = frozenset({"true", "1", "yes", "on", "y", "t"})
+_FALSE_WORDS = frozenset({"false", "0", "no", "off", "n", "f", "none", ""})
+
+
+@remedy("written_switch")
+def written_switch(ctx: Context, params: dict) -> "list[Remediation] | None":
+    """``{flag: "{flag}", value: "{value}"}``: argparse refused a value given to a switch
+    ("argument --x: ignored explicit argument 'true'").  The flag is the one the parser's line
+    names and must be a switch of the target release (its catalogue); the written value only
+    picks between its two states: a true word -> the switch alone, a false word -> the switch
+    left out, anything else -> both, left out first.  Advice (log-named, never applied
+    unattended)."""
+    import re as _re
+
+    named = _re.search(r"--[A-Za-z0-9][\w-]*", str(ctx.fill(params.get("flag")) or ""))
+    flag = ctx.flag(named.group(0)) if named else None
+    spec = ctx.catalog.spec(flag) if flag is not None else None
+    if spec is None or spec.takes_value:
+        return None
+    word = str(ctx.fill(params.get("value")) or "").strip().lower()
+    on = Remediation(set={flag: True}, safe=False, note=f"write {flag} alone: a switch takes no value",
+                     tradeoff="none: the same setting, written as the parser reads it")
+    off = Remediation(unset=[flag], safe=False, note=f"leave {flag} out: a switch is off when absent",
+                      tradeoff=f"{flag} stays off")
+    if word in _TRUE_WORDS:
+        chosen = [on]
+    elif word in _FALSE_WORDS:
+        chosen = [off]
+    else:  # a value meant for another flag, or a state in words the parser does not read
+        off.note += "; if the value was meant for another flag, give it there"
+        chosen = [off, on]
+    return [trust.declare_log_named(rem) for rem in chosen]
+
+
+@remedy("choice_elsewhere")
+def choice_elsewhere(ctx: Context, params: dict) -> Remediation | None:
+    """``{flag: "{flag}", value: "{value}"}``: argparse refused a value of a flag with fixed
+    choices ("invalid choice: 'fa4'").  The shipped catalogues say which releases' parsers take
+    that value for the same setting (its spelling followed across releases): the value belongs to
+    another release, and the note names the range to install.  The value is only compared with
+    the catalogues' choices, never emitted; nothing when no shipped release takes it.  Advice
+    (needs a human: another release, not a flag change)."""
+    import re as _re
+
+    from sglang_doctor.remedy import flags as flags_mod
+
+    named = _re.search(r"--[A-Za-z0-9][\w-]*", str(ctx.fill(params.get("flag")) or ""))
+    value = str(ctx.fill(params.get("value")) or "")
+    if named is None or not value or len(value) > 64:
+        return None
+    taking: list[str] = []
+    for version in flags_mod.KNOWN_VERSIONS:
+        catalog = flags_mod.shipped_catalog(version)
+        spelled = flags_mod.translate(named.group(0), catalog)
+        spec = catalog.spec(spelled) if spelled is not None else None
+        if spec is not None and spec.choices is not None and value in map(str, spec.choices):
+            taking.append(version)
+    if not taking:
+        return None
+    known = list(flags_mod.KNOWN_VERSIONS)
+    contiguous = known.index(taking[-1]) - known.index(taking[0]) + 1 == len(taking)
+    span = (taking[0] if len(taking) == 1 else f"{taking[0]} to {taking[-1]}" if contiguous
+            else f"{len(taking)} releases from {taking[0]} to {taking[-1]}")
+    newest = taking[-1]
+    after = flags_mod.version_key(newest) > flags_mod.version_key(ctx.version) if ctx.version else True
+    how = (f"pip install -U 'sglang>={taking[0]}'" if after and newest == flags_mod.KNOWN_VERSIONS[-1]
+           else f"pip install 'sglang=={newest}'")
+    return Remediation(needs_human=True, safe=False,
+                       note=f"the value the parser refused for {named.group(0)} is one of its choices in SGLang {span} "
+                            f"(the shipped catalogues): to keep it, run such a release ({how})",
+                       tradeoff="another SGLang release: other flags and defaults may differ")

@@ -55,9 +55,16 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bspeculative[- ]decoding\b|\bspec(?:ulative)? v2\b", re.I), "--speculative-algorithm", None, None),
     (re.compile(r"\bpipeline[- ]parallel(?:ism)?\b|\bPP\b"), "--pp-size", None, 1),
     (re.compile(r"\bdeterministic[- ]inference\b", re.I), "--enable-deterministic-inference", True, None),
+    (re.compile(r"\bEPLB\b|\bexpert[- ]parallel(?:ism)? load balanc(?:er|ing)\b", re.I), "--enable-eplb", True, None),
+    (re.compile(r"\bredundant experts?\b", re.I), "--ep-num-redundant-experts", None, None),
     (re.compile(r"\bPD[- ]Multiplexing\b|\bpdmux\b", re.I), "--enable-pdmux", True, None),
     (re.compile(r"\b(?:multi-)?lora\b(?![ -](?:overlap|adapters?|paths?|rank|target|weights|modules|backend|eviction|drain))",
                 re.I), "--enable-lora", True, None),
+    (re.compile(r"\bspeculative[- ]moe[- ]runner[- ]backends?\b", re.I), "--speculative-moe-runner-backend", None, None),
+    (re.compile(r"\bmoe[- ]runner[- ]backends?\b", re.I), "--moe-runner-backend", None, None),
+    (re.compile(r"\b(?:moe[- ])?a2a[- ]backends?\b", re.I), "--moe-a2a-backend", None, None),
+    (re.compile(r"\bsampling[- ]backends?\b", re.I), "--sampling-backend", None, None),
+    (re.compile(r"\bgrammar[- ]backends?\b", re.I), "--grammar-backend", None, None),
     (re.compile(r"\battention[- ]backends?\b", re.I), "--attention-backend", None, None),
     (re.compile(r"\bkv[- _]cache[- _]dtype\b", re.I), "--kv-cache-dtype", None, None),
     (re.compile(r"\btokenizer worker num\b", re.I), "--tokenizer-worker-num", None, None),
@@ -159,7 +166,7 @@ def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
     return rem
 
 
-_REQUIRES = re.compile(r"\b(?:requires?|needs?|depends on|must be used with|only (?:supported|works|compatible|available|"
+_REQUIRES = re.compile(r"\b(?:requires?|needs?|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
                        r"implemented) (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
                        re.I)
 # "B is required for A", "Please enable B when setting A", "please set B when using A"
@@ -222,7 +229,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
             candidates.append(eq.group("v").rstrip("."))
         told = re.match(r"\s*(?:to be (?:set to )?|must be |should be |to )?((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})",
                         after)
-        if told is not None and re.match(r"\s*(?:to be|must be|should be|to )", after):
+        if told is None or not re.match(r"\s*(?:to be|must be|should be|to )", after):
+            told = re.match(r"\s*only supports? ((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})", after)
+        if told is not None and re.match(r"\s*(?:to be|must be|should be|to |only support)", after):
             candidates += [w for w in _LIST_ITEM.findall(told.group(1)) if w not in ("or", "and")]
         only = re.search(r"\bonly supports? ((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b|\band\b)\s*)?){1,8})\s*$",
                          text[max(0, n.start - 120):n.start])
@@ -318,17 +327,20 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
     return out
 
 
-_ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|"
-                    r"must be (?:non-negative|positive|a positive (?:integer|number))|should be (?:non-negative|positive))\b",
+_ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|cannot be|"
+                    r"must be (?:non-negative|positive|a positive (?:integer|number))|should be (?:non-negative|positive)|"
+                    r"(?:must|should) be (?:in (?:the )?range|between|within)|(?:is )?out of (?:the )?range|"
+                    r"must be a power of (?:2|two))\b",
                     re.I)
 
 
 def _alone(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """One setting refused on its own ("Cannot set --x for the decode engine", "base_gpu_id
     must be non-negative", "please remove --x"): remove it, the release's default applies."""
-    if len([n for n in named if not n.prose]) != 1 or not _ALONE.search(text):
+    plain = [n for n in named if not n.prose]
+    if not _ALONE.search(text) or not (len(plain) == 1 or (not plain and len(named) == 1)):
         return []
-    n = next(n for n in named if not n.prose)
+    n = plain[0] if plain else named[0]
     r = _change(ctx, n, False)
     return [r] if r else []
 
@@ -348,6 +360,202 @@ def _advises_a_flag(ctx: Context, text: str) -> bool:
     return False
 
 
+# -- a relation between two numeric settings ------------------------------------------------------
+#
+# "tp_size must be divisible by dp_size", "--dcp-size 4 must divide --tp-size 6", "max_loaded_loras
+# should be greater than or equal to max_loras_per_batch. max_loaded_loras=4, max_loras_per_batch=8",
+# "ep_size must be 1 or the same as tp_size", "chunked_prefill_size must be divisible by page_size"
+# (0.4.x-0.5.23 server_args.py / arg_groups/): the value that satisfies the relation follows from the
+# two settings' values, the launch's own (command or dump) else the number the message prints beside
+# the name.  A parallel size that counts GPUs (--tp-size, --nnodes) is kept and the other one moves.
+_RELATIONS: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"\b(?:must|should|has to|needs? to) be (?:evenly |exactly )?(?:divisible by|a multiple of)|"
+                r"\b(?:is|are) not (?:evenly )?divisible by|\bnot a multiple of", re.I), "divisible"),
+    (re.compile(r"\b(?:must|should) (?:evenly )?divide|\b(?:must|should) be a (?:positive )?divisor of|"
+                r"\bdoes not divide", re.I), "divides"),
+    (re.compile(r"\b(?:must|should)(?: be)? (?:greater than or equal to|larger than or equal to|larger or equal to|"
+                r">=|at least|no (?:less|smaller) than|not (?:be )?(?:less|smaller) than)|\bmust >=|\bshould >=", re.I), "ge"),
+    (re.compile(r"\b(?:must|should)(?: be)? (?:less than or equal to|smaller than or equal to|<=|at most|"
+                r"no (?:greater|larger|more) than)|\b(?:must|should|cannot|can't|can not) (?:not )?exceed|\bmust <=", re.I), "le"),
+    (re.compile(r"\b(?:must|should)(?: be)? (?:1 or )?(?:equal to|equal|the same as|identical to)|\bmust match", re.I), "eq"),
+)
+# sizes that count GPUs or machines: the relation moves the other setting
+_KEPT = ("--tp-size", "--nnodes", "--tensor-parallel-size")
+# a number printed beside a setting's name: "--dcp-size 4", "tp_size=8", "tp_size (8)", "tp_size: 8"
+_BESIDE = re.compile(r"\s*(?:[=:(]\s*)?(-?\d+)\)?(?!\w|\.\d)")
+# prose names of the parallel sizes (the sizes a relation speaks of in words)
+_SIZE_PROSE: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"\btensor[- ]parallel(?:ism)? (?:size|degree)\b|\bTP size\b", re.I), "--tp-size"),
+    (re.compile(r"\bexpert[- ]parallel(?:ism)? (?:size|degree)\b|\bEP size\b", re.I), "--ep-size"),
+    (re.compile(r"\bdata[- ]parallel(?:ism)? (?:size|degree)\b|\bDP size\b", re.I), "--dp-size"),
+    (re.compile(r"\bpipeline[- ]parallel(?:ism)? (?:size|degree)\b|\bPP size\b", re.I), "--pp-size"),
+    (re.compile(r"\bpage size\b", re.I), "--page-size"),
+    (re.compile(r"\bnumber of nodes\b", re.I), "--nnodes"),
+)
+
+
+def _int_setting(ctx: Context, flag: str) -> bool:
+    spec = ctx.catalog.spec(flag)
+    return spec is not None and spec.takes_value and (spec.type == "int" or spec.type.endswith("_int"))
+
+
+def _numeric_named(ctx: Context, text: str, named: list[Named]) -> list[Named]:
+    """The integer settings ``text`` names: the named flags and fields, and the parallel sizes in
+    words ("the tensor parallel size"), in the text's order."""
+    out = [n for n in named if _int_setting(ctx, n.flag)]
+    for pattern, flag in _SIZE_PROSE:
+        spelled = ctx.flag(flag)
+        if spelled is None or not _int_setting(ctx, spelled):
+            continue
+        for m in pattern.finditer(text):
+            if not any(o.start <= m.start() < o.end or m.start() <= o.start < m.end() for o in out):
+                out.append(Named(spelled, m.start(), m.end(), None, None, prose=True))
+    return sorted(out, key=lambda n: n.start)
+
+
+def _value_of(ctx: Context, text: str, n: Named) -> tuple[int | None, str]:
+    """The setting's value: the launch's own, else the number the message prints beside it (and
+    where it came from: "launch" or "log")."""
+    stated = ctx.stated(n.flag)
+    if isinstance(stated, bool):
+        stated = None
+    try:
+        if stated is not None:
+            return int(stated), "launch"
+    except (TypeError, ValueError):
+        pass
+    m = _BESIDE.match(text, n.end)
+    if m is None:  # "... max_loaded_loras=4, max_loras_per_batch=8" after the sentence
+        m = re.search(r"(?<![\w-])" + re.escape(text[n.start:n.end]) + r"\s*=\s*(-?\d+)\b", text[n.end:])
+    return (int(m.group(1)), "log") if m is not None else (None, "")
+
+
+def _largest_divisor(of: int, at_most: int) -> int | None:
+    return next((d for d in range(min(of, at_most), 0, -1) if of % d == 0), None)
+
+
+def _relation(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
+    """The value that satisfies a relation the message states between two integer settings (or
+    a setting and a number): divisible by / divides / at least / at most / equal to."""
+    sizes = _numeric_named(ctx, text, named)
+    # a bound written as a comparison after the setting: "Please set a dp-size > 1", "tp_size >= 2"
+    if re.search(r"\b(?:must|should|please|set|requires?|needs?|expected)\b", text, re.I):
+        for n in sizes:
+            op = re.match(r"\s*(>=|<=|>|<|==)\s*(-?\d+)\b(?!\.\d)", text[n.end:])
+            if op is None:
+                continue
+            clause = _clause(text, n.start, False) + _clause(text, n.start, True)
+            if _NEGATION.search(clause) or re.search(r"\b(?:when|if|while|with|for|unless|where)\s+(?:the\s+)?$",
+                                                      text[max(0, n.start - 30):n.start], re.I):
+                continue  # the comparison is the refusal's condition ("not supported when tp_size > 1")
+            bound = int(op.group(2)) + {">": 1, "<": -1}.get(op.group(1), 0)
+            kind = {">=": "ge", ">": "ge", "<=": "le", "<": "le", "==": "eq_number"}[op.group(1)]
+            value, _ = _value_of(ctx, text, Named(n.flag, n.start, n.start, None, None))
+            if value is None:
+                value = bound - 1 if kind == "ge" else bound + 1
+            return _satisfy(ctx, "eq" if kind == "eq_number" else kind, n, value, None, bound, True)
+    for pattern, kind in _RELATIONS:
+        m = pattern.search(text)
+        if m is None:
+            continue
+        before = _clause(text, m.start(), False)
+        left = [n for n in sizes if m.start() - len(before) <= n.start < m.start()]
+        if not left or re.search(r"\*|\bx\b|\btimes\b|\bplus\b|\+", text[left[-1].end:m.start()]):
+            continue  # a product or sum of settings: which one to move is not the message's to say
+        a = left[-1]
+        tail = _clause(text, m.end(), True)
+        right = [n for n in sizes if m.end() <= n.start < m.end() + len(tail) and n.flag != a.flag]
+        a_value, a_from = _value_of(ctx, text, a)
+        if right:
+            b = right[0]
+            b_value, b_from = _value_of(ctx, text, b)
+        else:
+            number = re.match(r"\s*(?:1 or )?\(?\s*(-?\d+)\b(?!\s*(?:GB|GiB|MB|%|\.\d))", text[m.end():])
+            b, b_value, b_from = None, int(number.group(1)) if number else None, "log"
+        if b is None and b_value is not None and a_value is None and kind in ("ge", "le", "eq"):
+            a_value, a_from = (b_value - 1 if kind == "ge" else b_value + 1), "log"  # the bound itself satisfies it
+        if a_value is None or b_value is None:
+            return _relation_question(ctx, kind, a, b, b_value)
+        return _satisfy(ctx, kind, a, a_value, b, b_value, "log" in (a_from, b_from))
+    return []
+
+
+def _relation_question(ctx: Context, kind: str, a: Named, b: Named | None, b_value: int | None) -> list[Remediation]:
+    """The relation without the settings' values (a pasted log without the launch's command or
+    dump, a bare assert): the setting to change and what its value must be, for the user to fill."""
+    other = f"your {b.flag}" if b is not None else str(b_value) if b_value is not None else None
+    if other is None:
+        return []
+    flag, what = a.flag, {"divisible": f"a multiple of {other}", "divides": f"a divisor of {other}",
+                          "ge": f"at least {other}", "le": f"at most {other}", "eq": f"the same as {other}"}[kind]
+    if kind == "divisible" and b is not None and a.flag in _KEPT:
+        flag, what = b.flag, f"a divisor of your {a.flag}"
+    return [Remediation(set={flag: f"<{what}>"}, needs_human=True,
+                        note=f"give {flag} {what}: the check's relation (the launch's values are not in the log)")]
+
+
+def _satisfy(ctx: Context, kind: str, a: Named, a_value: int, b: Named | None, b_value: int,
+             from_log: bool) -> list[Remediation]:
+    changes: list[tuple[str, int, str]] = []  # (flag, value, why)
+    b_words = b.flag if b is not None else str(b_value)
+    if kind == "divisible" and b_value > 0 and a_value % b_value != 0:
+        if b is not None and a.flag in _KEPT:
+            d = _largest_divisor(a_value, b_value)
+            if d is not None:
+                changes.append((b.flag, d, f"the largest value up to {b_value} that divides {a.flag} {a_value}"))
+        else:
+            multiple = max(b_value, a_value - a_value % b_value)
+            changes.append((a.flag, multiple, f"the nearest multiple of {b_words} ({b_value}) at or below {a_value}"))
+            if b is not None and b.flag not in _KEPT:
+                d = _largest_divisor(a_value, b_value)
+                if d is not None and d > 1:
+                    changes.append((b.flag, d, f"the largest value up to {b_value} that divides {a.flag} {a_value}"))
+    elif kind == "divides" and a_value > 0 and b_value % a_value != 0:
+        d = _largest_divisor(b_value, a_value)
+        if d is not None:
+            changes.append((a.flag, d, f"the largest value up to {a_value} that divides {b_words} ({b_value})"))
+    elif kind == "ge" and a_value < b_value:
+        changes.append((a.flag, b_value, f"{b_words}'s value ({b_value})"))
+        if b is not None and b.flag not in _KEPT:
+            changes.append((b.flag, a_value, f"{a.flag}'s value ({a_value})"))
+    elif kind == "le" and a_value > b_value:
+        changes.append((a.flag, b_value, f"{b_words}'s value ({b_value})"))
+        if b is not None and b.flag not in _KEPT:
+            changes.append((b.flag, a_value, f"{a.flag}'s value ({a_value})"))
+    elif kind == "eq" and a_value != b_value and b is None:
+        changes.append((a.flag, b_value, f"the value the check states ({b_value})"))
+    elif kind == "eq" and a_value != b_value and b is not None:
+        if a.flag in _KEPT and b.flag not in _KEPT:
+            changes.append((b.flag, a_value, f"{a.flag}'s value ({a_value})"))
+        else:
+            changes.append((a.flag, b_value, f"{b.flag}'s value ({b_value})"))
+    out: list[Remediation] = []
+    for flag, value, why in changes:
+        if ctx.catalog.validate(flag, value) is not None or _equal(ctx.stated(flag), value):
+            continue
+        rem = Remediation(set={flag: value}, note=f"set {flag} {value}: {why}, which the check's relation asks for")
+        out.append(rem)
+    return out
+
+
+def _assert_words(ctx: Context) -> str:
+    """A bare ``assert`` of an argument check has no message; its statement says the relation
+    (``assert self.tp_size % self.dp_size == 0`` -> "tp_size must be divisible by dp_size").
+    The deepest frame's source line, read only for the settings' names."""
+    frames = ctx.diagnosis.incident.frames
+    source = (frames[-1].source or "").strip() if frames else ""
+    name = r"(?:self\.|server_args\.|args\.)?([a-z][a-z0-9_]*)"
+    m = re.fullmatch(r"assert\s+" + name + r"\s*%\s*" + name + r"\s*==\s*0", source)
+    if m is not None:
+        return f"{m.group(1)} must be divisible by {m.group(2)}"
+    m = re.fullmatch(r"assert\s+" + name + r"\s*(>=|<=|==|>|<)\s*" + name, source)
+    if m is not None:
+        words = {">=": "must be greater than or equal to", ">": "must be greater than or equal to",
+                 "<=": "must be less than or equal to", "<": "must be less than or equal to", "==": "must be equal to"}
+        return f"{m.group(1)} {words[m.group(2)]} {m.group(3)}"
+    return ""
+
+
 @remedy("refusal_fix")
 def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     """The changes an argument check's message implies by its shape (module docstring): a
@@ -357,6 +565,8 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     inc = ctx.diagnosis.incident
     text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
     text = (text or "")[:2000]
+    if not text.strip() and inc.exception is not None and inc.exception.type == "AssertionError":
+        text = _assert_words(ctx)  # a bare assert: its statement is the check's only words
     from sglang_doctor.remedy.remedies import flag_named
 
     named_result = flag_named(ctx, {})
@@ -364,23 +574,31 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     if _advises_a_flag(ctx, text):
         return after or None  # "use --x y", "please set --x": the message's own advice leads
     named = named_settings(ctx, text)
-    found = (_values(ctx, text, named) + _combination(ctx, text, named) + _alone(ctx, text, named)) if named else []
+    found = (_relation(ctx, text, named) + _values(ctx, text, named) + _combination(ctx, text, named)
+             + _alone(ctx, text, named)) if named or any(p.search(text) for p, _ in _SIZE_PROSE) else []
     out: list[Remediation] = []
     for rem in found:
         if any(rem.set == o.set and rem.unset == o.unset for o in out):
             continue
+        if any(f in o.unset for o in out for f, v in rem.set.items() if v is True) or \
+                any(o.set.get(f) is True for o in out for f in rem.unset):
+            continue  # the opposite of a change an earlier shape gave: the earlier reading stands
         rem.safe, rem.needs_human = False, True
         rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
         rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
                                                   "your workload")
-        value_from = "log" if any(v is not True for v in rem.set.values()) else None
+        value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
+                      else "log" if any(v is not True for v in rem.set.values()) else None)
         out.append(trust.declare_log_named(rem, value_from=value_from))
     out = out[:3]
     removed = {f for o in out for f in o.unset}
+    turned_on = {f for o in out for f, v in o.set.items() if v is True}
     for rem in after:  # flag_named's reading, after these (the same change once)
         if any(rem.set == o.set and sorted(rem.unset) == sorted(o.unset) and rem.env == o.env for o in out):
             continue
         if any(f in removed and v is True for f, v in rem.set.items()):
             continue  # "turn --x on" where the shape says the check refused --x being on
+        if any(f in turned_on for f in rem.unset):
+            continue  # "remove --x" where the shape says the check requires --x
         out.append(rem)
     return out or None

@@ -196,3 +196,201 @@ def test_a_comparison_in_brackets_is_not_a_list_of_values():
                exc="ValueError")
     assert all(r.set.get("--chunked-prefill-size") != 0 for r in [rem, *rem.alternatives])
     assert rem.unset == ["--chunked-prefill-size"], "chunked prefill on: the release's default size"
+
+
+# -- a relation between two integer settings: the value that satisfies it --------------------------
+
+
+def _with_frame(message: str, source: str, catalog=V059, server_args: dict | None = None):
+    from sglang_doctor.model import Frame
+
+    incident = Incident(kind="traceback", first_line=1, last_line=1)
+    incident.exception = ExceptionInfo("AssertionError", message)
+    incident.frames = [Frame("/usr/local/lib/python3.10/dist-packages/sglang/srt/server_args.py", 333,
+                             "__post_init__", source)]
+    d = Diagnosis(incident=incident, rule="test.rule", category="args.invalid", remedies=[{"refusal_fix": {}}],
+                  launch=Launch(index=0, line=1, server_args=server_args or {}))
+    return remedies.remediate(d, command=None, version=catalog.version, catalog=catalog, hardware=None,
+                              model_config=None, warnings=[])
+
+
+def test_divisible_by_keeps_the_gpu_count_and_moves_the_other_size():
+    # 0.5.9 server_args.py _handle_data_parallelism: "tp_size must be divisible by dp_size" style
+    rem = _fix("tp_size must be divisible by dp_size", server_args={"tp_size": 8, "dp_size": 3}, exc="ValueError")
+    assert _changes(rem)[0] == ({"--dp-size": 2}, []), "the largest size up to 3 that divides 8"
+    assert rem.safe is False
+
+
+def test_a_size_that_must_divide_another_takes_the_numbers_the_message_prints():
+    # 0.5.23 arg_groups/parallel_hook.py: "--dcp-size {dcp} must divide --tp-size {tp}."
+    rem = _fix("--dcp-size 4 must divide --tp-size 6.", V0523, exc="ValueError")
+    assert _changes(rem)[0] == ({"--dcp-size": 3}, [])
+    assert rem.provenance["--dcp-size"]["value_from"] == "log"
+
+
+def test_at_least_sets_the_setting_to_the_other_ones_value_then_the_other_way():
+    # 0.5.9 server_args.py check_lora_server_args
+    rem = _fix("max_loaded_loras should be greater than or equal to max_loras_per_batch. max_loaded_loras=4, "
+               "max_loras_per_batch=8", exc="AssertionError")
+    assert _changes(rem)[:2] == [({"--max-loaded-loras": 8}, []), ({"--max-loras-per-batch": 4}, [])]
+
+
+def test_sizes_named_in_words_are_related_too():
+    # 0.5.9 server_args.py: "The expert parallel size must be 1 or the same as the tensor parallel size"
+    rem = _fix("The expert parallel size must be 1 or the same as the tensor parallel size",
+               server_args={"tp_size": 8, "ep_size": 4}, exc="AssertionError")
+    assert _changes(rem)[0] == ({"--ep-size": 8}, [])
+
+
+def test_a_bound_the_message_states_is_the_value_when_the_launch_value_is_unknown():
+    rem = _fix("Tokenizer worker num must >= 1", exc="ValueError")
+    assert _changes(rem)[0] == ({"--tokenizer-worker-num": 1}, [])
+
+
+def test_a_relation_already_satisfied_by_the_launch_changes_nothing_of_it():
+    rem = _fix("chunked_prefill_size must be divisible by page_size",
+               server_args={"chunked_prefill_size": 8192, "page_size": 64}, exc="ValueError")
+    assert all(s.get("--chunked-prefill-size") != 8192 for s, _ in _changes(rem))
+    assert all(not isinstance(s.get("--page-size"), int) for s, _ in _changes(rem))
+
+
+def test_a_product_of_settings_is_not_moved_by_guess():
+    rem = _fix("ep_size * moe_dp_size must be less than or equal to tp_size",
+               server_args={"tp_size": 8, "ep_size": 8, "moe_dp_size": 2}, exc="ValueError")
+    assert not any(isinstance(v, int) for s, _ in _changes(rem) for v in s.values())
+
+
+def test_a_bare_asserts_statement_is_the_relation():
+    # 0.4.6.post5 server_args.py:333 (enable_dp_attention): assert self.tp_size % self.dp_size == 0
+    rem = _with_frame("", "assert self.tp_size % self.dp_size == 0", server_args={"tp_size": 8, "dp_size": 3})
+    assert _changes(rem)[0] == ({"--dp-size": 2}, [])
+
+
+def test_a_bare_assert_without_the_launchs_values_asks_for_a_divisor():
+    rem = _with_frame("", "assert self.tp_size % self.dp_size == 0")
+    assert rem.set == {"--dp-size": "<a divisor of your --tp-size>"} and rem.needs_human
+
+
+def test_a_range_refusal_of_one_setting_removes_it():
+    rem = _fix("--swa-full-tokens-ratio should be in range (0, 1.0].", exc="ValueError")
+    assert _changes(rem)[0] == ({}, ["--swa-full-tokens-ratio"])
+
+
+# -- argparse: a switch written with a value; a flag given no value -----------------------------
+
+
+def _cli(path: str) -> dict:
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", str(ROOT / path)), capture_output=True,
+                         text=True, timeout=120)
+    return next(json.loads(line) for line in out.stdout.splitlines() if '"incident"' in line)
+
+
+def test_a_switch_written_true_is_the_switch_alone():
+    inc = _cli("fixtures/args/switch_given_value_true.log")
+    assert inc["rule"] == "args.invalid.switch_given_value"
+    assert inc["remediation"]["set"] == {"--enable-dp-attention": True}
+    assert inc["remediation"]["safe"] is False
+
+
+def test_a_switch_written_false_is_left_out():
+    inc = _cli("fixtures/args/switch_given_value_false.log")
+    assert inc["remediation"]["unset"] == ["--disable-cuda-graph"] and not inc["remediation"]["set"]
+
+
+def test_a_flag_given_no_value_asks_for_it_then_removes_it():
+    inc = _cli("fixtures/args/flag_missing_value.log")
+    assert inc["rule"] == "args.invalid.flag_missing_value"
+    rem = inc["remediation"]
+    assert list(rem["set"]) == ["--port"] and rem["set"]["--port"].startswith("<")
+    assert rem["alternatives"][0]["unset"] == ["--port"]
+
+
+# -- more shapes: "not supported unless B", a prose setting refused alone, backends in words ------
+
+
+def test_not_supported_unless_turns_the_condition_on():
+    # 0.5.9 server_args.py:5143
+    rem = _fix("multi-node data parallel is not supported unless dp attention!", exc="ValueError")
+    assert _changes(rem) == [({"--enable-dp-attention": True}, [])]
+
+
+def test_a_prose_setting_refused_alone_is_turned_off():
+    # 0.5.9 server_args.py:1233
+    rem = _fix("For round-robin split mode, dp attention is not supported.", exc="ValueError")
+    assert _changes(rem)[0] == ({}, ["--enable-dp-attention"])
+
+
+def test_a_backend_named_in_words_takes_the_value_the_message_names():
+    # 0.5.9 server_args.py:2214
+    rem = _fix("Flashinfer MoE A2A is only supported with flashinfer_cutlass moe runner backend", exc="AssertionError")
+    assert _changes(rem)[0] == ({"--moe-runner-backend": "flashinfer_cutlass"}, [])
+
+
+def test_a_value_a_setting_cannot_be_removes_the_setting():
+    # 0.5.9 server_args.py:2348
+    rem = _fix("Currently speculative MoE runner backend cannot be flashinfer_trtllm for risk in some draft models.",
+               exc="AssertionError")
+    assert _changes(rem)[0] == ({}, ["--speculative-moe-runner-backend"])
+
+
+def test_only_support_after_the_setting_lists_its_values():
+    # 0.5.9 server_args.py:5150
+    rem = _fix("moe_dense_tp_size only support 1 and None currently", exc="AssertionError")
+    assert _changes(rem)[0] == ({"--moe-dense-tp-size": 1}, [])
+
+
+def test_a_bound_written_as_a_comparison_after_the_setting_is_its_value():
+    # 0.4.6.post5 server_args.py:330 (enable_dp_attention): "Please set a dp-size > 1. ..."
+    rem = _fix("Please set a dp-size > 1. You can use 1 < dp-size <= tp-size", flags.load_catalog("0.4.6.post5"))
+    assert _changes(rem)[0] == ({"--dp-size": 2}, [])
+
+
+def test_a_comparison_that_is_the_refusals_condition_is_not_a_value_to_set():
+    rem = _fix("Pipeline parallelism is not supported when tp_size > 1", exc="ValueError")
+    assert all(s.get("--tp-size") != 2 for s, _ in _changes(rem))
+
+
+def test_an_invalid_choice_another_release_accepts_names_that_release():
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", "--sglang-version", "0.4.9.post1",
+                                    str(ROOT / "fixtures/args/invalid_choice_newer_release_049.log")),
+                         capture_output=True, text=True, timeout=120)
+    inc = next(json.loads(line) for line in out.stdout.splitlines() if '"incident"' in line)
+    assert inc["rule"] == "args.invalid.invalid_choice"
+    notes = [a["note"] for a in inc["remediation"]["alternatives"]]
+    elsewhere = [n for n in notes if "is one of its choices in SGLang" in n]
+    assert elsewhere and "0.5.1" in elsewhere[0] and "trtllm_mha" not in elsewhere[0], "the log's value is never echoed"
+    assert all(not a["set"] for a in inc["remediation"]["alternatives"] if a["note"] in elsewhere)
+
+
+def test_an_invalid_choice_no_release_accepts_gets_no_release_advice():
+    inc = _explain("fixtures/args/invalid_choice_kv_cache_dtype_059.log")
+    assert not any("is one of its choices in SGLang" in a["note"] for a in inc["remediation"]["alternatives"])
+
+
+def test_a_model_that_refuses_pipeline_parallelism_gets_pp_size_one():
+    inc = _explain("fixtures/classes/model_not_implemented_pp.log")
+    assert inc["rule"] == "class.args.model_refused_parallelism"
+    assert inc["remediation"]["set"] == {"--pp-size": 1}
+
+
+def test_eplb_in_words_is_its_switch():
+    rem = _fix("Native xLLM/K2 Horizon serving does not yet support EPLB, non-trivial initial expert placement, or "
+               "redundant experts.", V0523, exc="ValueError")
+    assert _changes(rem)[0] == ({}, ["--enable-eplb"])
+
+
+def test_an_argument_refusal_pasted_alone_is_an_argument_check_not_a_serving_crash():
+    inc = _explain("fixtures/classes/args_setting_refused_line.log")
+    assert (inc["rule"], inc["category"]) == ("class.args.setting_refused", "args.invalid")
+    assert inc["remediation"]["set"] == {"--attention-backend": "triton"}
+
+
+def test_a_serving_crash_that_names_a_setting_stays_a_crash():
+    inc = _explain("fixtures/classes/runtime_after_ready_bare.log")
+    assert inc["category"] == "runtime.crash"
+
+
+def test_an_argument_refusal_in_words_pasted_alone_is_an_argument_check():
+    inc = _explain("fixtures/classes/args_setting_refused_in_words_line.log")
+    assert (inc["rule"], inc["category"]) == ("class.args.setting_refused_in_words", "args.invalid")
+    assert inc["remediation"]["unset"], "the setting the check refuses (dp attention) is turned off"
