@@ -521,7 +521,8 @@ class StreamPipeline:
         lines = f"line {inc.first_line}" if inc.first_line == inc.last_line else f"lines {inc.first_line}-{inc.last_line}"
         if request is not None:
             kind = "request_failed"
-            rid = f" {request['id']}" if request.get("id") else ""
+            ids = request.get("ids") or ([request["id"]] if request.get("id") else [])
+            rid = f" {ids[0]}" if len(ids) == 1 else (f"s {', '.join(ids)}" if ids else "")
             reason = f" ({request['reason']})" if request.get("reason") else ""
             how = (f"answered to its client with \"{request['answer']}\"" if request.get("answer") else
                    "aborted with an error (SGLang's disaggregation code logs it, aborts that request and goes on)")

@@ -218,9 +218,11 @@ TRANSFER_REPEAT = 2
 
 
 def request_transfer(incident: Incident) -> frozenset[str] | None:
-    """The bootstrap rooms (at most one; empty when the lines were cut before it) of an incident
-    that is ONE request's failed KV transfer for a reason of that request alone (ONE_REQUEST),
-    nothing else; None for any other incident."""
+    """The bootstrap rooms (empty when the lines were cut before them) of an incident made of
+    failed KV transfers of requests, each for a reason of that request alone (ONE_REQUEST; a
+    line the paste cut before its reason goes with the others, at least one gives it), nothing
+    else; None for any other incident.  Several rooms: requests that timed out in one poll of
+    the queue (sgl-project/sglang#11648), each its own."""
     literals = {"kv_transfer_failed", *(f"rule_literal:{t}" for t in TRANSFER_LINE)}
     if not incident.signals or any(name not in literals for name in incident.signal_names):
         return None
@@ -233,8 +235,7 @@ def request_transfer(incident: Incident) -> frozenset[str] | None:
             reasons.append(found.group("reason"))
     if not reasons or not all(ONE_REQUEST.match(r) for r in reasons):
         return None  # the reason is the peer's or the transport's, or the lines lost it
-    rooms = frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
-    return rooms if len(rooms) <= 1 else None
+    return frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
 
 
 def may_survive_serving(incident: Incident) -> bool:
@@ -346,17 +347,20 @@ def client_error_answer(incident: Incident, after: list[str]) -> str | None:
 
 
 def request_event(incident: Incident) -> dict | None:
-    """What a request-level failure says of its request: ``{"id": rid or None, "reason": ...}``
-    for ONE request's failed KV transfer for a reason of its own (request_transfer), else None."""
+    """What a request-level failure says of its requests: ``{"id": the first rid or None,
+    "ids": every rid (in order), "reason": the first reason}`` for failed KV transfers of
+    requests for reasons of their own (request_transfer), else None."""
     if request_transfer(incident) is None:
         return None
-    rid = reason = None
+    ids: list[str] = []
+    reason = None
     for line in incident.signals:
-        if rid is None and (m := _RID.search(line.text)):
-            rid = m.group("rid")
+        m = _RID.search(line.text)
+        if m and m.group("rid") not in ids and _REASON.search(line.text):
+            ids.append(m.group("rid"))  # a line the paste cut inside its rid names no request
         if reason is None and (m := _REASON.search(line.text)):
             reason = m.group("reason").strip()
-    return {"id": rid, "reason": reason}
+    return {"id": ids[0] if ids else None, "ids": ids, "reason": reason}
 
 
 def every_request_failed(failures: list[tuple[frozenset[str], int, str]], batch_lines: list[int]) -> bool:

@@ -180,7 +180,7 @@ def test_a_paste_that_ends_after_it_is_a_request_level_warning(pack):
     assert _incidents(events) == [] and _warnings(events) == []
     [warning] = _request_warnings(events)
     assert warning["rule"] == RULE
-    assert warning["request"] == {"id": "5a0c19e2d4b8417",
+    assert warning["request"] == {"id": "5a0c19e2d4b8417", "ids": ["5a0c19e2d4b8417"],
                                   "reason": "KVTransferError(bootstrap_room=8815522904417): Timed out waiting for "
                                             "prefill completion"}
     assert "request 5a0c19e2d4b8417 failed" in warning["message"]
