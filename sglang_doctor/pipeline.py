@@ -445,9 +445,14 @@ class StreamPipeline:
 
     def stand(self, ev: dict, quiet_s: float) -> list[dict]:
         """The held provisional incident ``ev`` stands after ``quiet_s`` seconds with no new
-        evidence (confirm_wait.py): a ``confirmed`` event that says so and what it assumed.
+        evidence (confirm_wait.py): a ``confirmed`` event that says so and what it assumed; one
+        request's handled failure becomes a request-level warning instead (_request_level_at_end).
         Decided once: a ready line or batch lines that come later do not take it back."""
         if not any(ev is held for held in self._before_ready + self._while_serving):
+            return self._take()
+        if any(ev is held for held in self._while_serving) and self._request_level_at_end(ev):
+            # one request's handled failure and a quiet server since: an idle server, not a death
+            self._while_serving = [held for held in self._while_serving if held is not ev]
             return self._take()
         n = int(quiet_s) if float(quiet_s).is_integer() else quiet_s
         launch = ev["launch"] + 1 if isinstance(ev.get("launch"), int) else "?"

@@ -125,3 +125,17 @@ def test_explain_exits_0_and_says_which_request(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "requests cd00baf7d2fc4dcf8535c3a25f0288a3, de2b8335632d474fb24b2eed0658e1e7 failed" in proc.stdout
+
+
+def test_a_live_stream_that_goes_quiet_after_it_withdraws_it(pack):
+    """watch: a quiet server after one request's failure is an idle one, not a death (the
+    confirm wait's ``stand`` gives the request-level warning, never a ``confirmed``)."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline(pack)  # live: not whole_log
+    events = pipe.feed(ISSUE_11648.rsplit("\n", 1)[0].encode() + b"\n") + pipe.flush_idle()
+    [held] = pipe.undecided()
+    events += pipe.stand(held, 30)
+    assert [e for e in events if e["event"] == "confirmed"] == []
+    [warning] = _request_warnings(events)
+    assert warning["withdraws"]["rule"] == "nccl.kv_transfer_failed"
