@@ -528,7 +528,9 @@ class StreamPipeline:
             kind = "request_failed"
             ids = request.get("ids") or ([request["id"]] if request.get("id") else [])
             rid = f" {ids[0]}" if len(ids) == 1 else (f"s {', '.join(ids)}" if ids else "")
-            reason = f" ({request['reason']})" if request.get("reason") else ""
+            reason = (f" ({request['reason']})" if request.get("reason") else
+                      " (the text gives no reason or cut it: a reason that names the peer or the transport, which "
+                      "would make it the PD pair's failure, is not ruled out)")
             how = (f"answered to its client with \"{request['answer']}\"" if request.get("answer") else
                    "aborted with an error (SGLang's disaggregation code logs it, aborts that request and goes on)")
             message = (f"{lines}: request{rid} failed{reason} ({diagnosis.rule}), {how}; the input ends "

@@ -220,22 +220,36 @@ TRANSFER_REPEAT = 2
 def request_transfer(incident: Incident) -> frozenset[str] | None:
     """The bootstrap rooms (empty when the lines were cut before them) of an incident made of
     failed KV transfers of requests, each for a reason of that request alone (ONE_REQUEST; a
-    line the paste cut before its reason goes with the others, at least one gives it), nothing
-    else; None for any other incident.  Several rooms: requests that timed out in one poll of
+    line that gives no reason, or whose reason the paste cut, says nothing against it:
+    transfer_reason), nothing else; None for any other incident.  Several rooms: requests that timed out in one poll of
     the queue (sgl-project/sglang#11648), each its own."""
     literals = {"kv_transfer_failed", *(f"rule_literal:{t}" for t in TRANSFER_LINE)}
     if not incident.signals or any(name not in literals for name in incident.signal_names):
         return None
-    reasons = []
     for line in incident.signals:
         if not any(t in line.text for t in TRANSFER_LINE):
             return None
-        found = _REASON.search(line.text)
-        if found:
-            reasons.append(found.group("reason"))
-    if not reasons or not all(ONE_REQUEST.match(r) for r in reasons):
-        return None  # the reason is the peer's or the transport's, or the lines lost it
+        reason = transfer_reason(line.text)
+        if reason is not None and not ONE_REQUEST.match(reason):
+            return None  # the reason is the peer's or the transport's
     return frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
+
+
+# what is left of a reason the paste cut: KVTransferError's head and its room, nothing after
+_REASON_CUT = re.compile(r"K(?:V(?:T(?:r(?:a(?:n(?:s(?:f(?:e(?:r(?:E(?:r(?:r(?:o(?:r)?)?)?)?)?)?)?)?)?)?)?)?)?)?"
+                         r"(?:\((?:b(?:o(?:o(?:t(?:s(?:t(?:r(?:a(?:p(?:_(?:r(?:o(?:o(?:m(?:=\d*\)?:?)?)?)?)?)?)?)?)?)?)?)?)?)?)?)?)?\s*")
+
+
+def transfer_reason(text: str) -> str | None:
+    """The reason a transfer-failed line gives (KVTransferError's text), or None when the line
+    gives none: 0.5.9 prints no " with exception ..." when the receiver recorded no exception,
+    and a paste may cut the line before or inside it (``... with exception KVTransferError(bo``).
+    A line whose reason is lost is judged with the others (request_transfer: one request's
+    failure unless a line says the transport's; the warning says the reason was cut)."""
+    found = _REASON.search(text)
+    if found is None or _REASON_CUT.fullmatch(found.group("reason").strip()):
+        return None
+    return found.group("reason").strip()
 
 
 def may_survive_serving(incident: Incident) -> bool:
@@ -356,10 +370,10 @@ def request_event(incident: Incident) -> dict | None:
     reason = None
     for line in incident.signals:
         m = _RID.search(line.text)
-        if m and m.group("rid") not in ids and _REASON.search(line.text):
+        if m and m.group("rid") not in ids and _ROOM.search(line.text):
             ids.append(m.group("rid"))  # a line the paste cut inside its rid names no request
-        if reason is None and (m := _REASON.search(line.text)):
-            reason = m.group("reason").strip()
+        if reason is None:
+            reason = transfer_reason(line.text)
     return {"id": ids[0] if ids else None, "ids": ids, "reason": reason}
 
 

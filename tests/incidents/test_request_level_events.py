@@ -139,3 +139,24 @@ def test_a_live_stream_that_goes_quiet_after_it_withdraws_it(pack):
     assert [e for e in events if e["event"] == "confirmed"] == []
     [warning] = _request_warnings(events)
     assert warning["withdraws"]["rule"] == "nccl.kv_transfer_failed"
+
+
+def test_a_transfer_line_cut_inside_its_reason_at_the_end_is_a_request_warning_that_says_so(pack):
+    """Any KVPoll.Failed is handled for its request; the reason only says whether the PD pair's
+    transport is failing, and a cut one says nothing: the warning says it is not ruled out."""
+    line = ISSUE_11648.split("\n")[1]
+    text = line[:line.index("KVTransferError(") + len("KVTransferError(bootstr")] + "\n"
+    events = _events(pack, BATCHES + text)
+    assert _incidents(events) == []
+    [warning] = _request_warnings(events)
+    assert warning["request"]["reason"] is None and "is not ruled out" in warning["message"]
+
+
+def test_the_tuned_cut_transfer_line_after_the_transports_error_stays_an_incident(pack):
+    """corpus/field9/018 (tuned, nccl): Mooncake's TCP transport error, then the prefill's
+    transfer line cut after "with exception": the transport's."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "corpus" / "field9"
+            / "018-nccl-pd-mooncake-tcp-writebody-bad-address-prefill-cut.log").read_text()
+    assert "nccl.kv_transfer_failed" in [e["rule"] for e in _incidents(_events(pack, text))]
