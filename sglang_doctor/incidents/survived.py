@@ -173,7 +173,8 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # out waiting in KVPoll.Bootstrapping / WaitingForInput ("Request R timed out after Ns in ...",
 # "Timed out waiting for prefill completion"), its bootstrap room was a duplicate or cancelled,
 # it was dispatched to another DP rank than its room implies (follow_bootstrap_room conflict),
-# the other side aborted it (NIXL's "Aborted by decode-side abort notification.").  Every
+# the other side aborted it (NIXL's "Aborted by decode-side abort notification."), its client
+# did (KVSender/KVReceiver.abort's "Aborted by AbortReq.", mostly the "handled" signal's).  Every
 # other reason stays the transport's failure, never taken back: the peer is gone ("Lost /
 # Losing connection with prefill instance" from the heartbeat checker, "Failed to get kvcache
 # from prefill instance, it might be dead", "Prefill server ... is healthy before, but now it is
@@ -210,8 +211,9 @@ _REASON = re.compile(r" with exception (?P<reason>.+)")
 ONE_REQUEST = re.compile(
     r"KVTransferError\(bootstrap_room=\d+\): (?:Request \d+ timed out after [\d.]+s|Timed out waiting for prefill "
     r"completion|Duplicate (?:or cancelled |decode )?bootstrap room|follow_bootstrap_room conflict|"
-    r"Aborted by decode-side abort notification)")
+    r"Aborted by decode-side abort notification|Aborted by AbortReq)")
 _ROOM = re.compile(r"bootstrap_room=(\d+)")
+TRANSFER_WORDS = "transfer failed for request"
 # the transport's own error and another failed transfer in the same launch (pipeline.py
 # ``_note_transport``; requests failing one by one for reasons of their own: EVERY_REQUEST)
 TRANSFER_REPEAT = 2
@@ -227,7 +229,7 @@ def request_transfer(incident: Incident) -> frozenset[str] | None:
     if not incident.signals or any(name not in literals for name in incident.signal_names):
         return None
     for line in incident.signals:
-        if not any(t in line.text for t in TRANSFER_LINE):
+        if TRANSFER_WORDS not in line.text:  # (a paste may cut "Decode"/"Prefill" off the line's head)
             return None
         reason = transfer_reason(line.text)
         if reason is not None and not ONE_REQUEST.match(reason):

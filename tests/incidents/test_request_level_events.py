@@ -160,3 +160,18 @@ def test_the_tuned_cut_transfer_line_after_the_transports_error_stays_an_inciden
     text = (Path(__file__).resolve().parents[2] / "corpus" / "field9"
             / "018-nccl-pd-mooncake-tcp-writebody-bad-address-prefill-cut.log").read_text()
     assert "nccl.kv_transfer_failed" in [e["rule"] for e in _incidents(_events(pack, text))]
+
+
+def test_the_tuned_abortreq_paste_cut_at_its_key_lines_head_stays_quiet(pack):
+    """corpus/field20/001 cut inside its first transfer line ("code transfer failed ...
+    Aborted by AbortReq.", as bench/healthy_bait.py's cut_key_head makes it), then the sibling
+    rank's line the paste cut: a client's abort, one request's (fails on session 22's code)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "corpus" / "field20"
+            / "001-none-pd-decode-kv-transfer-aborted-by-abortreq-after-ready-cut.log").read_text()
+    start = text.index("Decode transfer failed") + len("De")
+    events = _events(pack, text[start:])
+    assert _incidents(events) == []
+    [warning] = _request_warnings(events)
+    assert warning["request"]["reason"].endswith("Aborted by AbortReq.")
