@@ -31,7 +31,12 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
       line and more batch lines; once whole (``request``) and once cut above the traceback
       (``request_cut``: the header line lost, as a paste that starts at ``Traceback`` has it),
       and the exception line alone between serving lines (``request_bare``) or at the end of
-      the paste, after the access line (``request_end``).
+      the paste, after the access line (``request_end``).  Every site's exception is rendered
+      with a ``400 Bad Request`` after it; SGLang answers only ``ValueError`` (and its subclasses),
+      ``HTTPException`` and ``DS32EncodingError`` so (serving_base.py ``handle_request``,
+      http_server.py ``generate_request``): a RuntimeError or TypeError there is answered with a
+      500 and logged with "Error in request: ", so their ``request_end`` texts are not what SGLang
+      prints, and the tool keeps them incidents (incidents/survived.py ``client_error_answer``).
 
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 

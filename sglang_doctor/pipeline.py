@@ -73,10 +73,10 @@ class StreamPipeline:
         # survived.SERVING_PROOF batch lines after them (a warning it survived), a death, or ends
         self._while_serving: list[dict] = []
         self._deaths: dict[int, list[int]] = {}  # launch index -> first lines of incidents that show a death
-        # launch index -> its KV-transport incidents in order: a request's failed transfer (its
-        # bootstrap rooms) or None (the transport's own error); and the launches where they say
-        # more than one request (_note_transport)
-        self._transport: dict[int, list[frozenset[str] | None]] = {}
+        # launch index -> its KV-transport incidents in order: (a request's failed transfer's
+        # bootstrap rooms or None for the transport's own error, first line, its text); and the
+        # launches where they say the transport, not one request (_note_transport)
+        self._transport: dict[int, list[tuple[frozenset[str] | None, int, str]]] = {}
         self._transport_broken: set[int] = set()
         self.survived_count = 0  # incidents the launch came up after: reported as warnings
         self.capacity = capacity  # explain: a "capacity" event after each launch that sized its pools
@@ -367,6 +367,8 @@ class StreamPipeline:
                     continue
                 if at is not None:
                     self._confirm(ev, at, f"a new launch began at line {at}")
+                elif held is self._while_serving and self._request_level_at_end(ev):
+                    continue  # one request's handled failure: a request-level warning
                 else:  # unknown stays unknown: the conservative outcome, said as such
                     if self.whole_log and held is self._while_serving:
                         self._unproved(ev)  # explain: not yet printed (a live stream's confirmed event says it)
@@ -377,6 +379,39 @@ class StreamPipeline:
                               if launch_index is not None and ev["launch"] == launch_index]
         self._while_serving = [ev for ev in self._while_serving
                                if launch_index is not None and ev["launch"] == launch_index]
+
+    def _request_level_at_end(self, ev: dict) -> bool:
+        """The input ended after the held serving incident ``ev`` with nothing that decides it:
+        when it is a failure SGLang handles for one request (incidents/survived.py, "one request's
+        handled failure"), turn it into a request-level warning and say True."""
+        diagnosis = ev.get("_diagnosis")
+        if diagnosis is None or ev.get("event") != "incident":
+            return False
+        inc = diagnosis.incident
+        launches = self.assembler.launches
+        if inc.launch_index is None or inc.launch_index >= len(launches):
+            return False
+        request = survived_mod.request_event(inc)
+        if request is None or inc.launch_index in self._transport_broken:
+            answer = survived_mod.client_error_answer(inc, self._lines_after(inc.last_line))
+            if answer is None:
+                return False
+            exc = inc.exception
+            request = {"id": None, "reason": f"{exc.type}: {exc.message.splitlines()[0] if exc.message else ''}".strip(),
+                       "answer": answer}
+        self._to_survived(ev, launches[inc.launch_index], request=request)
+        return True
+
+    def _lines_after(self, number: int) -> list[str]:
+        """The input's lines after line ``number``, when its last bytes (``_tail``) still hold
+        them all; else []."""
+        lines = self._tail.decode("utf-8", "replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the input ended with a line end
+        first = self.lines_seen - len(lines) + 1  # the number of the tail's first (maybe cut) line
+        if first > number:
+            return []  # the tail does not reach back to the line after it
+        return [t.rstrip("\r") for t in lines[number - first + 1:]]
 
     def _unproved(self, ev: dict) -> None:
         """The input ended after the serving incident ``ev`` before the batch lines (or a death)
@@ -410,9 +445,14 @@ class StreamPipeline:
 
     def stand(self, ev: dict, quiet_s: float) -> list[dict]:
         """The held provisional incident ``ev`` stands after ``quiet_s`` seconds with no new
-        evidence (confirm_wait.py): a ``confirmed`` event that says so and what it assumed.
+        evidence (confirm_wait.py): a ``confirmed`` event that says so and what it assumed; one
+        request's handled failure becomes a request-level warning instead (_request_level_at_end).
         Decided once: a ready line or batch lines that come later do not take it back."""
         if not any(ev is held for held in self._before_ready + self._while_serving):
+            return self._take()
+        if any(ev is held for held in self._while_serving) and self._request_level_at_end(ev):
+            # one request's handled failure and a quiet server since: an idle server, not a death
+            self._while_serving = [held for held in self._while_serving if held is not ev]
             return self._take()
         n = int(quiet_s) if float(quiet_s).is_integer() else quiet_s
         launch = ev["launch"] + 1 if isinstance(ev.get("launch"), int) else "?"
@@ -467,10 +507,13 @@ class StreamPipeline:
         self._while_serving = keep
         return self._take()
 
-    def _to_survived(self, ev: dict, launch: Launch, serving: bool = False, answered: str | None = None) -> None:
+    def _to_survived(self, ev: dict, launch: Launch, serving: bool = False, answered: str | None = None,
+                     request: dict | None = None) -> None:
         """Turn the incident event ``ev`` (in place: it keeps its place among the events) into
         a warning: the launch came up after it (``serving``: went on serving after it, shown by
-        its batch lines, or by ``answered``: the URL that still answered, run's probe)."""
+        its batch lines, or by ``answered``: the URL that still answered, run's probe), or
+        ``request``: it is one request's failure SGLang handled, and the input ended after it
+        with nothing of a death (``_request_level_at_end``)."""
         diagnosis = ev["_diagnosis"]
         inc = diagnosis.incident
         self.incident_count -= 1
@@ -481,7 +524,19 @@ class StreamPipeline:
         self._pending = [p for p in self._pending if p is not ev]
         what = diagnosis.title or diagnosis.rule
         lines = f"line {inc.first_line}" if inc.first_line == inc.last_line else f"lines {inc.first_line}-{inc.last_line}"
-        if answered is not None:
+        if request is not None:
+            kind = "request_failed"
+            ids = request.get("ids") or ([request["id"]] if request.get("id") else [])
+            rid = f" {ids[0]}" if len(ids) == 1 else (f"s {', '.join(ids)}" if ids else "")
+            reason = (f" ({request['reason']})" if request.get("reason") else
+                      " (the text gives no reason or cut it: a reason that names the peer or the transport, which "
+                      "would make it the PD pair's failure, is not ruled out)")
+            how = (f"answered to its client with \"{request['answer']}\"" if request.get("answer") else
+                   "aborted with an error (SGLang's disaggregation code logs it, aborts that request and goes on)")
+            message = (f"{lines}: request{rid} failed{reason} ({diagnosis.rule}), {how}; the input ends "
+                       f"after it with nothing of a death of launch {launch.index + 1}: a request-level event, "
+                       f"not a launch incident")
+        elif answered is not None:
             kind = "survived_while_serving"
             message = (f"{lines}: {what} ({diagnosis.rule}) while serving, yet launch {launch.index + 1} still "
                        f"answered {answered} after it: a failure the server handled and survived, not a crash")
@@ -502,15 +557,18 @@ class StreamPipeline:
             "exception": inc.exception.to_json() if inc.exception else None,
             "launch": launch.index, "ready_line": launch.ready_line,
         }
+        if request is not None:
+            warning["request"] = dict(request)
         if self.whole_log:
             ev.clear()
             ev.update(warning)
             return
         # a live stream reported the incident already, as provisional: say it is taken back
         warning["withdraws"] = {"rule": diagnosis.rule, "lines": [inc.first_line, inc.last_line]}
-        warning["message"] = (("the server went on serving" if serving else "the server came up anyway")
+        warning["message"] = (("one request's failure" if request is not None else "the server went on serving"
+                               if serving else "the server came up anyway")
                               + f": the provisional incident reported at {message}")
-        if answered is not None:  # decided now, by the probe: after everything read so far
+        if answered is not None or request is not None:  # decided now: after everything read so far
             self._events.append(warning)
             return
         # in the log's order: before the first event of a later line than the one that decided
@@ -587,21 +645,25 @@ class StreamPipeline:
 
     def _note_transport(self, incident: Incident, launch: Launch | None) -> None:
         """PD disaggregation's KV transport in ``launch`` (incidents/survived.py
-        ``request_transfer``): a request's failed transfer is one request's error only while
-        it is the launch's only one.  A second request's (another bootstrap room, or one the
-        cut line does not name) or the transport's own error makes every failed transfer of the
-        launch the transport's: the held ones stand (confirmed), later ones are not held."""
+        ``request_transfer``): a request's failed transfer for a reason of its own is that
+        request's error, another request's too, until the transport's own error in the launch
+        (with another failure) or every request failing for a long span
+        (survived.every_request_failed) makes every failed transfer of the launch the
+        transport's: the held ones stand (confirmed), later ones are not held."""
         if launch is None:
             return
         rooms = survived_mod.request_transfer(incident)
         if rooms is None and not survived_mod.is_transport(incident):
             return
         seen = self._transport.setdefault(launch.index, [])
-        seen.append(rooms)
-        if launch.index in self._transport_broken or len(seen) < survived_mod.TRANSFER_REPEAT:
+        seen.append((rooms, incident.first_line, incident.signals[0].text if incident.signals else ""))
+        if launch.index in self._transport_broken:
             return
-        if all(r is not None and len(r) == 1 for r in seen) and len(frozenset().union(*seen)) == 1:
-            return  # the same request's lines again (a rank's line after an unrelated one)
+        if any(r is None for r, _, _ in seen):  # the transport's own error, and another failure
+            if len(seen) < survived_mod.TRANSFER_REPEAT:
+                return
+        elif not survived_mod.every_request_failed(seen, launch.batch_lines):
+            return  # requests failing one by one, each for a reason of its own: each its own
         self._transport_broken.add(launch.index)
         keep = []
         for ev in self._while_serving:

@@ -116,7 +116,7 @@ class Reporter:
             self._line(summary_text(ev), style="bold")
         elif kind == "status":
             self._line(ev.get("text", ""), style="yellow")
-        elif kind == "warning" and ev.get("kind") in ("survived_before_ready", "survived_while_serving"):
+        elif kind == "warning" and ev.get("kind") in ("survived_before_ready", "survived_while_serving", "request_failed"):
             self._line(f"warning: {ev.get('message', '')}", style="yellow")
         elif kind == "confirmed":  # a provisional incident stands (pipeline.py, _confirm)
             self._line(f"confirmed: {ev.get('message', '')}", style="bold red")

@@ -870,9 +870,11 @@ class Assembler:
             # scheduler watchdog logs "Watchdog timeout (...)", then the running batch and a py-spy
             # dump of every scheduler, sleeps 5 s and only then sends SIGQUIT to the parent
             # (0.4.6.post1 scheduler.py watchdog_thread); the "Received sigquit" that follows is
-            # the end of the incident already reported, not a second failure
+            # the end of the incident already reported, not a second failure; still a death of
+            # the launch, which decides an incident held for what follows it (pipeline.py)
             self._went_down = True
             self._record = _Record(ranks, "normal")
+            events.append(Event("death", self.launch, line=line.number))
             return
         if self._went_down and self._group is None and sig.name in _AFTERMATH:
             # SGLang kills its own process tree after "Received sigquit" (0.5.9 with

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 
 from sglang_doctor.incidents import signals
+from sglang_doctor.incidents.serving import timestamp
 from sglang_doctor.model import Incident, Launch
 
 # signals (incidents/signals.py names) that say a process ended
@@ -172,7 +173,8 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # out waiting in KVPoll.Bootstrapping / WaitingForInput ("Request R timed out after Ns in ...",
 # "Timed out waiting for prefill completion"), its bootstrap room was a duplicate or cancelled,
 # it was dispatched to another DP rank than its room implies (follow_bootstrap_room conflict),
-# the other side aborted it (NIXL's "Aborted by decode-side abort notification.").  Every
+# the other side aborted it (NIXL's "Aborted by decode-side abort notification."), its client
+# did (KVSender/KVReceiver.abort's "Aborted by AbortReq.", mostly the "handled" signal's).  Every
 # other reason stays the transport's failure, never taken back: the peer is gone ("Lost /
 # Losing connection with prefill instance" from the heartbeat checker, "Failed to get kvcache
 # from prefill instance, it might be dead", "Prefill server ... is healthy before, but now it is
@@ -181,9 +183,8 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # send kv chunk of ..."), the instances disagree on the KV layout, a reason from another rank,
 # or an exception that is not KVTransferError: every later request to that peer fails the same
 # way.  So does one that holds more than one request (bootstrap rooms), anything else than the
-# transfer-failed lines (a Mooncake / NVSHMEM error line: is_transport), or that follows another
-# request's failed transfer or the transport's own error in the same launch (pipeline.py
-# ``_note_transport``: TRANSFER_REPEAT).
+# transfer-failed lines (a Mooncake / NVSHMEM error line: is_transport), or that follows the
+# transport's own error in the same launch (pipeline.py ``_note_transport``: TRANSFER_REPEAT).
 #
 # None of these is a death, whatever the reason (session 22, re-read in 0.5.9 decode.py:839 /
 # prefill.py:588 and 0.5.23 decode.py:2864 / prefill.py:1287): every KVPoll.Failed is logged,
@@ -195,42 +196,62 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # transport between the instances is failing -- every later request through that peer is aborted
 # the same way -- a serving failure of the PD pair the user has to act on (CONTRACT's ``nccl``;
 # the tuned labels of fresh/014 and dev/086 say so with "the servers keep running").  So a
-# transport reason or a second request stays an incident even when batch lines follow; a death
-# after it is the death's own failure (the transfer line is not what ended the process, the
-# death confirms the held line only because the launch did not go on).  A paste that ends right
-# after ONE request's failure for a reason of that request alone is, by the code, a handler that
-# answered one request and went on (CONTRACT: not an incident); it is kept as an incident at
-# UNPROVED_CONFIDENCE with the assumption said only because the pipeline decides held incidents
-# at the end of the input one way for every kind (pipeline.py ``_release_before_ready``).
+# transport reason stays an incident even when batch lines follow; a death after it is the
+# death's own failure (the transfer line is not what ended the process, the death confirms the
+# held line only because the launch did not go on).  A failure for a reason of that request
+# alone is, by the code, a handler that answered one request and went on (CONTRACT: not an
+# incident): batch lines after it take it back, and so does the end of the input (session 23,
+# "one request's handled failure" below: a request-level warning naming the request and its
+# reason).  Another request's failure for a reason of its own is that request's (each a
+# warning), unless they say every request fails (EVERY_REQUEST, LONG_SPAN below); the
+# transport's own error in the launch makes them all the transport's (pipeline.py
+# ``_note_transport``).
 TRANSFER_LINE = ("Decode transfer failed for request", "Prefill transfer failed for request")
 _REASON = re.compile(r" with exception (?P<reason>.+)")
 ONE_REQUEST = re.compile(
     r"KVTransferError\(bootstrap_room=\d+\): (?:Request \d+ timed out after [\d.]+s|Timed out waiting for prefill "
     r"completion|Duplicate (?:or cancelled |decode )?bootstrap room|follow_bootstrap_room conflict|"
-    r"Aborted by decode-side abort notification)")
+    r"Aborted by decode-side abort notification|Aborted by AbortReq)")
 _ROOM = re.compile(r"bootstrap_room=(\d+)")
-# a second request's failed transfer (or the transport's own error) in the same launch
+TRANSFER_WORDS = "transfer failed for request"
+# the transport's own error and another failed transfer in the same launch (pipeline.py
+# ``_note_transport``; requests failing one by one for reasons of their own: EVERY_REQUEST)
 TRANSFER_REPEAT = 2
 
 
 def request_transfer(incident: Incident) -> frozenset[str] | None:
-    """The bootstrap rooms (at most one; empty when the lines were cut before it) of an incident
-    that is ONE request's failed KV transfer for a reason of that request alone (ONE_REQUEST),
-    nothing else; None for any other incident."""
+    """The bootstrap rooms (empty when the lines were cut before them) of an incident made of
+    failed KV transfers of requests, each for a reason of that request alone (ONE_REQUEST; a
+    line that gives no reason, or whose reason the paste cut, says nothing against it:
+    transfer_reason), nothing else; None for any other incident.  Several rooms: requests that timed out in one poll of
+    the queue (sgl-project/sglang#11648), each its own."""
     literals = {"kv_transfer_failed", *(f"rule_literal:{t}" for t in TRANSFER_LINE)}
     if not incident.signals or any(name not in literals for name in incident.signal_names):
         return None
-    reasons = []
     for line in incident.signals:
-        if not any(t in line.text for t in TRANSFER_LINE):
+        if TRANSFER_WORDS not in line.text:  # (a paste may cut "Decode"/"Prefill" off the line's head)
             return None
-        found = _REASON.search(line.text)
-        if found:
-            reasons.append(found.group("reason"))
-    if not reasons or not all(ONE_REQUEST.match(r) for r in reasons):
-        return None  # the reason is the peer's or the transport's, or the lines lost it
-    rooms = frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
-    return rooms if len(rooms) <= 1 else None
+        reason = transfer_reason(line.text)
+        if reason is not None and not ONE_REQUEST.match(reason):
+            return None  # the reason is the peer's or the transport's
+    return frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
+
+
+# what is left of a reason the paste cut: KVTransferError's head and its room, nothing after
+_REASON_CUT = re.compile(r"K(?:V(?:T(?:r(?:a(?:n(?:s(?:f(?:e(?:r(?:E(?:r(?:r(?:o(?:r)?)?)?)?)?)?)?)?)?)?)?)?)?)?"
+                         r"(?:\((?:b(?:o(?:o(?:t(?:s(?:t(?:r(?:a(?:p(?:_(?:r(?:o(?:o(?:m(?:=\d*\)?:?)?)?)?)?)?)?)?)?)?)?)?)?)?)?)?)?\s*")
+
+
+def transfer_reason(text: str) -> str | None:
+    """The reason a transfer-failed line gives (KVTransferError's text), or None when the line
+    gives none: 0.5.9 prints no " with exception ..." when the receiver recorded no exception,
+    and a paste may cut the line before or inside it (``... with exception KVTransferError(bo``).
+    A line whose reason is lost is judged with the others (request_transfer: one request's
+    failure unless a line says the transport's; the warning says the reason was cut)."""
+    found = _REASON.search(text)
+    if found is None or _REASON_CUT.fullmatch(found.group("reason").strip()):
+        return None
+    return found.group("reason").strip()
 
 
 def may_survive_serving(incident: Incident) -> bool:
@@ -273,3 +294,105 @@ UNPROVED_ASSUMPTION = ("the log ends before it shows whether the server went on 
 def unproved(confidence: float) -> float:
     """The confidence of an incident whose survival the log does not show either way."""
     return min(confidence, UNPROVED_CONFIDENCE)
+
+
+# -- one request's handled failure, with nothing after it ------------------------------------
+#
+# A failure SGLang's own code handles for one request -- it logs it, aborts or answers that
+# request with an error and its loop goes on -- ends nothing by itself, and a paste that ends
+# right after it shows no death: what happens next is what the code does, not what the text
+# lost.  So when the input ends before the launch's batch lines or a death after such a failure
+# it is a request-level event (a warning naming the request and its reason), not an incident.
+# It stays an incident only on positive evidence of a death after it (a held incident meets the
+# death first: pipeline.py ``_decide_while_serving``), or when every request fails the same way
+# for a long span (EVERY_REQUEST, LONG_SPAN below).  Two such failures are recognised here:
+#
+# - ONE request's failed KV transfer for a reason of its own (request_transfer above):
+#   disaggregation/decode.py (0.5.9 :839, 0.5.23 :2861) and prefill.py (0.5.9 :587, 0.5.23
+#   :1236 ``handle_inflight_transfer_failure``) log it, ``prepare_abort(req, ..., 500)``, stream
+#   the abort, release its KV and ``continue``; no code of disaggregation/ ends the process over
+#   a failed transfer (the only ``os._exit`` there, 0.5.23 pp_consensus_store.py, is a crashed
+#   PP replication thread, a "PPConsensusStore background thread crashed" line of its own).
+# - an exception line answered to its client with a client error: the next line is uvicorn's
+#   access line with a 4xx status.  SGLang answers 4xx only from a request handler's ``except``
+#   (entrypoints/openai/serving_base.py ``handle_request``: ``HTTPException`` with its status,
+#   ``ValueError`` and ``DS32EncodingError`` with 400; http_server.py ``generate_request`` /
+#   ``encode_request``: ``ValueError`` with 400, ``_create_error_response``), in the main
+#   process, and goes on.  Only the exception types those handlers answer with a 4xx
+#   (CLIENT_ERROR_TYPES): a RuntimeError there is answered with a 500 and logged with "Error in
+#   request: " (request_errors.py), so a 400 after one ties nothing.
+#
+# What a transport reason says (the peer gone or unreachable, the engine's transfer failing) is
+# not taken back here: the tuned labels of such pastes (dev/085, dev/086, fresh/013, fresh/014)
+# name the KV transport's failure between the instances an incident the user has to act on
+# ("the servers keep running"), and it stays one (at UNPROVED_CONFIDENCE when nothing follows).
+CLIENT_ERROR_TYPES = frozenset({"ValueError", "HTTPException", "DS32EncodingError", "JSONDecodeError",
+                                "ValidationError", "RequestValidationError"})
+_ACCESS = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+" (?P<status>[1-5]\d\d)\b')
+_RID = re.compile(r"\brid=['\"]?(?P<rid>[\w\-.:]+)")
+# Every request failing the same way: the last EVERY_REQUEST failed transfers, each another
+# request's (bootstrap room), with no batch line of the launch between the first and the last
+# of them and at least LONG_SPAN seconds between their time stamps.  A decode server logs a
+# decode batch every --decode-log-interval (40) steps while any request runs, well under a
+# second at serving speed, so a minute of requests arriving (three failed) without one batch
+# says no request got through: the PD pair is not serving, whatever each line's reason.  Three,
+# not two: requests sent together time out together (one poll of the bootstrap queue aborts
+# all that waited past SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT), and their stamps share a
+# second, so the span, not the count, is what says "every request".  Without time stamps the
+# span is unknown and the failures stay request-level.  A prefill server logs a prefill batch
+# for each request before its transfer, so its failing requests show batch lines between them:
+# there this never fires, and a death after them is what confirms them.
+EVERY_REQUEST = 3
+LONG_SPAN = 60.0
+
+
+def client_error_answer(incident: Incident, after: list[str]) -> str | None:
+    """The access line that answered ``incident``'s exception with a client error (4xx), when
+    ``after`` (the input's lines right after the incident, in order) starts with one, the
+    exception is of a type SGLang's request handlers answer so (CLIENT_ERROR_TYPES) and nothing
+    of a death is in the incident; else None."""
+    exc = incident.exception
+    if exc is None or exc.type.rsplit(".", 1)[-1] not in CLIENT_ERROR_TYPES or is_death(incident):
+        return None
+    for text in after:
+        if not text.strip():
+            continue
+        found = _ACCESS.search(text)
+        return text[found.start():].strip() if found and found.group("status").startswith("4") else None
+    return None
+
+
+def request_event(incident: Incident) -> dict | None:
+    """What a request-level failure says of its requests: ``{"id": the first rid or None,
+    "ids": every rid (in order), "reason": the first reason}`` for failed KV transfers of
+    requests for reasons of their own (request_transfer), else None."""
+    if request_transfer(incident) is None:
+        return None
+    ids: list[str] = []
+    reason = None
+    for line in incident.signals:
+        m = _RID.search(line.text)
+        if m and m.group("rid") not in ids and _ROOM.search(line.text):
+            ids.append(m.group("rid"))  # a line the paste cut inside its rid names no request
+        if reason is None:
+            reason = transfer_reason(line.text)
+    return {"id": ids[0] if ids else None, "ids": ids, "reason": reason}
+
+
+def every_request_failed(failures: list[tuple[frozenset[str], int, str]], batch_lines: list[int]) -> bool:
+    """``failures``: a launch's failed transfers of one request each, in order, as (rooms, first
+    line, first line's text).  Whether the last EVERY_REQUEST of them (distinct requests) say every
+    request failed for LONG_SPAN seconds with no batch line between (above)."""
+    last: list[tuple[frozenset[str], int, str]] = []
+    for item in reversed(failures):
+        if not any(item[0] == seen[0] for seen in last):
+            last.insert(0, item)
+        if len(last) == EVERY_REQUEST:
+            break
+    if len(last) < EVERY_REQUEST:
+        return False
+    first, final = last[0], last[-1]
+    if any(first[1] < n < final[1] for n in batch_lines):
+        return False
+    began, ended = timestamp(first[2]), timestamp(final[2])
+    return began is not None and ended is not None and (ended - began).total_seconds() >= LONG_SPAN

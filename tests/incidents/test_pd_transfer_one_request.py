@@ -1,15 +1,16 @@
 """One request's failed KV transfer in PD disaggregation (incidents/survived.py ``request_transfer``,
-pipeline.py ``_note_transport``).
+``request_event``, ``every_request_failed``; pipeline.py ``_note_transport``, ``_request_level_at_end``).
 
 SGLang 0.5.9 / 0.5.23 disaggregation/decode.py and prefill.py log "Decode (Prefill) transfer
 failed for request rank=N ... with exception KVTransferError(bootstrap_room=R): <reason>", abort
 that request with a 500 and go on serving.  So one request's failure for a reason of its own
 (the ``record_failure`` reasons of disaggregation/common/conn.py: a timeout, a duplicate or
-cancelled room, a DP-routing conflict, NIXL's abort notification) followed by the launch's batch
-lines is a warning the server survived; a reason that names the peer dead or the transport
-failing, a second request's failure, the transport's own error lines, or a death after it stay
-``nccl.kv_transfer_failed``.  A paste that ends right after it keeps the incident with lowered
-confidence and says so.
+cancelled room, a DP-routing conflict, NIXL's abort notification) is a request-level event: a
+warning the server survived when the launch's batch lines follow, a request-level warning naming
+the request and its reason when the paste ends right after it (session 23: the end of the paste
+is no evidence of a death; that case flipped from an incident at lowered confidence).  A reason
+that names the peer dead or the transport failing, the transport's own error lines, every request
+failing for a long span, or a death after it stay ``nccl.kv_transfer_failed``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ TRANSPORT = {
 ROOM = 8815522904417
 
 
+def _request_warnings(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["event"] == "warning" and e.get("kind") == "request_failed"]
+
+
 def _rules(events: list[dict]) -> list[str]:
     return [e["rule"] for e in _incidents(events)]
 
@@ -96,22 +101,50 @@ def test_an_exception_that_is_not_KVTransferError_stays_an_incident(pack, except
     assert len(_incidents(events)) == 1 and _warnings(events) == []
 
 
-def test_a_second_requests_failure_makes_both_the_transports(pack):
-    """Two rooms fail before the batch lines that would take the first back: both stand (the
-    held one is confirmed), none is a warning."""
+def test_requests_failing_one_by_one_are_each_their_own(pack):
+    """Two rooms fail with a batch line between them: each is that request's (session 23; on
+    session 22's code both stood as the transport's)."""
     reason = ONE_REQUEST["timeout_waiting_0523"]
     text = (UP + SERVING + _failed(ROOM, reason.format(room=ROOM)) + _decode("02:03")
             + _failed(ROOM + 1, reason.format(room=ROOM + 1), stamp="02:04") + GOES_ON)
     events = _events(pack, text)
-    assert _rules(events) == [RULE, RULE] and _warnings(events) == []
+    assert _rules(events) == [] and len(_warnings(events)) == 2
 
 
-def test_a_second_requests_failure_after_the_first_was_served_past_stays(pack):
+def test_a_second_requests_failure_after_the_first_was_served_past_is_its_own(pack):
     reason = ONE_REQUEST["timeout_waiting_0523"]
     text = (UP + SERVING + _failed(ROOM, reason.format(room=ROOM)) + GOES_ON
             + _failed(ROOM + 1, reason.format(room=ROOM + 1), stamp="02:07") + GOES_ON)
     events = _events(pack, text)
-    assert _rules(events) == [RULE] and len(_warnings(events)) == 1
+    assert _rules(events) == [] and len(_warnings(events)) == 2
+
+
+def _every_request(span_stamps: list[str]) -> str:
+    reason = ONE_REQUEST["timeout_bootstrapping_059"]
+    return "".join(_failed(ROOM + k, reason.format(room=ROOM + k), stamp=stamp) + _err500(stamp)
+                   for k, stamp in enumerate(span_stamps))
+
+
+def test_every_request_failing_for_a_long_span_is_the_transports(pack):
+    """EVERY_REQUEST rooms, LONG_SPAN seconds apart, no batch line between: no request got
+    through, the PD pair is not serving; every one of them stands."""
+    text = UP + SERVING + _every_request(["02:02", "02:40", "03:10"])
+    assert _rules(_events(pack, text)) == [RULE] * survived.EVERY_REQUEST
+
+
+def test_a_burst_that_times_out_together_is_each_requests(pack):
+    """The same three rooms within seconds (requests sent together time out together): the span
+    is short, each is its request's."""
+    events = _events(pack, UP + SERVING + _every_request(["02:02", "02:02", "02:03"]))
+    assert _rules(events) == [] and len(_request_warnings(events)) == survived.EVERY_REQUEST
+
+
+def test_a_batch_line_between_them_says_requests_got_through(pack):
+    stamps = ["02:02", "02:40", "03:10"]
+    reason = ONE_REQUEST["timeout_bootstrapping_059"]
+    text = (UP + SERVING + _failed(ROOM, reason.format(room=ROOM), stamp=stamps[0]) + _decode("02:20")
+            + _every_request(stamps[1:]).replace(str(ROOM), str(ROOM + 7)).replace(str(ROOM + 1), str(ROOM + 8)))
+    assert _rules(_events(pack, text)) == []
 
 
 def test_the_same_requests_ranks_split_by_another_line_are_one_request(pack):
@@ -135,17 +168,48 @@ def test_a_death_after_it_keeps_it(pack):
     died = "[2026-01-01 00:02:03] Received sigquit from a child process. It usually means the child failed.\n"
     text = UP + SERVING + _failed(ROOM, ONE_REQUEST["prefill_wait_0523"]) + died
     events = _events(pack, text)
-    assert RULE in _rules(events) and _warnings(events) == []
+    assert RULE in _rules(events) and _warnings(events) == [] and _request_warnings(events) == []
 
 
-def test_a_paste_that_ends_after_it_keeps_it_with_lower_confidence(pack):
-    """Unknown stays unknown: an incident, at most survived.UNPROVED_CONFIDENCE, the assumption
-    said (fails on the old code: 0.8, nothing said)."""
+def test_a_paste_that_ends_after_it_is_a_request_level_warning(pack):
+    """SGLang's code says what follows (the request is aborted with a 500, the loop goes on): no
+    incident; a warning that names the request and the reason (session 23: flipped from an
+    incident at survived.UNPROVED_CONFIDENCE, the assumption said)."""
     text = _decode("02:00") + _decode("02:01") + _failed(ROOM, ONE_REQUEST["prefill_wait_0523"]) + _err500()
+    events = _events(pack, text)
+    assert _incidents(events) == [] and _warnings(events) == []
+    [warning] = _request_warnings(events)
+    assert warning["rule"] == RULE
+    assert warning["request"] == {"id": "5a0c19e2d4b8417", "ids": ["5a0c19e2d4b8417"],
+                                  "reason": "KVTransferError(bootstrap_room=8815522904417): Timed out waiting for "
+                                            "prefill completion"}
+    assert "request 5a0c19e2d4b8417 failed" in warning["message"]
+
+
+@pytest.mark.parametrize("reason", sorted(TRANSPORT))
+def test_a_transport_reason_at_the_end_stays_an_incident(pack, reason: str):
+    """The peer or the transport is failing: the tuned labels name it an incident (nccl)."""
+    text = _decode("02:00") + _decode("02:01") + _failed(ROOM, TRANSPORT[reason].format(room=ROOM)) + _err500()
     [incident] = _incidents(_events(pack, text))
     assert incident["rule"] == RULE
-    assert incident["confidence"] <= survived.UNPROVED_CONFIDENCE
-    assert survived.UNPROVED_ASSUMPTION in incident["assumed"]
+
+
+SCHEDULER_DIED = ("[2026-01-01 00:02:03 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                  '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2700, in run_scheduler_process\n'
+                  "    scheduler.event_loop_normal_disagg_decode()\n"
+                  '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/decode.py", line 870, in pop_transferred\n'
+                  "    raise RuntimeError(\"Unexpected poll case\")\n"
+                  "RuntimeError: Unexpected poll case\n")
+
+
+@pytest.mark.parametrize("after", ["sigquit", "scheduler", "killed"])
+def test_a_death_after_it_at_the_end_keeps_it(pack, after: str):
+    death = {"sigquit": "[2026-01-01 00:02:03] Received sigquit from a child process. It usually means the child failed.\n",
+             "scheduler": SCHEDULER_DIED,
+             "killed": "Killed\n"}[after]
+    text = _decode("02:00") + _decode("02:01") + _failed(ROOM, ONE_REQUEST["prefill_wait_0523"]) + death
+    events = _events(pack, text)
+    assert RULE in _rules(events) and _warnings(events) == [] and _request_warnings(events) == []
 
 
 def test_a_fragment_without_a_ready_line_is_judged_by_its_batch_lines(pack):
@@ -154,6 +218,19 @@ def test_a_fragment_without_a_ready_line_is_judged_by_its_batch_lines(pack):
     text = _decode("02:00") + _failed(ROOM, ONE_REQUEST["timeout_waiting_0523"].format(room=ROOM)) + GOES_ON
     events = _events(pack, text)
     assert _rules(events) == [] and _warnings(events)
+
+
+def test_a_live_stream_withdraws_it_when_the_input_ends_after_it(pack):
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline(pack)  # live: not whole_log
+    text = _decode("02:00") + _failed(ROOM, ONE_REQUEST["prefill_wait_0523"]) + _err500()
+    events = pipe.feed(text.encode()) + pipe.finish()
+    [incident] = _incidents(events)
+    assert incident["provisional"] == "serving"
+    [warning] = [w for w in events if w["event"] == "warning"]
+    assert warning["kind"] == "request_failed" and warning["withdraws"]["rule"] == RULE
+    assert not [e for e in events if e["event"] == "confirmed"]
 
 
 def test_a_live_stream_reports_it_provisional_and_withdraws_it(pack):
