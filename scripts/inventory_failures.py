@@ -643,12 +643,23 @@ class RuleMatcher:
                     wanted = {e.rsplit(".", 1)[-1] for e in rule.exceptions}
                     if exc not in wanted and "Exception" not in wanted:
                         continue
-            if rx is None:
+            if rx is None or not _can_be_in_frames(rule, site):
                 continue
             if any(rx.search(t) for t in texts):
                 if best is None or (rule.priority, rule.id) > (best.priority, best.id):
                     best = rule
         return best.id if best else None
+
+
+def _can_be_in_frames(rule, site: dict) -> bool:
+    """A rule that also asks for frames (``match.frames``) names a site only when the site's own
+    function or file is one of those frames: its message alone (``'\\S'`` in a rule that names a
+    failure by where it happened) says nothing about a site raised elsewhere."""
+    patterns = tuple(rule.frames_sequence) + tuple(rule.frames_all) + tuple(rule.frames_any)
+    if not patterns:
+        return True
+    function, path = site.get("function") or "", site.get("file") or ""
+    return any(p == function or function.endswith("." + p) or (p in path) for p in patterns)
 
 
 def dispose(site: dict, disp: Dispositions, rules: RuleMatcher) -> str:
