@@ -95,6 +95,7 @@ class StreamPipeline:
         self.assembler = incidents_mod.Assembler(extra_signals=extra, failure_words=failure_words,
                                                  reads_as_message=getattr(ruleset, "reads_as_message", None))
         self._events: list[dict] = []
+        self._released = 0  # live stream: how many of _events a line-by-line feed has printed (_on_line)
         weak, weak_heads = incidents_mod.weak_literals(rule_literals)
         # the literals the block scanner passes a line for (a record-start line: the strong ones
         # only): the assembler holds a folded piece only when the scanner passes it too
@@ -261,9 +262,16 @@ class StreamPipeline:
     # -- internals ---------------------------------------------------------------------
 
     def _on_line(self, line: Line) -> None:
+        if not self.whole_log:
+            # a live stream fed line by line has printed what the lines before this one gave
+            # (but for a held incident and what follows it): a ``confirmed`` event decided from
+            # now on comes after those, however the bytes came in (one read or byte by byte)
+            self._released = self._release_point()
         self._line = line  # the line whose events are being converted (the ready line's time)
         self._convert(self.assembler.feed(line))
         self._line = None
+        if self._before_ready and not self.whole_log:
+            self._decide_before_ready()  # on the line that brings the evidence, as while serving
         if self._while_serving:
             # decided on the line that brings the evidence, not when the block ends: the
             # launch keeps only its last serving.KEEP batch lines, so a later look could take
@@ -291,18 +299,22 @@ class StreamPipeline:
             self._before_ready = []
             self._while_serving = []
             self._remedy_pending()  # and are remedied with the launches seen so far
+        first = self._release_point()
+        out, self._events = self._events[:first], self._events[first:]
+        self._released = 0
+        return out
+
+    def _release_point(self) -> int:
+        """How many of the events held here can go out now: all, or those before the first
+        unremedied or (whole_log) undecided incident, since what comes after it waits with it."""
         held = self._pending[:1]
         if self.whole_log:  # a live stream reported them at once, as provisional (_hold_before_ready)
             held += self._before_ready[:1] + self._while_serving[:1]
-        if held:  # whole_log: what comes after an unremedied or undecided incident waits with it
-            # (the first one found: a scan stopping there, not one over every event held, which
-            # was ~95k steps per GiB run once the first incident held the rest back)
+        if held:  # (the first one found: a scan stopping there, not one over every event held,
+            # which was ~95k steps per GiB run once the first incident held the rest back)
             ids = {id(ev) for ev in held}
-            first = next(i for i, ev in enumerate(self._events) if id(ev) in ids)
-            out, self._events = self._events[:first], self._events[first:]
-            return out
-        out, self._events = self._events, []
-        return out
+            return next(i for i, ev in enumerate(self._events) if id(ev) in ids)
+        return len(self._events)
 
     def _decide_before_ready(self) -> None:
         """Held incidents whose launch has printed its ready line since: each either a warning
@@ -489,7 +501,7 @@ class StreamPipeline:
             out["line"] = decided
         at = len(self._events) if decided is None else next(
             (i for i, e in enumerate(self._events) if _event_line(e) > decided), len(self._events))
-        self._events.insert(at, out)
+        self._events.insert(max(at, min(self._released, len(self._events))), out)
 
     def answered(self, url: str) -> list[dict]:
         """``run``'s proof for a live stream's provisional incidents while serving: the server
