@@ -18,7 +18,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "sglang_doctor"
 
 # rank of each stage; a module may import ranks <= its own
-FOUNDATION = {"model", "exit_codes", "atomic_file", "interrupts", "__init__", "rules"}
+FOUNDATION = {"model", "exit_codes", "atomic_file", "interrupts", "__init__", "rules", "program_cache"}
 RANK = {"read": 1, "incidents": 2, "diagnose": 3, "remedy": 4, "pipeline": 5, "confirm_wait": 5, "report": 5,
         "export": 5, "run": 6, "cli": 7, "__main__": 8}
 

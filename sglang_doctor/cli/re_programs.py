@@ -23,9 +23,7 @@ leaves ``re`` alone.
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 import sys
 import threading
 from pathlib import Path
@@ -156,23 +154,14 @@ def save() -> None:
     path = _cache_path()
     if path is None:
         return
-    from sglang_doctor.atomic_file import atomic_write
+    from sglang_doctor import program_cache
 
-    try:
-        programs = dict(_programs())
-        programs.update(_new)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(os.lstat(path.parent), stat.S_ISDIR):
-            return
-        atomic_write(path, json.dumps({"format": FORMAT, "programs": programs}).encode("utf-8"))
+    programs = dict(_programs())
+    programs.update(_new)
+    if program_cache.save(path, FORMAT, programs, "re-programs-*.json"):  # other interpreters' files go
         _new.clear()
         global _stored
         _stored = programs
-        for old in path.parent.glob("re-programs-*.json"):  # other interpreters' files
-            if old != path:
-                old.unlink()
-    except Exception:  # noqa: BLE001 - a cache that cannot be written is only a slower next run
-        pass
 
 
 def _programs() -> dict[str, list]:
@@ -187,23 +176,9 @@ def _load() -> dict[str, list]:
     path = _cache_path()
     if path is None:
         return {}
-    try:
-        if not _private(os.lstat(path.parent), stat.S_ISDIR):
-            return {}
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return {}
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            if not _private(os.fstat(fh.fileno()), stat.S_ISREG):
-                return {}
-            blob = json.loads(fh.read())
-    except (OSError, ValueError):
-        return {}
-    programs = blob.get("programs") if isinstance(blob, dict) and blob.get("format") == FORMAT else None
-    if not isinstance(programs, dict):
-        return {}
-    return {k: p for k, p in programs.items() if isinstance(k, str) and isinstance(p, list) and len(p) == 5}
+    from sglang_doctor import program_cache
+
+    return program_cache.load(path, FORMAT, 5)
 
 
 def _cache_path():
@@ -214,8 +189,3 @@ def _cache_path():
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     version = "-".join(map(str, sys.version_info[:3])) + f"-{sys.implementation.cache_tag}"
     return Path(base) / "sglang-doctor" / f"re-programs-{version}-{_sre.MAGIC}-{_sre.CODESIZE}.json"
-
-
-def _private(st: os.stat_result, kind) -> bool:
-    """rules_engine._private: owned by us, not writable by group or others, of the kind."""
-    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

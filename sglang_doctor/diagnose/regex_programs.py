@@ -8,7 +8,7 @@ main thread, while the read-ahead threads wait for it: 50-110 ms of a 1 GiB run'
 
 This module keeps those programs: the first compile of a pattern records what
 ``regex.compile`` hands the engine, and ``save`` writes the programs to a private cache
-file (the rule cache's directory and rules, ``rules_engine._private``), keyed by the
+file (the rule cache's directory and rules, ``program_cache``), keyed by the
 ``regex`` release and its engine's ``MAGIC``; later runs give the engine the stored program
 directly.  A pattern made so is the one ``regex.compile`` makes (the same arguments to the
 same engine).  Anything unexpected (another ``regex`` layout, a program that is not plain
@@ -65,27 +65,14 @@ def save() -> None:
     path = _cache_path()
     if path is None:
         return
-    import json
-    import stat
+    from sglang_doctor import program_cache
 
-    from sglang_doctor.atomic_file import atomic_write
-    from sglang_doctor.diagnose.rules_engine import _private
-
-    try:
-        programs = dict(_programs())
-        programs.update(_new)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(os.lstat(path.parent), stat.S_ISDIR):
-            return
-        atomic_write(path, json.dumps({"format": FORMAT, "programs": programs}).encode("utf-8"))
+    programs = dict(_programs())
+    programs.update(_new)
+    if program_cache.save(path, FORMAT, programs, "regex-programs-*.json"):  # other regex releases' files go
         _new.clear()
         global _stored
         _stored = programs
-        for old in path.parent.glob("regex-programs-*.json"):  # other regex releases' files
-            if old != path:
-                old.unlink()
-    except Exception:  # noqa: BLE001 - a cache that cannot be written is only a slower next run
-        pass
 
 
 def _engine() -> Any:
@@ -179,33 +166,14 @@ def _programs() -> dict[str, list]:
 
 
 def _load() -> dict[str, list]:
-    import json
-    import stat
-
-    from sglang_doctor.diagnose.rules_engine import _private
+    from sglang_doctor import program_cache
 
     if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
         return {}
     path = _cache_path()
     if path is None:
         return {}
-    try:
-        if not _private(os.lstat(path.parent), stat.S_ISDIR):
-            return {}
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return {}
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            if not _private(os.fstat(fh.fileno()), stat.S_ISREG):
-                return {}
-            blob = json.loads(fh.read())
-    except (OSError, ValueError):
-        return {}
-    programs = blob.get("programs") if isinstance(blob, dict) and blob.get("format") == FORMAT else None
-    if not isinstance(programs, dict):
-        return {}
-    return {k: p for k, p in programs.items() if isinstance(k, str) and isinstance(p, list) and len(p) == 8}
+    return program_cache.load(path, FORMAT, 8)
 
 
 def _cache_path() -> Path | None:

@@ -200,9 +200,9 @@ def _cache_root() -> Path:
 
 def _private(st: os.stat_result, kind) -> bool:
     """Owned by us, not writable by group or others, of the expected kind (no symlink)."""
-    import stat
+    from sglang_doctor.program_cache import private
 
-    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return private(st, kind)
 
 
 def _cache_get(dirs: list[Path]) -> list[list] | None:
