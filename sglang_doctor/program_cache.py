@@ -57,3 +57,27 @@ def save(path: Path, fmt: int, programs: dict[str, list], others: str) -> bool:
     except Exception:  # noqa: BLE001 - a cache that cannot be written is only a slower next run
         return False
     return True
+
+
+def record_compile(module, name: str, engine, lock, compile_fn):
+    """``compile_fn()`` run with ``module.<name>`` (the C engine that module hands its compiled
+    programs to) replaced by a proxy that records every ``engine.compile(*args)`` call; the
+    result and the calls.  The lock keeps other threads' compiles off the proxy."""
+    calls: list[tuple] = []
+
+    class Recorder:
+        def __getattr__(self, attr):
+            return getattr(engine, attr)
+
+        def compile(self, *args):
+            calls.append(args)
+            return engine.compile(*args)
+
+    with lock:
+        setattr(module, name, Recorder())
+        try:
+            result = compile_fn()
+        finally:
+            setattr(module, name, engine)
+    return result, calls
+

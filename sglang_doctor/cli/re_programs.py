@@ -28,6 +28,8 @@ import sys
 import threading
 from pathlib import Path
 
+from sglang_doctor import program_cache  # (imported before install(): its own patterns compile as usual)
+
 FORMAT = 1
 # programs kept at most (file and run together): the CLI's own are ~170; a pattern built from
 # varying text (none is now) would otherwise grow the file with every run
@@ -85,22 +87,7 @@ def _key(p, flags: int) -> str:
 
 def _record(_compiler, _sre, original, p, flags: int):
     """(pattern, stored arguments or None): re's own compile, its call to the engine kept."""
-    calls: list[tuple] = []
-
-    class Recorder:
-        def __getattr__(self, name):
-            return getattr(_sre, name)
-
-        def compile(self, *args):
-            calls.append(args)
-            return _sre.compile(*args)
-
-    with _lock:
-        _compiler._sre = Recorder()
-        try:
-            pattern = original(p, flags)
-        finally:
-            _compiler._sre = _sre
+    pattern, calls = program_cache.record_compile(_compiler, "_sre", _sre, _lock, lambda: original(p, flags))
     if len(calls) != 1 or calls[0][0] is not p:
         return pattern, None
     packed = _pack(calls[0][1:])
@@ -154,8 +141,6 @@ def save() -> None:
     path = _cache_path()
     if path is None:
         return
-    from sglang_doctor import program_cache
-
     programs = dict(_programs())
     programs.update(_new)
     if program_cache.save(path, FORMAT, programs, "re-programs-*.json"):  # other interpreters' files go
@@ -176,8 +161,6 @@ def _load() -> dict[str, list]:
     path = _cache_path()
     if path is None:
         return {}
-    from sglang_doctor import program_cache
-
     return program_cache.load(path, FORMAT, 5)
 
 

@@ -92,24 +92,13 @@ def _record(regex, engine, source: str, flags: int) -> tuple[Any, list] | None:
     """(pattern, program): regex.compile's pattern and what it gave the engine, or None."""
     import regex._main as main
 
-    calls: list[tuple] = []
+    from sglang_doctor import program_cache
 
-    class Recorder:
-        def __getattr__(self, name):
-            return getattr(engine, name)
-
-        def compile(self, *args):
-            calls.append(args)
-            return engine.compile(*args)
-
-    with _lock:
-        main._regex = Recorder()
-        try:
-            pattern = regex.compile(source, flags, cache_pattern=False)
-        except TypeError:  # (a regex without cache_pattern: the caller compiles it as before)
-            return None
-        finally:
-            main._regex = engine
+    try:
+        pattern, calls = program_cache.record_compile(
+            main, "_regex", engine, _lock, lambda: regex.compile(source, flags, cache_pattern=False))
+    except TypeError:  # (a regex without cache_pattern: the caller compiles it as before)
+        return None
     if len(calls) != 1:
         return None
     program = _pack(calls[0])
