@@ -61,6 +61,7 @@ class FileResult:
     fix_wanted: bool = False
     fix_hit: bool | None = None
     fix_from: str | None = None  # "firm" (a rule's remediation) or "guarded" (advice on a best guess)
+    fix_miss: str | None = None  # why a wanted fix was missed (see ``fix_miss_kind``)
     incidents: int = 0
     fallback_from_summary: bool = False  # no incident; the summary's fallback answered
     notes: list[str] = field(default_factory=list)
@@ -217,7 +218,29 @@ def score_file(path: Path, label: dict, part: str, timeout: float) -> FileResult
             guessed = True
         if res.fix_hit:
             res.fix_from = "guarded" if guessed else "firm"
+        else:
+            rem = (primary or {}).get("remediation") if primary is not None else (res.fallback or {}).get("guarded")
+            res.fix_miss = fix_miss_kind(res, rem, flags, env)
     return res
+
+
+def fix_miss_kind(res: FileResult, rem: dict | None, flags: dict, env: dict) -> str:
+    """Why a wanted fix was missed, in a few words an aggregate can count without naming a file:
+    the answer's category was wrong, no remediation came, or it came without the labelled
+    flags / variables, or it named them with another value or direction."""
+    if res.evidence and not res.category_hit:
+        return "wrong category"
+    if not rem or not (rem.get("set") or rem.get("unset") or rem.get("env")):
+        return "no flag change"
+    named = set(rem.get("set") or {}) | set(rem.get("unset") or []) | set(rem.get("env") or {})
+    for alt in (rem.get("alternatives") or [])[:1]:
+        named |= set(alt.get("set") or {}) | set(alt.get("unset") or []) | set(alt.get("env") or {})
+    wanted = set(flags or {}) | set(env or {})
+    if wanted <= named:
+        return "right flags, other value or direction"
+    if wanted & named:
+        return "some of the flags"
+    return "other flags"
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -247,6 +270,10 @@ def summarize(results: list[FileResult]) -> dict:
     evident = [r for r in failing if r.evidence]
     no_cause = [r for r in failing if not r.evidence]
     healthy = [r for r in results if r.category == "none"]
+    alarms = defaultdict(int)
+    for r in healthy:
+        if r.incidents:
+            alarms[r.predicted or "unknown"] += 1
     fixes = [r for r in results if r.fix_wanted]
     per_cat: dict[str, dict] = {}
     by_cat = defaultdict(list)
@@ -259,11 +286,26 @@ def summarize(results: list[FileResult]) -> dict:
         ev = [r for r in rs if r.evidence]
         nc = [r for r in rs if not r.evidence]
         fx = [r for r in rs if r.fix_wanted]
+        predicted = defaultdict(int)
+        for r in ev:
+            if not r.category_hit:
+                predicted[r.predicted or "no incident"] += 1
+        guessed = defaultdict(int)
+        for r in nc:
+            if r.guess != r.best_guess_label:
+                guessed[r.guess or "no guess"] += 1
+        misses = defaultdict(int)
+        for r in fx:
+            if r.fix_miss:
+                misses[r.fix_miss] += 1
         per_cat[cat] = {
             "files": len(rs),
             "category": _ratio(sum(r.category_hit for r in ev), len(ev)),
             "no_cause_guess": _ratio(sum(r.guess == r.best_guess_label for r in nc), len(nc)),
             "fix": _ratio(sum(bool(r.fix_hit) for r in fx), len(fx)),
+            "missed_as": dict(sorted(predicted.items())),  # answered category of the category misses
+            "fix_missed_because": dict(sorted(misses.items())),
+            "guessed_as": dict(sorted(guessed.items())),  # the best guess of the no-cause misses
         }
     return {
         "files": len(results),
@@ -271,7 +313,8 @@ def summarize(results: list[FileResult]) -> dict:
         "fix": _ratio(sum(bool(r.fix_hit) for r in fixes), len(fixes)),
         "fix_from": {"firm": sum(r.fix_from == "firm" for r in fixes),
                      "guarded": sum(r.fix_from == "guarded" for r in fixes)},
-        "false_alarms": {"count": sum(r.incidents > 0 for r in healthy), "healthy": len(healthy)},
+        "false_alarms": {"count": sum(r.incidents > 0 for r in healthy), "healthy": len(healthy),
+                         "as": dict(sorted(alarms.items()))},
         "crashes": sum(r.crash is not None for r in results),
         "no_cause": {
             "total": len(no_cause),
@@ -308,6 +351,12 @@ def print_summary(part: str, s: dict) -> None:
             print(f"    {cat:<24} {c['files']:>3} files, {c['false_alarms']} false alarm(s)")
         else:
             print(f"    {cat:<24} {_fmt(c['category']):>15}  {_fmt(c['no_cause_guess']):>15}  {_fmt(c['fix']):>15}")
+            if c["missed_as"]:
+                print(f"      missed as: " + ", ".join(f"{k} {v}" for k, v in c["missed_as"].items()))
+            if c["guessed_as"]:
+                print(f"      no-cause guessed as: " + ", ".join(f"{k} {v}" for k, v in c["guessed_as"].items()))
+            if c["fix_missed_because"]:
+                print(f"      fix missed: " + ", ".join(f"{k} {v}" for k, v in c["fix_missed_because"].items()))
 
 
 def print_verbose(results: list[FileResult]) -> None:

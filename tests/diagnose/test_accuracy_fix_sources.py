@@ -61,3 +61,20 @@ def test_a_rule_s_fix_counts_as_firm(accuracy, tmp_path):
     assert res.incidents == 1 and res.rule != "unknown", res
     assert res.fix_hit is True and res.fix_from == "firm"
     assert accuracy.summarize([res])["fix_from"] == {"firm": 1, "guarded": 0}
+
+
+def test_a_missed_fix_says_why_in_the_aggregates(accuracy, tmp_path):
+    # the CUDA OOM in graph capture gets its fix, but a label that wants another flag is a miss
+    # "other flags", a label of another category a miss "wrong category"; a healthy text with
+    # an incident counts under the answered category
+    path = tmp_path / "oom.log"
+    path.write_text(OOM)
+    other = accuracy.score_file(path, label(path.name, "memory.cuda_oom", {"--tp-size": 2}, True), "t", 120)
+    assert other.fix_hit is False and other.fix_miss == "other flags", other
+    wrong = accuracy.score_file(path, label(path.name, "nccl", {"--tp-size": 2}, True), "t", 120)
+    assert wrong.fix_miss == "wrong category"
+    alarm = accuracy.score_file(path, {"file": path.name, "category": "none", "evidence_in_log": False}, "t", 120)
+    s = accuracy.summarize([other, wrong, alarm])
+    assert s["per_category"]["memory.cuda_oom"]["fix_missed_because"] == {"other flags": 1}
+    assert s["per_category"]["nccl"]["missed_as"] == {"memory.cuda_oom": 1}
+    assert s["false_alarms"]["as"] == {"memory.cuda_oom": 1}
