@@ -272,6 +272,12 @@ def _alternative_text(alt: dict) -> tuple[str, str]:
     return "  ".join(_changes(alt)) or alt.get("note", ""), alt.get("tradeoff") or ""
 
 
+def _alternative_note(alt: dict) -> str:
+    """An alternative's note when its changes are shown instead of it: what the changes assume
+    (a value the log does not hold, "if your launch sets it") is said, as for the main fix."""
+    return (alt.get("note") or "").strip() if _changes(alt) else ""
+
+
 def _command_text(rem: dict) -> str | None:
     if not rem.get("command"):
         return None
@@ -375,6 +381,9 @@ def _remediation_lines(rem: dict | None) -> list[str]:
     for i, alt in enumerate(rem.get("alternatives") or [], 1):
         text, trade = _alternative_text(alt)
         out.append(f"  alternative {i}: {text}" + (f"  -- {trade}" if trade else ""))
+        note = _alternative_note(alt)
+        if note:
+            out.append("       " + note.replace("\n", "\n       "))
     plan = rem.get("plan")
     if isinstance(plan, dict) and (plan.get("per_gpu_gib") or plan.get("per_gpu_gb")):
         columns, rows = budget_rows(plan)
@@ -522,6 +531,9 @@ def _rich_remediation(rem: dict) -> list[tuple[Any, bool]]:
         text, trade = _alternative_text(alt)
         style = "yellow" if "UNPROVEN" in trade else ""
         out.append((_hanging(f"  {i}. ", text, style=style), False))
+        for line in _alternative_note(alt).split("\n"):
+            if line.strip():
+                out.append((_hanging("     ", line), False))
         if trade:
             out.append((_hanging("     ", trade, style="dim"), False))
     plan = rem.get("plan")
