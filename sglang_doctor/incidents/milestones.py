@@ -96,8 +96,8 @@ _TABLE: list[tuple[str, str, str]] = [
     ("ready", "The server is fired up and ready to roll", r"The server is fired up and ready to roll"),
     # NVIDIA Dynamo runs SGLang's Engine in its own worker (no HTTP server, so no line above): once the
     # engine is up and the model registered it lets the queued requests through and says so
-    # (dynamo components/src/dynamo/sglang register.py / main.py: "Model registration succeeded;
-    # processing queued requests"), the worker's ready line
+    # (Dynamo's SGLang component, after register_llm_with_runtime_config sets its readiness gate:
+    # "Model registration succeeded; processing queued requests"), the worker's ready line
     ("ready", "Model registration succeeded; processing queued requests",
      r"Model registration succeeded; processing queued requests"),
 ]

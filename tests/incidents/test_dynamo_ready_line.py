@@ -3,8 +3,8 @@
 Dynamo runs SGLang's Engine inside its own worker process: there is no HTTP server, so SGLang's
 "The server is fired up and ready to roll" is never logged.  Once the engine is up and the model
 is registered with the Dynamo runtime, the worker lets the queued requests through and logs
-"Model registration succeeded; processing queued requests" (dynamo components/src/dynamo/sglang,
-register_llm_with_runtime_config's caller).  sgl-project/sglang#30242 (field24/004) pasted a
+"Model registration succeeded; processing queued requests" (Dynamo's SGLang component, once
+register_llm_with_runtime_config succeeded and the readiness gate is set).  sgl-project/sglang#30242 (field24/004) pasted a
 decode worker's log: the registration lines, then four minutes later a rank's "Scheduler hit an
 exception" header cut in its first frame.  Without the worker's ready line the incident did not
 know whether the engine had served and the best guess was "other"; with it the crash is one while
