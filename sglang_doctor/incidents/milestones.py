@@ -94,6 +94,12 @@ _TABLE: list[tuple[str, str, str]] = [
     ("startup_timings", "Engine startup timings", r"Engine startup timings \(s\): (?P<timings>.*)"),
     ("http_server_up", "Uvicorn running on", r"Uvicorn running on (?P<url>\S+)"),
     ("ready", "The server is fired up and ready to roll", r"The server is fired up and ready to roll"),
+    # NVIDIA Dynamo runs SGLang's Engine in its own worker (no HTTP server, so no line above): once the
+    # engine is up and the model registered it lets the queued requests through and says so
+    # (Dynamo's SGLang component, after register_llm_with_runtime_config sets its readiness gate:
+    # "Model registration succeeded; processing queued requests"), the worker's ready line
+    ("ready", "Model registration succeeded; processing queued requests",
+     r"Model registration succeeded; processing queued requests"),
 ]
 
 _COMPILED = [(name, literal, re.compile(rx)) for name, literal, rx in _TABLE]
