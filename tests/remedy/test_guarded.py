@@ -252,21 +252,23 @@ def test_a_pool_guess_after_the_pool_was_allocated_lowers_the_fraction():
 def test_a_cuda_graph_guess_follows_sglangs_own_list_for_the_release():
     # every failed decode capture prints SGLang's "Possible solutions"; their order and flags
     # changed twice, and the guess's step follows the list of the release it is spelled for
-    # (before: one list, --cuda-graph-max-bs first, whatever the release)
+    # (before: one list, --cuda-graph-max-bs first, whatever the release).  From 0.4.6 the cause
+    # line a guess lacks is what picks the item, so the two changes read first cover both kinds
+    # of cause (fewer captured sizes, then no graphs) and the headroom, for an OOM only, follows
     args = {"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64}
     rem = _remediate(_fallback("cuda_graph", server_args=args), catalog=V059)  # 0.4.6-0.5.13
-    assert rem.set == {"--mem-fraction-static": 0.8}
-    assert rem.alternatives[0].set == {"--cuda-graph-max-bs": 32}
-    assert rem.alternatives[-1].set == {"--disable-cuda-graph": True}  # "Not recommended": last
+    assert rem.set == {"--cuda-graph-max-bs": 32}
+    assert rem.alternatives[0].set == {"--disable-cuda-graph": True}
+    assert rem.alternatives[-1].set == {"--mem-fraction-static": 0.8}
     old = _remediate(_fallback("cuda_graph", server_args=args), catalog=flags.load_catalog("0.4.3"))  # 0.4.0-0.4.5
     assert old.set == {"--disable-cuda-graph": True}  # graphs off first, as 0.4.3 printed it
     assert old.alternatives[0].set == {"--mem-fraction-static": 0.8}
     assert any(o.set == {"--cuda-graph-max-bs": 32} for o in old.alternatives)
     new = _remediate(_fallback("cuda_graph", server_args={"mem_fraction_static": 0.85,
                                                           "cuda_graph_max_bs_decode": 64}))  # 0.5.23
-    assert new.set == {"--mem-fraction-static": 0.8}
-    assert new.alternatives[0].set == {"--cuda-graph-max-bs-decode": 32}
-    assert new.alternatives[1].set.get("--cuda-graph-backend-decode") == "disabled"
+    assert new.set == {"--cuda-graph-max-bs-decode": 32}
+    assert new.alternatives[0].set.get("--cuda-graph-backend-decode") == "disabled"
+    assert new.alternatives[1].set == {"--mem-fraction-static": 0.8}
     assert not any("--disable-cuda-graph" in o.set for o in _all(new))
     for rem in (rem, old, new):
         assert all(o.needs_human and o.safe is False for o in _all(rem))
