@@ -255,9 +255,26 @@ SITE_STEPS: list[dict[str, Any]] = [
 ]
 
 
+# A CUDA out-of-memory guess while the weights load (the phase the text shows: "Load weight
+# begin" without its end, or a loader's frames): SGLang has sized no pool yet, so
+# --mem-fraction-static does not apply and lowering it cannot help (docs/FIXES-SEEN.md session
+# 13 "Left").  What people confirm there is more GPUs per replica or smaller weights: twice the
+# launch's --tp-size (stated as assumed when the log does not show it), then host offload.
+GUARDED_LOAD_WEIGHTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "memory.cuda_oom": ("weights that do not fit in GPU memory", [
+        {"raise_flag": {"flag": "--tp-size", "factor": 2,
+                        "tradeoff": "each replica spans twice the GPUs: only if the machine has them free (nvidia-smi); "
+                                    "a quantized checkpoint is the other way"}},
+        {"raise_flag": {"flag": "--cpu-offload-gb", "to": 4}},
+    ]),
+}
+
+
 def _table(phase: str | None, category: str | None, launch: Any = None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
     if phase == "serving" and category in GUARDED_SERVING:
         return GUARDED_SERVING
+    if phase == "startup.load_weights" and category in GUARDED_LOAD_WEIGHTS:
+        return GUARDED_LOAD_WEIGHTS
     if category in GUARDED_AFTER_POOL and pool_allocated(launch):
         return GUARDED_AFTER_POOL
     return GUARDED

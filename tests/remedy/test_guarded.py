@@ -298,3 +298,18 @@ def test_the_guess_lists_are_the_rules_lists_for_each_release():
     assert guarded.entries("cuda_graph") == guarded.entries("cuda_graph", version="0.5.9")
     assert guarded.entries("cuda_graph", version="not-a-release") == guarded.entries("cuda_graph")
     assert guarded.entries("cuda_graph", version="0.3.6") == guarded.entries("cuda_graph", version="0.4.0")
+
+
+def test_an_oom_guess_while_the_weights_load_asks_for_more_gpus_not_a_lower_fraction():
+    # no pool is sized while the weights load: --mem-fraction-static does not apply yet, so the
+    # guess takes what weights that do not fit take (twice the launch's --tp-size, then host
+    # offload), never the fraction
+    d = _fallback("memory.cuda_oom", 0.4, server_args={"tp_size": 2})
+    d.phase = "startup.load_weights"
+    rem = _remediate(d)
+    assert rem.set == {"--tp-size": 4} and rem.needs_human and rem.safe is False
+    assert rem.note.startswith("if this is weights that do not fit in GPU memory")
+    assert rem.alternatives[0].set == {"--cpu-offload-gb": 4}
+    assert not any("--mem-fraction-static" in o.set for o in _all(rem))
+    # the same guess in another phase keeps the headroom change
+    assert "--mem-fraction-static" in _remediate(_fallback("memory.cuda_oom", 0.4)).set
