@@ -1670,9 +1670,12 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
             continue
         if not _passes_phase(diagnosis, params.pop("when_phase", None)):
             continue
+        advice = bool(params.pop("advice", False))
         result = op(ctx, params)
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
+            if advice:  # ``advice: true``: a change only the user can confirm (their GPU count): never unattended
+                rem.needs_human, rem.safe = True, False
             _state_cost(rem, name, params)
             _declare_sources(rem, name, params)
             if not any(_same_change(rem, other) or _renamed_twin(ctx, rem, other) for other in found):
