@@ -29,12 +29,13 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
         {"plan_memory": {"goal": "fit_pools"}},
     ]),
     # a failed capture: SGLang's own "Possible solutions" for the release (CUDA_GRAPH_BY_RELEASE
-    # below); this list is the 0.4.6-0.5.13 one, for a caller that names no release
+    # below), in the order the advice-tail rules give them when the cause line is missing; this
+    # list is the 0.4.6-0.5.13 one, for a caller that names no release
     "cuda_graph": ("a CUDA graph capture failure", [
-        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
         {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
         {"disable_feature": {"feature": "torch_compile"}},
         {"disable_feature": {"feature": "cuda_graph"}},
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
     ]),
     # one machine's GPUs talking over PCIe: SGLang's own all-reduce, then NCCL's P2P path
     "nccl": ("a GPU-to-GPU communication failure on one machine", [
@@ -124,6 +125,11 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
 #                4. --disable-cuda-graph ("Not recommended")
 #   0.5.14-: 1. smaller --mem-fraction-static 2. smaller --cuda-graph-max-bs-decode
 #                3. --cuda-graph-backend-decode=disabled (runner_backend_utils/__init__.py)
+# The list is for every cause, and the cause line (what picks the item) is what a guess lacks:
+# from 0.4.6 the two places read first cover both kinds of cause, a smaller largest captured
+# batch (an out-of-memory capture, or one failing at the larger sizes) and then no decode graphs
+# (any other cause, which the threads confirm most often for this category); more headroom,
+# which helps only an out-of-memory error, after them (rules/cuda_graph.yaml, session 24).
 # A cuda_graph guess takes the list of the release the remedy is spelled for (the log's, the
 # option's, or the newest the dump / frames / wording allow), as a rule matching that release's
 # list does; a test keeps these in step with the rules.  (first release, entries), oldest first;
@@ -137,12 +143,12 @@ CUDA_GRAPH_BY_RELEASE: tuple[tuple[str, list[dict[str, Any]]], ...] = (
     ]),
     ("0.4.6", GUARDED["cuda_graph"][1]),
     ("0.5.14", [
-        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
         {"lower_flag": {"flag": "--cuda-graph-max-bs-decode", "factor": 0.5, "min": 8}},
         # SGLang's own --cuda-graph-backend-decode=disabled, through disable_feature: a release
         # guessed from a range that reaches before 0.5.14 gets the spelling all of it accepts
         # (--disable-cuda-graph), as the other lists do
         {"disable_feature": {"feature": "cuda_graph"}},
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
     ]),
 )
 
@@ -157,6 +163,15 @@ DEEPEP_CAPTURE: dict[str, Any] = {
     "set_flag": {"flag": "--deepep-mode", "value": "low_latency",
                  "when_modules": ["token_dispatcher/deepep", "ep_moe/token_dispatcher"],
                  "tradeoff": "DeepEP's low-latency kernels for prefill too: lower prefill throughput than normal mode"}}
+# the other mode that captures: 'auto' (normal kernels for prefill, low-latency ones for the
+# captured decode), what the threads confirmed (sglang#6017, #6218; tuned corpus field9/002,
+# field13/007), second because auto under graphs failed on some releases (#11666, #19252)
+DEEPEP_CAPTURE_AUTO: dict[str, Any] = {
+    "set_flag": {"flag": "--deepep-mode", "value": "auto", "unless_current": ["low_latency"], "unknown_not_default": True,
+                 "note": "set --deepep-mode auto: a launch that set normal captures decode with the low-latency kernels and keeps the normal ones for prefill",
+                 "when_modules": ["token_dispatcher/deepep", "ep_moe/token_dispatcher"],
+                 "tradeoff": "DeepEP picks normal kernels for prefill, low-latency ones for the captured decode; "
+                             "auto under CUDA graphs failed on some releases (sglang#11666, #19252)"}}
 
 
 def cuda_graph_entries(version: str | None) -> list[dict[str, Any]]:
@@ -240,9 +255,26 @@ SITE_STEPS: list[dict[str, Any]] = [
 ]
 
 
+# A CUDA out-of-memory guess while the weights load (the phase the text shows: "Load weight
+# begin" without its end, or a loader's frames): SGLang has sized no pool yet, so
+# --mem-fraction-static does not apply and lowering it cannot help (docs/FIXES-SEEN.md session
+# 13 "Left").  What people confirm there is more GPUs per replica or smaller weights: twice the
+# launch's --tp-size (stated as assumed when the log does not show it), then host offload.
+GUARDED_LOAD_WEIGHTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "memory.cuda_oom": ("weights that do not fit in GPU memory", [
+        {"raise_flag": {"flag": "--tp-size", "factor": 2,
+                        "tradeoff": "each replica spans twice the GPUs: only if the machine has them free (nvidia-smi); "
+                                    "a quantized checkpoint is the other way"}},
+        {"raise_flag": {"flag": "--cpu-offload-gb", "to": 4}},
+    ]),
+}
+
+
 def _table(phase: str | None, category: str | None, launch: Any = None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
     if phase == "serving" and category in GUARDED_SERVING:
         return GUARDED_SERVING
+    if phase == "startup.load_weights" and category in GUARDED_LOAD_WEIGHTS:
+        return GUARDED_LOAD_WEIGHTS
     if category in GUARDED_AFTER_POOL and pool_allocated(launch):
         return GUARDED_AFTER_POOL
     return GUARDED
@@ -257,7 +289,7 @@ def entries(category: str | None, phase: str | None = None, launch: Any = None,
     in that release (``CUDA_GRAPH_BY_RELEASE``)."""
     table = _table(phase, category, launch)
     if category == "cuda_graph" and table is GUARDED:
-        return [DEEPEP_CAPTURE, *cuda_graph_entries(version)]
+        return [DEEPEP_CAPTURE, DEEPEP_CAPTURE_AUTO, *cuda_graph_entries(version)]
     if category in table:
         return list(table[category][1])
     # no usual change for the category: the steps the traceback's own sites name (SITE_STEPS)

@@ -502,8 +502,13 @@ def _set(ctx: Context, params: dict) -> Remediation | None:
     spec = ctx.catalog.spec(flag)
     if not spec.takes_value:
         value = True
-    if _equal(ctx.current(flag), value):
+    # ``unknown_not_default``: with the launch's settings not in the log, its value of the flag
+    # is unknown, not the release's default (a value the failure shows was not in effect)
+    current = ctx.stated(flag) if params.get("unknown_not_default") and ctx.settings_unknown else ctx.current(flag)
+    if _equal(current, value):
         return None  # already so: not a change
+    if any(_equal(current, v) for v in params.get("unless_current") or ()):
+        return None  # the launch already runs a value that gives what this one would
     reason = ctx.catalog.validate(flag, value)
     if reason is not None:
         ctx.warnings.append(f"{flag} {value!r}: {reason}")
@@ -787,13 +792,18 @@ def _disable(ctx: Context, params: dict, feature: str, spec: dict, ways: list[di
         unsets = [f for f in way.get("unset", []) if ctx.current(f) not in (None, False)]
         if not sets and way.get("unset") and ctx.settings_unknown:
             # a feature turned off by removing its flags, and the log does not show whether the
-            # launch had them: proposed on that condition (unknown is not "off")
+            # launch had them: proposed on that condition (unknown is not "off").  ``implied``:
+            # the rule's reason why the failing code runs only with the feature on (the message
+            # itself is then the evidence, as for unset_flag): the removal keeps its rank
             unsets = list(way["unset"])
+            implied = params.get("implied")
+            why = f"; {implied}" if implied else ""
             rem = Remediation(unset=unsets, note=f"turn {feature.replace('_', ' ')} off: remove "
                                                  f"{' '.join(unsets)} if your launch sets it (the launch's "
-                                                 "settings are not in the log)",
+                                                 f"settings are not in the log{why})",
                               tradeoff=params.get("tradeoff") or spec["tradeoff"], safe=False)
-            ctx.conditional.append(rem)
+            if not implied:
+                ctx.conditional.append(rem)
             return rem
         if not sets and not unsets:
             return None  # already off
@@ -1660,9 +1670,12 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
             continue
         if not _passes_phase(diagnosis, params.pop("when_phase", None)):
             continue
+        advice = bool(params.pop("advice", False))
         result = op(ctx, params)
         for rem in result if isinstance(result, list) else [result] if result else []:
             rem.remedy = rem.remedy or name
+            if advice:  # ``advice: true``: a change only the user can confirm (their GPU count): never unattended
+                rem.needs_human, rem.safe = True, False
             _state_cost(rem, name, params)
             _declare_sources(rem, name, params)
             if not any(_same_change(rem, other) or _renamed_twin(ctx, rem, other) for other in found):

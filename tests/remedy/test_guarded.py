@@ -252,21 +252,23 @@ def test_a_pool_guess_after_the_pool_was_allocated_lowers_the_fraction():
 def test_a_cuda_graph_guess_follows_sglangs_own_list_for_the_release():
     # every failed decode capture prints SGLang's "Possible solutions"; their order and flags
     # changed twice, and the guess's step follows the list of the release it is spelled for
-    # (before: one list, --cuda-graph-max-bs first, whatever the release)
+    # (before: one list, --cuda-graph-max-bs first, whatever the release).  From 0.4.6 the cause
+    # line a guess lacks is what picks the item, so the two changes read first cover both kinds
+    # of cause (fewer captured sizes, then no graphs) and the headroom, for an OOM only, follows
     args = {"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64}
     rem = _remediate(_fallback("cuda_graph", server_args=args), catalog=V059)  # 0.4.6-0.5.13
-    assert rem.set == {"--mem-fraction-static": 0.8}
-    assert rem.alternatives[0].set == {"--cuda-graph-max-bs": 32}
-    assert rem.alternatives[-1].set == {"--disable-cuda-graph": True}  # "Not recommended": last
+    assert rem.set == {"--cuda-graph-max-bs": 32}
+    assert rem.alternatives[0].set == {"--disable-cuda-graph": True}
+    assert rem.alternatives[-1].set == {"--mem-fraction-static": 0.8}
     old = _remediate(_fallback("cuda_graph", server_args=args), catalog=flags.load_catalog("0.4.3"))  # 0.4.0-0.4.5
     assert old.set == {"--disable-cuda-graph": True}  # graphs off first, as 0.4.3 printed it
     assert old.alternatives[0].set == {"--mem-fraction-static": 0.8}
     assert any(o.set == {"--cuda-graph-max-bs": 32} for o in old.alternatives)
     new = _remediate(_fallback("cuda_graph", server_args={"mem_fraction_static": 0.85,
                                                           "cuda_graph_max_bs_decode": 64}))  # 0.5.23
-    assert new.set == {"--mem-fraction-static": 0.8}
-    assert new.alternatives[0].set == {"--cuda-graph-max-bs-decode": 32}
-    assert new.alternatives[1].set.get("--cuda-graph-backend-decode") == "disabled"
+    assert new.set == {"--cuda-graph-max-bs-decode": 32}
+    assert new.alternatives[0].set.get("--cuda-graph-backend-decode") == "disabled"
+    assert new.alternatives[1].set == {"--mem-fraction-static": 0.8}
     assert not any("--disable-cuda-graph" in o.set for o in _all(new))
     for rem in (rem, old, new):
         assert all(o.needs_human and o.safe is False for o in _all(rem))
@@ -296,3 +298,18 @@ def test_the_guess_lists_are_the_rules_lists_for_each_release():
     assert guarded.entries("cuda_graph") == guarded.entries("cuda_graph", version="0.5.9")
     assert guarded.entries("cuda_graph", version="not-a-release") == guarded.entries("cuda_graph")
     assert guarded.entries("cuda_graph", version="0.3.6") == guarded.entries("cuda_graph", version="0.4.0")
+
+
+def test_an_oom_guess_while_the_weights_load_asks_for_more_gpus_not_a_lower_fraction():
+    # no pool is sized while the weights load: --mem-fraction-static does not apply yet, so the
+    # guess takes what weights that do not fit take (twice the launch's --tp-size, then host
+    # offload), never the fraction
+    d = _fallback("memory.cuda_oom", 0.4, server_args={"tp_size": 2})
+    d.phase = "startup.load_weights"
+    rem = _remediate(d)
+    assert rem.set == {"--tp-size": 4} and rem.needs_human and rem.safe is False
+    assert rem.note.startswith("if this is weights that do not fit in GPU memory")
+    assert rem.alternatives[0].set == {"--cpu-offload-gb": 4}
+    assert not any("--mem-fraction-static" in o.set for o in _all(rem))
+    # the same guess in another phase keeps the headroom change
+    assert "--mem-fraction-static" in _remediate(_fallback("memory.cuda_oom", 0.4)).set

@@ -1,7 +1,11 @@
 """SGLang's own advice list ("Possible solutions:" after a failed graph capture) forms an
-incident when the text holds the list without the error line above it, and the remedy follows
-the list in the order that release printed it (rules/cuda_graph.yaml, *_possible_solutions_tail*;
-every release's CUDA_GRAPH_CAPTURE_FAILED_MSG and its siblings read, 0.4.0 to 0.5.23).  Real
+incident when the text holds the list without the error line above it, and the remedy offers
+the list of the release that printed it (rules/cuda_graph.yaml, *_possible_solutions_tail*;
+every release's CUDA_GRAPH_CAPTURE_FAILED_MSG and its siblings read, 0.4.0 to 0.5.23).  The
+list is for every cause and the cause line is what the text lacks, so from 0.4.6 the two
+changes read first cover both kinds of cause: a smaller largest captured batch (an
+out-of-memory capture, or one failing at the larger sizes), then no decode graphs (any other
+cause); more headroom, which helps only an out-of-memory error, after them (session 24).  Real
 subprocesses on the rule fixtures, as a user runs ``explain``."""
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ def _first_two(rem):
     return [(rem["set"], rem["unset"]), (alts[0]["set"], alts[0]["unset"]) if alts else None]
 
 
-def test_the_046_to_0513_list_leads_with_headroom_then_fewer_captured_batches():
+def test_the_046_to_0513_list_leads_with_fewer_captured_batches_then_no_graphs():
     inc = explain_one_incident(CG / "possible_solutions_tail_059.log", "--sglang-version", "0.4.6.post1")
     assert inc["rule"] == "cuda_graph.possible_solutions_tail" and inc["category"] == "cuda_graph"
     (first, _), (second, _) = _first_two(inc["remediation"])
-    assert list(first) == ["--mem-fraction-static"] and first["--mem-fraction-static"] < 0.9
-    assert second == {"--cuda-graph-max-bs": 8} or list(second) == ["--cuda-graph-max-bs"]
-    later = [a["set"] for a in inc["remediation"]["alternatives"]]
-    assert {"--disable-cuda-graph": True} in later  # SGLang's last resort, still offered
+    assert list(first) == ["--cuda-graph-max-bs"]
+    assert second == {"--disable-cuda-graph": True}
+    # more headroom (SGLang's first item) is still offered, lowered
+    later = [a["set"] for a in inc["remediation"]["alternatives"][1:]]
+    fraction = next(s["--mem-fraction-static"] for s in later if "--mem-fraction-static" in s)
+    assert fraction < 0.9
 
 
 def test_the_040_to_045_list_leads_with_no_cuda_graph_as_those_releases_did():
@@ -40,27 +46,32 @@ def test_the_0523_list_uses_its_decode_flags():
     inc = explain_one_incident(CG / "possible_solutions_tail_0523.log", "--sglang-version", "0.5.23")
     assert inc["rule"] == "cuda_graph.possible_solutions_tail_0523"
     (first, _), (second, _) = _first_two(inc["remediation"])
-    assert list(first) == ["--mem-fraction-static"] and list(second) == ["--cuda-graph-max-bs-decode"]
-    assert {"--cuda-graph-backend-decode": "disabled"} in [a["set"] for a in inc["remediation"]["alternatives"]]
+    assert list(first) == ["--cuda-graph-max-bs-decode"] and second == {"--cuda-graph-backend-decode": "disabled"}
+    assert any("--mem-fraction-static" in a["set"] for a in inc["remediation"]["alternatives"][1:])
 
 
-@pytest.mark.parametrize("name, rule, second_flag", [
-    ("piecewise_possible_solutions_tail_059.log", "cuda_graph.piecewise_possible_solutions_tail",
-     "--piecewise-cuda-graph-max-tokens"),
-    ("cpu_graph_possible_solutions_tail_059.log", "cuda_graph.cpu_graph_possible_solutions_tail",
-     "--torch-compile-max-bs"),
-])
-def test_the_other_059_lists_follow_their_own_order(name, rule, second_flag):
-    inc = explain_one_incident(CG / name, "--sglang-version", "0.5.9")
-    assert inc["rule"] == rule
+def test_the_cpu_graph_list_follows_its_own_order():
+    inc = explain_one_incident(CG / "cpu_graph_possible_solutions_tail_059.log", "--sglang-version", "0.5.9")
+    assert inc["rule"] == "cuda_graph.cpu_graph_possible_solutions_tail"
     (first, _), (second, _) = _first_two(inc["remediation"])
-    assert list(first) == ["--mem-fraction-static"] and list(second) == [second_flag]
+    assert list(first) == ["--mem-fraction-static"] and list(second) == ["--torch-compile-max-bs"]
 
 
-def test_the_piecewise_list_turns_the_opt_in_switch_off_on_059():
+def test_the_piecewise_list_leads_with_the_opt_in_switch_off_on_059():
+    # 0.5.9 runs piecewise graphs only with --enable-piecewise-cuda-graph, and prints this list
+    # only when one ran: the removal is implied by the text, not a condition sorted last
     inc = explain_one_incident(CG / "piecewise_possible_solutions_tail_059.log", "--sglang-version", "0.5.9")
-    unsets = [a["unset"] for a in inc["remediation"]["alternatives"]]
-    assert ["--enable-piecewise-cuda-graph"] in unsets
+    assert inc["rule"] == "cuda_graph.piecewise_possible_solutions_tail"
+    (first, unset), (second, _) = _first_two(inc["remediation"])
+    assert first == {} and unset == ["--enable-piecewise-cuda-graph"]
+    assert list(second) == ["--mem-fraction-static"]
+    assert "--piecewise-cuda-graph-max-tokens" in inc["remediation"]["alternatives"][1]["set"]
+
+
+def test_the_piecewise_list_leads_with_piecewise_graphs_off_where_they_are_the_default():
+    inc = explain_one_incident(CG / "piecewise_possible_solutions_tail_059.log", "--sglang-version", "0.5.12")
+    (first, _), (second, _) = _first_two(inc["remediation"])
+    assert first == {"--disable-piecewise-cuda-graph": True} and list(second) == ["--mem-fraction-static"]
 
 
 def test_the_prefill_suggestions_lead_with_the_prefill_graph_off():
@@ -89,7 +100,7 @@ def test_a_log_naming_no_release_is_spelled_for_the_releases_that_word_the_list_
     assert target["version_source"] == "message wording" and target["sglang_version"] == "0.5.13"
     assert target["inferred_range"]["oldest"] == "0.4.6"
     # 0.4.6-0.5.13 spell it --cuda-graph-max-bs (0.5.14+ --cuda-graph-max-bs-decode)
-    assert list(rem["alternatives"][0]["set"]) == ["--cuda-graph-max-bs"]
+    assert list(rem["set"]) == ["--cuda-graph-max-bs"]
     old = explain_one_incident(CG / "possible_solutions_tail_043.log")["remediation"]["target"]
     assert old["sglang_version"] == "0.4.5" and old["version_source"] == "message wording"
 

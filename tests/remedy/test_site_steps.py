@@ -7,7 +7,8 @@ change, or whose fix hung on a setting the frames show.
   smaller TP; a class-level value check raised while the experts are built gets the same;
 - a guess whose category has no usual change, on a traceback the text shows: the change the
   deepest frames' site names (``guarded.SITE_STEPS``), worded as a guess;
-- a capture whose frames pass DeepEP's dispatcher: ``--deepep-mode low_latency`` first;
+- a capture whose frames pass DeepEP's dispatcher: ``--deepep-mode low_latency`` first, ``auto``
+  next (session 24: what sglang#6017 and #6218 confirmed);
 - guesses of an unsupported model / a taken port: ``--model-impl transformers`` / another port.
 """
 
@@ -159,9 +160,15 @@ DEEPEP = [Frame(file=SITE + "model_executor/cuda_graph_runner.py", line=505, fun
 def test_a_capture_through_deepep_leads_with_low_latency_mode():
     rem = _remediate(_guess("cuda_graph", DEEPEP), catalog=V059)
     assert rem.set == {"--deepep-mode": "low_latency"} and rem.needs_human
-    # the launch already runs low_latency: not proposed again; SGLang's list follows
+    # the other mode that captures, 'auto', is the first alternative
+    assert rem.alternatives[0].set == {"--deepep-mode": "auto"}
+    # the launch already runs low_latency: neither is proposed (auto's decode is low_latency);
+    # SGLang's list follows
     rem = _remediate(_guess("cuda_graph", DEEPEP, {"deepep_mode": "low_latency"}), catalog=V059)
-    assert "--deepep-mode" not in rem.set
+    assert not any("--deepep-mode" in o.set for o in _all(rem))
+    # the launch runs auto: low_latency only
+    rem = _remediate(_guess("cuda_graph", DEEPEP, {"deepep_mode": "auto"}), catalog=V059)
+    assert [o.set["--deepep-mode"] for o in _all(rem) if "--deepep-mode" in o.set] == ["low_latency"]
     # no DeepEP in the frames: the launch's mode is not guessed
     rem = _remediate(_guess("cuda_graph", DEEPEP[:1]), catalog=V059)
     assert not any("--deepep-mode" in o.set for o in _all(rem))
@@ -180,6 +187,7 @@ def test_the_capture_rules_offer_low_latency_only_with_deepep_frames(tmp_path):
     without.write_text(head + tail)
     rem = explain_one_incident(with_deepep, "--sglang-version", "0.5.9")["remediation"]
     assert rem["set"] == {"--deepep-mode": "low_latency"}
+    assert rem["alternatives"][0]["set"] == {"--deepep-mode": "auto"}
     rem = explain_one_incident(without, "--sglang-version", "0.5.9")["remediation"]
     assert not any("--deepep-mode" in c["set"] for c in _all_json(rem))
 
@@ -203,7 +211,7 @@ def test_a_port_guess_offers_another_port_as_advice():
 
 
 def test_every_site_step_names_a_known_remedy():
-    for entry in guarded.SITE_STEPS + [guarded.DEEPEP_CAPTURE]:
+    for entry in guarded.SITE_STEPS + [guarded.DEEPEP_CAPTURE, guarded.DEEPEP_CAPTURE_AUTO]:
         ((name, _params),) = entry.items()
         assert name in remedies.REGISTRY
 
