@@ -44,6 +44,8 @@ The collectors, by name (the weights are stated where each piece is made):
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
 - ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
   it can complete to names one category (``TYPE_NAMES``).
+- ``multi_node``: the launch runs over several nodes (the dump's ``nnodes``, a rank past one node's
+  GPUs in SGLang's log prefix): a support piece for nccl, the network between the nodes.
 - ``low_memory``: the last milestone shows almost no free GPU memory (also for a text with no failure,
   fallback.no_incident: what the step after it would have had).
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
