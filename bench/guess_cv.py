@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from guess_prior import READ_ONLY_PARTS, TUNED_PARTS, count, failures  # noqa: E402
+from guess_prior import READ_ONLY_PARTS, TUNED_PARTS, count, failures, source_repo  # noqa: E402
 from guess_prior import guess_of, no_cause  # noqa: E402,F401  (guess_of, no_cause: used by tests and --counted)
 from guess_prior import run as _run  # noqa: E402
 
@@ -65,16 +65,20 @@ def measure(parts, counts, weight: float) -> list[tuple]:
     ``parts``, with the phase prior ``counts`` at ``weight``.  The stated confidence is the shipped
     calibration table's (in-sample for these parts); ``nested_calibration`` states it again without
     the part."""
+    return measure_labels([(part, lab) for part in parts for lab in no_cause(part)], counts, weight)
+
+
+def measure_labels(items, counts, weight: float) -> list[tuple]:
+    """``measure``'s rows for the (part, label) pairs ``items``."""
     saved = phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT
     phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT = counts, weight
     try:
         out = []
-        for part in parts:
-            for lab in no_cause(part):
-                g = guess_of(ROOT / "corpus" / part / lab["file"])
-                cue, kind = calib.cue_of(g)
-                out.append((part, lab.get("best_guess_category"), g.get("category"), float(g.get("confidence") or 0),
-                            lab["file"], cue, kind, calib.strength(g), grounds_of(g)))
+        for part, lab in items:
+            g = guess_of(ROOT / "corpus" / part / lab["file"])
+            cue, kind = calib.cue_of(g)
+            out.append((part, lab.get("best_guess_category"), g.get("category"), float(g.get("confidence") or 0),
+                        lab["file"], cue, kind, calib.strength(g), grounds_of(g)))
         return out
     finally:
         phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT = saved
@@ -213,6 +217,28 @@ def leave_one_part_out(weight: float | None = None, weights=(), parts=None, prio
         rows += held_rows
         h, n = hits(held_rows)
         report[held] = {"right": h, "total": n, "weight": chosen, "train_right": scored}
+    return rows, report
+
+
+def leave_one_repo_out(parts=None, prior_parts=None) -> tuple[list, dict]:
+    """Like ``leave_one_part_out``, with the source repository of each label's thread as the fold:
+    every no-cause fragment of ``parts`` whose thread is in repository R is scored with the phase
+    prior counted from ``prior_parts`` without any label of R (in any part).  The held-back parts come
+    from threads nobody counted, often of repositories no tuned part has; a part of the tuned corpus
+    shares its repository (mostly sgl-project/sglang) with the others, which leave-one-part-out does
+    not take away.  Returns (rows, per-repository report)."""
+    parts = CV_PARTS if parts is None else tuple(parts)
+    prior_parts = TUNED_PARTS if prior_parts is None else tuple(prior_parts)
+    by_repo: dict[str, list] = {}
+    for part in parts:
+        for lab in no_cause(part):
+            by_repo.setdefault(source_repo(lab), []).append((part, lab))
+    rows, report = [], {}
+    for repo, items in sorted(by_repo.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        held_rows = measure_labels(items, count(prior_parts, skip_repo=repo), phase_prior.PRIOR_WEIGHT)
+        rows += held_rows
+        h, n = hits(held_rows)
+        report[repo] = {"right": h, "total": n}
     return rows, report
 
 
@@ -426,6 +452,66 @@ def print_counted(report: dict) -> None:
         print(f"nested choice for {part}: {f['nested_choice']}")
 
 
+def by_category(rows) -> dict[str, dict]:
+    """Per label: right answers, guesses, and what the misses were guessed as (commonest first)."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        cell = out.setdefault(r[1], {"right": 0, "total": 0, "guessed_as": {}})
+        cell["total"] += 1
+        if r[1] == r[2]:
+            cell["right"] += 1
+        else:
+            cell["guessed_as"][r[2]] = cell["guessed_as"].get(r[2], 0) + 1
+    for cell in out.values():
+        cell["guessed_as"] = dict(sorted(cell["guessed_as"].items(), key=lambda kv: (-kv[1], str(kv[0]))))
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1]["total"], kv[0])))
+
+
+def _print_categories(cats: dict) -> None:
+    for label, c in cats.items():
+        missed = ", ".join(f"{g} {n}" for g, n in c["guessed_as"].items())
+        print(f"leave-one-part-out {label:22} {c['right']:>3}/{c['total']:<3}" + (f" (guessed as: {missed})" if missed else ""))
+
+
+def _print_repos(repos: dict) -> None:
+    h, n = _total(repos)
+    main_repo = max(repos, key=lambda r: repos[r]["total"], default=None)
+    rest = [r for r in repos if r != main_repo]
+    rh, rn = _total({r: repos[r] for r in rest})
+    print(f"leave-one-repo-out  all    {h:>3}/{n:<3} {100 * h / max(n, 1):.1f}%  ({main_repo} {repos[main_repo]['right']}/"
+          f"{repos[main_repo]['total']}; the {len(rest)} other repositories {rh}/{rn})" if main_repo else
+          "leave-one-repo-out: no fragment")
+
+
+def _quick(prior_parts, as_json: bool, verbose: bool, rows_file: str = "") -> int:
+    """``--quick``: leave-one-part-out and leave-one-repository-out only (``rows_file``: the
+    leave-one-part-out rows, with the shipped table's stated confidence)."""
+    lopo_rows, lopo = leave_one_part_out(prior_parts=prior_parts)
+    if rows_file:
+        Path(rows_file).write_text(json.dumps([list(r) for r in lopo_rows], indent=0) + "\n", encoding="utf-8")
+    _, loro = leave_one_repo_out(prior_parts=prior_parts)
+    report = {"leave_one_part_out": lopo, "leave_one_repo_out": loro, "leave_one_part_out_categories": by_category(lopo_rows),
+              "leave_one_part_out_grounds": by_grounds(lopo_rows),
+              "misses": [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "cue": r[5]}
+                         for r in lopo_rows if r[1] != r[2]]}
+    for key in ("leave_one_part_out", "leave_one_repo_out"):
+        h, n = _total(report[key])
+        report[key + "_all"] = {"right": h, "total": n}
+    if as_json:
+        print(json.dumps(report, indent=1))
+        return 0
+    if verbose:
+        for m in report["misses"]:
+            print(f"miss  {m['file'][:70]:70} label {m['label']:22} guess {m['guess']} ({m['cue']})")
+    a = report["leave_one_part_out_all"]
+    print(f"leave-one-part-out  all    {a['right']:>3}/{a['total']:<3} {100 * a['right'] / max(a['total'], 1):.1f}%")
+    _print_repos(loro)
+    _print_categories(report["leave_one_part_out_categories"])
+    print("leave-one-part-out by what the guess rests on: " + ", ".join(
+        f"{g} {r['right']}/{r['total']}" for g, r in report["leave_one_part_out_grounds"].items()))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", default="0.3,0.4,0.5,0.6")
@@ -435,19 +521,27 @@ def main(argv=None) -> int:
                     help="also score counted-evidence variants (naive Bayes over cue families) on the same folds")
     ap.add_argument("--rows", default="",
                     help="write the nested rows (part, label, guess, stated confidence, file, cue, kind, strength, "
-                         "ground) to this JSON file, to score calibration variants offline (e.g. band edges)")
+                         "ground) to this JSON file, to score calibration variants offline (e.g. band edges); with --quick the "
+                         "leave-one-part-out rows")
     ap.add_argument("--prior-parts", default="",
                     help="the parts the prior counts in each fold (comma-separated; default the shipped TUNED_PARTS; "
                          "an experiment may add the read-only parts)")
+    ap.add_argument("--quick", action="store_true",
+                    help="only leave-one-part-out and leave-one-repository-out, per category (no rotation, no nested "
+                         "calibration: a few minutes less)")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
+    prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
+    if args.quick:
+        return _quick(prior_parts, args.json, args.verbose, args.rows)
     report: dict = {"in_part": {}, "leave_one_part_out": {}, "rotation": {}, "calibration": []}
     rows = measure(CV_PARTS, phase_prior.COUNTS, phase_prior.PRIOR_WEIGHT)
     for part in CV_PARTS:
         h, n = hits([r for r in rows if r[0] == part])
         report["in_part"][part] = {"right": h, "total": n}
-    prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
     lopo_rows, report["leave_one_part_out"] = leave_one_part_out(prior_parts=prior_parts)
+    _, report["leave_one_repo_out"] = leave_one_repo_out(prior_parts=prior_parts)
+    report["leave_one_part_out_categories"] = by_category(lopo_rows)
     _, report["rotation"] = leave_one_part_out(weights=weights, prior_parts=prior_parts)
     # the stated confidence, each part's counted without it (nested); the shipped table's (in-sample:
     # it counted these guesses); the weighed strength (what the guess stated before it was measured)
@@ -465,7 +559,7 @@ def main(argv=None) -> int:
     report["leave_one_part_out_grounds"] = by_grounds(lopo_rows)
     report["misses"] = [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "confidence": r[3]}
                         for r in lopo_rows if r[1] != r[2]]
-    for key in ("in_part", "leave_one_part_out", "rotation"):
+    for key in ("in_part", "leave_one_part_out", "rotation", "leave_one_repo_out"):
         h, n = _total(report[key])
         report[key + "_all"] = {"right": h, "total": n}
     if args.json:
@@ -480,6 +574,8 @@ def main(argv=None) -> int:
             print(f"{name:19} {part:6} {r['right']:>3}/{r['total']:<3}{extra}")
         a = report[key + "_all"]
         print(f"{name:19} {'all':6} {a['right']:>3}/{a['total']:<3} {100 * a['right'] / max(a['total'], 1):.1f}%")
+    _print_repos(report["leave_one_repo_out"])
+    _print_categories(report["leave_one_part_out_categories"])
     print("leave-one-part-out by what the guess rests on: " + ", ".join(
         f"{g} {r['right']}/{r['total']}" for g, r in report["leave_one_part_out_grounds"].items()))
     for title, bands, err in (("stated confidence, leave-one-part-out (the table counted without the part)",

@@ -50,12 +50,22 @@ def failures(part: str, root: Path = ROOT):
             yield lab, cat
 
 
-def count(parts=TUNED_PARTS, root: Path = ROOT) -> dict[str, dict[str, int]]:
+def source_repo(lab: dict) -> str:
+    """The repository a label's thread is in (``source.repo``), ``?`` when the label gives none."""
+    src = lab.get("source") if isinstance(lab.get("source"), dict) else {}
+    return str(src.get("repo") or "?")
+
+
+def count(parts=TUNED_PARTS, root: Path = ROOT, skip_repo: str | None = None) -> dict[str, dict[str, int]]:
+    """Per labelled phase, the failures of each category in ``parts``; with ``skip_repo``, the labels
+    whose thread is in that repository are left out (bench/guess_cv.py's leave-one-repository-out)."""
     out: dict[str, dict[str, int]] = {}
     for part in parts:
         if part not in TUNED_PARTS + READ_ONLY_PARTS:
             raise SystemExit(f"guess_prior: {part} is not a tuned part ({', '.join(TUNED_PARTS + READ_ONLY_PARTS)})")
         for lab, cat in failures(part, root):
+            if skip_repo is not None and source_repo(lab) == skip_repo:
+                continue
             row = out.setdefault(lab.get("phase") or "unknown", {})
             row[cat] = row.get(cat, 0) + 1
     return {phase: dict(sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))) for phase, row in sorted(out.items())}

@@ -44,6 +44,8 @@ The collectors, by name (the weights are stated where each piece is made):
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
 - ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
   it can complete to names one category (``TYPE_NAMES``).
+- ``multi_node``: the launch runs over several nodes (the dump's ``nnodes``, a rank past one node's
+  GPUs in SGLang's log prefix): a support piece for nccl, the network between the nodes.
 - ``low_memory``: the last milestone shows almost no free GPU memory (also for a text with no failure,
   fallback.no_incident: what the step after it would have had).
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
@@ -821,9 +823,11 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     found = context_phase(diagnosis)
     out: list[Evidence] = phase_prior.pieces(*found) if found else []
+    launch = diagnosis.launch
+    lines = [line.text for line in inc.lines] + [m.text for m in (launch.milestones if launch is not None else ())]
+    out += multi_node(launch.server_args if launch is not None else None, lines)
     if inc.after_ready:
         return out
-    launch = diagnosis.launch
     if launch is not None:
         last = last_before(launch, inc.first_line)
         if last is not None:
@@ -889,6 +893,53 @@ def past_architecture(line: str) -> list[Evidence]:
     return [Evidence("weights_reading", "model.unsupported", PAST_ARCHITECTURE,
                      f"the last step line shows the weights being read ({lit!r}): the model's architecture had been "
                      "looked up before it")]
+
+
+# A launch over several nodes: the network between them (NCCL over IB / RoCE / TCP, gloo's TCP
+# pairs, the TCPStore of ``--dist-init-addr``) is a part of it that a one-node launch does not have,
+# and every start-up step after "Init torch distributed" waits on it (the weight loader's and the
+# pool sizing's collectives: 0.4.x-0.5.x ModelRunner.init_memory_pool -> profile_max_num_token ->
+# get_available_gpu_memory(distributed=True), an all_reduce(MIN) over every rank; the graph runners'
+# barriers).  A text of such a launch that holds no failure of its own most often stopped waiting on
+# a rank or node that had failed or could not be reached.  The text shows it by the launch's
+# ``nnodes`` (the server_args dump) or by a rank past one node's GPUs in SGLang's log prefix (" TP13",
+# " EP9": the rank in the tensor- / expert-parallel group, utils/common.py configure_logger, prefixed
+# by scheduler.py; eight GPUs a node on HGX / DGX and MI300X boards).  Support only: it places the
+# launch, it says nothing of the failure.  Tuned parts: of the 11 labelled failures of launches over
+# several nodes, 8 were nccl (the 4 without their cause all nccl).
+NODE_GPUS = 8
+MULTI_NODE = 0.2
+_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?((?: [A-Z_]+\d+)+)\]")
+_GROUP_RANK = re.compile(r" (?:TP|EP)(\d+)\b")
+
+
+def nodes_shown(server_args: dict | None, lines) -> str | None:
+    """How the text shows a launch over several nodes (see ``MULTI_NODE``), or None."""
+    try:
+        nnodes = int(str((server_args or {}).get("nnodes", 1)).strip())
+    except ValueError:
+        nnodes = 1
+    if nnodes > 1:
+        return f"the launch's server_args give nnodes={nnodes}"
+    for text in lines:
+        m = _PREFIX.match(text)
+        if m is None:
+            continue
+        rank = max((int(r) for r in _GROUP_RANK.findall(m.group(1))), default=-1)
+        if rank >= NODE_GPUS:
+            return (f"a log prefix names rank {rank} of a parallel group ({text[1:m.end() - 1].split(' ', 2)[-1]}), "
+                    f"more ranks than one node's {NODE_GPUS} GPUs")
+    return None
+
+
+def multi_node(server_args: dict | None, lines) -> list[Evidence]:
+    """A support piece for nccl when the text shows a launch over several nodes (``nodes_shown``)."""
+    how = nodes_shown(server_args, lines)
+    if how is None:
+        return []
+    return [Evidence("multi_node", "nccl", MULTI_NODE,
+                     f"{how}: the launch runs over several nodes, and the network between them is what a start-up "
+                     "step's collectives wait on", support=True)]
 
 
 LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little

@@ -590,6 +590,10 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         # what the last milestone left free for the step after it, as for a failure after it (from_context)
         last = launch.milestones[-1]
         pieces += evidence.low_memory(last, phase_after(last.name))
+    # a launch over several nodes (its dump's nnodes, a rank past one node's GPUs in the prefixes)
+    pieces += evidence.multi_node(launch.server_args if launch is not None else None,
+                                  [m.text for m in (launch.milestones if launch is not None else ())]
+                                  + _last_lines(tail, PHASE_LINES))
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))

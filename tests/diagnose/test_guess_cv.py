@@ -201,3 +201,39 @@ def test_the_calibration_error_is_also_given_with_the_band_edges_moved(cv):
     assert abs(cv.shifted(0.02)[3][0] - 0.37) < 1e-9
     # equal-mass bands put each stated figure in a band of its own here
     assert len(cv.equal_mass(rows)) >= 2
+
+
+def test_each_repository_is_scored_with_a_prior_counted_without_its_labels(cv, monkeypatch):
+    """Session 24: leave-one-repository-out.  Every no-cause fragment is scored with the prior counted
+    from the tuned parts without any label of its thread's repository, in any part."""
+    labels = {"dev": [{"file": "a.log", "source": {"repo": "sgl-project/sglang"}, "best_guess_category": "nccl"},
+                      {"file": "b.log", "source": {"repo": "THUDM/slime"}, "best_guess_category": "other"}],
+              "fresh": [{"file": "c.log", "source": {"repo": "sgl-project/sglang"}, "best_guess_category": "nccl"},
+                        {"file": "d.log", "best_guess_category": "other"}]}
+    counted, scored = [], []
+    monkeypatch.setattr(cv, "no_cause", lambda part: labels.get(part, []))
+    monkeypatch.setattr(cv, "count", lambda parts, skip_repo=None: counted.append((tuple(parts), skip_repo)) or
+                        {"skip": skip_repo})
+    monkeypatch.setattr(cv, "measure_labels", lambda items, counts, weight: scored.append((items, counts)) or
+                        [(part, lab["best_guess_category"], "nccl", 0.3, lab["file"]) for part, lab in items])
+    rows, report = cv.leave_one_repo_out()
+    assert report == {"sgl-project/sglang": {"right": 2, "total": 2}, "?": {"right": 0, "total": 1},
+                      "THUDM/slime": {"right": 0, "total": 1}}
+    assert len(rows) == 4
+    for items, counts in scored:
+        repos = {cv.source_repo(lab) for _, lab in items}
+        assert repos == {counts["skip"]}  # one repository a fold, its labels left out of the prior
+    assert all(parts == tuple(cv.TUNED_PARTS) for parts, _ in counted)
+
+
+def test_count_leaves_a_repositorys_labels_out(cv):
+    whole = cv.count(("field23",))
+    without = cv.count(("field23",), skip_repo="sgl-project/sglang")
+    assert sum(map(sum, (r.values() for r in without.values()))) < sum(map(sum, (r.values() for r in whole.values())))
+    assert cv.count(("field23",), skip_repo="no/such-repository") == whole
+
+
+def test_by_category_says_what_the_misses_were_guessed_as(cv):
+    rows = [("p", "nccl", "nccl"), ("p", "nccl", "other"), ("p", "nccl", "other"), ("p", "other", "nccl")]
+    assert cv.by_category(rows) == {"nccl": {"right": 1, "total": 3, "guessed_as": {"other": 2}},
+                                    "other": {"right": 0, "total": 1, "guessed_as": {"nccl": 1}}}
