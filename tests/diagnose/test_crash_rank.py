@@ -93,3 +93,10 @@ def test_a_failure_of_the_warm_up_request_is_not_a_crash_while_serving(pack):
     ev = only_incident(pack, text)
     assert ev["phase"] == "startup.warmup"
     assert ev["category"] != "runtime.crash", ev["rule"]
+
+
+def test_a_request_structure_that_does_not_fit_is_a_crash_while_serving(pack):
+    # a wrapper of another version builds SGLang's request (io_struct) only for a request it
+    # serves (corpus late/062: dynamo's TokenizedGenerateReqInput without 'stream')
+    ev = only_incident(pack, _fixture("exception_repr_pyo3.log"))
+    assert (ev["rule"], ev["category"]) == ("class.runtime.after_ready", "runtime.crash")
