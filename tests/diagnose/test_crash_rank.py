@@ -100,3 +100,10 @@ def test_a_request_structure_that_does_not_fit_is_a_crash_while_serving(pack):
     # serves (corpus late/062: dynamo's TokenizedGenerateReqInput without 'stream')
     ev = only_incident(pack, _fixture("exception_repr_pyo3.log"))
     assert (ev["rule"], ev["category"]) == ("class.runtime.after_ready", "runtime.crash")
+
+
+def test_torch_distributeds_own_error_is_nccl_wherever_it_was_called_from(pack):
+    # a weight-update group's barrier in model_runner (corpus field17/011): the deepest SGLang
+    # frame is not in srt/distributed/, the exception is torch distributed's
+    ev = only_incident(pack, _fixture("nccl_dist_backend_error_weight_update_group.log"))
+    assert (ev["rule"], ev["category"]) == ("class.nccl.message", "nccl")
