@@ -1035,7 +1035,8 @@ class RuleSet:
                                      f"for the rest of this run")
             if captures is None:
                 continue
-            key = (rule.priority, rule.conditions - len(assumed), _neg(rule.id))
+            key = (not _crash_on_assumption(rule, incident, launch), rule.priority, rule.conditions - len(assumed),
+                   _neg(rule.id))
             held = best.get(rule.layer)
             if held is None or key > held[0]:
                 best[rule.layer] = (key, rule, captures, assumed)
@@ -1086,6 +1087,20 @@ def _rule_phase(rule: Rule, incident: Incident, launch: Launch | None) -> str:
         else:
             phase = "serving" if incident.after_ready else phase_after(_last_milestone(launch, incident))
     return phase
+
+
+def _crash_on_assumption(rule: Rule, incident: Incident, launch: Launch | None) -> bool:
+    """The rule names a crash while serving only because it assumed the server had been ready
+    (a fragment with no ready line, no launch header and no start-up milestone): such a rule
+    ranks below every rule of its layer that does not rest on that assumption, whatever their
+    priorities.  Where the failure happened (the deepest frame's module), its exception family
+    and its words name a category from the text; "while serving" was only assumed, so a
+    runtime.crash answer there is the last resort, not a rival (a broken invariant in the
+    distributed layer is a crash while serving only after ready: before it, or when unknown,
+    class.nccl.distributed's reading of the same frames stands)."""
+    if rule.after_ready is not True or getattr(incident, "after_ready_known", True):
+        return False
+    return rule.category_by_phase.get(_rule_phase(rule, incident, launch), rule.category) == "runtime.crash"
 
 
 # A generic specific rule that knows only the traceback's shape (frames only, a low priority:
