@@ -89,7 +89,15 @@ SIGNALS: tuple[Signal, ...] = (
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
     # verbs library on a host without InfiniBand, after which it uses sockets; later releases
     # print it at INFO.  A healthy launch prints it; a real NCCL failure warns on lines of its own)
-    _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?!Failed to open libibverbs\.so)(?P<nccl_message>.*)", "evidence"),
+    # (nor RCCL's advice about the host's kernel settings, which its ncclInit (ROCm/rccl
+    # src/init.cc) prints with WARN on every healthy start of a host that has them and then goes
+    # on initialising: "NUMA auto balancing enabled which can lead to variability in the RCCL
+    # performance! Disable by ..." and 'Missing "iommu=pt" from kernel command line which can lead
+    # to system instablity or hang!' (ROCm/rccl#2112 drops the latter in VMs, where it is false);
+    # RCCL's debugging guide lists both as tuning steps, not errors)
+    _s("nccl_warn", ("NCCL WARN",),
+       r"NCCL WARN (?!Failed to open libibverbs\.so|NUMA auto balancing enabled|Missing \"iommu=pt\" from kernel)"
+       r"(?P<nccl_message>.*)", "evidence"),
     _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
        r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),
     # (flashinfer's FLASHINFER_CUDA_CALL prints "CUDA Error: <what> (<code>) <file>: line N at function ...")
@@ -141,6 +149,21 @@ SIGNALS: tuple[Signal, ...] = (
        shows_progress=True, cut_anywhere=True),
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
+    # A line that says it will try again is not a failure, whatever error it quotes: urllib3's
+    # connectionpool logs "Retrying (Retry(total=N, ...)) after connection broken by
+    # 'NewConnectionError(... Failed to establish a new connection ...)': /path" and retries (if
+    # every retry fails, the caller's exception -- MaxRetryError, "Max retries exceeded" -- is the
+    # failure); SGLang 0.5.23's prefill logs "Prefill register attempt N/M failed: <cause>" for
+    # each failed attempt to register with its bootstrap server and tries again after a back-off
+    # (disaggregation/common/conn.py ``_register_topology_row``; only after the last one, N == M,
+    # it logs "Prefill instance failed to register to bootstrap server after M retries"), and
+    # MooncakeStore's warm-up "Warmup put failed (attempt N/M), ret=..., retrying in Ns..."
+    # (mem_cache/storage/mooncake_store/mooncake_store.py; after the last it raises).  The last
+    # attempt (N == M) is not a retry and stays whatever it is.  Before transfer_error, whose
+    # "Failed to establish a new connection" such a line quotes.
+    _s("connection_retry", ("Retrying (Retry(", "attempt "),
+       r"\bRetrying \(Retry\(total=\d+.*\bafter (?:connection broken by|\w+ response)|"
+       r"\battempt (?P<attempt>\d+)/(?!(?P=attempt)\b)\d+\b(?: failed\b|\),? .*\bretrying\b)", "handled"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)
     # (Mooncake's transfer engine logs through glog from its transport sources: rdma_transport.cpp,
     # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp; its store client's

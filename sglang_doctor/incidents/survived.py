@@ -61,7 +61,11 @@ DEATH_WORDS = ("hit an exception", "Initialization failed", "scheduler died duri
 NOT_PROVED_BY_READY = frozenset({"transfer_error", "kv_transfer_failed"})
 # ... and their words, when a rule's literal took the line first ("Prefill transfer failed for
 # request ... with exception <a text that is not KVTransferError(...)'s>")
-TRANSPORT_LITERALS = tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PROVED_BY_READY for lit in sig.literals)
+# (and a PD prefill's failed registration with its bootstrap server, whatever its cause said:
+# decode instances look it up there for real requests only, never for the warm-up; rules/nccl.yaml
+# nccl.pd_bootstrap_register_failed)
+TRANSPORT_LITERALS = (tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PROVED_BY_READY for lit in sig.literals)
+                      + ("failed to register to bootstrap server", "failed to connect to bootstrap server"))
 # start-up milestones (incidents/milestones.py) a launch prints once: seen again after the
 # incident, the start-up began again (a draft model repeats the weight and graph lines, not these)
 ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_timings"})
