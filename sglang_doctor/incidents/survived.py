@@ -217,6 +217,13 @@ ONE_REQUEST = re.compile(
     r"completion|Duplicate (?:or cancelled |decode )?bootstrap room|follow_bootstrap_room conflict|"
     r"Aborted by decode-side abort notification|Aborted by AbortReq)")
 _ROOM = re.compile(r"bootstrap_room=(\d+)")
+# A rank whose own transfer of the request did not fail raises this when the request's poll
+# status, all-reduced over the TP ranks, says another rank's did (0.5.23 common/conn.py
+# ``failure_exception``: the failure record is that other rank's): the request's reason is the
+# other rank's line's.  With a line of the same room that gives a reason of that request alone
+# it is that request's failure; on its own (fresh/014) what failed is not said, and it stays the
+# transport's.
+OTHER_RANK = re.compile(r"KVTransferError\(bootstrap_room=\d+\): Failed due to an unknown reason from another rank")
 TRANSFER_WORDS = "transfer failed for request"
 # the transport's own error and another failed transfer in the same launch (pipeline.py
 # ``_note_transport``; requests failing one by one for reasons of their own: EVERY_REQUEST)
@@ -232,12 +239,21 @@ def request_transfer(incident: Incident) -> frozenset[str] | None:
     literals = {"kv_transfer_failed", *(f"rule_literal:{t}" for t in TRANSFER_LINE)}
     if not incident.signals or any(name not in literals for name in incident.signal_names):
         return None
+    own: set[str] = set()  # rooms a line gives a reason of that request alone for
+    from_sibling: set[str] = set()  # rooms a line says failed on another rank
     for line in incident.signals:
         if TRANSFER_WORDS not in line.text:  # (a paste may cut "Decode"/"Prefill" off the line's head)
             return None
         reason = transfer_reason(line.text)
-        if reason is not None and not ONE_REQUEST.match(reason):
+        rooms = set(_ROOM.findall(line.text))
+        if reason is None or ONE_REQUEST.match(reason):
+            own |= rooms if reason is not None else set()
+        elif OTHER_RANK.match(reason) and rooms:
+            from_sibling |= rooms
+        else:
             return None  # the reason is the peer's or the transport's
+    if not from_sibling <= own:
+        return None  # no rank of the request says why: the failure the siblings echo is unknown
     return frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
 
 
@@ -378,8 +394,9 @@ def request_event(incident: Incident) -> dict | None:
         m = _RID.search(line.text)
         if m and m.group("rid") not in ids and _ROOM.search(line.text):
             ids.append(m.group("rid"))  # a line the paste cut inside its rid names no request
-        if reason is None:
-            reason = transfer_reason(line.text)
+        found = transfer_reason(line.text)
+        if reason is None or (found is not None and OTHER_RANK.match(reason) and not OTHER_RANK.match(found)):
+            reason = found  # (the rank that says why, over its siblings' echo)
     return {"id": ids[0] if ids else None, "ids": ids, "reason": reason}
 
 

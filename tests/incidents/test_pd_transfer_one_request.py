@@ -242,3 +242,36 @@ def test_a_live_stream_reports_it_provisional_and_withdraws_it(pack):
     [incident] = _incidents(events)
     assert incident["provisional"] == "serving"
     assert [w for w in events if w["event"] == "warning" and w.get("withdraws")]
+
+
+# -- a sibling rank's echo of the request's failure (session 24) ----------------------------
+
+OTHER_RANK = TRANSPORT["other_rank"]
+
+
+@pytest.mark.parametrize("order", ["reason_first", "echo_first"])
+def test_a_sibling_ranks_echo_of_a_requests_own_reason_is_that_requests(pack, order: str):
+    """0.5.23 common/conn.py ``failure_exception``: a rank with no failure record of its own
+    raises "Failed due to an unknown reason from another rank" when the poll all-reduced over the
+    TP ranks says another rank's transfer failed; with that other rank's line giving a reason of
+    the request alone it is that request's failure (fails on the old code: an incident)."""
+    own = _failed(ROOM, ONE_REQUEST["timeout_waiting_0523"].format(room=ROOM), ranks=(0,))
+    echo = _failed(ROOM, OTHER_RANK, ranks=(1,))
+    lines = own + echo if order == "reason_first" else echo + own
+    events = _events(pack, UP + SERVING + lines + _err500() + GOES_ON)
+    assert _rules(events) == []
+    [warning] = _warnings(events)
+    assert warning["rule"] == RULE
+    ended = _events(pack, _decode("02:00") + _decode("02:01") + lines + _err500())
+    assert _incidents(ended) == []
+    [request] = _request_warnings(ended)
+    assert "timed out after 300.0s" in request["request"]["reason"]
+
+
+def test_an_echo_of_another_requests_reason_stays_the_transports(pack):
+    """The echo names another room than the request whose own reason is given: what failed for
+    it is not said, as with the echo alone (fresh/014)."""
+    other = ROOM + 1
+    text = (UP + SERVING + _failed(ROOM, ONE_REQUEST["timeout_waiting_0523"].format(room=ROOM), ranks=(0,))
+            + _failed(other, OTHER_RANK, ranks=(1,)) + _err500() + GOES_ON)
+    assert _rules(_events(pack, text)) == [RULE]
