@@ -52,6 +52,13 @@ def _heads(words: str) -> str:
     return out
 
 
+# The head of SGLang's line for one PD request whose KV transfer (or its handshake or bootstrap
+# before it) ended KVPoll.Failed (disaggregation/decode.py, prefill.py), and the words a paste
+# that cut "Decode"/"Prefill" off the line's head keeps.
+TRANSFER_HEAD = r"(?:(?:Decode|Prefill) transfer|Decode handshake|Prefill bootstrap) failed for request"
+TRANSFER_LITERALS = ("transfer failed for request", "handshake failed for request", "bootstrap failed for request")
+
+
 # Order matters: the first signal whose literal and regex match a line wins.
 SIGNALS: tuple[Signal, ...] = (
     _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
@@ -181,10 +188,14 @@ SIGNALS: tuple[Signal, ...] = (
     # a client that aborts a PD request: KVSender/KVReceiver.abort record "Aborted by AbortReq."
     # and the transfer ends failed with that reason (0.5.23 disaggregation/common/conn.py); the
     # server keeps serving, and no rule's literal ("transfer failed for request") makes it one
-    _s("kv_transfer_aborted", ("transfer failed for request",),
-       r"(?:Decode|Prefill) transfer failed for request .*? with exception \w+\([^)]*\): Aborted by AbortReq", "handled"),
-    _s("kv_transfer_failed", ("transfer failed for request",),
-       r"(?:Decode|Prefill) transfer failed for request .*? with exception (?P<transfer_exc>\w+)\([^)]*\): "
+    # (the same per-request handling logs a request's failed handshake on the decode side and its
+    # failed bootstrap on the prefill side: 0.5.9 decode.py:452 "Decode handshake failed for
+    # request ...", prefill.py:288 / 0.5.23 prefill.py:1355 "Prefill bootstrap failed for request
+    # ...": logged, the request aborted with a 500, the loop goes on)
+    _s("kv_transfer_aborted", TRANSFER_LITERALS,
+       TRANSFER_HEAD + r" .*? with exception \w+\([^)]*\): Aborted by AbortReq", "handled"),
+    _s("kv_transfer_failed", TRANSFER_LITERALS,
+       TRANSFER_HEAD + r" .*? with exception (?P<transfer_exc>\w+)\([^)]*\): "
        r"(?!Aborted by AbortReq)(?P<transfer_message>[^\"]+)", "evidence"),
     # torch's caching allocator, just before it raises torch.OutOfMemoryError (its W-level c10
     # line survives when the traceback that follows was cut)

@@ -171,6 +171,14 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # to a fake bootstrap host (http_server.py FAKE_BOOTSTRAP_HOST), so a real request's transfer,
 # and this line, only happens while serving: the line itself says the launch was serving.
 #
+# The same handling logs a request whose handshake failed on the decode side (0.5.9 decode.py:452
+# "Decode handshake failed for request ...") or whose bootstrap failed on the prefill side (0.5.9
+# prefill.py:288, 0.5.23 prefill.py:1355 "Prefill bootstrap failed for request ...", mostly a
+# request that timed out in KVPoll.Bootstrapping waiting for the decode's KV indices, which a
+# loaded PD pair logs while it serves): they are judged as the transfer's line (TRANSFER_LINE).
+# A decode told by the prefill that its bootstrap of the request failed ("Prefill bootstrap
+# failed", 0.5.23 common/conn.py's status message) reports that request's own reason.
+#
 # Which request's failure it is, the reason says (KVTransferError's ``failure_reason``, the
 # ``record_failure`` sites of disaggregation/common/conn.py and mooncake/conn.py).  Only the
 # reasons that are about this request alone make it one request's error (ONE_REQUEST): it timed
@@ -210,12 +218,13 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # warning), unless they say every request fails (EVERY_REQUEST, LONG_SPAN below); the
 # transport's own error in the launch makes them all the transport's (pipeline.py
 # ``_note_transport``).
-TRANSFER_LINE = ("Decode transfer failed for request", "Prefill transfer failed for request")
+TRANSFER_LINE = ("Decode transfer failed for request", "Prefill transfer failed for request",
+                 "Decode handshake failed for request", "Prefill bootstrap failed for request")
 _REASON = re.compile(r" with exception (?P<reason>.+)")
 ONE_REQUEST = re.compile(
     r"KVTransferError\(bootstrap_room=\d+\): (?:Request \d+ timed out after [\d.]+s|Timed out waiting for prefill "
     r"completion|Duplicate (?:or cancelled |decode )?bootstrap room|follow_bootstrap_room conflict|"
-    r"Aborted by decode-side abort notification|Aborted by AbortReq)")
+    r"Aborted by decode-side abort notification|Aborted by AbortReq|Prefill bootstrap failed$)")
 _ROOM = re.compile(r"bootstrap_room=(\d+)")
 # A rank whose own transfer of the request did not fail raises this when the request's poll
 # status, all-reduced over the TP ranks, says another rank's did (0.5.23 common/conn.py
@@ -224,7 +233,7 @@ _ROOM = re.compile(r"bootstrap_room=(\d+)")
 # it is that request's failure; on its own (fresh/014) what failed is not said, and it stays the
 # transport's.
 OTHER_RANK = re.compile(r"KVTransferError\(bootstrap_room=\d+\): Failed due to an unknown reason from another rank")
-TRANSFER_WORDS = "transfer failed for request"
+TRANSFER_WORDS = signals.TRANSFER_LITERALS
 # the transport's own error and another failed transfer in the same launch (pipeline.py
 # ``_note_transport``; requests failing one by one for reasons of their own: EVERY_REQUEST)
 TRANSFER_REPEAT = 2
@@ -242,7 +251,7 @@ def request_transfer(incident: Incident) -> frozenset[str] | None:
     own: set[str] = set()  # rooms a line gives a reason of that request alone for
     from_sibling: set[str] = set()  # rooms a line says failed on another rank
     for line in incident.signals:
-        if TRANSFER_WORDS not in line.text:  # (a paste may cut "Decode"/"Prefill" off the line's head)
+        if not any(words in line.text for words in TRANSFER_WORDS):  # (a paste may cut "Decode"/"Prefill" off)
             return None
         reason = transfer_reason(line.text)
         rooms = set(_ROOM.findall(line.text))
