@@ -59,6 +59,11 @@ TRANSFER_HEAD = r"(?:(?:Decode|Prefill) transfer|Decode handshake|Prefill bootst
 TRANSFER_LITERALS = ("transfer failed for request", "handshake failed for request", "bootstrap failed for request")
 
 
+# InfiniBand port events NCCL <= 2.18 WARNs about that are not errors (nccl_warn below)
+IB_ROUTINE_EVENT = (r"NET/IB ?: (?:\S+:\d+ )?Got async event ?: (?:port active|LID change|P_Key change|SM change|"
+                    r"client reregistration|GID table change)\b")
+
+
 # Order matters: the first signal whose literal and regex match a line wins.
 SIGNALS: tuple[Signal, ...] = (
     _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
@@ -96,15 +101,24 @@ SIGNALS: tuple[Signal, ...] = (
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
     # verbs library on a host without InfiniBand, after which it uses sockets; later releases
     # print it at INFO.  A healthy launch prints it; a real NCCL failure warns on lines of its own)
-    # (nor RCCL's advice about the host's kernel settings, which its ncclInit (ROCm/rccl
-    # src/init.cc) prints with WARN on every healthy start of a host that has them and then goes
-    # on initialising: "NUMA auto balancing enabled which can lead to variability in the RCCL
-    # performance! Disable by ..." and 'Missing "iommu=pt" from kernel command line which can lead
-    # to system instablity or hang!' (ROCm/rccl#2112 drops the latter in VMs, where it is false);
-    # RCCL's debugging guide lists both as tuning steps, not errors)
-    _s("nccl_warn", ("NCCL WARN",),
-       r"NCCL WARN (?!Failed to open libibverbs\.so|NUMA auto balancing enabled|Missing \"iommu=pt\" from kernel)"
-       r"(?P<nccl_message>.*)", "evidence"),
+    # NCCL WARN lines a healthy start prints, which report no failure (a "handled" signal, before
+    # nccl_warn and before any rule's "NCCL WARN ..." literal, so neither starts an incident):
+    # - RCCL's advice about the host's kernel settings, which its ncclInit (ROCm/rccl src/init.cc)
+    #   prints on every start of a host that has them and then goes on initialising: "NUMA auto
+    #   balancing enabled which can lead to variability in the RCCL performance! Disable by ..."
+    #   and 'Missing "iommu=pt" from kernel command line which can lead to system instablity or
+    #   hang!' (ROCm/rccl#2112 drops the latter in VMs, where it is false; RCCL's debugging guide
+    #   lists both as tuning steps);
+    # - NCCL's report of an InfiniBand port event that is not an error: up to 2.18 its async
+    #   thread (src/transport/net_ib.cc ncclIbAsyncThreadMain) WARNs "NET/IB : [dev:port ]Got async
+    #   event : <ibv_event_type_str>" for every event but "communication established", the subnet
+    #   manager's routine ones included (a port coming up, a LID / P_Key / GID table / SM change, a
+    #   client reregistration), and goes on; its error events ("port error", "local catastrophic
+    #   error", "CQ error", ...) stay failures.
+    _s("nccl_routine_warn", ("NCCL WARN",),
+       r"NCCL WARN (?:NUMA auto balancing enabled|Missing \"iommu=pt\" from kernel|" + IB_ROUTINE_EVENT + ")",
+       "handled"),
+    _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?!Failed to open libibverbs\.so)(?P<nccl_message>.*)", "evidence"),
     _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
        r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),
     # (flashinfer's FLASHINFER_CUDA_CALL prints "CUDA Error: <what> (<code>) <file>: line N at function ...")

@@ -1,5 +1,8 @@
 """Lines of a healthy launch that quote a failure's words but are not failures (session 24, fa24).
 
+- NCCL <= 2.18 WARNs about every InfiniBand port event, the subnet manager's routine ones
+  (a GID table change, a client reregistration, a port coming up) included: no incident; its
+  error events ("port error") stay failures.
 - RCCL's ncclInit prints its advice about the host's kernel settings with NCCL WARN on every
   healthy start of a host that has them ("NUMA auto balancing enabled ...", 'Missing "iommu=pt"
   from kernel command line ...') and goes on initialising: no incident;  other NCCL WARN lines
@@ -31,9 +34,14 @@ RCCL = "mi300-node:41207:41207 [0] /src/rccl/hipify/src/init.cc:{n} NCCL WARN {t
 
 @pytest.mark.parametrize("line, name", [
     (RCCL.format(n=140, text='NUMA auto balancing enabled which can lead to variability in the RCCL performance! '
-                             'Disable by "sudo sysctl kernel.numa_balancing=0"'), None),
+                             'Disable by "sudo sysctl kernel.numa_balancing=0"'), "nccl_routine_warn"),
     (RCCL.format(n=161, text='Missing "iommu=pt" from kernel command line which can lead to system instablity or hang!'),
-     None),
+     "nccl_routine_warn"),
+    # NCCL <= 2.18's WARN for an InfiniBand port event that is not an error
+    ("n1:2301:2330 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change",
+     "nccl_routine_warn"),
+    ("n1:2301:2330 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : client reregistration",
+     "nccl_routine_warn"),
     # other WARN lines of NCCL/RCCL are failures as before
     (RCCL.format(n=300, text="Cuda failure 'out of memory'"), "nccl_warn"),
     ("gpu-node-1:2301:2330 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error", "nccl_warn"),
@@ -88,3 +96,13 @@ def test_a_failed_bootstrap_registration_stays_an_incident_after_the_ready_line(
     log.write_text("".join(lines))
     found = explain_file(log)
     assert [i["rule"] for i in found] == ["nccl.pd_bootstrap_register_failed"]
+
+
+@pytest.mark.parametrize("event, rule", [("GID table change", None), ("port error", "nccl.ib_transport")])
+def test_an_ib_port_event_is_a_failure_only_when_it_is_an_error(tmp_path: Path, event: str, rule: str | None):
+    """Before: the routine event formed an incident through nccl.ib_transport's literal."""
+    log = tmp_path / "ib.log"
+    log.write_text("[2026-01-01 00:00:01 TP0] Init torch distributed begin.\n"
+                   f"gpu-node-1:2301:2330 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : {event}\n"
+                   "[2026-01-01 00:00:02 TP0] Load weight begin. avail mem=70.00 GB\n")
+    assert [i["rule"] for i in explain_file(log)] == ([rule] if rule else [])
