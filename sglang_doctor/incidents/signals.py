@@ -52,6 +52,18 @@ def _heads(words: str) -> str:
     return out
 
 
+# The head of SGLang's line for one PD request whose KV transfer (or its handshake or bootstrap
+# before it) ended KVPoll.Failed (disaggregation/decode.py, prefill.py), and the words a paste
+# that cut "Decode"/"Prefill" off the line's head keeps.
+TRANSFER_HEAD = r"(?:(?:Decode|Prefill) transfer|Decode handshake|Prefill bootstrap) failed for request"
+TRANSFER_LITERALS = ("transfer failed for request", "handshake failed for request", "bootstrap failed for request")
+
+
+# InfiniBand port events NCCL <= 2.18 WARNs about that are not errors (nccl_warn below)
+IB_ROUTINE_EVENT = (r"NET/IB ?: (?:\S+:\d+ )?Got async event ?: (?:port active|LID change|P_Key change|SM change|"
+                    r"client reregistration|GID table change)\b")
+
+
 # Order matters: the first signal whose literal and regex match a line wins.
 SIGNALS: tuple[Signal, ...] = (
     _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
@@ -89,6 +101,23 @@ SIGNALS: tuple[Signal, ...] = (
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
     # verbs library on a host without InfiniBand, after which it uses sockets; later releases
     # print it at INFO.  A healthy launch prints it; a real NCCL failure warns on lines of its own)
+    # NCCL WARN lines a healthy start prints, which report no failure (a "handled" signal, before
+    # nccl_warn and before any rule's "NCCL WARN ..." literal, so neither starts an incident):
+    # - RCCL's advice about the host's kernel settings, which its ncclInit (ROCm/rccl src/init.cc)
+    #   prints on every start of a host that has them and then goes on initialising: "NUMA auto
+    #   balancing enabled which can lead to variability in the RCCL performance! Disable by ..."
+    #   and 'Missing "iommu=pt" from kernel command line which can lead to system instablity or
+    #   hang!' (ROCm/rccl#2112 drops the latter in VMs, where it is false; RCCL's debugging guide
+    #   lists both as tuning steps);
+    # - NCCL's report of an InfiniBand port event that is not an error: up to 2.18 its async
+    #   thread (src/transport/net_ib.cc ncclIbAsyncThreadMain) WARNs "NET/IB : [dev:port ]Got async
+    #   event : <ibv_event_type_str>" for every event but "communication established", the subnet
+    #   manager's routine ones included (a port coming up, a LID / P_Key / GID table / SM change, a
+    #   client reregistration), and goes on; its error events ("port error", "local catastrophic
+    #   error", "CQ error", ...) stay failures.
+    _s("nccl_routine_warn", ("NCCL WARN",),
+       r"NCCL WARN (?:NUMA auto balancing enabled|Missing \"iommu=pt\" from kernel|" + IB_ROUTINE_EVENT + ")",
+       "handled"),
     _s("nccl_warn", ("NCCL WARN",), r"NCCL WARN (?!Failed to open libibverbs\.so)(?P<nccl_message>.*)", "evidence"),
     _s("nccl_error", ("NCCL error", "ncclUnhandled", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage"),
        r"NCCL error|nccl(?:Unhandled\w*|SystemError|InternalError|InvalidUsage)", "evidence"),
@@ -141,6 +170,21 @@ SIGNALS: tuple[Signal, ...] = (
        shows_progress=True, cut_anywhere=True),
     _s("kernel_compile_error", (": error: ",),
        r"^(?:loc\(\".*?\"(?::\d+)*\)|\S+\.py:\d+:\d+): error: (?P<compile_error>.+)$", "evidence"),
+    # A line that says it will try again is not a failure, whatever error it quotes: urllib3's
+    # connectionpool logs "Retrying (Retry(total=N, ...)) after connection broken by
+    # 'NewConnectionError(... Failed to establish a new connection ...)': /path" and retries (if
+    # every retry fails, the caller's exception -- MaxRetryError, "Max retries exceeded" -- is the
+    # failure); SGLang 0.5.23's prefill logs "Prefill register attempt N/M failed: <cause>" for
+    # each failed attempt to register with its bootstrap server and tries again after a back-off
+    # (disaggregation/common/conn.py ``_register_topology_row``; only after the last one, N == M,
+    # it logs "Prefill instance failed to register to bootstrap server after M retries"), and
+    # MooncakeStore's warm-up "Warmup put failed (attempt N/M), ret=..., retrying in Ns..."
+    # (mem_cache/storage/mooncake_store/mooncake_store.py; after the last it raises).  The last
+    # attempt (N == M) is not a retry and stays whatever it is.  Before transfer_error, whose
+    # "Failed to establish a new connection" such a line quotes.
+    _s("connection_retry", ("Retrying (Retry(", "attempt "),
+       r"\bRetrying \(Retry\(total=\d+.*\bafter (?:connection broken by|\w+ response)|"
+       r"\battempt (?P<attempt>\d+)/(?!(?P=attempt)\b)\d+\b(?: failed\b|\),? .*\bretrying\b)", "handled"),
     # (a KVTransferError of one request is not here: a client abort raises it on a healthy server)
     # (Mooncake's transfer engine logs through glog from its transport sources: rdma_transport.cpp,
     # rdma_context.cpp, rdma_endpoint.cpp, transfer_engine.cpp, tcp_transport.cpp; its store client's
@@ -158,10 +202,14 @@ SIGNALS: tuple[Signal, ...] = (
     # a client that aborts a PD request: KVSender/KVReceiver.abort record "Aborted by AbortReq."
     # and the transfer ends failed with that reason (0.5.23 disaggregation/common/conn.py); the
     # server keeps serving, and no rule's literal ("transfer failed for request") makes it one
-    _s("kv_transfer_aborted", ("transfer failed for request",),
-       r"(?:Decode|Prefill) transfer failed for request .*? with exception \w+\([^)]*\): Aborted by AbortReq", "handled"),
-    _s("kv_transfer_failed", ("transfer failed for request",),
-       r"(?:Decode|Prefill) transfer failed for request .*? with exception (?P<transfer_exc>\w+)\([^)]*\): "
+    # (the same per-request handling logs a request's failed handshake on the decode side and its
+    # failed bootstrap on the prefill side: 0.5.9 decode.py:452 "Decode handshake failed for
+    # request ...", prefill.py:288 / 0.5.23 prefill.py:1355 "Prefill bootstrap failed for request
+    # ...": logged, the request aborted with a 500, the loop goes on)
+    _s("kv_transfer_aborted", TRANSFER_LITERALS,
+       TRANSFER_HEAD + r" .*? with exception \w+\([^)]*\): Aborted by AbortReq", "handled"),
+    _s("kv_transfer_failed", TRANSFER_LITERALS,
+       TRANSFER_HEAD + r" .*? with exception (?P<transfer_exc>\w+)\([^)]*\): "
        r"(?!Aborted by AbortReq)(?P<transfer_message>[^\"]+)", "evidence"),
     # torch's caching allocator, just before it raises torch.OutOfMemoryError (its W-level c10
     # line survives when the traceback that follows was cut)

@@ -61,7 +61,11 @@ DEATH_WORDS = ("hit an exception", "Initialization failed", "scheduler died duri
 NOT_PROVED_BY_READY = frozenset({"transfer_error", "kv_transfer_failed"})
 # ... and their words, when a rule's literal took the line first ("Prefill transfer failed for
 # request ... with exception <a text that is not KVTransferError(...)'s>")
-TRANSPORT_LITERALS = tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PROVED_BY_READY for lit in sig.literals)
+# (and a PD prefill's failed registration with its bootstrap server, whatever its cause said:
+# decode instances look it up there for real requests only, never for the warm-up; rules/nccl.yaml
+# nccl.pd_bootstrap_register_failed)
+TRANSPORT_LITERALS = (tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PROVED_BY_READY for lit in sig.literals)
+                      + ("failed to register to bootstrap server", "failed to connect to bootstrap server"))
 # start-up milestones (incidents/milestones.py) a launch prints once: seen again after the
 # incident, the start-up began again (a draft model repeats the weight and graph lines, not these)
 ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_timings"})
@@ -167,6 +171,14 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # to a fake bootstrap host (http_server.py FAKE_BOOTSTRAP_HOST), so a real request's transfer,
 # and this line, only happens while serving: the line itself says the launch was serving.
 #
+# The same handling logs a request whose handshake failed on the decode side (0.5.9 decode.py:452
+# "Decode handshake failed for request ...") or whose bootstrap failed on the prefill side (0.5.9
+# prefill.py:288, 0.5.23 prefill.py:1355 "Prefill bootstrap failed for request ...", mostly a
+# request that timed out in KVPoll.Bootstrapping waiting for the decode's KV indices, which a
+# loaded PD pair logs while it serves): they are judged as the transfer's line (TRANSFER_LINE).
+# A decode told by the prefill that its bootstrap of the request failed ("Prefill bootstrap
+# failed", 0.5.23 common/conn.py's status message) reports that request's own reason.
+#
 # Which request's failure it is, the reason says (KVTransferError's ``failure_reason``, the
 # ``record_failure`` sites of disaggregation/common/conn.py and mooncake/conn.py).  Only the
 # reasons that are about this request alone make it one request's error (ONE_REQUEST): it timed
@@ -206,14 +218,22 @@ NOT_PROVED_BY_SERVING = frozenset({"nccl_watchdog", "c10d_peer_gone", "device_as
 # warning), unless they say every request fails (EVERY_REQUEST, LONG_SPAN below); the
 # transport's own error in the launch makes them all the transport's (pipeline.py
 # ``_note_transport``).
-TRANSFER_LINE = ("Decode transfer failed for request", "Prefill transfer failed for request")
+TRANSFER_LINE = ("Decode transfer failed for request", "Prefill transfer failed for request",
+                 "Decode handshake failed for request", "Prefill bootstrap failed for request")
 _REASON = re.compile(r" with exception (?P<reason>.+)")
 ONE_REQUEST = re.compile(
     r"KVTransferError\(bootstrap_room=\d+\): (?:Request \d+ timed out after [\d.]+s|Timed out waiting for prefill "
     r"completion|Duplicate (?:or cancelled |decode )?bootstrap room|follow_bootstrap_room conflict|"
-    r"Aborted by decode-side abort notification|Aborted by AbortReq)")
+    r"Aborted by decode-side abort notification|Aborted by AbortReq|Prefill bootstrap failed$)")
 _ROOM = re.compile(r"bootstrap_room=(\d+)")
-TRANSFER_WORDS = "transfer failed for request"
+# A rank whose own transfer of the request did not fail raises this when the request's poll
+# status, all-reduced over the TP ranks, says another rank's did (0.5.23 common/conn.py
+# ``failure_exception``: the failure record is that other rank's): the request's reason is the
+# other rank's line's.  With a line of the same room that gives a reason of that request alone
+# it is that request's failure; on its own (fresh/014) what failed is not said, and it stays the
+# transport's.
+OTHER_RANK = re.compile(r"KVTransferError\(bootstrap_room=\d+\): Failed due to an unknown reason from another rank")
+TRANSFER_WORDS = signals.TRANSFER_LITERALS
 # the transport's own error and another failed transfer in the same launch (pipeline.py
 # ``_note_transport``; requests failing one by one for reasons of their own: EVERY_REQUEST)
 TRANSFER_REPEAT = 2
@@ -228,12 +248,21 @@ def request_transfer(incident: Incident) -> frozenset[str] | None:
     literals = {"kv_transfer_failed", *(f"rule_literal:{t}" for t in TRANSFER_LINE)}
     if not incident.signals or any(name not in literals for name in incident.signal_names):
         return None
+    own: set[str] = set()  # rooms a line gives a reason of that request alone for
+    from_sibling: set[str] = set()  # rooms a line says failed on another rank
     for line in incident.signals:
-        if TRANSFER_WORDS not in line.text:  # (a paste may cut "Decode"/"Prefill" off the line's head)
+        if not any(words in line.text for words in TRANSFER_WORDS):  # (a paste may cut "Decode"/"Prefill" off)
             return None
         reason = transfer_reason(line.text)
-        if reason is not None and not ONE_REQUEST.match(reason):
+        rooms = set(_ROOM.findall(line.text))
+        if reason is None or ONE_REQUEST.match(reason):
+            own |= rooms if reason is not None else set()
+        elif OTHER_RANK.match(reason) and rooms:
+            from_sibling |= rooms
+        else:
             return None  # the reason is the peer's or the transport's
+    if not from_sibling <= own:
+        return None  # no rank of the request says why: the failure the siblings echo is unknown
     return frozenset(m.group(1) for line in incident.signals for m in _ROOM.finditer(line.text))
 
 
@@ -374,8 +403,9 @@ def request_event(incident: Incident) -> dict | None:
         m = _RID.search(line.text)
         if m and m.group("rid") not in ids and _ROOM.search(line.text):
             ids.append(m.group("rid"))  # a line the paste cut inside its rid names no request
-        if reason is None:
-            reason = transfer_reason(line.text)
+        found = transfer_reason(line.text)
+        if reason is None or (found is not None and OTHER_RANK.match(reason) and not OTHER_RANK.match(found)):
+            reason = found  # (the rank that says why, over its siblings' echo)
     return {"id": ids[0] if ids else None, "ids": ids, "reason": reason}
 
 

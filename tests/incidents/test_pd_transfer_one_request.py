@@ -242,3 +242,68 @@ def test_a_live_stream_reports_it_provisional_and_withdraws_it(pack):
     [incident] = _incidents(events)
     assert incident["provisional"] == "serving"
     assert [w for w in events if w["event"] == "warning" and w.get("withdraws")]
+
+
+# -- a sibling rank's echo of the request's failure (session 24) ----------------------------
+
+OTHER_RANK = TRANSPORT["other_rank"]
+
+
+@pytest.mark.parametrize("order", ["reason_first", "echo_first"])
+def test_a_sibling_ranks_echo_of_a_requests_own_reason_is_that_requests(pack, order: str):
+    """0.5.23 common/conn.py ``failure_exception``: a rank with no failure record of its own
+    raises "Failed due to an unknown reason from another rank" when the poll all-reduced over the
+    TP ranks says another rank's transfer failed; with that other rank's line giving a reason of
+    the request alone it is that request's failure (fails on the old code: an incident)."""
+    own = _failed(ROOM, ONE_REQUEST["timeout_waiting_0523"].format(room=ROOM), ranks=(0,))
+    echo = _failed(ROOM, OTHER_RANK, ranks=(1,))
+    lines = own + echo if order == "reason_first" else echo + own
+    events = _events(pack, UP + SERVING + lines + _err500() + GOES_ON)
+    assert _rules(events) == []
+    [warning] = _warnings(events)
+    assert warning["rule"] == RULE
+    ended = _events(pack, _decode("02:00") + _decode("02:01") + lines + _err500())
+    assert _incidents(ended) == []
+    [request] = _request_warnings(ended)
+    assert "timed out after 300.0s" in request["request"]["reason"]
+
+
+def test_an_echo_of_another_requests_reason_stays_the_transports(pack):
+    """The echo names another room than the request whose own reason is given: what failed for
+    it is not said, as with the echo alone (fresh/014)."""
+    other = ROOM + 1
+    text = (UP + SERVING + _failed(ROOM, ONE_REQUEST["timeout_waiting_0523"].format(room=ROOM), ranks=(0,))
+            + _failed(other, OTHER_RANK, ranks=(1,)) + _err500() + GOES_ON)
+    assert _rules(_events(pack, text)) == [RULE]
+
+
+# -- the handshake and the bootstrap before the transfer (session 24) ------------------------
+
+
+def _failed_before(room: int, reason: str, head: str, ranks=(0, 1)) -> str:
+    req = "decode_req.req" if head.startswith("Decode") else "req"
+    return "".join(f"[2026-01-01 00:02:02 TP{r}] {head} for request rank={r} {req}.rid='5a0c19e2d4b8{room % 1000:03d}' "
+                   f"{req}.bootstrap_room={room} with exception KVTransferError(bootstrap_room={room}): {reason}\n"
+                   for r in ranks)
+
+
+@pytest.mark.parametrize("head", ["Decode handshake failed", "Prefill bootstrap failed"])
+def test_a_failed_handshake_or_bootstrap_is_judged_as_a_failed_transfer(pack, head: str):
+    """0.5.9 decode.py:452 / prefill.py:288, 0.5.23 prefill.py:1355 handle these as the transfer's
+    line: logged, the request aborted with a 500, the loop goes on.  Before: no signal at all
+    (a transport reason formed no incident; a fragment of them was 'no SGLang launch')."""
+    timeout = ONE_REQUEST["timeout_bootstrapping_059"].format(room=ROOM)
+    events = _events(pack, UP + SERVING + _failed_before(ROOM, timeout, head) + _err500() + GOES_ON)
+    assert _rules(events) == [] and [w["rule"] for w in _warnings(events)] == [RULE]
+    ended = _events(pack, _decode("02:00") + _decode("02:01") + _failed_before(ROOM, timeout, head))
+    assert _incidents(ended) == [] and [w["rule"] for w in _request_warnings(ended)] == [RULE]
+    lost = _failed_before(ROOM, TRANSPORT["parallel_info"], head)
+    assert _rules(_events(pack, UP + SERVING + lost + _err500() + GOES_ON)) == [RULE]
+
+
+def test_the_prefills_failed_bootstrap_reported_to_the_decode_is_that_requests(pack):
+    """0.5.23 common/conn.py: a prefill whose bootstrap of the request failed sends the decode
+    the status Failed with the reason "Prefill bootstrap failed" (that request's)."""
+    text = UP + SERVING + _failed(ROOM, "Prefill bootstrap failed") + _err500() + GOES_ON
+    events = _events(pack, text)
+    assert _rules(events) == [] and [w["rule"] for w in _warnings(events)] == [RULE]
