@@ -520,6 +520,10 @@ class Assembler:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
                 return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if ('File "' in line.text or tracebacks.HEADER in line.text) \
+                and (parts := tracebacks.split_joined_traceback(line.text)) is not None:
+            # a traceback whose newlines the paste lost: each of its lines as its own line
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         return self._feed(line)
 
     def _feed(self, line: Line) -> list[Event]:
