@@ -383,6 +383,22 @@ _HTML_CHARS = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;
                "&lt;": "<", "&gt;": ">", "&amp;": "&"}
 _HTML_ESCAPE = re.compile("|".join(map(re.escape, _HTML_CHARS)))
 
+def _markdown_code_span(text: str) -> str | None:
+    """``text`` without the backticks of markdown's inline code that a paste left on it: a
+    pair around the whole line, or one opening the line (not a fence's ```) or closing it when
+    the line holds an odd number of them (a message's own `--flag` quotes come in pairs); None
+    when there are none."""
+    if text.startswith("``") or text.endswith("``"):
+        return None
+    if len(text) > 2 and text[0] == "`" and text[-1] == "`" and "`" not in text[1:-1]:
+        return text[1:-1]
+    if text.count("`") % 2 == 0:
+        return None
+    if text.startswith("`"):
+        return text[1:]
+    return text[:-1] if text.endswith("`") else None
+
+
 # the parent's sigquit: a child failed with an exception it logged just before (not the
 # "scheduler died during initialization" of a child killed by a signal)
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
@@ -502,6 +518,10 @@ class Assembler:
         return any(lit in text for lit in (strong if records.is_record_start(text) else every))
 
     def _feed_line(self, line: Line) -> list[Event]:
+        if "`" in line.text and (unquoted := _markdown_code_span(line.text)) is not None:
+            # a paste that wrapped the log in markdown's inline code (`RuntimeError: ...`, its
+            # backticks left on the first and last lines): read as SGLang wrote it
+            line = Line(line.number, unquoted, line.raw, line.cut)
         if "&" in line.text and _HTML_ESCAPE.search(line.text):
             # a log copied from a web page's source or an API body with HTML's escapes left in
             # (``File &quot;/usr/...&quot;, line 9``): read as SGLang wrote it
