@@ -234,6 +234,37 @@ RECORD_EXCEPTION_LITERALS: tuple[str, ...] = tuple(
         "CompilationError", "RayTaskError", "RaySystemError")])
 
 
+# Deaths the text reports in words no built-in signal (signals.py) reads, kept here until they
+# move there: they make an incident of their own, like a traceback, when nothing else is open.
+# - A shell's report of a process that a fatal signal ended, for the signals the built-ins do not
+#   name (SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGQUIT): bash's strsignal text, alone ("Illegal
+#   instruction (core dumped)"), as its job report ("run.sh: line 3: 123 Floating point exception
+#   (core dumped) python ...", "[1]+  Illegal instruction  (core dumped) python ...") or zsh's
+#   ("zsh: illegal hardware instruction  python ...").  SIGILL is most often code built for
+#   another CPU or GPU architecture than the one it runs on; SIGFPE an integer division by zero
+#   in native code.  "Quit" only with "(core dumped)": the bare word is any text's.
+# - SGLang's launcher on a node that runs only schedulers (0.5.x engine.py
+#   block_until_scheduler_exits, node_rank > 0): "Scheduler or DataParallelController PID
+#   terminated with CODE" once the process it waited on exited; 0, -2 and -15 are a stop.
+PROCESS_DEATHS: tuple[signals.Signal, ...] = (
+    signals.Signal(
+        "signal_death",
+        ("Illegal instruction", "Floating point exception", "Trace/breakpoint trap", "Bad system call",
+         "Quit (core dumped)", "illegal hardware instruction", "floating point exception", "zsh: trace trap"),
+        re.compile(r"^(?:\S+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)?(?P<signame>Illegal instruction|"
+                   r"Floating point exception|Trace/breakpoint trap|Bad system call|Quit(?= +\(core dumped\)))"
+                   r"(?:\s*$| +\(core dumped\)(?:\s.*)?$|  +\S.*$)"
+                   r"|^zsh: (?P<zsh_signame>illegal hardware instruction|floating point exception|trace trap) +\S"),
+        "evidence"),
+    signals.Signal(
+        "scheduler_terminated", ("terminated with",),
+        re.compile(r"Scheduler or DataParallelController (?P<pid>\d+) terminated with (?!(?:0|-2|-15)\b)"
+                   r"(?P<exit_code>-?\d+)\b"),
+        "evidence"),
+)
+PROCESS_DEATH_LITERALS: tuple[str, ...] = tuple(sorted({lit for sig in PROCESS_DEATHS for lit in sig.literals}))
+
+
 def _device_side(incident: Incident) -> bool:
     """The incident is a device-side error (_DEVICE_SIDE in its signal lines or its exception)."""
     texts = [line.text for line in incident.signals]
@@ -274,6 +305,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
+        | set(PROCESS_DEATH_LITERALS)
         | set(progress.LITERALS)
         | set(serving.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
@@ -351,6 +383,22 @@ _HTML_CHARS = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;
                "&lt;": "<", "&gt;": ">", "&amp;": "&"}
 _HTML_ESCAPE = re.compile("|".join(map(re.escape, _HTML_CHARS)))
 
+def _markdown_code_span(text: str) -> str | None:
+    """``text`` without the backticks of markdown's inline code that a paste left on it: a
+    pair around the whole line, or one opening the line (not a fence's ```) or closing it when
+    the line holds an odd number of them (a message's own `--flag` quotes come in pairs); None
+    when there are none."""
+    if text.startswith("``") or text.endswith("``"):
+        return None
+    if len(text) > 2 and text[0] == "`" and text[-1] == "`" and "`" not in text[1:-1]:
+        return text[1:-1]
+    if text.count("`") % 2 == 0:
+        return None
+    if text.startswith("`"):
+        return text[1:]
+    return text[:-1] if text.endswith("`") else None
+
+
 # the parent's sigquit: a child failed with an exception it logged just before (not the
 # "scheduler died during initialization" of a child killed by a signal)
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
@@ -379,7 +427,7 @@ class Assembler:
         self.ends_mid_line = False
         self._last_number = 0  # the number of the last line fed
         # _classify: which signals a message's literals point at, found in one automaton pass
-        self._signals = signals.SIGNALS + tuple(extra_signals)
+        self._signals = signals.SIGNALS + PROCESS_DEATHS + tuple(extra_signals)
         self._by_literal: dict[str, list[int]] = {}
         for i, sig in enumerate(self._signals):
             for lit in sig.literals + signals.cut_heads(sig):
@@ -470,6 +518,10 @@ class Assembler:
         return any(lit in text for lit in (strong if records.is_record_start(text) else every))
 
     def _feed_line(self, line: Line) -> list[Event]:
+        if "`" in line.text and (unquoted := _markdown_code_span(line.text)) is not None:
+            # a paste that wrapped the log in markdown's inline code (`RuntimeError: ...`, its
+            # backticks left on the first and last lines): read as SGLang wrote it
+            line = Line(line.number, unquoted, line.raw, line.cut)
         if "&" in line.text and _HTML_ESCAPE.search(line.text):
             # a log copied from a web page's source or an API body with HTML's escapes left in
             # (``File &quot;/usr/...&quot;, line 9``): read as SGLang wrote it
@@ -488,6 +540,10 @@ class Assembler:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
                 return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if ('File "' in line.text or tracebacks.HEADER in line.text) \
+                and (parts := tracebacks.split_joined_traceback(line.text)) is not None:
+            # a traceback whose newlines the paste lost: each of its lines as its own line
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         return self._feed(line)
 
     def _feed(self, line: Line) -> list[Event]:

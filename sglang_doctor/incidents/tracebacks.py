@@ -549,3 +549,70 @@ def event_loop_reason(frames: list[Frame]) -> str | None:
             return (f"a frame of its traceback calls the scheduler's event loop ({called} in {function}), "
                     "which starts after start-up")
     return None
+
+
+# A traceback whose newlines a paste lost (a web form, a chat message, a log shipper that joins
+# a record's lines with spaces): "Traceback (most recent call last): File "/x.py", line 3, in f
+# g() File ... ValueError: ...", after SGLang's header or alone, or its frames alone from the
+# first ``File "``.  Python writes each frame as ``File "<path>", line <n>, in <function>`` and
+# the exception line after the last frame's source line; chained parts are separated by
+# CHAIN_MARKERS and a new header.
+_JOINED_FRAME = re.compile(r'File "[^"\n]*", line \d+(?:, in [\w<>.]+)?')
+_JOINED_MARK = re.compile("|".join(re.escape(m) for m in (HEADER,) + CHAIN_MARKERS))
+# the exception line's start inside the text after the last frame: a (dotted) type that ends in
+# one of Python's exception suffixes, then ": " or the end (after the source line, if any)
+_JOINED_EXC = re.compile(
+    r"(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault|Abort|Iteration)"
+    r"(?:\([A-Za-z_][\w.]*\))?(?=: |:?\s*$)")
+
+
+def split_joined_traceback(text: str) -> list[str] | None:
+    """The lines of a traceback joined into one line (see above), or None when ``text`` is not
+    one: it must hold a frame after a header, or start with a frame and hold a second frame or
+    an exception after it.  What comes before the first header (SGLang's record header and
+    "Scheduler hit an exception: ") stays on the first line."""
+    at = text.find(HEADER)
+    if at >= 0:
+        head, rest = text[:at + len(HEADER)], text[at + len(HEADER):]
+        if 'File "' not in rest:
+            exc = strict_exception(rest.strip())  # "Traceback (...): ValueError: ...", its frames lost
+            return [head, rest.strip()] if exc is not None and exc.message else None
+    else:
+        head, rest = None, text.lstrip()
+        first = _JOINED_FRAME.match(rest)
+        if first is None or (rest.count('File "') < 2 and _JOINED_EXC.search(rest, first.end()) is None):
+            return None
+    lines = [head] if head is not None else []
+    pos = 0
+    marks = [(m.start(), m.end(), "mark") for m in _JOINED_MARK.finditer(rest)]
+    frames = [(m.start(), m.end(), "frame") for m in _JOINED_FRAME.finditer(rest)]
+    items = sorted(marks + frames)
+    if not frames:
+        return None
+    for i, (start, end, kind) in enumerate(items):
+        between = rest[pos:start].strip()
+        if between:
+            lines.extend(_source_and_exception(between, last_of_part=kind == "mark"))
+        if kind == "mark":
+            if rest[start:end] != HEADER:
+                lines.append("")
+            lines.append(rest[start:end])
+            if rest[start:end] != HEADER:
+                lines.append("")
+        else:
+            lines.append("  " + rest[start:end])
+        pos = end
+    tail = rest[pos:].strip()
+    if tail:
+        lines.extend(_source_and_exception(tail, last_of_part=True))
+    return lines
+
+
+def _source_and_exception(piece: str, *, last_of_part: bool) -> list[str]:
+    """The text after a frame: its source line, and -- after a part's last frame -- the
+    exception line that starts at the first exception type."""
+    m = _JOINED_EXC.search(piece) if last_of_part else None
+    if m is None:
+        return ["    " + piece]
+    source, exc = piece[:m.start()].strip(), piece[m.start():].strip()
+    return (["    " + source] if source else []) + [exc]
