@@ -204,6 +204,14 @@ SIGNALS: dict[str, tuple[str, float, str]] = {
     "scheduler_dead": ("memory.host_oom", 0.2, "a scheduler process died and the text shows no Python error of it "
                        "and no exit status (a kill from outside leaves none; the status would tell)"),
     "exit_code": ("memory.host_oom", 0.3, "a process exited with no Python error"),
+    # 0.5.x's "Scheduler or DataParallelController PID terminated with CODE" (a node that runs
+    # only schedulers): the status it captures decides (from_exit_status); this piece counts
+    # only for a SIGKILL status, as the other exit signals
+    "scheduler_terminated": ("memory.host_oom", 0.3, "a scheduler process terminated with no Python error of it"),
+    # a shell's report of a death by a signal of the process's own native code (bash / zsh:
+    # "Illegal instruction (core dumped)", "Floating point exception"); SIGILL: see from_signals
+    "signal_death": ("runtime.crash", 0.3, "the process died by a signal its own native code raised (a floating-point "
+                     "exception, a trap, a bad system call)"),
     "subprocess_crashed": ("memory.host_oom", 0.3, "a subprocess died with no Python error"),
     "transfer_error": ("nccl", 0.35, "a KV-transfer / RDMA / NVSHMEM error"),
     "port_in_use": ("network.port", 0.5, "a port was already in use"),
@@ -237,7 +245,10 @@ def exit_meaning(code: str | None) -> str | None:
     return "signal" if code.startswith("-") else "exited"
 
 
-_EXIT_SIGNALS = frozenset({"exit_code", "subprocess_crashed", "scheduler_died", "scheduler_dead"})
+_EXIT_SIGNALS = frozenset({"exit_code", "subprocess_crashed", "scheduler_died", "scheduler_dead", "scheduler_terminated"})
+# SIGILL as a shell reports it: the CPU met an instruction it does not have (a wheel or JIT build
+# for a newer instruction set, AVX-512 / AMX, than this host's CPU)
+_ILLEGAL_INSTRUCTION = re.compile(r"(?i)illegal (?:hardware )?instruction")
 _CALL = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w*)\(")
 _CUT_NAME = re.compile(r"(?:^|[\s.=(])([A-Za-z_]\w{3,})$")  # the name a cut source line ends inside
 # wrappers that ran SGLang and said what happened to it (ray, kubernetes), on any line
@@ -317,6 +328,12 @@ def from_signals(inc: Incident) -> list[Evidence]:
                 continue  # the UCX reading above says more
             if name in _EXIT_SIGNALS and code is not None and code not in _EXIT_KILLED:
                 continue  # an exit status of its own (1, 255): a Python error elsewhere, not a kill
+            if name == "signal_death" and any(_ILLEGAL_INSTRUCTION.search(line.text) for line, n
+                                              in zip(inc.signals, inc.signal_names) if n == name):
+                out.append(Evidence("signal:illegal_instruction", "kernel.unsupported_hw", 0.35,
+                                    "the process died of an illegal instruction (SIGILL): a binary built for an "
+                                    "instruction set this CPU does not have"))
+                continue
             out.append(Evidence(f"signal:{name}", category, weight, why))
     if "sigquit_running" in names:
         # tokenizer_manager.py SignalHandler.running_phase_sigquit_handler ("SIGQUIT received.
