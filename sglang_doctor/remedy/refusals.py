@@ -214,16 +214,23 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """The values the message states for a setting it names, validated, in the text's order."""
     out: list[Remediation] = []
     in_use = {m.group(1) for m in _GOT.finditer(text)}
+    # "only supports --cp-strategy zigzag", "supports only --moe-runner-backend deep_gemm": the
+    # value after a flag the check says it accepts (not the one the launch ran with)
+    wanted: dict[str, str] = {}
     for n in named:  # "--dsv4-attn-backend trtllm requires ...": the value the launch ran with
         after = re.match(r"(?:=|\s)[`'\"]?([\w.+-]+)", text[n.end:n.end + 80])
         if after is not None and not n.prose:
-            in_use.add(after.group(1).rstrip("."))
+            if _ACCEPTS_BEFORE.search(text[max(0, n.start - 40):n.start]):
+                wanted.setdefault(n.flag, after.group(1).rstrip("."))
+            else:
+                in_use.add(after.group(1).rstrip("."))
+    in_use -= set(wanted.values())
     for n in named:
         spec = ctx.catalog.spec(n.flag)
         if spec is None or not spec.takes_value:
             continue
         after = text[n.end:n.end + 160]
-        candidates: list[str] = []
+        candidates: list[str] = [wanted[n.flag]] if n.flag in wanted else []
         eq = _EQUALS.match(after)
         if eq is not None and re.search(r"\b(?:only|must|should|requires?|supported|please|set)\b", text, re.I):
             candidates.append(eq.group("v").rstrip("."))
@@ -268,6 +275,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     return out
 
 
+# the words before a flag whose following value is the one a check accepts
+_ACCEPTS_BEFORE = re.compile(r"\b(?:only supports?|supports? only|(?:is )?only (?:supported|compatible|works) with|"
+                             r"requires?|needs?|expects?)\s+[`'\"]?$", re.I)
 _NEGATION = re.compile(r"\b(?:not|cannot|can't|no|unsupported|incompatible|without|instead of)\b", re.I)
 
 
@@ -343,6 +353,13 @@ def _alone(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     n = plain[0] if plain else named[0]
     r = _change(ctx, n, False)
     return [r] if r else []
+
+
+def _concrete(rem: Remediation) -> bool:
+    """A change a relaunch can carry as it is: a removal, a variable, or a value (not a ``<...>``
+    question for the user)."""
+    return bool(rem.unset or rem.env) or any(not (isinstance(v, str) and v.startswith("<"))
+                                             for v in rem.set.values())
 
 
 def _advises_a_flag(ctx: Context, text: str) -> bool:
@@ -571,8 +588,12 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
 
     named_result = flag_named(ctx, {})
     after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
-    if _advises_a_flag(ctx, text):
-        return after or None  # "use --x y", "please set --x": the message's own advice leads
+    advised = _advises_a_flag(ctx, text)
+    if advised and any(_concrete(rem) for rem in after[:1]):
+        return after  # "use --x y", "please set --x": the message's own advice leads
+    # the advice names a flag but not its value ("--a requires --b to be set", "set --x to 'v'",
+    # "pass --b or --c"): the shape's concrete changes (the value it states, the refused setting
+    # removed) come first and the advised flag's question after them
     named = named_settings(ctx, text)
     found = (_relation(ctx, text, named) + _values(ctx, text, named) + _combination(ctx, text, named)
              + _alone(ctx, text, named)) if named or any(p.search(text) for p, _ in _SIZE_PROSE) else []
@@ -600,5 +621,8 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
             continue  # "turn --x on" where the shape says the check refused --x being on
         if any(f in turned_on for f in rem.unset):
             continue  # "remove --x" where the shape says the check requires --x
+        if any(isinstance(v, str) and v.startswith("<") and (f in removed or any(f in o.set for o in out))
+               for f, v in rem.set.items()):
+            continue  # a question about a setting the shape already changes
         out.append(rem)
     return out or None
