@@ -90,6 +90,7 @@ class Named:
     on: Any = True      # what turns it on (True: the switch; None: unset; a value)
     off: Any = None     # what turns it off
     prose: bool = False
+    subject: bool = False  # a choice the check refuses ("extra_buffer is not supported"): only turned off
 
 
 def named_settings(ctx: Context, text: str) -> list[Named]:
@@ -130,6 +131,17 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
             if any(n.start <= m.start() < n.end or m.start() <= n.start < m.end() for n in found):
                 continue
             found.append(Named(spelled, m.start(), m.end(), on, off, prose=True))
+    for flag, choice, m in _choices_named(ctx, text):
+        if any(n.start <= m.start() < n.end or m.start() <= n.start < n.end for n in found):
+            continue
+        spec = ctx.catalog.spec(flag)
+        others = [c for c in map(str, spec.choices) if c not in (choice, "auto", "none", str(spec.default))]
+        # turned off: another choice the message names and does not refuse ("extra_buffer is not
+        # supported for X; use no_buffer"), else the one other choice when there is one, else the
+        # release's default (the launch named the value, or its "auto" picked it)
+        told = [c for c in others if re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text) and not _refused(text, c)]
+        off = told[0] if told else others[0] if len(others) == 1 else None
+        found.append(Named(flag, m.start(), m.end(), choice, off, prose=True, subject=True))
     found.sort(key=lambda n: n.start)
     out: list[Named] = []
     for n in found:
@@ -138,9 +150,61 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
     return out
 
 
+def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
+    """The choices of the release's flags a message names as the subject of its refusal: a choice
+    of two or more parts ("extra_buffer", "flashinfer_cutlass", "trtllm_mha"), written with
+    underscores, hyphens or spaces ("FlashInfer Cutlass MOE"), followed by the refusal's words
+    ("... is not supported for", "... supports only"; a value the message lists as accepted is
+    not a setting of its own).  When several flags list the choice, the one whose name's words
+    the sentence holds ("MOE" -> --moe-runner-backend, not --fp4-gemm-backend), then the shortest
+    (--attention-backend before --decode-attention-backend); none of them named: not read."""
+    owners: dict[str, list[str]] = {}
+    for spec in sorted(ctx.catalog.specs, key=lambda sp: len(sp.name)):
+        if not spec.takes_value or not spec.choices or spec.deprecated or spec.nargs not in (None, "?"):
+            continue  # (a list's items, --lora-target-modules' "qkv_proj", are no choice of a mode)
+        for choice in map(str, spec.choices):
+            if len(choice) >= 6 and re.fullmatch(r"[a-z0-9]+(?:[_-][a-z0-9]+)+", choice):
+                if spec.name not in owners.setdefault(choice, []):
+                    owners[choice].append(spec.name)
+    out: list[tuple[str, str, re.Match]] = []
+    for choice, flags_of in owners.items():
+        pattern = r"(?<![\w.-])" + r"[ _-]".join(map(re.escape, re.split(r"[_-]", choice))) + r"(?![\w-])"
+        for m in re.finditer(pattern, text, re.I):
+            verb = _SUBJECT_OF_REFUSAL.match(text, m.end())
+            if verb is None:
+                continue
+            sentence = (_clause(text, m.start(), False) + _clause(text, m.start(), True)).lower()
+            words = set(re.findall(r"[a-z0-9]+", sentence)) - set(re.split(r"[_-]", choice))
+            # the phrase's head noun ("flashinfer_cutedsl FP4 MoE only ...": MoE) counts most
+            head = [w for w in re.findall(r"[a-z0-9]+", text[m.end():verb.start("verb")].lower())
+                    if w not in _GENERIC]
+
+            def score(flag: str) -> int:
+                parts = [w for w in flag.lstrip("-").split("-") if w not in _GENERIC]
+                return sum(w in words for w in parts) + 2 * sum(w in head[-1:] for w in parts)
+            best = max(flags_of, key=score)  # max keeps the first (shortest) of equal scores
+            siblings = [c for c in map(str, ctx.catalog.spec(best).choices) if c != choice
+                        and re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text)]
+            # a flag's words in the sentence, or another of its choices ("... use no_buffer"):
+            # a choice of two parts alone is too common a word ("qkv_proj weights are ...")
+            if score(best) > 0 or siblings:
+                out.append((best, choice, m))
+            break
+    return out
+
+
+# the words after a check's subject: "extra_buffer is not supported for ...", "FlashInfer Cutlass
+# MOE supports only: ...", "trtllm_mha backend requires ..."
+_SUBJECT_OF_REFUSAL = re.compile(r"[`'\"]?(?:\s+[\w-]+){0,2}?\s+(?P<verb>is|are|does|do|only|supports?|requires?|needs?|cannot|"
+                                 r"can't|currently|not|expects?)\b", re.I)
+_GENERIC = ("backend", "backends", "size", "mode", "enable", "disable")
+
+
 def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
     """The change that turns ``named`` on or off, validated for the release; None when it is
     already so in the launch, or when turning it on needs a value the message does not give."""
+    if turn_on and named.subject:
+        return None  # the choice the check refuses is not the way out
     want = named.on if turn_on else named.off
     flag = named.flag
     if not turn_on and named.prose and flag in OFF_FEATURES and ctx.catalog.spec(flag) is not None \
@@ -166,7 +230,7 @@ def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
     return rem
 
 
-_REQUIRES = re.compile(r"\b(?:requires?|needs?|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
+_REQUIRES = re.compile(r"\b(?:requires?|needs?|(?:currently )?(?:supports? only|only supports?)|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
                        r"implemented) (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
                        re.I)
 # "B is required for A", "Please enable B when setting A", "please set B when using A"
