@@ -555,10 +555,18 @@ def _relation(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
             b, b_value, b_from = None, int(number.group(1)) if number else None, "log"
         if b is None and b_value is not None and a_value is None and kind in ("ge", "le", "eq"):
             a_value, a_from = (b_value - 1 if kind == "ge" else b_value + 1), "log"  # the bound itself satisfies it
+        # "ep_size must be 1 or the same as tp_size": 1, the check's other way out, after the relation
+        one = _one_instead(ctx, a, a_value) if kind == "eq" and re.search(r"\b1 or\b", m.group(0)) else []
         if a_value is None or b_value is None:
-            return _relation_question(ctx, kind, a, b, b_value)
-        return _satisfy(ctx, kind, a, a_value, b, b_value, "log" in (a_from, b_from))
+            return _relation_question(ctx, kind, a, b, b_value) + one
+        return _satisfy(ctx, kind, a, a_value, b, b_value, "log" in (a_from, b_from)) + one
     return []
+
+
+def _one_instead(ctx: Context, a: Named, a_value: int | None) -> list[Remediation]:
+    if a.flag in _KEPT or a_value == 1 or ctx.catalog.validate(a.flag, 1) is not None:
+        return []
+    return [Remediation(set={a.flag: 1}, note=f"set {a.flag} 1: the other value the check accepts")]
 
 
 def _relation_question(ctx: Context, kind: str, a: Named, b: Named | None, b_value: int | None) -> list[Remediation]:

@@ -467,3 +467,13 @@ def test_argument_refusals_in_words_pasted_alone_are_argument_checks():
                  "fixtures/classes/args_refused_choice_subject_0523.log"):
         inc = _explain(path)
         assert (inc["rule"], inc["category"]) == ("class.args.setting_refused_in_words", "args.invalid"), path
+
+
+def test_must_be_1_or_the_same_as_offers_1_after_the_relation():
+    """0.5.9 server_args.py:2142 "The expert parallel size must be 1 or the same as the tensor
+    parallel size": the relation's value (the launch's --tp-size), then 1, the check's other way out."""
+    rem = _fix("The expert parallel size must be 1 or the same as the tensor parallel size",
+               server_args={"tp_size": 8, "ep_size": 4})
+    assert _changes(rem)[:2] == [({"--ep-size": 8}, []), ({"--ep-size": 1}, [])]
+    rem = _fix("The expert parallel size must be 1 or the same as the tensor parallel size")
+    assert ({"--ep-size": 1}, []) in _changes(rem)[:2], "without the launch's values 1 is still a value it accepts"
