@@ -686,6 +686,7 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     out = out[:3]
     removed = {f for o in out for f in o.unset}
     turned_on = {f for o in out for f, v in o.set.items() if v is True}
+    kept: list[Remediation] = []
     for rem in after:  # flag_named's reading, after these (the same change once)
         if any(rem.set == o.set and sorted(rem.unset) == sorted(o.unset) and rem.env == o.env for o in out):
             continue
@@ -693,8 +694,11 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
             continue  # "turn --x on" where the shape says the check refused --x being on
         if any(f in turned_on for f in rem.unset):
             continue  # "remove --x" where the shape says the check requires --x
-        if any(isinstance(v, str) and v.startswith("<") and (f in removed or any(f in o.set for o in out))
+        if any(isinstance(v, str) and v.startswith("<") and (f in removed or any(f in o.set for o in out + kept))
                for f, v in rem.set.items()):
             continue  # a question about a setting the shape already changes
-        out.append(rem)
-    return out or None
+        kept.append(rem)
+    # the flag the message advises ("use --hicache-ratio instead", "requires --b to be set") is
+    # asked about right after the shape's first concrete change, not after all of them
+    at = 1 if advised and out else len(out)
+    return out[:at] + kept + out[at:] or None

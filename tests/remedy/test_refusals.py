@@ -477,3 +477,13 @@ def test_must_be_1_or_the_same_as_offers_1_after_the_relation():
     assert _changes(rem)[:2] == [({"--ep-size": 8}, []), ({"--ep-size": 1}, [])]
     rem = _fix("The expert parallel size must be 1 or the same as the tensor parallel size")
     assert ({"--ep-size": 1}, []) in _changes(rem)[:2], "without the launch's values 1 is still a value it accepts"
+
+
+def test_a_replacement_the_message_advises_is_asked_right_after_the_removal():
+    """"does not support --hicache-size; use --hicache-ratio instead": the refused flag removed,
+    then the advised one (its value the user's), before any further reading."""
+    rem = _fix("DeepSeek V4 HiCache currently does not support --hicache-size; use --hicache-ratio instead.", V0523,
+               exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--hicache-size"])
+    assert list(changes[1][0]) == ["--hicache-ratio"]
