@@ -90,6 +90,7 @@ class Named:
     on: Any = True      # what turns it on (True: the switch; None: unset; a value)
     off: Any = None     # what turns it off
     prose: bool = False
+    subject: bool = False  # a choice the check refuses ("extra_buffer is not supported"): only turned off
 
 
 def named_settings(ctx: Context, text: str) -> list[Named]:
@@ -130,6 +131,17 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
             if any(n.start <= m.start() < n.end or m.start() <= n.start < m.end() for n in found):
                 continue
             found.append(Named(spelled, m.start(), m.end(), on, off, prose=True))
+    for flag, choice, m in _choices_named(ctx, text):
+        if any(n.start <= m.start() < n.end or m.start() <= n.start < n.end for n in found):
+            continue
+        spec = ctx.catalog.spec(flag)
+        others = [c for c in map(str, spec.choices) if c not in (choice, "auto", "none", str(spec.default))]
+        # turned off: another choice the message names and does not refuse ("extra_buffer is not
+        # supported for X; use no_buffer"), else the one other choice when there is one, else the
+        # release's default (the launch named the value, or its "auto" picked it)
+        told = [c for c in others if re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text) and not _refused(text, c)]
+        off = told[0] if told else others[0] if len(others) == 1 else None
+        found.append(Named(flag, m.start(), m.end(), choice, off, prose=True, subject=True))
     found.sort(key=lambda n: n.start)
     out: list[Named] = []
     for n in found:
@@ -138,9 +150,61 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
     return out
 
 
+def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
+    """The choices of the release's flags a message names as the subject of its refusal: a choice
+    of two or more parts ("extra_buffer", "flashinfer_cutlass", "trtllm_mha"), written with
+    underscores, hyphens or spaces ("FlashInfer Cutlass MOE"), followed by the refusal's words
+    ("... is not supported for", "... supports only"; a value the message lists as accepted is
+    not a setting of its own).  When several flags list the choice, the one whose name's words
+    the sentence holds ("MOE" -> --moe-runner-backend, not --fp4-gemm-backend), then the shortest
+    (--attention-backend before --decode-attention-backend); none of them named: not read."""
+    owners: dict[str, list[str]] = {}
+    for spec in sorted(ctx.catalog.specs, key=lambda sp: len(sp.name)):
+        if not spec.takes_value or not spec.choices or spec.deprecated or spec.nargs not in (None, "?"):
+            continue  # (a list's items, --lora-target-modules' "qkv_proj", are no choice of a mode)
+        for choice in map(str, spec.choices):
+            if len(choice) >= 6 and re.fullmatch(r"[a-z0-9]+(?:[_-][a-z0-9]+)+", choice):
+                if spec.name not in owners.setdefault(choice, []):
+                    owners[choice].append(spec.name)
+    out: list[tuple[str, str, re.Match]] = []
+    for choice, flags_of in owners.items():
+        pattern = r"(?<![\w.-])" + r"[ _-]".join(map(re.escape, re.split(r"[_-]", choice))) + r"(?![\w-])"
+        for m in re.finditer(pattern, text, re.I):
+            verb = _SUBJECT_OF_REFUSAL.match(text, m.end())
+            if verb is None:
+                continue
+            sentence = (_clause(text, m.start(), False) + _clause(text, m.start(), True)).lower()
+            words = set(re.findall(r"[a-z0-9]+", sentence)) - set(re.split(r"[_-]", choice))
+            # the phrase's head noun ("flashinfer_cutedsl FP4 MoE only ...": MoE) counts most
+            head = [w for w in re.findall(r"[a-z0-9]+", text[m.end():verb.start("verb")].lower())
+                    if w not in _GENERIC]
+
+            def score(flag: str) -> int:
+                parts = [w for w in flag.lstrip("-").split("-") if w not in _GENERIC]
+                return sum(w in words for w in parts) + 2 * sum(w in head[-1:] for w in parts)
+            best = max(flags_of, key=score)  # max keeps the first (shortest) of equal scores
+            siblings = [c for c in map(str, ctx.catalog.spec(best).choices) if c != choice
+                        and re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text)]
+            # a flag's words in the sentence, or another of its choices ("... use no_buffer"):
+            # a choice of two parts alone is too common a word ("qkv_proj weights are ...")
+            if score(best) > 0 or siblings:
+                out.append((best, choice, m))
+            break
+    return out
+
+
+# the words after a check's subject: "extra_buffer is not supported for ...", "FlashInfer Cutlass
+# MOE supports only: ...", "trtllm_mha backend requires ..."
+_SUBJECT_OF_REFUSAL = re.compile(r"[`'\"]?(?:\s+[\w-]+){0,2}?\s+(?P<verb>is|are|does|do|only|supports?|requires?|needs?|cannot|"
+                                 r"can't|currently|not|expects?)\b", re.I)
+_GENERIC = ("backend", "backends", "size", "mode", "enable", "disable")
+
+
 def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
     """The change that turns ``named`` on or off, validated for the release; None when it is
     already so in the launch, or when turning it on needs a value the message does not give."""
+    if turn_on and named.subject:
+        return None  # the choice the check refuses is not the way out
     want = named.on if turn_on else named.off
     flag = named.flag
     if not turn_on and named.prose and flag in OFF_FEATURES and ctx.catalog.spec(flag) is not None \
@@ -166,7 +230,7 @@ def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
     return rem
 
 
-_REQUIRES = re.compile(r"\b(?:requires?|needs?|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
+_REQUIRES = re.compile(r"\b(?:requires?|needs?|(?:currently )?(?:supports? only|only supports?)|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
                        r"implemented) (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
                        re.I)
 # "B is required for A", "Please enable B when setting A", "please set B when using A"
@@ -214,16 +278,23 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """The values the message states for a setting it names, validated, in the text's order."""
     out: list[Remediation] = []
     in_use = {m.group(1) for m in _GOT.finditer(text)}
+    # "only supports --cp-strategy zigzag", "supports only --moe-runner-backend deep_gemm": the
+    # value after a flag the check says it accepts (not the one the launch ran with)
+    wanted: dict[str, str] = {}
     for n in named:  # "--dsv4-attn-backend trtllm requires ...": the value the launch ran with
         after = re.match(r"(?:=|\s)[`'\"]?([\w.+-]+)", text[n.end:n.end + 80])
         if after is not None and not n.prose:
-            in_use.add(after.group(1).rstrip("."))
+            if _ACCEPTS_BEFORE.search(text[max(0, n.start - 40):n.start]):
+                wanted.setdefault(n.flag, after.group(1).rstrip("."))
+            else:
+                in_use.add(after.group(1).rstrip("."))
+    in_use -= set(wanted.values())
     for n in named:
         spec = ctx.catalog.spec(n.flag)
         if spec is None or not spec.takes_value:
             continue
         after = text[n.end:n.end + 160]
-        candidates: list[str] = []
+        candidates: list[str] = [wanted[n.flag]] if n.flag in wanted else []
         eq = _EQUALS.match(after)
         if eq is not None and re.search(r"\b(?:only|must|should|requires?|supported|please|set)\b", text, re.I):
             candidates.append(eq.group("v").rstrip("."))
@@ -268,6 +339,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     return out
 
 
+# the words before a flag whose following value is the one a check accepts
+_ACCEPTS_BEFORE = re.compile(r"\b(?:only supports?|supports? only|(?:is )?only (?:supported|compatible|works) with|"
+                             r"requires?|needs?|expects?)\s+[`'\"]?$", re.I)
 _NEGATION = re.compile(r"\b(?:not|cannot|can't|no|unsupported|incompatible|without|instead of)\b", re.I)
 
 
@@ -343,6 +417,13 @@ def _alone(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     n = plain[0] if plain else named[0]
     r = _change(ctx, n, False)
     return [r] if r else []
+
+
+def _concrete(rem: Remediation) -> bool:
+    """A change a relaunch can carry as it is: a removal, a variable, or a value (not a ``<...>``
+    question for the user)."""
+    return bool(rem.unset or rem.env) or any(not (isinstance(v, str) and v.startswith("<"))
+                                             for v in rem.set.values())
 
 
 def _advises_a_flag(ctx: Context, text: str) -> bool:
@@ -474,10 +555,18 @@ def _relation(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
             b, b_value, b_from = None, int(number.group(1)) if number else None, "log"
         if b is None and b_value is not None and a_value is None and kind in ("ge", "le", "eq"):
             a_value, a_from = (b_value - 1 if kind == "ge" else b_value + 1), "log"  # the bound itself satisfies it
+        # "ep_size must be 1 or the same as tp_size": 1, the check's other way out, after the relation
+        one = _one_instead(ctx, a, a_value) if kind == "eq" and re.search(r"\b1 or\b", m.group(0)) else []
         if a_value is None or b_value is None:
-            return _relation_question(ctx, kind, a, b, b_value)
-        return _satisfy(ctx, kind, a, a_value, b, b_value, "log" in (a_from, b_from))
+            return _relation_question(ctx, kind, a, b, b_value) + one
+        return _satisfy(ctx, kind, a, a_value, b, b_value, "log" in (a_from, b_from)) + one
     return []
+
+
+def _one_instead(ctx: Context, a: Named, a_value: int | None) -> list[Remediation]:
+    if a.flag in _KEPT or a_value == 1 or ctx.catalog.validate(a.flag, 1) is not None:
+        return []
+    return [Remediation(set={a.flag: 1}, note=f"set {a.flag} 1: the other value the check accepts")]
 
 
 def _relation_question(ctx: Context, kind: str, a: Named, b: Named | None, b_value: int | None) -> list[Remediation]:
@@ -571,8 +660,12 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
 
     named_result = flag_named(ctx, {})
     after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
-    if _advises_a_flag(ctx, text):
-        return after or None  # "use --x y", "please set --x": the message's own advice leads
+    advised = _advises_a_flag(ctx, text)
+    if advised and any(_concrete(rem) for rem in after[:1]):
+        return after  # "use --x y", "please set --x": the message's own advice leads
+    # the advice names a flag but not its value ("--a requires --b to be set", "set --x to 'v'",
+    # "pass --b or --c"): the shape's concrete changes (the value it states, the refused setting
+    # removed) come first and the advised flag's question after them
     named = named_settings(ctx, text)
     found = (_relation(ctx, text, named) + _values(ctx, text, named) + _combination(ctx, text, named)
              + _alone(ctx, text, named)) if named or any(p.search(text) for p, _ in _SIZE_PROSE) else []
@@ -593,6 +686,7 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     out = out[:3]
     removed = {f for o in out for f in o.unset}
     turned_on = {f for o in out for f, v in o.set.items() if v is True}
+    kept: list[Remediation] = []
     for rem in after:  # flag_named's reading, after these (the same change once)
         if any(rem.set == o.set and sorted(rem.unset) == sorted(o.unset) and rem.env == o.env for o in out):
             continue
@@ -600,5 +694,11 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
             continue  # "turn --x on" where the shape says the check refused --x being on
         if any(f in turned_on for f in rem.unset):
             continue  # "remove --x" where the shape says the check requires --x
-        out.append(rem)
-    return out or None
+        if any(isinstance(v, str) and v.startswith("<") and (f in removed or any(f in o.set for o in out + kept))
+               for f, v in rem.set.items()):
+            continue  # a question about a setting the shape already changes
+        kept.append(rem)
+    # the flag the message advises ("use --hicache-ratio instead", "requires --b to be set") is
+    # asked about right after the shape's first concrete change, not after all of them
+    at = 1 if advised and out else len(out)
+    return out[:at] + kept + out[at:] or None

@@ -394,3 +394,96 @@ def test_an_argument_refusal_in_words_pasted_alone_is_an_argument_check():
     inc = _explain("fixtures/classes/args_setting_refused_in_words_line.log")
     assert (inc["rule"], inc["category"]) == ("class.args.setting_refused_in_words", "args.invalid")
     assert inc["remediation"]["unset"], "the setting the check refuses (dp attention) is turned off"
+
+
+# -- advice that names a flag without its value (session 24) -------------------------------------
+
+
+def test_a_required_flag_without_a_value_keeps_the_requiring_flag_removed_first():
+    """0.5.23 parallel_hook.py: "--max-ep-size requires --elastic-ep-backend to be set." names the
+    backend but not which one: removing --max-ep-size is the change a relaunch can carry, the
+    backend's value the question after it (and --max-ep-size is not asked about again)."""
+    rem = _fix("--max-ep-size requires --elastic-ep-backend to be set.", V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--max-ep-size"])
+    assert list(changes[1][0]) == ["--elastic-ep-backend"] and changes[1][0]["--elastic-ep-backend"].startswith("<")
+    assert not any("--max-ep-size" in s for s, _ in changes), "no question about the flag the change removes"
+
+
+def test_set_x_to_a_quoted_value_gives_that_value():
+    """0.5.23 moe_hook.py: "set --deepep-mode to 'low_latency' or 'auto'": the first value it states."""
+    rem = _fix("moe_a2a_backend='pplx' only supports low-latency mode; set --deepep-mode to 'low_latency' or 'auto'.",
+               V0523, exc="ValueError")
+    assert _changes(rem)[0] == ({"--deepep-mode": "low_latency"}, [])
+
+
+def test_the_value_after_only_supports_flag_is_the_accepted_one():
+    rem = _fix("MiMo V2 prefill CP only supports --cp-strategy zigzag.", V0523, exc="ValueError")
+    assert _changes(rem)[0] == ({"--cp-strategy": "zigzag"}, [])
+    rem = _fix("DeepEP v2 MoE currently supports only --moe-runner-backend deep_gemm. Got triton. Add a runner "
+               "adapter before enabling DeepEP v2 with other MoE runners.", V0523, exc="ValueError")
+    assert _changes(rem)[0] == ({"--moe-runner-backend": "deep_gemm"}, [])
+
+
+def test_a_value_the_launch_ran_with_before_requires_is_not_the_accepted_one():
+    """"--x v requires ..." names the launch's value; only "requires --x v" states the accepted one."""
+    rem = _fix("--hicache-host-memory-mode buffer_only requires a host pool size: pass --hicache-size or --hicache-ratio.",
+               V0523, exc="ValueError")
+    assert all(s.get("--hicache-host-memory-mode") != "buffer_only" for s, _ in _changes(rem))
+
+
+# -- a choice of a flag named as the check's subject (session 24) --------------------------------
+
+
+def test_a_choice_named_as_the_subject_is_turned_to_the_other_choice():
+    """0.5.9 server_args.py: "mamba extra_buffer is not supported for X model": the strategy's one
+    other choice (not auto, the default, which may pick extra_buffer again)."""
+    rem = _fix("mamba extra_buffer is not supported for Qwen3NextForCausalLM model")
+    assert _changes(rem)[0] == ({"--mamba-scheduler-strategy": "no_buffer"}, [])
+
+
+def test_a_backend_named_by_its_product_name_is_removed_not_the_quantization_changed():
+    """0.5.9 server_args.py:2137: the MoE runner backend is the subject; the listed quantizations
+    are the checkpoint's, not a flag value to set, and flashinfer_cutlass is also a
+    --fp4-gemm-backend choice: the sentence's "MOE" picks the flag."""
+    rem = _fix("Invalid quantization 'fp8'. FlashInfer Cutlass MOE supports only: 'modelopt_fp4', 'modelopt_fp8', "
+               "or bfloat16 (None).")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--moe-runner-backend"])
+    assert not any("--quantization" in s for s, _ in changes)
+
+
+def test_a_choice_only_listed_as_accepted_is_no_setting_of_its_own():
+    rem = _fix("TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, fp4_e2m1, bf16, or auto.",
+               exc="ValueError")
+    assert _changes(rem)[0] == ({"--kv-cache-dtype": "fp8_e4m3"}, [])
+
+
+def test_argument_refusals_in_words_pasted_alone_are_argument_checks():
+    """A backend by its product name, a flag without its dashes, a choice as the subject: the
+    exception line alone (no frames, no ready line) is an argument check, not a serving crash."""
+    for path in ("fixtures/classes/args_refused_moe_backend_in_words_059.log",
+                 "fixtures/classes/args_refused_kv_cache_dtype_without_dashes_059.log",
+                 "fixtures/classes/args_refused_choice_subject_0523.log"):
+        inc = _explain(path)
+        assert (inc["rule"], inc["category"]) == ("class.args.setting_refused_in_words", "args.invalid"), path
+
+
+def test_must_be_1_or_the_same_as_offers_1_after_the_relation():
+    """0.5.9 server_args.py:2142 "The expert parallel size must be 1 or the same as the tensor
+    parallel size": the relation's value (the launch's --tp-size), then 1, the check's other way out."""
+    rem = _fix("The expert parallel size must be 1 or the same as the tensor parallel size",
+               server_args={"tp_size": 8, "ep_size": 4})
+    assert _changes(rem)[:2] == [({"--ep-size": 8}, []), ({"--ep-size": 1}, [])]
+    rem = _fix("The expert parallel size must be 1 or the same as the tensor parallel size")
+    assert ({"--ep-size": 1}, []) in _changes(rem)[:2], "without the launch's values 1 is still a value it accepts"
+
+
+def test_a_replacement_the_message_advises_is_asked_right_after_the_removal():
+    """"does not support --hicache-size; use --hicache-ratio instead": the refused flag removed,
+    then the advised one (its value the user's), before any further reading."""
+    rem = _fix("DeepSeek V4 HiCache currently does not support --hicache-size; use --hicache-ratio instead.", V0523,
+               exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--hicache-size"])
+    assert list(changes[1][0]) == ["--hicache-ratio"]
