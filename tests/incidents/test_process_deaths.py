@@ -80,3 +80,17 @@ def test_pipe_mode_reports_it_from_a_real_pipe():
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     incidents = [e for e in events if e["event"] == "incident"]
     assert proc.returncode == 1 and len(incidents) == 1 and incidents[0]["lines"] == [5, 5]
+
+
+def test_a_death_by_signal_while_serving_is_not_a_survived_failure(tmp_path):
+    # later batch lines are another process's (the scheduler's): the one that died by its own
+    # signal is still dead, as for a segfault or an abort (survived.DEATH_SIGNALS)
+    batch = ("[2026-01-01 10:00:{:02d} TP0] Decode batch. #running-req: 3, #token: 900, token usage: 0.01, "
+             "gen throughput (token/s): 120.00, #queue-req: 0")
+    path = tmp_path / "serving.log"
+    path.write_text("\n".join(["[2026-01-01 10:00:00] The server is fired up and ready to roll!", batch.format(10),
+                               "Floating point exception (core dumped)", batch.format(20), batch.format(30)]) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "sglang_doctor", "explain", "--format", "json", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [e["lines"][0] for e in events if e.get("event") == "incident"] == [3], proc.stdout
