@@ -105,5 +105,7 @@ def test_a_request_structure_that_does_not_fit_is_a_crash_while_serving(pack):
 def test_torch_distributeds_own_error_is_nccl_wherever_it_was_called_from(pack):
     # a weight-update group's barrier in model_runner (corpus field17/011): the deepest SGLang
     # frame is not in srt/distributed/, the exception is torch distributed's
+    # (fa24's specific rule for torch.distributed's own exception types names it first; the class
+    # unit stands behind it for the messages that rule does not know)
     ev = only_incident(pack, _fixture("nccl_dist_backend_error_weight_update_group.log"))
-    assert (ev["rule"], ev["category"]) == ("class.nccl.message", "nccl")
+    assert ev["category"] == "nccl" and ev["rule"] in ("nccl.torch_distributed_exception", "class.nccl.message"), ev
