@@ -5,6 +5,8 @@ binary built for instructions this CPU lacks.  Real files, the real CLI."""
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import explain_one_incident
 
 LOAD = "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=78.00 GB\n"
@@ -14,22 +16,19 @@ def _guess(inc: dict) -> str:
     return ((inc.get("fallback") or {}).get("best_guess") or {}).get("category")
 
 
-def test_a_scheduler_terminated_by_sigkill_guesses_host_memory(tmp_path):
-    path = tmp_path / "term.log"
-    path.write_text(LOAD + "[2026-01-01 10:00:05] Scheduler or DataParallelController 1234 terminated with -9\n")
-    assert _guess(explain_one_incident(path)) == "memory.host_oom"
-
-
-def test_a_scheduler_terminated_with_its_own_status_is_not_a_kill(tmp_path):
-    path = tmp_path / "term.log"
-    path.write_text(LOAD + "[2026-01-01 10:00:05] Scheduler or DataParallelController 1234 terminated with 1\n")
-    assert _guess(explain_one_incident(path)) != "memory.host_oom"
-
-
-def test_an_illegal_instruction_guesses_the_hardware(tmp_path):
-    path = tmp_path / "sigill.log"
-    path.write_text(LOAD + "run.sh: line 12:  4242 Illegal instruction     (core dumped) python3 -m sglang.launch_server\n")
-    assert _guess(explain_one_incident(path)) == "kernel.unsupported_hw"
+@pytest.mark.parametrize("line, guessed, right", [
+    # a SIGKILL status: the kernel's OOM killer's mark
+    ("[2026-01-01 10:00:05] Scheduler or DataParallelController 1234 terminated with -9", "memory.host_oom", True),
+    # a status of its own: a Python error elsewhere, not a kill
+    ("[2026-01-01 10:00:05] Scheduler or DataParallelController 1234 terminated with 1", "memory.host_oom", False),
+    # SIGILL: a binary built for instructions this CPU lacks
+    ("run.sh: line 12:  4242 Illegal instruction     (core dumped) python3 -m sglang.launch_server",
+     "kernel.unsupported_hw", True),
+])
+def test_a_death_in_words_during_the_launch(tmp_path, line, guessed, right):
+    path = tmp_path / "death.log"
+    path.write_text(LOAD + line + "\n")
+    assert (_guess(explain_one_incident(path)) == guessed) is right
 
 
 def test_a_floating_point_exception_guesses_a_crash_unless_the_server_was_starting(tmp_path):
