@@ -917,8 +917,12 @@ class Assembler:
         if self._stopping and sig.role == "terminal":
             self._record = _Record(ranks, "normal")
             return
-        if self._stopping and sig.name in ("subprocess_crashed", "c10d_peer_gone", "nccl_watchdog"):
-            # ranks tearing down after an operator's stop lose their peers: not a failure
+        if self._stopping and sig.name in ("subprocess_crashed", "c10d_peer_gone", "nccl_watchdog", "nccl_warn",
+                                           "nccl_error"):
+            # ranks tearing down after an operator's stop lose their peers: not a failure (NCCL's
+            # proxy thread WARNs of the connections the peers closed, "[Service thread] Error
+            # encountered progressing operation=Connect, res=3, closing connection", and a
+            # collective in flight ends in "NCCL error ... remote process exited")
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "terminal" and self._group is None and self._follows_reported(line):

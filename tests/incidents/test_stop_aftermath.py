@@ -74,3 +74,17 @@ def test_a_relaunch_after_the_stop_is_judged_on_its_own(pack):
     """The stop belongs to the launch that logged it: the next launch's Killed is a failure."""
     incidents = _incidents(_events(pack, SERVED + _stop("0.5.23") + UVICORN_DOWN + UP + ENDS["shell"]))
     assert [i["category"] for i in incidents] == ["memory.host_oom"]
+
+
+NCCL_TEARDOWN = ("node1:2241:2318 [1] NCCL WARN [Service thread] Error encountered progressing operation=Connect, "
+                 "res=3, closing connection\n")
+
+
+def test_nccl_warnings_of_the_peers_closing_after_the_stop_are_no_failure(pack):
+    events = _events(pack, SERVED + _stop("0.5.23") + NCCL_TEARDOWN + UVICORN_DOWN)
+    assert _incidents(events) == []
+
+
+def test_the_same_nccl_warning_with_no_stop_before_it_stays_a_failure(pack):
+    events = _events(pack, SERVED + NCCL_TEARDOWN)
+    assert [i["category"] for i in _incidents(events)] == ["nccl"]
