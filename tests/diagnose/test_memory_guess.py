@@ -126,3 +126,12 @@ def test_a_failure_after_a_capture_bar_with_almost_nothing_free_has_the_memory_p
     guess = incident["fallback"]["best_guess"]
     assert "low_memory" in names(guess)
     assert guess["category"] == "memory.cuda_oom"
+
+
+@pytest.mark.parametrize("avail, low", [("1.20", True), ("1.60", False)])
+def test_the_threshold_lies_between_the_ooms_and_the_other_failures_headroom(pack, avail, low):
+    # (the tuned logs' capture headroom: CUDA OOMs 0.08-1.13 GB, every other failure 1.60 GB or more)
+    guess = summary_guess(pack, LOADED + f"[2026-01-01 00:00:06 TP0] Memory pool end. avail mem={avail} GB\n")
+    assert ("low_memory" in names(guess)) is low
+    if low:
+        assert guess["category"] == "memory.cuda_oom"
