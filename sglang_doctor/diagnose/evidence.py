@@ -46,8 +46,8 @@ The collectors, by name (the weights are stated where each piece is made):
   it can complete to names one category (``TYPE_NAMES``).
 - ``multi_node``: the launch runs over several nodes (the dump's ``nnodes``, a rank past one node's
   GPUs in SGLang's log prefix): a support piece for nccl, the network between the nodes.
-- ``low_memory``: the last milestone shows almost no free GPU memory (also for a text with no failure,
-  fallback.no_incident: what the step after it would have had).
+- ``low_memory``: the last milestone, or the CUDA graph capture bar after it, shows almost no free GPU
+  memory (also for a text with no failure, fallback.no_incident: what the step after it would have had).
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
   pool (nearly) full, or requests retracted (incidents/serving.py).
 - ``words:NAME``: a word of ``WORD_SOURCES`` (an architecture, a platform, NCCL, the KV transport,
@@ -854,6 +854,9 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
             out += after_header("the failure came after the launch's server_args line, before any start-up step")
     if inc.captures.get("progress_phase") == "startup.load_weights" and found and found[0] == "startup.load_weights":
         out += past_architecture(inc.captures.get("progress_text", ""))
+    if inc.captures.get("progress_phase") == "startup.cuda_graph" and not any(ev.name == "low_memory" for ev in out):
+        out += low_capture_memory(inc.captures.get("progress_text", ""),
+                                  f"the last progress line before it, line {inc.captures.get('progress_line', '?')}")
     if inc.captures.get("progress_phase") == progress.JIT_BUILD:
         out.append(Evidence("progress", "kernel.build", 0.3,
                             f"the last progress line before it (line {inc.captures.get('progress_line', '?')}) "
@@ -959,7 +962,15 @@ def multi_node(server_args: dict | None, lines) -> list[Evidence]:
                      "step's collectives wait on", support=True)]
 
 
-LOW_AVAIL_GB = 1.0  # free GPU memory (GB) a start-up line may show before the next step has too little
+# Free GPU memory (GB) a start-up line may show before the next step has too little.  Session 25: 1.0 ->
+# 1.5, from every tuned labelled log (failures and healthy ones, cause in the text or not) that shows
+# the headroom capture started or ran with ("Capture cuda graph begin ... avail mem=", the capture bar's
+# "avail_mem="): the CUDA OOMs showed 0.08-1.13 GB, every other failure 1.60 GB or more (a capture on
+# SM75 that failed for another cause; then 2.60, 3.65 ...), the healthy launches 5.89 GB or more.  What a
+# capture needs on top of the pools is about a GB at the common largest batch sizes (the graphs' own
+# memory pool and the activations of the largest batch), which SGLang's own default for
+# --mem-fraction-static reserves (server_args.py: more reserved the larger --cuda-graph-max-bs).
+LOW_AVAIL_GB = 1.5
 
 
 def low_memory(last, phase: str) -> list[Evidence]:
@@ -976,6 +987,28 @@ def low_memory(last, phase: str) -> list[Evidence]:
     return [Evidence("low_memory", category, 0.3,
                      f"the last start-up line before it ({last.name}, line {last.line}) shows only {avail:g} GB of GPU "
                      f"memory free for {phase}")]
+
+
+# The capture bar's headroom: cuda_graph_runner.py's tqdm description while it captures (0.4.x-0.5.13;
+# from 0.5.14 model_executor/runner/*: the same words), "Capturing batches (bs=160 avail_mem=1.03 GB)",
+# and the piecewise runner's "Capturing num tokens (num_tokens=512 avail_mem=0.76 GB)": the free GPU
+# memory after each graph, newer than the "Capture cuda graph begin" milestone.  Several updates of a
+# bar may share one line (tqdm's carriage returns): the last figure is the newest.
+_CAPTURE_BAR_MEM = re.compile(r"Capturing (?:batches|num tokens) \([^()]*?avail_mem=(-?\d+(?:\.\d+)?) ?GB\)")
+
+
+def low_capture_memory(text: str, where: str) -> list[Evidence]:
+    """A piece for memory.cuda_oom when the capture bar in ``text`` (the last progress line before the
+    failure, or the line a text with no failure ends with: ``where``) last showed less than
+    ``LOW_AVAIL_GB`` free: capturing the next batch size had too little memory left."""
+    figures = _CAPTURE_BAR_MEM.findall(text or "")
+    if not figures:
+        return []
+    avail = float(figures[-1])
+    if avail >= LOW_AVAIL_GB:
+        return []
+    return [Evidence("low_memory", "memory.cuda_oom", 0.3,
+                     f"the CUDA graph capture bar ({where}) shows only {avail:g} GB of GPU memory free while capturing")]
 
 
 # Words that name a part of a launch, wherever they are in the failure's own text (its

@@ -590,6 +590,9 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         # what the last milestone left free for the step after it, as for a failure after it (from_context)
         last = launch.milestones[-1]
         pieces += evidence.low_memory(last, phase_after(last.name))
+    if phase == "startup.cuda_graph" and not any(ev.name == "low_memory" for ev in pieces):
+        # the capture bar the text ends with: the headroom after the last graph captured
+        pieces += evidence.low_capture_memory(_phase_line(tail), "the line the text ends with")
     # a launch over several nodes (its dump's nnodes, a rank past one node's GPUs in the prefixes)
     pieces += evidence.multi_node(launch.server_args if launch is not None else None,
                                   [m.text for m in (launch.milestones if launch is not None else ())]

@@ -76,3 +76,62 @@ def test_the_tail_of_torchs_out_of_memory_message_is_a_word_of_it(line):
 ])
 def test_sglangs_own_lines_about_capacity_are_no_word_of_it(line):
     assert not [ev for ev in evidence._words(line, 1.0, "the last lines") if ev.name == "words:cuda_oom"]
+
+
+# Session 25: the capture bar's headroom (cuda_graph_runner.py's tqdm description, "Capturing batches
+# (bs=N avail_mem=X GB)"; the piecewise runner's "Capturing num tokens (...)") is the newest figure of
+# free memory while graphs are captured.
+CAPTURE_BEGIN = (LOADED + "[2026-01-01 00:00:06 TP0] Memory pool end. avail mem=6.20 GB\n"
+                 "[2026-01-01 00:00:07 TP0] Capture cuda graph begin. This can take up to several minutes. "
+                 "avail mem=6.10 GB\n")
+
+
+def test_a_text_ending_in_a_capture_bar_with_almost_nothing_free_guesses_a_cuda_oom(pack):
+    bar = "Capturing batches (bs=160 avail_mem=4.02 GB):  10%|#         | 3/23 [00:01<00:09]\r" \
+          "Capturing batches (bs=152 avail_mem=0.87 GB):  17%|#7        | 4/23 [00:02<00:09]\n"
+    guess = summary_guess(pack, CAPTURE_BEGIN + bar)
+    assert guess["category"] == "memory.cuda_oom"
+    assert "low_memory" in names(guess)
+
+
+def test_a_capture_bar_with_room_left_is_no_memory_evidence(pack):
+    bar = "Capturing batches (bs=152 avail_mem=5.87 GB):  17%|#7        | 4/23 [00:02<00:09]\n"
+    guess = summary_guess(pack, CAPTURE_BEGIN + bar)
+    assert "low_memory" not in names(guess)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("Capturing num tokens (num_tokens=512 avail_mem=0.76 GB):  40%|####      | 8/20", 0.76),
+    ("Capturing batches (bs=4 avail_mem=1.49 GB): 100%|##########| 23/23", 1.49),
+    ("Capturing batches (bs=4 avail_mem=1.50 GB): 100%|##########| 23/23", None),
+    ("Capture cuda graph begin. This can take up to several minutes. avail mem=0.40 GB", None),
+])
+def test_the_capture_bars_last_figure_is_read_against_the_threshold(text, found):
+    pieces = evidence.low_capture_memory(text, "a line")
+    if found is None:
+        assert pieces == []
+    else:
+        (piece,) = pieces
+        assert piece.category == "memory.cuda_oom" and f"{found:g} GB" in piece.why
+
+
+def test_a_failure_after_a_capture_bar_with_almost_nothing_free_has_the_memory_piece(pack):
+    text = (CAPTURE_BEGIN + "Capturing batches (bs=152 avail_mem=0.87 GB):  17%|#7        | 4/23 [00:02<00:09]\n"
+            "[2026-01-01 00:00:09 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 2400, in run_scheduler_process\n'
+            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n")
+    pipe = StreamPipeline(pack, remediate=False, whole_log=True)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    (incident,) = [e for e in events if e["event"] == "incident"]
+    guess = incident["fallback"]["best_guess"]
+    assert "low_memory" in names(guess)
+    assert guess["category"] == "memory.cuda_oom"
+
+
+@pytest.mark.parametrize("avail, low", [("1.20", True), ("1.60", False)])
+def test_the_threshold_lies_between_the_ooms_and_the_other_failures_headroom(pack, avail, low):
+    # (the tuned logs' capture headroom: CUDA OOMs 0.08-1.13 GB, every other failure 1.60 GB or more)
+    guess = summary_guess(pack, LOADED + f"[2026-01-01 00:00:06 TP0] Memory pool end. avail mem={avail} GB\n")
+    assert ("low_memory" in names(guess)) is low
+    if low:
+        assert guess["category"] == "memory.cuda_oom"
