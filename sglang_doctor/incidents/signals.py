@@ -219,10 +219,14 @@ SIGNALS: tuple[Signal, ...] = (
     # A component with a logging format of its own (sglang-router's Python launcher, its Rust
     # gateway, a C++ library's glog) that says it could not start: an ERROR/CRITICAL/FATAL line
     # (or glog's E/F level) whose message is "Error starting X: ..." / "Failed to start X ...",
-    # and a Rust panic.  Errors it logs while it retries (a worker not up yet) are not these.
+    # and a Rust panic.  Errors it logs while it retries (a worker not up yet) are not these,
+    # nor "Failed to start <name> operation": one request of a running client failed (Mooncake's
+    # store client, client.cpp: "Failed to start put operation: NO_AVAILABLE_HANDLE" when the store
+    # has no room; SGLang's HiCache storage backend gets the error code back and drops the write).
     _s("component_failed", ("Error starting", "Failed to start", "Failed to initiali", "Failed to launch", "panicked at"),
        r"(?:\b(?:ERROR|CRITICAL|FATAL)\b.*?|^[EF]\d{4} [^\]]*\] ?)(?P<component_message>(?:Error starting|Failed to "
-       r"(?:start|initiali[sz]e|launch))\b.*)|^thread '(?P<panic_thread>[^']+)' panicked at (?P<panic_at>.*)", "evidence"),
+       r"(?:start(?! \w+ operation\b)|initiali[sz]e|launch))\b.*)|^thread '(?P<panic_thread>[^']+)' panicked at (?P<panic_at>.*)",
+       "evidence"),
     # A program that runs SGLang (a model runner, an orchestrator) says in its own format that
     # it could not run it: logfmt's ``level=error msg="..."`` or a Go-style error chain
     # (``unable to load runner: ...: failed to get SGLang arguments: ...``) whose message names
