@@ -7,9 +7,12 @@ Runs ``python -m sglang_doctor explain --format json`` on each log (a real subpr
 user runs it) and prints, per case, the failure, the confirmed fix, the primary change and the
 first alternative the tool proposes, and whether the fix is a hit (in the primary or the
 first alternative).  Cases carry ``half: tune`` (read while changing remedies) or
-``half: check`` (not read while changing remedies: their figure is reported apart).
+``half: check`` (not read while changing remedies: their figure is reported apart).  Each half's
+figure is also given per category (the failure family), and ``--added TEXT`` keeps only the
+cases whose ``added`` note holds TEXT (e.g. ``"session 25"``: one session's new cases, scored
+apart from the ones earlier sessions tuned on).
 
-Usage: ``python bench/fixes.py [--half tune|check|all] [--markdown] [--jobs 2]``
+Usage: ``python bench/fixes.py [--half tune|check|all] [--added TEXT] [--markdown] [--jobs 2]``
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def score(case: dict) -> dict:
     flags, env = case.get("fix_flags") or {}, case.get("fix_env") or {}
     alts = (rem or {}).get("alternatives") or []
     return {
-        "id": case["id"], "half": case.get("half", "check"), "rule": rule,
+        "id": case["id"], "half": case.get("half", "check"), "rule": rule, "category": case.get("category") or "?",
         "confirmed": case.get("confirmed") or "", "failure": case.get("failure") or "",
         "primary": _change(rem), "alt1": _change(alts[0]) if alts else "-",
         "hit": remediation_hit(rem, flags, env) if (flags or env) else None,
@@ -66,13 +69,25 @@ def score(case: dict) -> dict:
     }
 
 
+def per_category(rows: list[dict]) -> str:
+    """``cuda_graph 2/3, memory.cuda_oom 4/4, ...``: the hits of scored rows by the case's category."""
+    counts: dict[str, list[int]] = {}
+    for r in rows:
+        hit_total = counts.setdefault(r["category"], [0, 0])
+        hit_total[0] += bool(r["hit"])
+        hit_total[1] += 1
+    return ", ".join(f"{cat} {h}/{n}" for cat, (h, n) in sorted(counts.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--half", choices=("tune", "check", "all"), default="all")
+    ap.add_argument("--added", metavar="TEXT", help="only the cases whose `added` note holds TEXT")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
-    cases = [c for c in load_cases() if args.half == "all" or c.get("half") == args.half]
+    cases = [c for c in load_cases() if (args.half == "all" or c.get("half") == args.half)
+             and (args.added is None or args.added in str(c.get("added") or ""))]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         rows = list(pool.map(score, cases))
     if args.markdown:
@@ -91,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         scored = [r for r in rows if r["half"] == half and r["hit"] is not None]
         if scored:
             hits = sum(r["hit"] for r in scored)
-            print(f"{half}: fix {hits}/{len(scored)}")
+            print(f"{half}: fix {hits}/{len(scored)} ({per_category(scored)})")
     scored = [r for r in rows if r["hit"] is not None]
     print(f"all: fix {sum(r['hit'] for r in scored)}/{len(scored)}; crashes {sum(r['crash'] for r in rows)}")
     return 0

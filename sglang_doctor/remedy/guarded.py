@@ -270,11 +270,40 @@ GUARDED_LOAD_WEIGHTS: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 
 
+# A CUDA out-of-memory guess while the decode CUDA graphs were being captured (the phase the
+# text shows: the pool allocated, "Capture cuda graph begin" or "Capturing batches" without its
+# end): the capture's buffers come out of the headroom 1 - mem_fraction_static leaves, and
+# SGLang's own advice for a failed capture is more headroom, then a smaller largest captured
+# batch (its "Possible solutions" 1 and 2; rules' memory.cuda_oom.cuda_graph_capture).  The
+# threads confirm both for a capture that ran out of memory (the batch size: sglang#5285, tuned
+# corpus dev/002 and field21/012; the fraction: field14/019); the prefill chunk, which the
+# default cuda_oom guess offers second, sizes the prefill after the capture, not the capture.
+# Not when the launch turned the graphs off (no capture then; the default guess stays).
+GUARDED_CAPTURE: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "memory.cuda_oom": ("a CUDA out-of-memory while the CUDA graphs were captured", [
+        {"lower_flag": {"flag": "--mem-fraction-static", "by": 0.05, "min": 0.5, "from_log": True}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs-decode", "factor": 0.5, "min": 8}},
+        {"lower_flag": {"flag": "--cuda-graph-max-bs", "factor": 0.5, "min": 8}},
+        {"lower_flag": {"flag": "--chunked-prefill-size", "factor": 0.5, "min": 512}},
+    ]),
+}
+
+
+def graphs_off(launch: Any) -> bool:
+    """The launch's settings show its decode CUDA graphs off (0.5.9 --disable-cuda-graph,
+    0.5.23 --cuda-graph-backend-decode disabled)."""
+    args = getattr(launch, "server_args", None) or {}
+    return (str(args.get("disable_cuda_graph")).lower() == "true"
+            or str(args.get("cuda_graph_backend_decode")).lower() == "disabled")
+
+
 def _table(phase: str | None, category: str | None, launch: Any = None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
     if phase == "serving" and category in GUARDED_SERVING:
         return GUARDED_SERVING
     if phase == "startup.load_weights" and category in GUARDED_LOAD_WEIGHTS:
         return GUARDED_LOAD_WEIGHTS
+    if phase == "startup.cuda_graph" and category in GUARDED_CAPTURE and not graphs_off(launch):
+        return GUARDED_CAPTURE
     if category in GUARDED_AFTER_POOL and pool_allocated(launch):
         return GUARDED_AFTER_POOL
     return GUARDED

@@ -36,3 +36,36 @@ def test_the_confirmed_fix_is_first_or_the_first_alternative(case):
     row = score(case)
     assert not row["crash"]
     assert row["hit"], f"{case['id']}: confirmed {case['confirmed']}; tool: {row['primary']} | {row['alt1']}"
+
+
+HELD_BACK = ("heldout", "blind", "unseen", "sealed8", "sealed9") + tuple(f"sealed{n}" for n in range(11, 26))
+
+
+def test_corpus_cases_are_tuned_files_with_their_labelled_fix():
+    """A corpus case is a tuned part's file, and its fix is that file's label, verbatim."""
+    for case in load_cases():
+        if not case["log"].startswith("corpus/"):
+            continue
+        _, part, name = case["log"].split("/", 2)
+        assert part not in HELD_BACK, case["id"]
+        labels = yaml.safe_load((ROOT / "corpus" / part / "labels.yaml").read_text(encoding="utf-8"))
+        label = next(item for item in labels if isinstance(item, dict) and item.get("file") == name)
+        assert (case.get("fix_flags") or {}) == (label.get("fix_flags") or {}), case["id"]
+        assert (case.get("fix_env") or {}) == (label.get("fix_env") or {}), case["id"]
+
+
+def test_session_25_cases_took_their_half_from_the_file_number():
+    """The rule fixed before the tool ran on them: an odd file number is a check case."""
+    added = [c for c in load_cases() if "session 25" in str(c.get("added") or "")]
+    assert len(added) >= 20
+    for case in added:
+        number = int(case["log"].rsplit("/", 1)[1][:3])
+        assert case["half"] == ("check" if number % 2 else "tune"), case["id"]
+
+
+def test_per_category_counts_hits_by_the_case_category():
+    from fixes import per_category
+
+    rows = [{"category": "cuda_graph", "hit": True}, {"category": "cuda_graph", "hit": False},
+            {"category": "memory.kv_pool", "hit": True}]
+    assert per_category(rows) == "cuda_graph 1/2, memory.kv_pool 1/1"

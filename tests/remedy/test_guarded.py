@@ -313,3 +313,26 @@ def test_an_oom_guess_while_the_weights_load_asks_for_more_gpus_not_a_lower_frac
     assert not any("--mem-fraction-static" in o.set for o in _all(rem))
     # the same guess in another phase keeps the headroom change
     assert "--mem-fraction-static" in _remediate(_fallback("memory.cuda_oom", 0.4)).set
+
+
+def test_an_oom_guess_during_the_capture_takes_sglangs_capture_advice():
+    # the text shows the capture under way (phase startup.cuda_graph): SGLang's own advice for a
+    # failed capture, more headroom then a smaller largest captured batch, spelled for the
+    # release; the prefill chunk (the default guess's second step) does not size the capture
+    d = _fallback("memory.cuda_oom", 0.4, server_args={"mem_fraction_static": 0.85, "cuda_graph_max_bs_decode": 64})
+    d.phase = "startup.cuda_graph"
+    rem = _remediate(d)
+    assert rem.set == {"--mem-fraction-static": 0.8}
+    assert rem.alternatives[0].set == {"--cuda-graph-max-bs-decode": 32}
+    assert rem.note.startswith("if this is a CUDA out-of-memory while the CUDA graphs were captured")
+    assert all(o.needs_human and o.safe is False for o in _all(rem))
+    old = _fallback("memory.cuda_oom", 0.4, server_args={"mem_fraction_static": 0.85, "cuda_graph_max_bs": 64})
+    old.phase = "startup.cuda_graph"
+    old_rem = _remediate(old, catalog=V059)
+    assert old_rem.alternatives[0].set == {"--cuda-graph-max-bs": 32}
+    # a launch with its graphs off captured nothing: the default guess (the prefill chunk second)
+    off = _fallback("memory.cuda_oom", 0.4, server_args={"mem_fraction_static": 0.85, "disable_cuda_graph": True})
+    off.phase = "startup.cuda_graph"
+    off_rem = _remediate(off, catalog=V059)
+    assert "--chunked-prefill-size" in off_rem.alternatives[0].set
+    assert not any("--cuda-graph-max-bs" in o.set for o in _all(off_rem))
