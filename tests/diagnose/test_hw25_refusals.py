@@ -97,3 +97,18 @@ def test_a_kernel_dispatch_refusing_the_sm_version_is_a_capability_refusal():
     (inc,) = incidents(ROOT / "fixtures/classes/hw_capability_unsupported_sm_version.log")
     assert inc["rule"] == "class.hw.capability"
     assert inc["category"] == "kernel.unsupported_hw"
+
+
+def test_a_one_line_flashmla_refusal_switches_to_a_portable_mla_backend():
+    (inc,) = incidents(ROOT / "fixtures/classes/hw_capability_flashmla_one_line.log")
+    assert inc["rule"] == "class.hw.capability"
+    assert inc["remediation"]["set"] == {"--attention-backend": "flashinfer"}
+
+
+def test_a_sparse_flashmla_refusal_is_not_given_the_dense_attention_switch(tmp_path):
+    # sglang 0.5.23 srt/layers/attention/deepseek_v4_backend.py: the DSA prefill's own kernel
+    log = tmp_path / "sparse.log"
+    log.write_text("ValueError: DeepSeek-V4 flashmla_sparse_q8 prefill requires SM90 CUDA GPUs.\n")
+    (inc,) = incidents(log)
+    assert inc["category"] == "kernel.unsupported_hw"
+    assert inc["remediation"] is None or inc["remediation"]["set"].get("--attention-backend") is None
