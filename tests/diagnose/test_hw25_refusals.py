@@ -112,3 +112,12 @@ def test_a_sparse_flashmla_refusal_is_not_given_the_dense_attention_switch(tmp_p
     (inc,) = incidents(log)
     assert inc["category"] == "kernel.unsupported_hw"
     assert inc["remediation"] is None or inc["remediation"]["set"].get("--attention-backend") is None
+
+
+def test_the_older_hip_runtimes_guarantee_wording_is_the_same_refusal(tmp_path):
+    # HIP 4.x rocclr hip_code_object.cpp spelled it "Coudn't find binary for current devices"
+    log = tmp_path / "hip4.log"
+    log.write_text('/build/hip-rocclr/src/HIP-rocm-4.0.0/rocclr/hip_code_object.cpp:120: guarantee(false && '
+                   '"hipErrorNoBinaryForGpu: Coudn\'t find binary for current devices!")\n')
+    (inc,) = incidents(log)
+    assert inc["rule"] == "kernel.unsupported_hw.hip_no_binary_for_gpu"
