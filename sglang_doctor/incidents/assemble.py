@@ -234,36 +234,6 @@ RECORD_EXCEPTION_LITERALS: tuple[str, ...] = tuple(
         "CompilationError", "RayTaskError", "RaySystemError")])
 
 
-# Deaths the text reports in words no built-in signal (signals.py) reads, kept here until they
-# move there: they make an incident of their own, like a traceback, when nothing else is open.
-# - A shell's report of a process that a fatal signal ended, for the signals the built-ins do not
-#   name (SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGQUIT): bash's strsignal text, alone ("Illegal
-#   instruction (core dumped)"), as its job report ("run.sh: line 3: 123 Floating point exception
-#   (core dumped) python ...", "[1]+  Illegal instruction  (core dumped) python ...") or zsh's
-#   ("zsh: illegal hardware instruction  python ...").  SIGILL is most often code built for
-#   another CPU or GPU architecture than the one it runs on; SIGFPE an integer division by zero
-#   in native code.  "Quit" only with "(core dumped)": the bare word is any text's.
-# - SGLang's launcher on a node that runs only schedulers (0.5.x engine.py
-#   block_until_scheduler_exits, node_rank > 0): "Scheduler or DataParallelController PID
-#   terminated with CODE" once the process it waited on exited; 0, -2 and -15 are a stop.
-PROCESS_DEATHS: tuple[signals.Signal, ...] = (
-    signals.Signal(
-        "signal_death",
-        ("Illegal instruction", "Floating point exception", "Trace/breakpoint trap", "Bad system call",
-         "Quit (core dumped)", "illegal hardware instruction", "floating point exception", "zsh: trace trap"),
-        re.compile(r"^(?:\S+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)?(?P<signame>Illegal instruction|"
-                   r"Floating point exception|Trace/breakpoint trap|Bad system call|Quit(?= +\(core dumped\)))"
-                   r"(?:\s*$| +\(core dumped\)(?:\s.*)?$|  +\S.*$)"
-                   r"|^zsh: (?P<zsh_signame>illegal hardware instruction|floating point exception|trace trap) +\S"),
-        "evidence"),
-    signals.Signal(
-        "scheduler_terminated", ("terminated with",),
-        re.compile(r"Scheduler or DataParallelController (?P<pid>\d+) terminated with (?!(?:0|-2|-15)\b)"
-                   r"(?P<exit_code>-?\d+)\b"),
-        "evidence"),
-)
-PROCESS_DEATH_LITERALS: tuple[str, ...] = tuple(sorted({lit for sig in PROCESS_DEATHS for lit in sig.literals}))
-
 
 def _device_side(incident: Incident) -> bool:
     """The incident is a device-side error (_DEVICE_SIDE in its signal lines or its exception)."""
@@ -305,7 +275,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
-        | set(PROCESS_DEATH_LITERALS)
+        | set(signals.PROCESS_DEATH_LITERALS)
         | set(progress.LITERALS)
         | set(serving.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
@@ -427,7 +397,7 @@ class Assembler:
         self.ends_mid_line = False
         self._last_number = 0  # the number of the last line fed
         # _classify: which signals a message's literals point at, found in one automaton pass
-        self._signals = signals.SIGNALS + PROCESS_DEATHS + tuple(extra_signals)
+        self._signals = signals.SIGNALS + signals.PROCESS_DEATHS + tuple(extra_signals)
         self._by_literal: dict[str, list[int]] = {}
         for i, sig in enumerate(self._signals):
             for lit in sig.literals + signals.cut_heads(sig):
