@@ -510,6 +510,9 @@ class Assembler:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
                 return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if "\\n" in line.text and (parts := tracebacks.split_escaped_traceback(line.text)) is not None:
+            # a traceback pasted as a string literal (a JSON body, a repr): its escaped lines
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         if ('File "' in line.text or tracebacks.HEADER in line.text) \
                 and (parts := tracebacks.split_joined_traceback(line.text)) is not None:
             # a traceback whose newlines the paste lost: each of its lines as its own line
@@ -602,7 +605,8 @@ class Assembler:
             self._record = _Record(prefix.ranks, "normal")
             return
         request_header = request_errors.is_header(message)
-        if tracebacks.HEADER in message or tracebacks.is_cut_header(message):
+        if (tracebacks.HEADER in message and not tracebacks.echoes_traceback(message)) \
+                or tracebacks.is_cut_header(message):
             # a request's handled error may carry its traceback in the record itself (0.4.x
             # openai_api/adapter.py: "error: Traceback (most recent call last): ...")
             self._start_traceback(line, prefix.ranks, events, headless=False, request_level=request_header)
@@ -661,7 +665,7 @@ class Assembler:
             m = _THREAD_HEADER.match(text)
             if m is not None and m.group("thread_func"):
                 self._thread = (line.number, m.group("thread_func"))
-        if tracebacks.HEADER in text or tracebacks.is_cut_header(text):
+        if (tracebacks.HEADER in text and not tracebacks.echoes_traceback(text)) or tracebacks.is_cut_header(text):
             self._start_traceback(line, ranks, events, headless=False)
             return
         if 'File "' in text and tracebacks.is_frame(text):
@@ -943,6 +947,18 @@ class Assembler:
             else:
                 group.awaits_child = True
 
+    def _interrupted_while_serving(self, group: _Group) -> bool:
+        """Every traceback of the group ends in KeyboardInterrupt, after this launch's ready line,
+        with nothing but the interrupt (and the cancellations it causes) in its chain: an error
+        the interrupt came on top of is still that error."""
+        ready = self.launch.ready_line
+        chains = [b.chain for b in group.builders if b.chain]
+        return (ready is not None and ready < group.lines[0].number and bool(chains)
+                and len(chains) == len(group.builders)
+                and all(c[-1].type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
+                        and all(e.type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "CancelledError") for e in c)
+                        for c in chains))
+
     def _peer_loss_after_reported(self, group: _Group, primary) -> bool:
         """Every traceback of ``group`` ends in a lost gloo peer, within TERMINAL_AFTER_REPORTED
         lines of the launch's last reported incident, with no start-up milestone between (a
@@ -1046,6 +1062,13 @@ class Assembler:
             exc = primary.chain[-1] if primary.chain else None
             if exc is None or exc.type.rsplit(".", 1)[-1] in _CANCEL_TYPES:
                 return None
+        if not group.signal_lines and self._interrupted_while_serving(group):
+            # Ctrl-C (SIGINT) on a server that had come up: every process of the terminal's
+            # group prints its KeyboardInterrupt traceback on the way down (SGLang never raises
+            # one itself).  The operator's stop, and what follows is its teardown.  Before the
+            # ready line it stays an incident: an interrupted start-up may be a hang.
+            self._stopping = True
+            return None
         if not group.signal_lines and (group.request_level or self._request_rejected(primary)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
         if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \
