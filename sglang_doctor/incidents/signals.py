@@ -142,6 +142,19 @@ SIGNALS: tuple[Signal, ...] = (
     # (core dumped) python ..."): a C++ assertion or an uncaught C++ exception (torch, NCCL, a
     # CUDA library) ended the process; not SGLang's "Aborted by AbortReq." of a request
     _s("aborted", ("Aborted (core dumped)", " Aborted  "), r"(?:^|\d )Aborted +\(core dumped\)", "evidence"),
+    # glibc's own abort on a corrupted heap or stack (malloc/malloc.c malloc_printerr, the stack
+    # protector's __stack_chk_fail, _FORTIFY_SOURCE's __chk_fail): it prints one line and raises
+    # SIGABRT, so "Aborted (core dumped)" follows when the shell's report was pasted too.  A native
+    # extension (a kernel library, a tokenizer, NCCL) wrote out of bounds.  glibc < 2.26 wraps the
+    # message: "*** Error in `python': double free or corruption (!prev): 0x... ***".
+    _s("glibc_abort", ("double free or corruption", "free(): ", "munmap_chunk(): ", "realloc(): ", "malloc(): ",
+                       "malloc_consolidate(): ", "corrupted size vs. prev_size", "corrupted double-linked list",
+                       "stack smashing detected", "buffer overflow detected"),
+       r"^(?:\*\*\* Error in `[^`]*': )?(?P<glibc_message>double free or corruption \([!\w]+\)|"
+       r"(?:free|realloc|malloc|munmap_chunk|malloc_consolidate)\(\): (?:invalid|corrupted|double free|unaligned|"
+       r"memory corruption)[\w .()]*?|corrupted size vs\. prev_size|corrupted double-linked list(?: \(not small\))?)"
+       r"(?:: 0x[0-9a-f]+ \*\*\*)?\s*$|^\*\*\* (?P<glibc_check>stack smashing|buffer overflow) detected \*\*\*",
+       "evidence"),
     _s("bus_error", ("Bus error",), r"^(?:\S+: line \d+: +\d+ )?Bus error\b|\bBus error \(core dumped\)", "evidence"),
     _s("device_assert", ("Assertion `",), r"Assertion `(?P<assertion>.+)` failed", "evidence"),
     _s("pool_profiled_negative", ("is larger than the profiled value -",),

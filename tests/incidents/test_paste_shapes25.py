@@ -222,3 +222,30 @@ def test_an_interrupt_on_top_of_an_error_is_still_that_error():
 ])
 def test_healthy_texts_with_scary_words_stay_silent(text):
     assert diagnoses(text) == []
+
+
+# -- glibc's abort on a corrupted heap or stack ---------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "double free or corruption (!prev)",
+    "free(): invalid pointer",
+    "free(): double free detected in tcache 2",
+    "munmap_chunk(): invalid pointer",
+    "malloc(): unaligned tcache chunk detected",
+    "corrupted size vs. prev_size",
+    "*** stack smashing detected ***: terminated",
+    "*** Error in `python': double free or corruption (out): 0x00007f3c2c000b20 ***",
+])
+def test_glibc_s_abort_line_is_a_death(tmp_path, line):
+    # malloc_printerr / __stack_chk_fail print this one line and raise SIGABRT: the paste may
+    # end before the shell's "Aborted (core dumped)"
+    (inc,) = incidents_of_lines(tmp_path, ["[2025-06-01 10:00:40 TP0] Load weight begin. avail mem=78.00 GB", line])
+    assert [s.text for s in inc.signals] == [line]
+
+
+@pytest.mark.parametrize("line", [
+    "[2025-06-01 10:00:41 TP0] Using a pinned pool to avoid double free or corruption (!prev) in the allocator",
+    "The malloc(): function is fast enough here",
+])
+def test_glibc_s_words_in_other_text_are_not_its_abort(tmp_path, line):
+    assert incidents_of_lines(tmp_path, ["[2025-06-01 10:00:40 TP0] Load weight begin. avail mem=78.00 GB", line]) == []
