@@ -371,6 +371,19 @@ def _markdown_code_span(text: str) -> str | None:
 
 # the parent's sigquit: a child failed with an exception it logged just before (not the
 # "scheduler died during initialization" of a child killed by a signal)
+# a folded piece that ends inside a quoted value (``host='10.2`` of "HTTPConnection(host='10.20.0.5',
+# port=8998)"): the terminal cut the value, so the next piece is its rest even when it starts as a
+# line of its own would (``0.0.5', port=...`` reads like a date to records.starts_own_line)
+_OPEN_VALUE = re.compile(r"""[=(\[{,:]\s*(?P<q>['"])(?:(?!(?P=q)).)*$""")
+
+
+def _cut_inside_a_value(held: str, text: str) -> bool:
+    """``held`` ends inside a quoted value that ``text`` closes, and ``text`` is no record's start."""
+    m = _OPEN_VALUE.search(held)
+    return (m is not None and m.group("q") in text and text[:1] not in (" ", "\t", "")
+            and not records.is_record_start(text))
+
+
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
 
 _CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
@@ -465,7 +478,8 @@ class Assembler:
         if self._wrapped is not None:
             held, last = self._wrapped
             self._wrapped = None
-            if line.number == last + 1 and not records.starts_own_line(line.text, held.text):
+            if line.number == last + 1 and (not records.starts_own_line(line.text, held.text)
+                                            or _cut_inside_a_value(held.text, line.text)):
                 raw = held.raw + line.raw if held.raw is not None and line.raw is not None else held.raw
                 joined = Line(held.number, held.text + line.text, raw, held.cut + line.cut)
                 if len(line.text) == width:

@@ -25,15 +25,22 @@ Healthy texts that must stay silent:
 - A request's or an answer's text that quotes a traceback (SGLang's --log-requests
   ``Receive: obj=GenerateReqInput(text='...Traceback...\\n  File ...')``, a JSON answer's
   ``content``): the server is fine (tracebacks._ECHOED).
+- A retry line a terminal folded inside a quoted value (``host='10.2`` / ``0.0.5', port=...``): the
+  rest starts like a date but is that line's rest (assemble._cut_inside_a_value).
 - ``python -m sglang.check_env``'s report ("vllm: Module Not Found"), Ray's start-up notes,
   uvicorn's Ctrl-C shutdown with asyncio's "Task was destroyed but it is pending!".
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from conftest import incidents_of_lines
+from conftest import FIXTURES, incidents_of_lines
 from sglang_doctor.diagnose.rules_engine import RuleSet
 from sglang_doctor.pipeline import StreamPipeline
 
@@ -249,3 +256,38 @@ def test_glibc_s_abort_line_is_a_death(tmp_path, line):
 ])
 def test_glibc_s_words_in_other_text_are_not_its_abort(tmp_path, line):
     assert incidents_of_lines(tmp_path, ["[2025-06-01 10:00:40 TP0] Load weight begin. avail mem=78.00 GB", line]) == []
+
+
+# -- a terminal's fold inside a quoted value ------------------------------------------------
+
+def _folded(path: Path, width: int) -> str:
+    out = []
+    for line in path.read_text().splitlines():
+        line = "sglang-1  | " + line  # docker compose's prefix, then the terminal's fold
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _explain(tmp_path: Path, text: str) -> tuple[int, list[str]]:
+    p = tmp_path / "folded.log"
+    p.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "sglang_doctor", "explain", "--format", "json", str(p)],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, [e["rule"] for e in map(json.loads, r.stdout.splitlines()) if e["event"] == "incident"]
+
+
+@pytest.mark.parametrize("width", [90, 100, 120])
+def test_a_retry_line_folded_inside_a_quoted_value_stays_one_line(tmp_path, width):
+    # "Prefill register attempt 1/5 failed: HTTPConnection(host='10.2" / "0.0.5', port=8998): Failed to
+    # establish a new connection: [Errno 113] No route to host": the rest starts like a date, but the
+    # piece above ended inside host='...': it is that retry line's rest, not a failure of its own
+    assert _explain(tmp_path, _folded(FIXTURES / "healthy" / "pd_prefill_register_retry_0523.log", width)) == (0, [])
+
+
+@pytest.mark.parametrize("width", [90, 100, 120])
+def test_the_failed_registration_folded_the_same_way_is_still_named(tmp_path, width):
+    code, rules = _explain(tmp_path, _folded(FIXTURES / "nccl" / "pd_bootstrap_register_failed_0523.log", width))
+    assert (code, rules) == (1, ["nccl.pd_bootstrap_register_failed"])
