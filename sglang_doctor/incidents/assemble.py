@@ -90,8 +90,10 @@ _REQUEST_COROUTINE = ("managers/tokenizer_manager.py", "generate_request")
 # _pytest/); SGLang's CustomTestCase wraps each test in srt/utils/common.py's retry(), whose
 # "retry() exceed maximum number of retries" chains onto it. A server under test runs in its own
 # process, so its failures have their own tracebacks; this one only says a check of the test
-# (a throughput threshold, an expected answer) did not hold.
-_TEST_RUNNER = ("/unittest/case.py", "/_pytest/")
+# (a throughput threshold, an expected answer) did not hold.  unittest's own ERROR report of the
+# test drops its case.py frames (TestResult._is_relevant_tb_level), so there the deepest frame is
+# CustomTestCase's call into the test method (python/sglang/test/test_utils.py, its retry lambda).
+_TEST_RUNNER = ("/unittest/case.py", "/_pytest/", "/sglang/test/test_utils.py")
 _TEST_RETRY = "/sglang/srt/utils/common.py"
 
 

@@ -291,3 +291,41 @@ def test_a_retry_line_folded_inside_a_quoted_value_stays_one_line(tmp_path, widt
 def test_the_failed_registration_folded_the_same_way_is_still_named(tmp_path, width):
     code, rules = _explain(tmp_path, _folded(FIXTURES / "nccl" / "pd_bootstrap_register_failed_0523.log", width))
     assert (code, rules) == (1, ["nccl.pd_bootstrap_register_failed"])
+
+
+# -- unittest's ERROR report of an SGLang CI test --------------------------------------------
+
+T = "/usr/local/python3.11.13/lib/python3.11/site-packages/sglang"
+UNITTEST_REPORT = [
+    "ERROR: test_qwen3_235b (__main__.TestQwen3_235B.test_qwen3_235b)",
+    "----------------------------------------------------------------------",
+    "Traceback (most recent call last):",
+    f'  File "{T}/srt/utils/common.py", line 2527, in retry',
+    "    return fn()",
+    f'  File "{T}/test/test_utils.py", line 1704, in <lambda>',
+    "    lambda: super(CustomTestCase, self)._callTestMethod(method),",
+    "AssertionError: 10.63 not less than or equal to 10.2",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "Traceback (most recent call last):",
+    f'  File "{T}/test/test_utils.py", line 1703, in _callTestMethod',
+    "    retry(",
+    f'  File "{T}/srt/utils/common.py", line 2535, in retry',
+    '    raise Exception(f"retry() exceed maximum number of retries.")',
+    "Exception: retry() exceed maximum number of retries.",
+]
+
+
+@pytest.mark.parametrize("spacing", [1, 2])
+def test_unittest_s_error_report_of_a_threshold_is_no_server_failure(tmp_path, spacing):
+    # unittest drops its own case.py frames from the report (_is_relevant_tb_level): the deepest
+    # frame is CustomTestCase's call into the test; a paste may be double-spaced
+    lines = [x for line in UNITTEST_REPORT for x in ([line] + [""] * (spacing - 1))]
+    assert incidents_of_lines(tmp_path, [READY, DECODE, *lines]) == []
+
+
+def test_an_assertion_inside_sglang_under_the_test_harness_is_still_an_incident(tmp_path):
+    lines = UNITTEST_REPORT[:5] + [f'  File "{T}/srt/managers/scheduler.py", line 900, in event_loop_normal',
+                                   "    assert batch.is_empty()", "AssertionError"]
+    assert len(incidents_of_lines(tmp_path, [READY, DECODE, *lines])) == 1
