@@ -16,6 +16,7 @@ literal could matter; when it is False such a line is a no-op and may be skipped
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -386,6 +387,18 @@ def _cut_inside_a_value(held: str, text: str) -> bool:
             and not records.is_record_start(text))
 
 
+def _docker_json_log(text: str) -> str | None:
+    """The line a record of Docker's json-file log driver holds (/var/lib/docker/containers/<id>/
+    <id>-json.log: one JSON object per line, ``{"log": "<the line>\\n", "stream": "stderr",
+    "time": "..."}``), or None when ``text`` is not one."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    logged = record.get("log") if isinstance(record, dict) else None
+    return logged.rstrip("\r\n") if isinstance(logged, str) and "\n" not in logged.rstrip("\r\n") else None
+
+
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
 
 _CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
@@ -504,6 +517,9 @@ class Assembler:
         return any(lit in text for lit in (strong if records.is_record_start(text) else every))
 
     def _feed_line(self, line: Line) -> list[Event]:
+        if line.text.startswith('{"log":') and (logged := _docker_json_log(line.text)) is not None:
+            # a container's log file as Docker's json-file driver writes it: the line's own text
+            line = Line(line.number, logged, line.raw, line.cut)
         if "`" in line.text and (unquoted := _markdown_code_span(line.text)) is not None:
             # a paste that wrapped the log in markdown's inline code (`RuntimeError: ...`, its
             # backticks left on the first and last lines): read as SGLang wrote it

@@ -16,6 +16,10 @@ Failures that must form an incident and name what the text says:
   the two characters backslash-n (tracebacks.split_escaped_traceback).
 - ncclInternalError's string through pynccl's NCCL_CHECK: nccl, not SGLang's own "internal
   error" (rules/nccl.yaml nccl.internal_error).
+- A container's log file as Docker's json-file driver writes it (``{"log": "...\\n", "stream": ...}``):
+  each record's line (assemble._docker_json_log).
+- glibc's abort line on a corrupted heap or stack ("free(): invalid pointer", "*** stack smashing
+  detected ***"), when the paste ends before "Aborted (core dumped)" (signals glibc_abort).
 
 Healthy texts that must stay silent:
 
@@ -27,6 +31,8 @@ Healthy texts that must stay silent:
   ``content``): the server is fine (tracebacks._ECHOED).
 - A retry line a terminal folded inside a quoted value (``host='10.2`` / ``0.0.5', port=...``): the
   rest starts like a date but is that line's rest (assemble._cut_inside_a_value).
+- unittest's ERROR report of an SGLang CI test's threshold, which drops unittest's own frames
+  (assemble._TEST_RUNNER: sglang/test/test_utils.py), single- or double-spaced.
 - ``python -m sglang.check_env``'s report ("vllm: Module Not Found"), Ray's start-up notes,
   uvicorn's Ctrl-C shutdown with asyncio's "Task was destroyed but it is pending!".
 """
@@ -329,3 +335,22 @@ def test_an_assertion_inside_sglang_under_the_test_harness_is_still_an_incident(
     lines = UNITTEST_REPORT[:5] + [f'  File "{T}/srt/managers/scheduler.py", line 900, in event_loop_normal',
                                    "    assert batch.is_empty()", "AssertionError"]
     assert len(incidents_of_lines(tmp_path, [READY, DECODE, *lines])) == 1
+
+
+# -- Docker's json-file log records -----------------------------------------------------------
+
+def _docker(lines: list[str]) -> list[str]:
+    return [json.dumps({"log": line + "\n", "stream": "stderr", "time": "2025-06-01T10:00:00.000000000Z"})
+            for line in lines]
+
+
+def test_a_container_s_json_file_log_is_read_as_its_lines(tmp_path):
+    (inc,) = incidents_of_lines(tmp_path, _docker(["[2025-06-01 10:00:00 TP0] Scheduler hit an exception: "
+                                                   "Traceback (most recent call last):", *OOM_FRAMES, NOT_ENOUGH]))
+    assert inc.exception.message == "Not enough memory. Please try to increase --mem-fraction-static."
+    assert [f.function for f in inc.frames] == ["run_scheduler_process", "init_memory_pool"]
+
+
+def test_a_healthy_container_json_log_stays_silent(tmp_path):
+    assert incidents_of_lines(tmp_path, _docker([READY, DECODE, "[2025-06-01 10:05:01] INFO:     127.0.0.1:5 - "
+                                                 '"POST /generate HTTP/1.1" 200 OK'])) == []
