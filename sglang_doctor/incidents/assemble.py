@@ -16,6 +16,7 @@ literal could matter; when it is False such a line is a no-op and may be skipped
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -90,8 +91,10 @@ _REQUEST_COROUTINE = ("managers/tokenizer_manager.py", "generate_request")
 # _pytest/); SGLang's CustomTestCase wraps each test in srt/utils/common.py's retry(), whose
 # "retry() exceed maximum number of retries" chains onto it. A server under test runs in its own
 # process, so its failures have their own tracebacks; this one only says a check of the test
-# (a throughput threshold, an expected answer) did not hold.
-_TEST_RUNNER = ("/unittest/case.py", "/_pytest/")
+# (a throughput threshold, an expected answer) did not hold.  unittest's own ERROR report of the
+# test drops its case.py frames (TestResult._is_relevant_tb_level), so there the deepest frame is
+# CustomTestCase's call into the test method (python/sglang/test/test_utils.py, its retry lambda).
+_TEST_RUNNER = ("/unittest/case.py", "/_pytest/", "/sglang/test/test_utils.py")
 _TEST_RETRY = "/sglang/srt/utils/common.py"
 
 
@@ -234,36 +237,6 @@ RECORD_EXCEPTION_LITERALS: tuple[str, ...] = tuple(
         "CompilationError", "RayTaskError", "RaySystemError")])
 
 
-# Deaths the text reports in words no built-in signal (signals.py) reads, kept here until they
-# move there: they make an incident of their own, like a traceback, when nothing else is open.
-# - A shell's report of a process that a fatal signal ended, for the signals the built-ins do not
-#   name (SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGQUIT): bash's strsignal text, alone ("Illegal
-#   instruction (core dumped)"), as its job report ("run.sh: line 3: 123 Floating point exception
-#   (core dumped) python ...", "[1]+  Illegal instruction  (core dumped) python ...") or zsh's
-#   ("zsh: illegal hardware instruction  python ...").  SIGILL is most often code built for
-#   another CPU or GPU architecture than the one it runs on; SIGFPE an integer division by zero
-#   in native code.  "Quit" only with "(core dumped)": the bare word is any text's.
-# - SGLang's launcher on a node that runs only schedulers (0.5.x engine.py
-#   block_until_scheduler_exits, node_rank > 0): "Scheduler or DataParallelController PID
-#   terminated with CODE" once the process it waited on exited; 0, -2 and -15 are a stop.
-PROCESS_DEATHS: tuple[signals.Signal, ...] = (
-    signals.Signal(
-        "signal_death",
-        ("Illegal instruction", "Floating point exception", "Trace/breakpoint trap", "Bad system call",
-         "Quit (core dumped)", "illegal hardware instruction", "floating point exception", "zsh: trace trap"),
-        re.compile(r"^(?:\S+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)?(?P<signame>Illegal instruction|"
-                   r"Floating point exception|Trace/breakpoint trap|Bad system call|Quit(?= +\(core dumped\)))"
-                   r"(?:\s*$| +\(core dumped\)(?:\s.*)?$|  +\S.*$)"
-                   r"|^zsh: (?P<zsh_signame>illegal hardware instruction|floating point exception|trace trap) +\S"),
-        "evidence"),
-    signals.Signal(
-        "scheduler_terminated", ("terminated with",),
-        re.compile(r"Scheduler or DataParallelController (?P<pid>\d+) terminated with (?!(?:0|-2|-15)\b)"
-                   r"(?P<exit_code>-?\d+)\b"),
-        "evidence"),
-)
-PROCESS_DEATH_LITERALS: tuple[str, ...] = tuple(sorted({lit for sig in PROCESS_DEATHS for lit in sig.literals}))
-
 
 def _device_side(incident: Incident) -> bool:
     """The incident is a device-side error (_DEVICE_SIDE in its signal lines or its exception)."""
@@ -305,7 +278,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
     sorted(
         set(milestones.LITERALS)
         | set(signals.LITERALS)
-        | set(PROCESS_DEATH_LITERALS)
+        | set(signals.PROCESS_DEATH_LITERALS)
         | set(progress.LITERALS)
         | set(serving.LITERALS)
         | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
@@ -401,6 +374,31 @@ def _markdown_code_span(text: str) -> str | None:
 
 # the parent's sigquit: a child failed with an exception it logged just before (not the
 # "scheduler died during initialization" of a child killed by a signal)
+# a folded piece that ends inside a quoted value (``host='10.2`` of "HTTPConnection(host='10.20.0.5',
+# port=8998)"): the terminal cut the value, so the next piece is its rest even when it starts as a
+# line of its own would (``0.0.5', port=...`` reads like a date to records.starts_own_line)
+_OPEN_VALUE = re.compile(r"""[=(\[{,:]\s*(?P<q>['"])(?:(?!(?P=q)).)*$""")
+
+
+def _cut_inside_a_value(held: str, text: str) -> bool:
+    """``held`` ends inside a quoted value that ``text`` closes, and ``text`` is no record's start."""
+    m = _OPEN_VALUE.search(held)
+    return (m is not None and m.group("q") in text and text[:1] not in (" ", "\t", "")
+            and not records.is_record_start(text))
+
+
+def _docker_json_log(text: str) -> str | None:
+    """The line a record of Docker's json-file log driver holds (/var/lib/docker/containers/<id>/
+    <id>-json.log: one JSON object per line, ``{"log": "<the line>\\n", "stream": "stderr",
+    "time": "..."}``), or None when ``text`` is not one."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    logged = record.get("log") if isinstance(record, dict) else None
+    return logged.rstrip("\r\n") if isinstance(logged, str) and "\n" not in logged.rstrip("\r\n") else None
+
+
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
 
 _CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
@@ -427,7 +425,7 @@ class Assembler:
         self.ends_mid_line = False
         self._last_number = 0  # the number of the last line fed
         # _classify: which signals a message's literals point at, found in one automaton pass
-        self._signals = signals.SIGNALS + PROCESS_DEATHS + tuple(extra_signals)
+        self._signals = signals.SIGNALS + signals.PROCESS_DEATHS + tuple(extra_signals)
         self._by_literal: dict[str, list[int]] = {}
         for i, sig in enumerate(self._signals):
             for lit in sig.literals + signals.cut_heads(sig):
@@ -495,7 +493,8 @@ class Assembler:
         if self._wrapped is not None:
             held, last = self._wrapped
             self._wrapped = None
-            if line.number == last + 1 and not records.starts_own_line(line.text, held.text):
+            if line.number == last + 1 and (not records.starts_own_line(line.text, held.text)
+                                            or _cut_inside_a_value(held.text, line.text)):
                 raw = held.raw + line.raw if held.raw is not None and line.raw is not None else held.raw
                 joined = Line(held.number, held.text + line.text, raw, held.cut + line.cut)
                 if len(line.text) == width:
@@ -518,6 +517,9 @@ class Assembler:
         return any(lit in text for lit in (strong if records.is_record_start(text) else every))
 
     def _feed_line(self, line: Line) -> list[Event]:
+        if line.text.startswith('{"log":') and (logged := _docker_json_log(line.text)) is not None:
+            # a container's log file as Docker's json-file driver writes it: the line's own text
+            line = Line(line.number, logged, line.raw, line.cut)
         if "`" in line.text and (unquoted := _markdown_code_span(line.text)) is not None:
             # a paste that wrapped the log in markdown's inline code (`RuntimeError: ...`, its
             # backticks left on the first and last lines): read as SGLang wrote it
@@ -540,6 +542,9 @@ class Assembler:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
                 return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if "\\n" in line.text and (parts := tracebacks.split_escaped_traceback(line.text)) is not None:
+            # a traceback pasted as a string literal (a JSON body, a repr): its escaped lines
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         if ('File "' in line.text or tracebacks.HEADER in line.text) \
                 and (parts := tracebacks.split_joined_traceback(line.text)) is not None:
             # a traceback whose newlines the paste lost: each of its lines as its own line
@@ -632,7 +637,8 @@ class Assembler:
             self._record = _Record(prefix.ranks, "normal")
             return
         request_header = request_errors.is_header(message)
-        if tracebacks.HEADER in message or tracebacks.is_cut_header(message):
+        if (tracebacks.HEADER in message and not tracebacks.echoes_traceback(message)) \
+                or tracebacks.is_cut_header(message):
             # a request's handled error may carry its traceback in the record itself (0.4.x
             # openai_api/adapter.py: "error: Traceback (most recent call last): ...")
             self._start_traceback(line, prefix.ranks, events, headless=False, request_level=request_header)
@@ -691,7 +697,7 @@ class Assembler:
             m = _THREAD_HEADER.match(text)
             if m is not None and m.group("thread_func"):
                 self._thread = (line.number, m.group("thread_func"))
-        if tracebacks.HEADER in text or tracebacks.is_cut_header(text):
+        if (tracebacks.HEADER in text and not tracebacks.echoes_traceback(text)) or tracebacks.is_cut_header(text):
             self._start_traceback(line, ranks, events, headless=False)
             return
         if 'File "' in text and tracebacks.is_frame(text):
@@ -973,6 +979,18 @@ class Assembler:
             else:
                 group.awaits_child = True
 
+    def _interrupted_while_serving(self, group: _Group) -> bool:
+        """Every traceback of the group ends in KeyboardInterrupt, after this launch's ready line,
+        with nothing but the interrupt (and the cancellations it causes) in its chain: an error
+        the interrupt came on top of is still that error."""
+        ready = self.launch.ready_line
+        chains = [b.chain for b in group.builders if b.chain]
+        return (ready is not None and ready < group.lines[0].number and bool(chains)
+                and len(chains) == len(group.builders)
+                and all(c[-1].type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
+                        and all(e.type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "CancelledError") for e in c)
+                        for c in chains))
+
     def _peer_loss_after_reported(self, group: _Group, primary) -> bool:
         """Every traceback of ``group`` ends in a lost gloo peer, within TERMINAL_AFTER_REPORTED
         lines of the launch's last reported incident, with no start-up milestone between (a
@@ -1076,6 +1094,13 @@ class Assembler:
             exc = primary.chain[-1] if primary.chain else None
             if exc is None or exc.type.rsplit(".", 1)[-1] in _CANCEL_TYPES:
                 return None
+        if not group.signal_lines and self._interrupted_while_serving(group):
+            # Ctrl-C (SIGINT) on a server that had come up: every process of the terminal's
+            # group prints its KeyboardInterrupt traceback on the way down (SGLang never raises
+            # one itself).  The operator's stop, and what follows is its teardown.  Before the
+            # ready line it stays an incident: an interrupted start-up may be a hang.
+            self._stopping = True
+            return None
         if not group.signal_lines and (group.request_level or self._request_rejected(primary)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
         if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \

@@ -142,6 +142,19 @@ SIGNALS: tuple[Signal, ...] = (
     # (core dumped) python ..."): a C++ assertion or an uncaught C++ exception (torch, NCCL, a
     # CUDA library) ended the process; not SGLang's "Aborted by AbortReq." of a request
     _s("aborted", ("Aborted (core dumped)", " Aborted  "), r"(?:^|\d )Aborted +\(core dumped\)", "evidence"),
+    # glibc's own abort on a corrupted heap or stack (malloc/malloc.c malloc_printerr, the stack
+    # protector's __stack_chk_fail, _FORTIFY_SOURCE's __chk_fail): it prints one line and raises
+    # SIGABRT, so "Aborted (core dumped)" follows when the shell's report was pasted too.  A native
+    # extension (a kernel library, a tokenizer, NCCL) wrote out of bounds.  glibc < 2.26 wraps the
+    # message: "*** Error in `python': double free or corruption (!prev): 0x... ***".
+    _s("glibc_abort", ("double free or corruption", "free(): ", "munmap_chunk(): ", "realloc(): ", "malloc(): ",
+                       "malloc_consolidate(): ", "corrupted size vs. prev_size", "corrupted double-linked list",
+                       "stack smashing detected", "buffer overflow detected"),
+       r"^(?:\*\*\* Error in `[^`]*': )?(?P<glibc_message>double free or corruption \([!\w]+\)|"
+       r"(?:free|realloc|malloc|munmap_chunk|malloc_consolidate)\(\): (?:invalid|corrupted|double free|unaligned|"
+       r"memory corruption)[\w .()]*?|corrupted size vs\. prev_size|corrupted double-linked list(?: \(not small\))?)"
+       r"(?:: 0x[0-9a-f]+ \*\*\*)?\s*$|^\*\*\* (?P<glibc_check>stack smashing|buffer overflow) detected \*\*\*",
+       "evidence"),
     _s("bus_error", ("Bus error",), r"^(?:\S+: line \d+: +\d+ )?Bus error\b|\bBus error \(core dumped\)", "evidence"),
     _s("device_assert", ("Assertion `",), r"Assertion `(?P<assertion>.+)` failed", "evidence"),
     _s("pool_profiled_negative", ("is larger than the profiled value -",),
@@ -243,6 +256,37 @@ SIGNALS: tuple[Signal, ...] = (
 )
 
 LITERALS: tuple[str, ...] = tuple(sorted({lit for s in SIGNALS for lit in s.literals}))
+
+# Deaths the text reports in words only, a tuple apart from SIGNALS as session 24 added them: the
+# assembler reads them with SIGNALS (assemble.Assembler._signals, TRIGGER_LITERALS); classify() and
+# LITERALS do not.  They make an incident of their own, like a traceback, when nothing else is open.
+# - A shell's report of a process that a fatal signal ended, for the signals the built-ins do not
+#   name (SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGQUIT): bash's strsignal text, alone ("Illegal
+#   instruction (core dumped)"), as its job report ("run.sh: line 3: 123 Floating point exception
+#   (core dumped) python ...", "[1]+  Illegal instruction  (core dumped) python ...") or zsh's
+#   ("zsh: illegal hardware instruction  python ...").  SIGILL is most often code built for
+#   another CPU or GPU architecture than the one it runs on; SIGFPE an integer division by zero
+#   in native code.  "Quit" only with "(core dumped)": the bare word is any text's.
+# - SGLang's launcher on a node that runs only schedulers (0.5.x engine.py
+#   block_until_scheduler_exits, node_rank > 0): "Scheduler or DataParallelController PID
+#   terminated with CODE" once the process it waited on exited; 0, -2 and -15 are a stop.
+PROCESS_DEATHS: tuple[Signal, ...] = (
+    Signal(
+        "signal_death",
+        ("Illegal instruction", "Floating point exception", "Trace/breakpoint trap", "Bad system call",
+         "Quit (core dumped)", "illegal hardware instruction", "floating point exception", "zsh: trace trap"),
+        re.compile(r"^(?:\S+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)?(?P<signame>Illegal instruction|"
+                   r"Floating point exception|Trace/breakpoint trap|Bad system call|Quit(?= +\(core dumped\)))"
+                   r"(?:\s*$| +\(core dumped\)(?:\s.*)?$|  +\S.*$)"
+                   r"|^zsh: (?P<zsh_signame>illegal hardware instruction|floating point exception|trace trap) +\S"),
+        "evidence"),
+    Signal(
+        "scheduler_terminated", ("terminated with",),
+        re.compile(r"Scheduler or DataParallelController (?P<pid>\d+) terminated with (?!(?:0|-2|-15)\b)"
+                   r"(?P<exit_code>-?\d+)\b"),
+        "evidence"),
+)
+PROCESS_DEATH_LITERALS: tuple[str, ...] = tuple(sorted({lit for sig in PROCESS_DEATHS for lit in sig.literals}))
 
 
 def classify(message: str) -> tuple[Signal, dict[str, str]] | None:

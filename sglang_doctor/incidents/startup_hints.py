@@ -32,7 +32,13 @@ _BUILDS = re.compile(r"(?:^|[=\s(])(?:Scheduler|TpModelWorker\w*|ModelRunner|Mod
 # memory pools, CUDA graph capture): a traceback through one of them was not serving
 _STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel", "init_distributed_environment",
                             "load_model", "_initialize_model", "get_model", "init_memory_pool", "profile_max_num_token",
-                            "init_cuda_graphs", "init_device_graphs", "capture_one_batch_size"})
+                            "init_cuda_graphs", "init_device_graphs", "capture_one_batch_size",
+                            # the engine's launcher (0.4.x-0.5.23 entrypoints/engine.py): it starts the
+                            # scheduler / detokenizer processes and returns once they report ready, so
+                            # what raises inside it (its own "Initialization failed. Please see the error
+                            # messages above.", a dead rank's EOFError) is a launch that never came up;
+                            # an offline sgl.Engine(...) call or a wrapper's (verl, slime) passes it
+                            "_launch_subprocesses", "_launch_scheduler_processes"})
 # the modules that build and check the launch arguments (ServerArgs and its groups, the
 # launcher that calls them): they run once, before any worker starts
 _ARGS_MODULES = ("/srt/server_args.py", "/srt/arg_groups/", "/srt/server_args_config_parser.py", "/sglang/launch_server.py")
@@ -53,7 +59,11 @@ _MISMATCH_TYPES = frozenset({"AttributeError", "NameError", "ImportError", "Modu
 _STARTUP_WORDS = re.compile(
     r"unsupported (?:gpu |cuda )?architecture|compute capability|not supported on (?:this|your) (?:gpu|device|platform)|"
     r"no kernel image is available|\bsm_?\d{2,3}a?\b|requires (?:sm|compute)|is not supported on|"
-    r"out of memory|outofmemoryerror|allocation failed with oom",
+    r"out of memory|outofmemoryerror|allocation failed with oom|"
+    # SGLang's launcher on a scheduler that did not report ready (engine.py _launch_subprocesses /
+    # _wait_for_scheduler_ready) or on a failed warm-up request (http_server.py _wait_and_warmup):
+    # both before the ready line
+    r"Initialization failed\. (?:Please see the error messages above|warmup error)",
     re.IGNORECASE)
 
 

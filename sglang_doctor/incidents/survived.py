@@ -44,8 +44,8 @@ from sglang_doctor.model import Incident, Launch
 DEATH_SIGNALS = frozenset({
     "sigquit_launch", "sigquit_running", "subprocess_crashed", "scheduler_died", "scheduler_dead", "exit_code",
     "oom_killer", "killed", "faulthandler", "segfault", "cpp_terminate", "aborted", "bus_error", "init_failed",
-    "watchdog_timeout", "argparse_error", "port_in_use", "uvicorn_error",
-    # incidents/assemble.py PROCESS_DEATHS: a shell's report of a death by signal, a scheduler-only
+    "watchdog_timeout", "argparse_error", "port_in_use", "uvicorn_error", "glibc_abort",
+    # incidents/signals.py PROCESS_DEATHS: a shell's report of a death by signal, a scheduler-only
     # node's "Scheduler or DataParallelController PID terminated with CODE" (not 0 / -2 / -15)
     "signal_death", "scheduler_terminated",
 })

@@ -258,6 +258,20 @@ class TracebackPart:
 _THREAD_DUMP_HEADER = re.compile(r"^(?:(?:Current )?[Tt]hread 0x[0-9a-fA-F]+|Stack) \(most recent call first\):\s*$")
 
 
+# Ray's error for a task or actor method that raised (ray/exceptions.py RayTaskError): the first
+# line is "ray.exceptions.RayTaskError(RuntimeError): ray::WorkerDict.init_model() (pid=4012,
+# ip=...)", then the remote process's traceback *without* its "Traceback (most recent call last):"
+# header, down to the remote exception (verl / slime / AReaL rollout workers that run SGLang).
+_RAY_TASK_HEAD = re.compile(r"^ray::[\w.<>]+\(\)")
+
+
+def _remote_task_error(exc: ExceptionInfo | None) -> bool:
+    """The exception is Ray's report of a remote task's error (RayTaskError, or the type Ray
+    made for it, ``RayTaskError(RuntimeError)``), whose message the remote frames follow."""
+    return exc is not None and (exc.type.rsplit(".", 1)[-1].startswith("RayTaskError")
+                                or _RAY_TASK_HEAD.match(exc.message or "") is not None)
+
+
 class TracebackBuilder:
     """Follows one traceback record line by line.
 
@@ -429,6 +443,13 @@ class TracebackBuilder:
         if self._held:
             return 0  # a blank line ended the exception message
         if is_frame(text):
+            if not self._msg_lines and _remote_task_error(self.parts[-1].exception):
+                # Ray's RayTaskError prints the remote task's traceback as its message, frames
+                # first and with no "Traceback" header: a chained part, its exception the cause
+                self.parts.append(TracebackPart())
+                self.state = "frames"
+                self._prev_frame_indented = None
+                return self._in_frames(text)
             return 0
         if text[:1] in "`~<" and _MARKUP.match(text):
             return 0  # the paste's closing code fence or </details>: the text ends there
@@ -557,7 +578,9 @@ def event_loop_reason(frames: list[Frame]) -> str | None:
 # first ``File "``.  Python writes each frame as ``File "<path>", line <n>, in <function>`` and
 # the exception line after the last frame's source line; chained parts are separated by
 # CHAIN_MARKERS and a new header.
-_JOINED_FRAME = re.compile(r'File "[^"\n]*", line \d+(?:, in [\w<>.]+)?')
+# (faulthandler's frame, ``File "<path>", line <n> in <function>`` without the comma, keeps its
+# function too: a name that ends like an exception type, ``raise_for_HTTPError``, is no exception)
+_JOINED_FRAME = re.compile(r'File "[^"\n]*", line \d+(?:,? in [\w<>.]+)?')
 _JOINED_MARK = re.compile("|".join(re.escape(m) for m in (HEADER,) + CHAIN_MARKERS))
 # the exception line's start inside the text after the last frame: a (dotted) type that ends in
 # one of Python's exception suffixes, then ": " or the end (after the source line, if any)
@@ -566,12 +589,28 @@ _JOINED_EXC = re.compile(
     r"(?:\([A-Za-z_][\w.]*\))?(?=: |:?\s*$)")
 
 
+# Not a traceback a request or its answer carries as text (joined or escaped, below): SGLang's request log
+# (--log-requests: "Receive: obj=GenerateReqInput(text='...'", "Finish: obj=..., out={'text': ...")
+# and a JSON request or answer whose prompt or generated text quotes a traceback
+_ECHOED = re.compile(r"""obj=|ReqInput\(|out=\{|["'](?:text|content|prompt|messages|input|output|response|completion)["']\s*:""")
+
+
+def echoes_traceback(text: str) -> bool:
+    """The traceback header in ``text`` is inside a request's or an answer's text (_ECHOED
+    before it): a quote, not a traceback the process printed."""
+    at = text.find(HEADER)
+    return at > 0 and _ECHOED.search(text, 0, at) is not None
+
+
 def split_joined_traceback(text: str) -> list[str] | None:
     """The lines of a traceback joined into one line (see above), or None when ``text`` is not
     one: it must hold a frame after a header, or start with a frame and hold a second frame or
     an exception after it.  What comes before the first header (SGLang's record header and
     "Scheduler hit an exception: ") stays on the first line."""
     at = text.find(HEADER)
+    first_frame = text.find('File "')
+    if _ECHOED.search(text, 0, min(i for i in (at, first_frame, len(text)) if i >= 0)):
+        return None  # a request's or an answer's text quoting a traceback (see _ECHOED)
     if at >= 0:
         head, rest = text[:at + len(HEADER)], text[at + len(HEADER):]
         if 'File "' not in rest:
@@ -605,6 +644,28 @@ def split_joined_traceback(text: str) -> list[str] | None:
     tail = rest[pos:].strip()
     if tail:
         lines.extend(_source_and_exception(tail, last_of_part=True))
+    return lines
+
+
+# A traceback inside a string literal: a JSON body's field ({"detail": "Traceback (most recent
+# call last):\n  File \"/x.py\", ..."}), a Python repr of the log text, a log shipper's escaped
+# message.  Its newlines are the two characters backslash and n, and a JSON or double-quoted
+# string escapes its quotes and backslashes.  Only a text whose escaped newline is next to the
+# traceback's header or a frame is one.
+_ESCAPED_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\?"')
+_ESCAPE = re.compile(r"""\\[n"'\\t]""")
+_UNESCAPED = {"n": "\n", '"': '"', "'": "'", "\\": "\\", "t": "\t"}
+# what closes the literal after its last escaped newline: the quote, a JSON object's brace
+_LITERAL_END = re.compile(r"""^\s*["'][\s}\]),]*$""")
+
+
+def split_escaped_traceback(text: str) -> list[str] | None:
+    """The lines of a traceback written as a string literal's escaped text (see above), or None."""
+    if "\\n" not in text or (m := _ESCAPED_TRACEBACK.search(text)) is None or _ECHOED.search(text, 0, m.start()):
+        return None
+    lines = _ESCAPE.sub(lambda m: _UNESCAPED[m.group(0)[1]], text).split("\n")
+    if len(lines) > 1 and _LITERAL_END.match(lines[-1]):
+        lines.pop()  # the literal's closing quote, not the exception message's
     return lines
 
 

@@ -71,6 +71,11 @@ def test_a_request_s_joined_traceback_stays_the_request_s(tmp_path):
     'File "/x.py", line 3, in f g()',
     "Traceback (most recent call last):",
     "[2026-04-24 09:34:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    # faulthandler's frame (no comma before "in"): a function named like an exception type
+    '  File "/usr/lib/python3/dist-packages/requests/models.py", line 1021 in raise_for_HTTPError',
+    # a request's text quoting a joined traceback (--log-requests)
+    "[2026-04-24 09:34:00] Receive: obj=GenerateReqInput(text='Fix: Traceback (most recent call last): "
+    'File "a.py", line 1, in <module> ValueError: bad value\', rid=\'9f1c\')',
 ])
 def test_lines_that_are_not_joined_tracebacks_are_not_split(line):
     assert split_joined_traceback(line) is None

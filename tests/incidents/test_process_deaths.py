@@ -1,4 +1,4 @@
-"""Deaths a text reports in words only (assemble.PROCESS_DEATHS) form an incident of their own:
+"""Deaths a text reports in words only (signals.PROCESS_DEATHS) form an incident of their own:
 a shell's report of a process that SIGILL / SIGFPE / SIGTRAP / SIGSYS / SIGQUIT ended (bash's
 strsignal text, its job report, zsh's), and SGLang's "Scheduler or DataParallelController PID
 terminated with CODE" of a node that runs only schedulers.  A stop (code 0, -2, -15) and the
