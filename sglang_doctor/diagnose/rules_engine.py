@@ -604,6 +604,42 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
             rule.truncated = match["truncated"]
     if not rule.conditions:
         bad("match has no condition")
+    elif not _lazy_regexes:  # (data from the cache passed this check when it was written)
+        _lint_positive(rule, bad)
+
+
+def _matches_nothing_required(rx) -> bool:
+    """The regex matches the empty text: a purely negative pattern (``^(?!.*foo)``) or an
+    all-optional one requires no text at all, so as a condition it excludes, never names."""
+    try:
+        return rx is not None and rx.search("") is not None
+    except Exception:  # noqa: BLE001  (a pattern that fails here is reported where it compiles)
+        return False
+
+
+def _lint_positive(rule: Rule, bad) -> None:
+    """A rule names a failure by something the text holds: at least one condition must be
+    positive (an exception type, a frame, a line, a word, the deepest frame, the source of an
+    assert, a server argument, or a message regex that requires text).  ``after_ready``,
+    ``truncated``, ``names_setting`` and ``deepest_frame_module_not`` only narrow, and a
+    ``message`` that matches the empty text only excludes.  A specific rule's ``message`` is
+    also what the failure inventory reads as the text the rule names
+    (scripts/inventory_failures.py): one that matches the empty text would credit every site
+    to the rule (session 24, nccl.torch_distributed_exception), so there it must require text;
+    an exclusion goes with the positive part in one pattern or in a class rule."""
+    empty_message = _matches_nothing_required(rule.message)
+    positive = (rule.kind, rule.exceptions, rule.frames_any, rule.frames_all, rule.frames_sequence,
+                rule.line_rx is not None and not _matches_nothing_required(rule.line_rx), rule.context,
+                rule.deepest_frame, rule.message_any, rule.assert_source is not None,
+                rule.message is not None and not empty_message)
+    if not any(positive):
+        bad("match has no positive condition (a message regex that matches the empty text, e.g. "
+            "'^(?!.*foo)', only excludes; after_ready, truncated, names_setting and "
+            "deepest_frame_module_not only narrow)")
+    elif empty_message and rule.layer != "class":
+        bad("match.message matches the empty text (a purely negative or all-optional regex): in a "
+            "specific rule the message is what the rule names, and the failure inventory would credit "
+            "every site to it; require some text (the positive words) or move the exclusion to a class rule")
 
 
 # -- matching --------------------------------------------------------------------------
