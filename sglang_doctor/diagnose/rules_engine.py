@@ -703,6 +703,13 @@ def _partial_search(rx, text: str, *, at_start: bool = False):
 
 
 def _frame_hit(pattern: str, frame) -> bool:
+    """A frame is the pattern's function, in its file (a path part), or, for
+    ``part:function``, that function in a file whose path holds the part (a nested
+    ``run_once`` of a graph runner, not the dummy run's)."""
+    part, sep, function = pattern.rpartition(":")
+    if sep and part and "/" not in function:
+        return part in frame.file.replace("\\", "/") and (
+            frame.function == function or frame.function.endswith("." + function))
     return frame.function == pattern or pattern in frame.file or frame.function.endswith("." + pattern)
 
 
@@ -1149,13 +1156,22 @@ def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Laun
     """The specific rule matched only by the traceback's shape, and a class rule that knows the
     failure itself (its exception type, message, words or the deepest SGLang frame: not a rule
     whose answer is its context's) names another category: the class rule's answer says more
-    (a setting SGLang refused at its first batch of a kind is args.invalid, not a crash)."""
-    if not specific.frames_only or specific.priority > YIELDING_PRIORITY:
-        return False
+    (a setting SGLang refused at its first batch of a kind is args.invalid, not a crash).
+
+    So does a specific rule whose crash-while-serving answer rests only on an assumed ready line
+    (_crash_on_assumption: a fragment with no ready line, no launch header, no milestone), to a
+    class rule that reads the failure's place or family and names another category without that
+    assumption: an asynchronous CUDA fault in a forward pass that a graph runner was capturing
+    (class.cuda_graph.in_capture) failed in the capture, which no server that had been ready
+    runs."""
     if cls.names_nothing:
         return False
     category = cls.category_by_phase.get(_rule_phase(cls, incident, launch), cls.category)
     if category == specific.category:
+        return False
+    if _crash_on_assumption(specific, incident, launch):
+        return cls.after_ready is None and not _crash_on_assumption(cls, incident, launch)
+    if not specific.frames_only or specific.priority > YIELDING_PRIORITY:
         return False
     if (category == "args.invalid" and cls.after_ready is not True and (specific.after_ready or incident.after_ready)
             and not any(names_setting(e.message) for e in incident.chain)):
