@@ -1160,17 +1160,20 @@ def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Laun
 
     So does a specific rule whose crash-while-serving answer rests only on an assumed ready line
     (_crash_on_assumption: a fragment with no ready line, no launch header, no milestone), to a
-    class rule that reads the failure's place or family and names another category without that
-    assumption: an asynchronous CUDA fault in a forward pass that a graph runner was capturing
-    (class.cuda_graph.in_capture) failed in the capture, which no server that had been ready
-    runs."""
+    class rule that reads where the failure was raised (its frames) and names another category
+    without that assumption: an asynchronous CUDA fault in a forward pass that a graph runner was
+    capturing (class.cuda_graph.in_capture) failed in the capture, which no server that had been
+    ready runs.  Words are not enough there: a watchdog's or a wrapper's line that reports the
+    same CUDA fault (class.nccl.signal's "ProcessGroupNCCL ... watchdog thread terminated with
+    exception: CUDA error: an illegal memory access") names who noticed it, not where it was."""
     if cls.names_nothing:
         return False
     category = cls.category_by_phase.get(_rule_phase(cls, incident, launch), cls.category)
     if category == specific.category:
         return False
     if _crash_on_assumption(specific, incident, launch):
-        return cls.after_ready is None and not _crash_on_assumption(cls, incident, launch)
+        where = cls.frames_any or cls.frames_all or cls.frames_sequence or cls.deepest_frame
+        return bool(where) and cls.after_ready is None and not _crash_on_assumption(cls, incident, launch)
     if not specific.frames_only or specific.priority > YIELDING_PRIORITY:
         return False
     if (category == "args.invalid" and cls.after_ready is not True and (specific.after_ready or incident.after_ready)

@@ -248,3 +248,17 @@ def test_probe_names_its_category(pack, p, shape):
     assert incidents, "no incident"
     first = incidents[0]
     assert first["category"] == p["cat"], (first["category"], first["rule"])
+
+
+def test_a_watchdog_line_reporting_a_cuda_fault_stays_the_crash(pack):
+    # torch's ProcessGroupNCCL watchdog reports the CUDA fault it met (ProcessGroupNCCL.cpp
+    # "Process group watchdog thread terminated with exception: ..."): the line names who noticed
+    # the fault, not where it was raised, so class.nccl.signal's words do not replace the crash's
+    # own rule (only a class rule that reads the frames does: class.cuda_graph.in_capture)
+    from sglang_doctor.pipeline import StreamPipeline
+
+    text = ("[rank3]:[E416 13:29:57.332110411 ProcessGroupNCCL.cpp:2057] [PG ID 2 PG GUID 3 Rank 3] Process group "
+            "watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n" + DSA)
+    pipe = StreamPipeline(pack, remediate=False)
+    first = next(e for e in pipe.feed(text.encode()) + pipe.finish() if e["event"] == "incident")
+    assert (first["rule"], first["category"]) == ("runtime.crash.illegal_memory_access", "runtime.crash")
