@@ -604,6 +604,42 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
             rule.truncated = match["truncated"]
     if not rule.conditions:
         bad("match has no condition")
+    elif not _lazy_regexes:  # (data from the cache passed this check when it was written)
+        _lint_positive(rule, bad)
+
+
+def _matches_nothing_required(rx) -> bool:
+    """The regex matches the empty text: a purely negative pattern (``^(?!.*foo)``) or an
+    all-optional one requires no text at all, so as a condition it excludes, never names."""
+    try:
+        return rx is not None and rx.search("") is not None
+    except Exception:  # noqa: BLE001  (a pattern that fails here is reported where it compiles)
+        return False
+
+
+def _lint_positive(rule: Rule, bad) -> None:
+    """A rule names a failure by something the text holds: at least one condition must be
+    positive (an exception type, a frame, a line, a word, the deepest frame, the source of an
+    assert, a server argument, or a message regex that requires text).  ``after_ready``,
+    ``truncated``, ``names_setting`` and ``deepest_frame_module_not`` only narrow, and a
+    ``message`` that matches the empty text only excludes.  A specific rule's ``message`` is
+    also what the failure inventory reads as the text the rule names
+    (scripts/inventory_failures.py): one that matches the empty text would credit every site
+    to the rule (session 24, nccl.torch_distributed_exception), so there it must require text;
+    an exclusion goes with the positive part in one pattern or in a class rule."""
+    empty_message = _matches_nothing_required(rule.message)
+    positive = (rule.kind, rule.exceptions, rule.frames_any, rule.frames_all, rule.frames_sequence,
+                rule.line_rx is not None and not _matches_nothing_required(rule.line_rx), rule.context,
+                rule.deepest_frame, rule.message_any, rule.assert_source is not None,
+                rule.message is not None and not empty_message)
+    if not any(positive):
+        bad("match has no positive condition (a message regex that matches the empty text, e.g. "
+            "'^(?!.*foo)', only excludes; after_ready, truncated, names_setting and "
+            "deepest_frame_module_not only narrow)")
+    elif empty_message and rule.layer != "class":
+        bad("match.message matches the empty text (a purely negative or all-optional regex): in a "
+            "specific rule the message is what the rule names, and the failure inventory would credit "
+            "every site to it; require some text (the positive words) or move the exclusion to a class rule")
 
 
 # -- matching --------------------------------------------------------------------------
@@ -667,6 +703,13 @@ def _partial_search(rx, text: str, *, at_start: bool = False):
 
 
 def _frame_hit(pattern: str, frame) -> bool:
+    """A frame is the pattern's function, in its file (a path part), or, for
+    ``part:function``, that function in a file whose path holds the part (a nested
+    ``run_once`` of a graph runner, not the dummy run's)."""
+    part, sep, function = pattern.rpartition(":")
+    if sep and part and "/" not in function:
+        return part in frame.file.replace("\\", "/") and (
+            frame.function == function or frame.function.endswith("." + function))
     return frame.function == pattern or pattern in frame.file or frame.function.endswith("." + pattern)
 
 
@@ -1113,13 +1156,25 @@ def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Laun
     """The specific rule matched only by the traceback's shape, and a class rule that knows the
     failure itself (its exception type, message, words or the deepest SGLang frame: not a rule
     whose answer is its context's) names another category: the class rule's answer says more
-    (a setting SGLang refused at its first batch of a kind is args.invalid, not a crash)."""
-    if not specific.frames_only or specific.priority > YIELDING_PRIORITY:
-        return False
+    (a setting SGLang refused at its first batch of a kind is args.invalid, not a crash).
+
+    So does a specific rule whose crash-while-serving answer rests only on an assumed ready line
+    (_crash_on_assumption: a fragment with no ready line, no launch header, no milestone), to a
+    class rule that reads where the failure was raised (its frames) and names another category
+    without that assumption: an asynchronous CUDA fault in a forward pass that a graph runner was
+    capturing (class.cuda_graph.in_capture) failed in the capture, which no server that had been
+    ready runs.  Words are not enough there: a watchdog's or a wrapper's line that reports the
+    same CUDA fault (class.nccl.signal's "ProcessGroupNCCL ... watchdog thread terminated with
+    exception: CUDA error: an illegal memory access") names who noticed it, not where it was."""
     if cls.names_nothing:
         return False
     category = cls.category_by_phase.get(_rule_phase(cls, incident, launch), cls.category)
     if category == specific.category:
+        return False
+    if _crash_on_assumption(specific, incident, launch):
+        where = cls.frames_any or cls.frames_all or cls.frames_sequence or cls.deepest_frame
+        return bool(where) and cls.after_ready is None and not _crash_on_assumption(cls, incident, launch)
+    if not specific.frames_only or specific.priority > YIELDING_PRIORITY:
         return False
     if (category == "args.invalid" and cls.after_ready is not True and (specific.after_ready or incident.after_ready)
             and not any(names_setting(e.message) for e in incident.chain)):
