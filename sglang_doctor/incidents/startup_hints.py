@@ -33,6 +33,10 @@ _BUILDS = re.compile(r"(?:^|[=\s(])(?:Scheduler|TpModelWorker\w*|ModelRunner|Mod
 _STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel", "init_distributed_environment",
                             "load_model", "_initialize_model", "get_model", "init_memory_pool", "profile_max_num_token",
                             "init_cuda_graphs", "init_device_graphs", "capture_one_batch_size",
+                            # 0.5.9 cuda_graph_runner / 0.5.23 runner/decode_ and prefill_cuda_graph_runner:
+                            # the capture loop SGLang runs once from the runner's constructor (not the
+                            # vision encoders' _capture_graph, which captures on a first request)
+                            "_capture_one_stream", "_capture_graph_size",
                             # the engine's launcher (0.4.x-0.5.23 entrypoints/engine.py): it starts the
                             # scheduler / detokenizer processes and returns once they report ready, so
                             # what raises inside it (its own "Initialization failed. Please see the error

@@ -109,7 +109,11 @@ def test_a_frame_line_wrapped_before_its_function():
      "builds a start-up object"),
     ([Frame(f"{P}/layers/x.py", 3, "<module>", "import foo")], "import time"),
     ([Frame(f"{P}/model_executor/model_runner.py", 9, "init_memory_pool", "self.x = y(")], "start-up step"),
+    ([Frame(f"{P}/model_executor/runner/decode_cuda_graph_runner.py", 9, "_capture_one_stream", "self._capture_graph_size(bs=bs)")],
+     "start-up step"),
     ([Frame(f"{P}/managers/scheduler.py", 9, "event_loop_normal", "self.run_batch(batch)")], None),
+    # a vision encoder's graph is captured on a first request: not a start-up step
+    ([Frame(f"{P}/multimodal/internvl_vit_cuda_graph_runner.py", 9, "_capture_graph", "graph.capture_begin()")], None),
 ])
 def test_frames_that_say_the_server_was_starting(frames, says):
     reason = startup_hints.frames_reason(frames)
