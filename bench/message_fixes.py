@@ -16,7 +16,11 @@ sample values, the same synthetic log) whose incident is ``args.invalid``, and w
 remediation or its first alternative is a concrete change -- a flag set to a value (not a
 ``<...>`` question), a flag removed, or a variable set -- rather than a question or advice only.
 
-Usage: ``python bench/message_fixes.py [--version 0.5.23] [--refusals] [--verbose]``
+``--bare`` pastes each of those checks' exception line alone (``ValueError: message``, no frames,
+no launch header, as one-line pastes have it) and counts how many are named ``args.invalid``
+(issue 12: argument refusals answered as a crash while serving).
+
+Usage: ``python bench/message_fixes.py [--version 0.5.23] [--refusals | --bare] [--verbose]``
 """
 
 from __future__ import annotations
@@ -119,6 +123,57 @@ def concrete(rem: dict | None) -> bool:
     return any(not (isinstance(v, str) and v.startswith("<")) for v in (rem.get("set") or {}).values())
 
 
+def bare_line(site: dict) -> str | None:
+    """The argument check's exception line alone, as a one-line paste has it: ``ValueError:
+    message`` (an assert: ``AssertionError: message``); None for a logged site or an assert
+    without a message."""
+    message = inv_mod.fillings(site.get("full") or site["template"])[0]
+    if site["kind"] == "assert":
+        exc = "AssertionError"
+    elif site["kind"] == "raise":
+        exc = site["exception"].rsplit(".", 1)[-1]
+    else:
+        return None
+    if not message.strip():
+        return None
+    return f"{exc}: {message}\n"
+
+
+def run_bare(version: str, verbose: bool) -> dict:
+    """The argument checks' refusals pasted as the exception line alone (no frames, no launch
+    header): how many are named args.invalid, and what the rest are named."""
+    from collections import Counter
+
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+    from sglang_doctor.pipeline import StreamPipeline
+
+    inv = inv_mod.load_inventory(ROOT / "data" / "inventory" / f"sglang-{version}.json")
+    ruleset = RuleSet.load(builtin=True, user=False)
+    total = hits = 0
+    other: Counter = Counter()
+    misses: list[str] = []
+    for site in inv_mod.iter_sites(inv):
+        if not site["file"].startswith(ARGUMENT_CHECKS):
+            continue
+        line = bare_line(site)
+        if line is None:
+            continue
+        pipe = StreamPipeline(ruleset, version=version)
+        events = pipe.feed(line.encode()) + pipe.finish()
+        incidents = [e for e in events if e.get("event") == "incident"]
+        category = incidents[-1].get("category") if incidents else "no incident"
+        total += 1
+        if category == "args.invalid":
+            hits += 1
+            continue
+        other[category] += 1
+        misses.append(f"{site['file']}:{site['line']} [{incidents[-1].get('rule') if incidents else '-'}]  <- {line.strip()[:150]!r}")
+    if verbose:
+        for m in misses:
+            print("  NOT ARGS", m)
+    return {"version": version, "sites": total, "hits": hits, "other": dict(other.most_common())}
+
+
 def run_refusals(version: str, verbose: bool) -> dict:
     from sglang_doctor.diagnose.rules_engine import RuleSet
     from sglang_doctor.pipeline import StreamPipeline
@@ -156,7 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--refusals", action="store_true",
                     help="the argument checks' sites: a concrete change in the primary or first alternative")
+    ap.add_argument("--bare", action="store_true",
+                    help="the argument checks' exception lines alone: how many are named args.invalid")
     args = ap.parse_args(argv)
+    if args.bare:
+        r = run_bare(args.version, args.verbose)
+        share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
+        print(f"sglang {r['version']}: argument checks' exception lines alone named args.invalid: "
+              f"{r['hits']}/{r['sites']} ({share:.1f}%); the rest: {r['other']}")
+        return 0
     if args.refusals:
         r = run_refusals(args.version, args.verbose)
         share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
