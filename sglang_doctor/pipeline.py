@@ -746,6 +746,10 @@ class StreamPipeline:
                 wording = _wording_range(self.ruleset, diagnosis, frames)
                 if wording is not None:
                     frames, hint = wording, f"{wording.newest}-wording"
+                # a flag SGLang's message advises exists in the release that printed it
+                advised = _advised_range(diagnosis, frames)
+                if advised is not None:
+                    frames, hint = advised, f"{advised.newest}-wording"
             version, source = flags.resolve_version(log_version, self.version, hint)
             catalog = flags.load_catalog(version, prefer_shipped=True)
             diagnosis.remediation = remedies.remediate(
@@ -869,6 +873,20 @@ def _wording_range(ruleset: Any, diagnosis: Diagnosis, frames: Any):
         return None
     try:
         return release_range.wording_range(rule.id, versions, frames.releases if frames is not None else None)
+    except Exception:  # noqa: BLE001 - a version guess must never take the reading down
+        return None
+
+
+def _advised_range(diagnosis: Diagnosis, frames: Any):
+    """The releases that have every flag the incident's message advises ("please use
+    --x"), within what the frames or the wording allow; None when it dates nothing."""
+    try:
+        from sglang_doctor.remedy import release_range
+    except ImportError:
+        return None
+    try:
+        return release_range.advised_flag_range((line.text for line in diagnosis.incident.lines), diagnosis.rule,
+                                                frames.releases if frames is not None else None)
     except Exception:  # noqa: BLE001 - a version guess must never take the reading down
         return None
 

@@ -14,6 +14,7 @@ they span; the catalogue to use is the newest of them (:attr:`ReleaseRange.newes
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -129,3 +130,29 @@ def wording_range(rule_id: str, versions: tuple[str, str] | None,
     releases = tuple(v for v in flags.KNOWN_VERSIONS if low <= flags.version_key(v) <= high
                      and (within is None or v in within))
     return WordingRange(releases, rule_id) if releases else None
+
+
+# SGLang's own advice names a flag of the release that prints it ("please use
+# `--mamba-scheduler-strategy extra_buffer`", "Please set --enable-dp-attention"): only
+# advice counts, not a flag the message refuses ("unrecognized arguments: --x", "--x is
+# deprecated / removed"), which the release may well lack
+_ADVISED_FLAG = re.compile(
+    r"\b(?:use|set|add|pass|specify|enable|try|with)\s+[`'\"]?(--[a-z0-9][a-z0-9-]*[a-z0-9])\b", re.IGNORECASE)
+
+
+def advised_flag_range(texts: Iterable[str], rule_id: str,
+                       within: tuple[str, ...] | None = None) -> WordingRange | None:
+    """The shipped releases that have every flag SGLang's message advises (and in ``within``,
+    when given), for a log that names no release; None when the message advises no flag a
+    shipped release knows, or the advice fits every release (it dates nothing)."""
+    advised = {m.group(1)[2:].replace("-", "_") for text in texts for m in _ADVISED_FLAG.finditer(text)}
+    if not advised:
+        return None
+    every = _all_fields()
+    known = {name for name in advised if any(name in every[v] for v in flags.KNOWN_VERSIONS)}
+    if not known:
+        return None
+    releases = tuple(v for v in flags.KNOWN_VERSIONS if known <= every[v] and (within is None or v in within))
+    if not releases or len(releases) == len(flags.KNOWN_VERSIONS if within is None else within):
+        return None
+    return WordingRange(releases, f"{rule_id} (the flags its message advises)")
