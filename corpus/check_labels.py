@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
-corpus/sealed13, corpus/sealed14, corpus/sealed15, corpus/sealed16, corpus/sealed17, corpus/sealed18, corpus/sealed19, corpus/sealed20, corpus/sealed21, corpus/sealed22, corpus/sealed23, corpus/sealed24, corpus/sealed25, corpus/field,
+corpus/sealed13, corpus/sealed14, corpus/sealed15, corpus/sealed16, corpus/sealed17, corpus/sealed18, corpus/sealed19, corpus/sealed20, corpus/sealed21, corpus/sealed22, corpus/sealed23, corpus/sealed24, corpus/sealed25, corpus/sealed26, corpus/field,
 corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24 and corpus/field25).
 
 For each part that exists: every *.log file has exactly one label, every label names an
@@ -26,6 +26,7 @@ sealed22: the same split as sealed13 to sealed21 (odd N in any repository, numbe
 sealed23: the same split as sealed13 to sealed22 (odd N in any repository, numberless owners a-m);
 sealed24: the same split as sealed13 to sealed23 (odd N in any repository, numberless owners a-m);
 sealed25: the same split as sealed13 to sealed24 (odd N in any repository, numberless owners a-m);
+sealed26: the same split as sealed13 to sealed25 (odd N in any repository, numberless owners a-m);
 field13: even N in any repository, and a numberless source only when its owner (or site) starts with n-z or a digit;
 field14: the same split as field13 (even N, numberless owners n-z or a digit);
 field15: the same split as field13 (even N, numberless owners n-z or a digit);
@@ -84,6 +85,7 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "sealed23": lambda n: n % 2 == 1,
          "sealed24": lambda n: n % 2 == 1,
          "sealed25": lambda n: n % 2 == 1,
+         "sealed26": lambda n: n % 2 == 1,
          "field13": lambda n: n % 2 == 0,
          "field14": lambda n: n % 2 == 0,
          "field15": lambda n: n % 2 == 0,
@@ -113,6 +115,7 @@ NUMBERLESS_OWNER_SPLIT = {"sealed13": "abcdefghijklm", "sealed14": "abcdefghijkl
                           "sealed23": "abcdefghijklm",
                           "sealed24": "abcdefghijklm",
                           "sealed25": "abcdefghijklm",
+                          "sealed26": "abcdefghijklm",
                           "field13": "nopqrstuvwxyz0123456789",
                           "field14": "nopqrstuvwxyz0123456789", "field15": "nopqrstuvwxyz0123456789",
                           "field16": "nopqrstuvwxyz0123456789", "field17": "nopqrstuvwxyz0123456789",
