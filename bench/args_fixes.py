@@ -21,19 +21,17 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+import fixes  # noqa: E402
 from fixes import score  # noqa: E402
 
 CASES = ROOT / "fixtures" / "args_fixes" / "cases.yaml"
 
 
 def load_cases() -> list[dict]:
-    with open(CASES, encoding="utf-8") as fh:
-        return [c for c in (yaml.safe_load(fh) or []) if isinstance(c, dict)]
+    return fixes.load_cases(CASES)
 
 
 def main(argv: list[str] | None = None) -> int:

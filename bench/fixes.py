@@ -32,8 +32,8 @@ from accuracy import parse_events, primary_incident, remediation_hit, run_tool  
 CASES = ROOT / "fixtures" / "fixes" / "cases.yaml"
 
 
-def load_cases() -> list[dict]:
-    with open(CASES, encoding="utf-8") as fh:
+def load_cases(path: Path = CASES) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
         return [c for c in (yaml.safe_load(fh) or []) if isinstance(c, dict)]
 
 

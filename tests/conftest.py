@@ -21,6 +21,20 @@ def doctor_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "sglang_doctor", *args]
 
 
+def explain_incidents(path, *extra: str) -> list[dict]:
+    """The incidents of ``explain --format json [EXTRA] PATH`` as a real subprocess (exit 0 or
+    1, never a traceback of ours)."""
+    import json
+    import subprocess
+
+    r = subprocess.run(doctor_cmd("explain", "--format", "json", *extra, str(path)), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode in (0, 1), r.stderr
+    assert "Traceback (most recent call last)" not in r.stderr, r.stderr
+    return [e for line in r.stdout.splitlines() if line.startswith("{")
+            for e in [json.loads(line)] if e["event"] == "incident"]
+
+
 def explain_one_incident(path, *extra: str) -> dict:
     """``explain --format json PATH`` as a real subprocess: it exits 1 (incidents found) and
     reports exactly one incident, which is returned."""

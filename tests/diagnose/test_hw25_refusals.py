@@ -6,19 +6,11 @@ file: a shipped fixture, or a log written to tmp_path from the library's own mes
 
 from __future__ import annotations
 
-import json
-import subprocess
 
-from conftest import ROOT, doctor_cmd
+from conftest import ROOT, explain_incidents
 
 
-def incidents(path, *extra: str) -> list[dict]:
-    r = subprocess.run(doctor_cmd("explain", "--format", "json", *extra, str(path)), capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode in (0, 1), r.stderr
-    assert "Traceback (most recent call last)" not in r.stderr, r.stderr
-    return [e for line in r.stdout.splitlines() if line.startswith("{")
-            for e in [json.loads(line)] if e["event"] == "incident"]
+incidents = explain_incidents
 
 
 def test_triton_fp8_conversion_on_a_pre_sm89_gpu_removes_the_fp8_kv_cache_the_launch_set():

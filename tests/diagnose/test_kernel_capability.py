@@ -5,19 +5,11 @@ to tmp_path from SGLang's own message where the case is a variant of one."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 
-from conftest import ROOT, doctor_cmd
+from conftest import ROOT, explain_incidents
 
 
-def incidents(path, *extra: str) -> list[dict]:
-    r = subprocess.run(doctor_cmd("explain", "--format", "json", *extra, str(path)), capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode in (0, 1), r.stderr
-    assert "Traceback (most recent call last)" not in r.stderr, r.stderr
-    return [e for line in r.stdout.splitlines() if line.startswith("{")
-            for e in [json.loads(line)] if e["event"] == "incident"]
+incidents = explain_incidents
 
 
 def test_flashinfer_trtllm_gen_runner_refusing_the_gpu_switches_the_attention_backend():
