@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
-corpus/sealed13, corpus/sealed14, corpus/sealed15, corpus/sealed16, corpus/sealed17, corpus/sealed18, corpus/sealed19, corpus/sealed20, corpus/sealed21, corpus/sealed22, corpus/sealed23, corpus/sealed24, corpus/sealed25, corpus/sealed26, corpus/field,
+corpus/sealed13, corpus/sealed14, corpus/sealed15, corpus/sealed16, corpus/sealed17, corpus/sealed18, corpus/sealed19, corpus/sealed20, corpus/sealed21, corpus/sealed22, corpus/sealed23, corpus/sealed24, corpus/sealed25, corpus/sealed26, corpus/sealed27, corpus/field,
 corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24 and corpus/field25).
 
 For each part that exists: every *.log file has exactly one label, every label names an
@@ -27,6 +27,9 @@ sealed23: the same split as sealed13 to sealed22 (odd N in any repository, numbe
 sealed24: the same split as sealed13 to sealed23 (odd N in any repository, numberless owners a-m);
 sealed25: the same split as sealed13 to sealed24 (odd N in any repository, numberless owners a-m);
 sealed26: the same split as sealed13 to sealed25 (odd N in any repository, numberless owners a-m);
+sealed27: the same split as sealed13 to sealed26 (odd N in any repository, numberless owners a-m; a numberless web page
+  without a repository is split by the last number in its URL path, odd = sealed27, and by its host name's first
+  letter a-m only when the path holds no number);
 field13: even N in any repository, and a numberless source only when its owner (or site) starts with n-z or a digit;
 field14: the same split as field13 (even N, numberless owners n-z or a digit);
 field15: the same split as field13 (even N, numberless owners n-z or a digit);
@@ -44,6 +47,7 @@ numberless sources are allowed in every other part), and no source URL appears i
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
 import os
+import re
 import sys
 
 import yaml
@@ -86,6 +90,7 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "sealed24": lambda n: n % 2 == 1,
          "sealed25": lambda n: n % 2 == 1,
          "sealed26": lambda n: n % 2 == 1,
+         "sealed27": lambda n: n % 2 == 1,
          "field13": lambda n: n % 2 == 0,
          "field14": lambda n: n % 2 == 0,
          "field15": lambda n: n % 2 == 0,
@@ -116,6 +121,7 @@ NUMBERLESS_OWNER_SPLIT = {"sealed13": "abcdefghijklm", "sealed14": "abcdefghijkl
                           "sealed24": "abcdefghijklm",
                           "sealed25": "abcdefghijklm",
                           "sealed26": "abcdefghijklm",
+                          "sealed27": "abcdefghijklm",
                           "field13": "nopqrstuvwxyz0123456789",
                           "field14": "nopqrstuvwxyz0123456789", "field15": "nopqrstuvwxyz0123456789",
                           "field16": "nopqrstuvwxyz0123456789", "field17": "nopqrstuvwxyz0123456789",
@@ -126,6 +132,22 @@ NUMBERLESS_OWNER_SPLIT = {"sealed13": "abcdefghijklm", "sealed14": "abcdefghijkl
                           "field23": "nopqrstuvwxyz0123456789",
                           "field24": "nopqrstuvwxyz0123456789",
                           "field25": "nopqrstuvwxyz0123456789"}
+
+
+# Parts whose numberless web pages (no repository) are split first by the last number in the URL path: the
+# parity a part takes (1 = odd); a page whose path holds no number falls back to NUMBERLESS_OWNER_SPLIT's host letter.
+WEB_PAGE_NUMBER_SPLIT = {"sealed27": 1}
+
+
+def web_page_number(src):
+    """The last number in a repository-less source's URL path, or None (a source with a repository, or no number)."""
+    if src.get("repo"):
+        return None
+    url = src.get("url") or ""
+    path = url.split("://", 1)[-1].split("/", 1)[1] if "/" in url.split("://", 1)[-1] else ""
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    numbers = re.findall(r"\d+", path)
+    return int(numbers[-1]) if numbers else None
 
 
 def numberless_owner(src):
@@ -198,7 +220,11 @@ def check_part(root, part, errors):
             if src.get("kind") not in KINDS:
                 errors.append(f"{where}: bad source.kind {src.get('kind')!r}")
             n = src.get("number")
-            if n is None and part in NUMBERLESS_OWNER_SPLIT:
+            page_n = web_page_number(src) if n is None and part in WEB_PAGE_NUMBER_SPLIT else None
+            if page_n is not None:
+                if page_n % 2 != WEB_PAGE_NUMBER_SPLIT[part]:
+                    errors.append(f"{where}: web page number {page_n} belongs to the other part")
+            elif n is None and part in NUMBERLESS_OWNER_SPLIT:
                 owner = numberless_owner(src)
                 if not owner or owner[0] not in NUMBERLESS_OWNER_SPLIT[part]:
                     errors.append(f"{where}: numberless source {owner!r} belongs to the other part")
