@@ -137,6 +137,93 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
     return not any(incident.first_line < b < ready for b in barriers)
 
 
+
+# -- warnings the process that printed them goes on after ------------------------------------
+#
+# Some lines carry a failure's words but are printed by a thread that logs them and goes on;
+# the process is not ending and the launch's cause, if it failed, is reported elsewhere (its
+# own exception, NCCL's error return, a death).  Made of nothing else, an incident of them is a
+# warning, whatever the text shows around it -- a cut fragment with only such lines is not a
+# failure (pipeline.py ``_release_before_ready``) -- unless a death of the launch follows it (a
+# held incident meets the death first and stands).  Two families, read in their sources:
+#
+# - NCCL's WARN lines whose code path goes on (NVIDIA/nccl src/, 2.18-2.28): the proxy service
+#   thread's reports of a connection it closes ("[Service thread] Error encountered progressing
+#   operation=Connect, res=3, closing connection", "[Service thread] Could not receive type from
+#   localRank N, res=.., closed=..", proxy.cc: it closes that peer's socket and serves the others;
+#   the rank that asked reports its own failure), "[Proxy Service N] Failed to execute operation
+#   Close ..." and the teardown's "[Proxy Service] proxyDestroy failed", "[Service thread] shm close
+#   failed", "ncclProxyStop: comm .. destroys proxy resource error", "commReclaim: ...", "Legacy IPC
+#   cleanup callback failed" (init.cc ncclCommDestroy / commReclaim: logged, destroy goes on);
+#   CUDA's "driver shutting down" (CUDACHECK's "Cuda failure 'driver shutting down'"), which only a
+#   process past its exit prints; and the settings NCCL corrects and goes on with
+#   ("NCCL_WORK_FIFO_BYTES=.. is being ignored", "NCCL_NET_MERGE_POLICY: unknown value '..',
+#   defaulting to ALL", NET/Socket's thread and socket counts "greater than the maximum allowed,
+#   setting ...", "Ignoring SHM locality", "Could not find real path of ..", "P2P is disabled
+#   between NVLINK connected GPUs", NET/IB's "Got non-fatal async event").
+# - torch's ProcessGroupNCCL heartbeat monitor (torch 2.4-2.9, ProcessGroupNCCL.cpp
+#   ``HeartbeatMonitor::runLoop`` / ``heartbeatMonitor``): it polls the TCPStore for the "should
+#   dump" flag; when the store's host (rank 0's process, the launcher) has exited, TCPStore's
+#   client logs "[c10d] recvValue failed on SocketImpl(...): Connection reset by peer" (or
+#   sendBytes, "Failed to recv, got 0 bytes") with the C++ frames of ``TCPStore::check`` and the
+#   monitor catches it and warns "Failed to check the \"should dump\" flag on TCPStore, (maybe
+#   TCPStore server has shut down too early), with error: ..." (W level), and keeps polling.  Every
+#   rank prints them while the processes of a finished or stopped server exit one after another
+#   (the lines as pasted: MiniMax-AI/MiniMax-M1#14, ome-projects/ome#312); a failure that killed
+#   the store's host has its own lines.  TCPStore's client logs the same c10d line (W level)
+#   before it throws in any store operation; when the caller is the main thread (a rendezvous, a
+#   barrier) the exception it raises (DistNetworkError, RuntimeError, a Python traceback) is in
+#   the incident and it stays the store's failure.  So the c10d lines count here when the
+#   incident shows the monitor (its frames or its "should dump" line) or holds nothing but them
+#   and their C++ frames: no exception raised from them is in the text.
+# - CUDA's "driver shutting down" (cudaErrorCudartUnloading), which only a process whose CUDA
+#   runtime is being unloaded at its exit gets: torch's NCCL watchdog logs it at INFO ("main
+#   process destroyed cuda before watchdog loop exited, terminating watchdog. (Watchdog caught
+#   exception: CUDA error: driver shutting down", ProcessGroupNCCL.cpp, NVIDIA/Fuser#2497) and
+#   NCCL's CUDACHECK as "Cuda failure 'driver shutting down'" (NVIDIA/nccl#1485): the process
+#   is already ending, whatever ended it has its own lines.
+NONFATAL_NCCL_WARN = re.compile(
+    r"NCCL WARN (?:\[Service thread\] (?:Error encountered progressing operation=\w+, res=\d+, closing connection|"
+    r"Could not receive type from localRank|shm close failed|proxy ops shm unlink failed)|"
+    r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation Close\b)|"
+    r"ncclProxyStop: comm |commReclaim: |Legacy IPC cleanup callback failed|"
+    r"Cuda failure (?:\d+ )?'driver shutting down'|"
+    r"NCCL_\w+=\S* is being ignored|NCCL_\w+: unknown value '[^']*', defaulting to|"
+    r"NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed|"
+    r"Ignoring SHM locality|Could not find real path of |P2P is disabled between NVLINK connected GPUs|"
+    r"NET/IB ?: \S+:\d+ Got non-fatal async event)")
+# the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
+# "frame #N: ...")
+_CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
+HEARTBEAT_CHECK = re.compile(r'Failed to check the "should dump" flag on TCPStore')
+_HEARTBEAT_FRAMES = re.compile(r"HeartbeatMonitor::runLoop|ProcessGroupNCCL::heartbeatMonitor|c10d::TCPStore::check\(")
+_C10D_LINE = re.compile(r"\[c10d\] (?:sendBytes|recvValue|recvBytes) failed")
+# CUDA's error string for cudaErrorCudartUnloading, as torch and NCCL print it
+DRIVER_SHUTTING_DOWN = re.compile(r"(?:CUDA error|Cuda failure(?: \d+)?):? '?driver shutting down")
+
+
+def goes_on_after(incident: Incident) -> str | None:
+    """What printed ``incident`` when every failure line of it is a warning of a thread that
+    goes on ("NCCL's proxy / teardown", "torch's heartbeat monitor"), with no exception and
+    nothing of a death in it; else None (above)."""
+    if incident.exception is not None or incident.chain or not incident.signals or is_death(incident):
+        return None
+    heartbeat = any(HEARTBEAT_CHECK.search(line.text) or _HEARTBEAT_FRAMES.search(line.text)
+                    for line in incident.lines)
+    only_store = all(_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text) or _CPP_TRACE.match(line.text)
+                     or not line.text.strip() for line in incident.lines)
+    kinds = set()
+    for line in incident.signals:
+        if DRIVER_SHUTTING_DOWN.search(line.text):
+            kinds.add("a process whose CUDA runtime was unloading at its exit")
+        elif NONFATAL_NCCL_WARN.search(line.text):
+            kinds.add("NCCL's proxy thread or teardown")
+        elif (heartbeat or only_store) and (_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text)):
+            kinds.add("torch's TCPStore client (the store's host had gone)")
+        else:
+            return None
+    return " and ".join(sorted(kinds))
+
 # -- while serving ----------------------------------------------------------------------------
 #
 # After the ready line SGLang logs many handled failures with the exception's own text and goes
@@ -294,6 +381,8 @@ def may_survive_serving(incident: Incident) -> bool:
         return True  # printed only while serving (above), whatever the fragment showed before it
     if not incident.after_ready:
         return False
+    if goes_on_after(incident) is not None:
+        return True  # a thread's warning (above), even with a peer-loss signal's words
     return not is_transport(incident) and not set(incident.signal_names) & NOT_PROVED_BY_SERVING
 
 
