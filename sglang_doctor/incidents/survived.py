@@ -195,6 +195,8 @@ NONFATAL_NCCL_WARN = re.compile(
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
+# what a paste puts around a log (a markdown fence, an HTML <details> block) or a blank line
+_DECORATION = re.compile(r"\s*(?:(?:```|~~~).*|</?(?:details|summary|pre|code)\b.*)?\s*$")
 HEARTBEAT_CHECK = re.compile(r'Failed to check the "should dump" flag on TCPStore')
 _HEARTBEAT_FRAMES = re.compile(r"HeartbeatMonitor::runLoop|ProcessGroupNCCL::heartbeatMonitor|c10d::TCPStore::check\(")
 _C10D_LINE = re.compile(r"\[c10d\] (?:sendBytes|recvValue|recvBytes) failed")
@@ -211,7 +213,7 @@ def goes_on_after(incident: Incident) -> str | None:
     heartbeat = any(HEARTBEAT_CHECK.search(line.text) or _HEARTBEAT_FRAMES.search(line.text)
                     for line in incident.lines)
     only_store = all(_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text) or _CPP_TRACE.match(line.text)
-                     or not line.text.strip() for line in incident.lines)
+                     or _DECORATION.fullmatch(line.text) for line in incident.lines)
     kinds = set()
     for line in incident.signals:
         if DRIVER_SHUTTING_DOWN.search(line.text):
