@@ -160,7 +160,8 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   ("NCCL_WORK_FIFO_BYTES=.. is being ignored", "NCCL_NET_MERGE_POLICY: unknown value '..',
 #   defaulting to ALL", NET/Socket's thread and socket counts "greater than the maximum allowed,
 #   setting ...", "Ignoring SHM locality", "Could not find real path of ..", "P2P is disabled
-#   between NVLINK connected GPUs", NET/IB's "Got non-fatal async event").
+#   between NVLINK connected GPUs", NET/IB's "Got non-fatal async event" and "GID table changed",
+#   net_ib/common.cc's async thread, which names its fatal events "async fatal event").
 # - torch's ProcessGroupNCCL heartbeat monitor (torch 2.4-2.9, ProcessGroupNCCL.cpp
 #   ``HeartbeatMonitor::runLoop`` / ``heartbeatMonitor``): it polls the TCPStore for the "should
 #   dump" flag; when the store's host (rank 0's process, the launcher) has exited, TCPStore's
@@ -191,7 +192,7 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NCCL_\w+=\S* is being ignored|NCCL_\w+: unknown value '[^']*', defaulting to|"
     r"NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed|"
     r"Ignoring SHM locality|Could not find real path of |P2P is disabled between NVLINK connected GPUs|"
-    r"NET/IB ?: \S+:\d+ Got non-fatal async event)")
+    r"NET/IB ?: \S+:\d+ (?:Got non-fatal async event|GID table changed))")
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")

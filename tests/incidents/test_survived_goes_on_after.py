@@ -83,6 +83,8 @@ HEAD = "gpu-node-1:2301:2330 [0] proxy.cc:1861 NCCL WARN "
     "Cuda failure 'driver shutting down'",
     "NCCL_WORK_FIFO_BYTES=1000 is being ignored because it is not a power of 2.",
     "NET/Socket : NCCL_SOCKET_NTHREADS is greater than the maximum allowed, setting to 16",
+    "NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
+    "NET/IB : mlx5_0:1 GID table changed",
 ])
 def test_nccls_going_on_warnings_after_serving_lines_are_warnings(pack, message: str):
     events = _events(pack, BATCH.format(n=1) + HEAD + message + "\n")
@@ -94,6 +96,7 @@ def test_nccls_going_on_warnings_after_serving_lines_are_warnings(pack, message:
     "socketStartConnect: Connect to 10.0.0.2<45763> failed : Software caused connection abort",
     "Cuda failure 'out of memory'",
     "NET/IB : Got completion from peer 10.0.35.1<49189> with error 4, opcode 5327, len 5327, vendor err 81 (Send)",
+    "NET/IB : mlx5_0:1 async fatal event: local catastrophic error",
 ])
 def test_nccls_failing_warnings_stay_incidents(pack, message: str):
     events = _events(pack, BATCH.format(n=1) + HEAD + message + "\n")
