@@ -74,10 +74,35 @@ TRANSPORT_LITERALS = (tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PR
 ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_timings"})
 
 
+# The transfer_error signal also takes urllib3's "Failed to establish a new connection" (a PD
+# decode fetching the prefill's parallel info from its bootstrap server, tuned dev/086), which any
+# HTTP client prints: a script polling the server's /health while it loads, a router, a
+# benchmark.  Only a line that names the PD side of it (the bootstrap server, prefill / decode,
+# the disaggregation code) is the KV transport's; the others are some client's connection that
+# the ready line can show was only too early.
+_HTTP_CONNECT = "Failed to establish a new connection"
+_PD_WORDS = re.compile(r"bootstrap|prefill|decode|disaggregation|mooncake|nixl|kv ?transfer|kvcache", re.I)
+
+
+def _client_connect_only(text: str) -> bool:
+    """The line is some HTTP client's failed connection, not the PD side's (above)."""
+    if _HTTP_CONNECT not in text or _PD_WORDS.search(text):
+        return False
+    found = signals.classify(text)
+    if found is None or found[0].name != "transfer_error":
+        return True
+    m = found[0].regex.search(text)
+    return m is not None and m.group(0) == _HTTP_CONNECT  # (a Mooncake glog line that quotes it stays)
+
+
 def is_transport(incident: Incident) -> bool:
     """The incident is the KV transport's between PD instances (NOT_PROVED_BY_READY)."""
-    return (any(name in NOT_PROVED_BY_READY for name in incident.signal_names)
-            or any(lit in line.text for line in incident.signals for lit in TRANSPORT_LITERALS))
+    for name, line in zip(incident.signal_names, incident.signals):
+        if _client_connect_only(line.text):
+            continue
+        if name in NOT_PROVED_BY_READY or any(lit in line.text for lit in TRANSPORT_LITERALS):
+            return True
+    return False
 
 
 def is_death(incident: Incident) -> bool:

@@ -13,7 +13,7 @@ incidents/survived.py ``goes_on_after``, pipeline.py ``_goes_on_after``).
 
 What stays an incident: the same lines followed by a death of the launch, any other failure line
 with them (NVIDIA/nccl#1485: "[Proxy Service 3] Failed to execute operation Setup ..." before
-"Cuda failure 'driver shutting down'", fixtures/nccl/proxy_setup_failed_then_driver_shutting_down.log),
+"Cuda failure 'driver shutting down'", fixtures/nccl/proxy_setup_failed_then_driver_shutting_down.txt),
 and the c10d line with the exception a main-thread store operation raised from it.
 """
 
@@ -56,7 +56,7 @@ def test_a_death_after_them_keeps_the_incident(pack):
 
 
 def test_another_failure_line_among_them_keeps_the_incident(pack):
-    events = _events(pack, (NCCL / "proxy_setup_failed_then_driver_shutting_down.log").read_text())
+    events = _events(pack, (NCCL / "proxy_setup_failed_then_driver_shutting_down.txt").read_text())
     (incident,) = _incidents(events)
     assert incident["category"] == "nccl" and _warnings(events) == []
 
@@ -119,3 +119,33 @@ def test_goes_on_after_names_what_printed_them():
     assert survived.goes_on_after(inc) == "NCCL's proxy thread or teardown"
     bad = Line(1, HEAD + "Cuda failure 'out of memory'")
     assert survived.goes_on_after(Incident("signal", 1, 1, lines=[bad], signals=[bad], signal_names=["nccl_warn"])) is None
+
+
+# An HTTP client's failed connection (urllib3's NewConnectionError) printed while the server loads:
+# a script polling /health before the port is open.  The ready line shows the launch came up after
+# it; only a line that names the PD side (the bootstrap server, prefill / decode) is the KV
+# transport's, which the warm-up does not exercise (incidents/survived.py ``is_transport``).
+POLL = ("Waiting for server... HTTPConnectionPool(host='127.0.0.1', port=30000): Max retries exceeded with url: "
+        "/health (Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f1>: Failed to "
+        "establish a new connection: [Errno 111] Connection refused'))\n")
+PD_FETCH = ("[2026-01-01 00:00:50 TP0] Error fetching prefill parallel info from bootstrap: HTTPConnectionPool("
+            "host='10.0.0.2', port=8998): Max retries exceeded with url: /route (Caused by NewConnectionError("
+            "\"HTTPConnection(host='10.0.0.2', port=8998): Failed to establish a new connection: [Errno 111] "
+            "Connection refused\"))\n")
+
+
+def test_a_clients_refused_connection_while_the_server_loads_is_survived(pack):
+    from tests.incidents.test_survived_before_ready import (CAPTURED, DUMP, READY, SCHEDULER_UP, START, UVICORN,
+                                                            WARMUP)
+
+    events = _events(pack, DUMP + START + POLL + CAPTURED + SCHEDULER_UP + UVICORN + WARMUP + READY)
+    assert _incidents(events) == []
+    assert [w["kind"] for w in events if w["event"] == "warning"] == ["survived_before_ready"]
+
+
+def test_the_pd_bootstraps_refused_connection_stays_the_transports(pack):
+    from tests.incidents.test_survived_before_ready import (CAPTURED, DUMP, READY, SCHEDULER_UP, START, UVICORN,
+                                                            WARMUP)
+
+    events = _events(pack, DUMP + START + PD_FETCH + CAPTURED + SCHEDULER_UP + UVICORN + WARMUP + READY)
+    assert [e["category"] for e in _incidents(events)] == ["nccl"]
