@@ -186,7 +186,14 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   defaulting to ALL", NET/Socket's thread and socket counts "greater than the maximum allowed,
 #   setting ...", "Ignoring SHM locality", "Could not find real path of ..", "P2P is disabled
 #   between NVLINK connected GPUs", NET/IB's "Got non-fatal async event" and "GID table changed",
-#   net_ib/common.cc's async thread, which names its fatal events "async fatal event").
+#   net_ib/common.cc's async thread, which names its fatal events "async fatal event"); and, in
+#   2.21's sources (the NCCL of torch 2.5-2.6 images), the set-up's fallbacks that log and go on:
+#   "No NVML device handle. Skipping nvlink detection.", "Could not open XML topology file ..."
+#   (xml.cc returns success), "Could not find a path for pattern N, falling back to simple order",
+#   "CollNet currently only supports up to N GPUs per node, disabling CollNet", the CTA / channel
+#   clamps, "Unable to create thread context due to old driver, disabling.", NET/IB's ignored
+#   address or mask and the devices it skips ("Unable to open device", "Unable to query
+#   port_num": the next device, or sockets, are used), "unlink shared memory .. failed".
 # - torch's ProcessGroupNCCL heartbeat monitor (torch 2.4-2.9, ProcessGroupNCCL.cpp
 #   ``HeartbeatMonitor::runLoop`` / ``heartbeatMonitor``): it polls the TCPStore for the "should
 #   dump" flag; when the store's host (rank 0's process, the launcher) has exited, TCPStore's
@@ -217,7 +224,14 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NCCL_\w+=\S* is being ignored|NCCL_\w+: unknown value '[^']*', defaulting to|"
     r"NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed|"
     r"Ignoring SHM locality|Could not find real path of |P2P is disabled between NVLINK connected GPUs|"
-    r"NET/IB ?: \S+:\d+ (?:Got non-fatal async event|GID table changed))")
+    r"NET/IB ?: \S+:\d+ (?:Got non-fatal async event|GID table changed)|"
+    r"No NVML device handle\. Skipping nvlink detection|Could not open XML topology file |"
+    r"Could not find a path for pattern \d+, falling back to simple order|"
+    r"CollNet currently only supports up to \d+ GPUs per node, disabling CollNet|"
+    r"NCCL_CGA_CLUSTER_SIZE value \d+ is too big\. Limiting value to|(?:min|max)CTAs \d+ is larger than |"
+    r"User asked for a (?:minimum|maximum) of \d+ channels|Unable to create thread context due to old driver, disabling|"
+    r"NET/IB: Ip address (?:mask )?'[^']*' is invalid for family \S+, ignoring|unlink shared memory \S+ failed|"
+    r"NET/IB : Unable to (?:open device|query port_num) )")
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")

@@ -85,6 +85,9 @@ HEAD = "gpu-node-1:2301:2330 [0] proxy.cc:1861 NCCL WARN "
     "NET/Socket : NCCL_SOCKET_NTHREADS is greater than the maximum allowed, setting to 16",
     "NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
     "NET/IB : mlx5_0:1 GID table changed",
+    "No NVML device handle. Skipping nvlink detection.",
+    "Could not find a path for pattern 4, falling back to simple order",
+    "NET/IB : Unable to open device mlx5_3",
 ])
 def test_nccls_going_on_warnings_after_serving_lines_are_warnings(pack, message: str):
     events = _events(pack, BATCH.format(n=1) + HEAD + message + "\n")
