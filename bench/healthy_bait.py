@@ -38,10 +38,18 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
       500 and logged with "Error in request: ", so their ``request_end`` texts are not what SGLang
       prints, and the tool keeps them incidents (incidents/survived.py ``client_error_answer``).
 
+(d) ``nccl``: real healthy-but-scary texts of torch.distributed / NCCL teardown and set-up that
+    people pasted (``NCCL_SHAPES``: each file with the thread it came from), whole and under
+    every robustness transform: the heartbeat monitor's TCPStore warnings while the store's host
+    exits, the watchdog's "driver shutting down" at exit, ProcessGroupNCCL's exit and barrier
+    warnings, RCCL's host-settings advice, NCCL_DEBUG=INFO chatter.  None of them is a failure by
+    itself (incidents/survived.py ``goes_on_after`` for the ones with a failure's words).
+
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
     python bench/healthy_bait.py                 # all three
     python bench/healthy_bait.py --only bait --show 20
+    python bench/healthy_bait.py --only nccl
     python bench/healthy_bait.py --json
 """
 
@@ -98,6 +106,34 @@ def _emit(lines: list[tuple]) -> str:
         else:
             out.append(f"[{stamp}] {text}")
     return "\n".join(out) + "\n"
+
+
+# -- (d) real healthy NCCL / torch.distributed shapes -------------------------------------------
+
+# (file, where its lines were pasted); fixtures/ files, byte for byte what the thread shows
+NCCL_SHAPES = (
+    ("fixtures/nccl/heartbeat_store_gone_should_dump_fragment.log", "https://github.com/MiniMax-AI/MiniMax-M1/issues/14"),
+    ("fixtures/nccl/store_gone_should_dump_two_ranks_fragment.log", "https://github.com/ome-projects/ome/issues/312"),
+    ("fixtures/nccl/watchdog_driver_shutting_down_at_exit.log", "https://github.com/NVIDIA/Fuser/issues/2497"),
+    ("fixtures/nccl/destroy_process_group_not_called_at_exit.log", "https://github.com/anhvth/opensloth/issues/17"),
+    ("fixtures/nccl/process_group_not_destroyed_at_exit.log", "https://github.com/sehoffmann/dmlcloud/issues/61"),
+    ("fixtures/nccl/barrier_device_unknown_ray_worker.log", "https://github.com/verl-project/verl/issues/1472"),
+    ("fixtures/healthy/rccl_host_settings_warn_fragment.log", "session 24 (fa24): RCCL's ncclInit advice lines"),
+    ("fixtures/healthy/nccl_info_chatter_0523.log", "NCCL_DEBUG=INFO start-up chatter of a healthy 0.5.23 launch"),
+)
+
+
+def measure_nccl(engine: "Engine") -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    for rel, _source in NCCL_SHAPES:
+        text = (ROOT / rel).read_bytes().decode("utf-8", "replace")
+        _count(per["whole"], rel, engine.incidents(text), text)
+        for tname in robustness.TRANSFORMS:
+            sample = robustness.Sample(rel, "tune", robustness._split_lines(text), 0, "none", healthy=True)
+            out = robustness.apply(tname, sample)
+            if out is not None:
+                _count(per[tname], rel, engine.incidents(keep_cut_end(text, out)), out)
+    return per
 
 
 # -- (c) the bait, from the inventories of SGLang's source --------------------------------------
@@ -258,13 +294,13 @@ def measure_transforms(engine: Engine, quiet: list) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("corpus", "transforms", "bait"), action="append")
+    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl"), action="append")
     ap.add_argument("--bait", choices=("warnings", "requests"), action="append",
                     help="which bait to generate (default: both)")
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    only = set(args.only or ("corpus", "transforms", "bait"))
+    only = set(args.only or ("corpus", "transforms", "bait", "nccl"))
     engine = Engine()
     result: dict = {}
     corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
@@ -274,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         result["transforms"] = measure_transforms(engine, quiet)
     if "bait" in only:
         result["bait"] = measure_bait(engine, tuple(args.bait or ("warnings", "requests")))
+    if "nccl" in only:
+        result["nccl"] = measure_nccl(engine)
     if args.json:
         print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
                               for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))

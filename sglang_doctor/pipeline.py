@@ -377,6 +377,8 @@ class StreamPipeline:
             for ev in held:
                 if launch_index is not None and ev["launch"] == launch_index:
                     continue
+                if self._goes_on_after(ev):
+                    continue  # a thread's warning, no death of its launch after it (survived.goes_on_after)
                 if at is not None:
                     self._confirm(ev, at, f"a new launch began at line {at}")
                 elif held is self._while_serving and self._request_level_at_end(ev):
@@ -391,6 +393,24 @@ class StreamPipeline:
                               if launch_index is not None and ev["launch"] == launch_index]
         self._while_serving = [ev for ev in self._while_serving
                                if launch_index is not None and ev["launch"] == launch_index]
+
+    def _goes_on_after(self, ev: dict) -> bool:
+        """A held incident made only of lines a thread prints and goes on after (NCCL's proxy
+        thread, torch's heartbeat monitor: incidents/survived.py ``goes_on_after``), with no
+        death of its launch after it, is a warning when its launch ends or the input does: turn
+        it into one and say True."""
+        diagnosis = ev.get("_diagnosis")
+        if diagnosis is None or ev.get("event") != "incident":
+            return False
+        inc = diagnosis.incident
+        launches = self.assembler.launches
+        if inc.launch_index is None or inc.launch_index >= len(launches):
+            return False
+        what = survived_mod.goes_on_after(inc)
+        if what is None or any(d > inc.first_line for d in self._deaths.get(inc.launch_index, [])):
+            return False
+        self._to_survived(ev, launches[inc.launch_index], goes_on=what)
+        return True
 
     def _request_level_at_end(self, ev: dict) -> bool:
         """The input ended after the held serving incident ``ev`` with nothing that decides it:
@@ -520,7 +540,7 @@ class StreamPipeline:
         return self._take()
 
     def _to_survived(self, ev: dict, launch: Launch, serving: bool = False, answered: str | None = None,
-                     request: dict | None = None) -> None:
+                     request: dict | None = None, goes_on: str | None = None) -> None:
         """Turn the incident event ``ev`` (in place: it keeps its place among the events) into
         a warning: the launch came up after it (``serving``: went on serving after it, shown by
         its batch lines, or by ``answered``: the URL that still answered, run's probe), or
@@ -548,6 +568,11 @@ class StreamPipeline:
             message = (f"{lines}: request{rid} failed{reason} ({diagnosis.rule}), {how}; the input ends "
                        f"after it with nothing of a death of launch {launch.index + 1}: a request-level event, "
                        f"not a launch incident")
+        elif goes_on is not None:
+            kind = "nonfatal_warning"
+            message = (f"{lines}: {what} ({diagnosis.rule}): only warnings of {goes_on}, which logs them and "
+                       f"goes on, and nothing of a death of launch {launch.index + 1} after them: not a failure by "
+                       f"themselves (a failure would show its own error)")
         elif answered is not None:
             kind = "survived_while_serving"
             message = (f"{lines}: {what} ({diagnosis.rule}) while serving, yet launch {launch.index + 1} still "
@@ -577,10 +602,11 @@ class StreamPipeline:
             return
         # a live stream reported the incident already, as provisional: say it is taken back
         warning["withdraws"] = {"rule": diagnosis.rule, "lines": [inc.first_line, inc.last_line]}
-        warning["message"] = (("one request's failure" if request is not None else "the server went on serving"
+        warning["message"] = (("one request's failure" if request is not None else "a thread's warning, not a failure"
+                               if goes_on is not None else "the server went on serving"
                                if serving else "the server came up anyway")
                               + f": the provisional incident reported at {message}")
-        if answered is not None or request is not None:  # decided now: after everything read so far
+        if answered is not None or request is not None or goes_on is not None:  # decided now: after everything read so far
             self._events.append(warning)
             return
         # in the log's order: before the first event of a later line than the one that decided

@@ -74,10 +74,35 @@ TRANSPORT_LITERALS = (tuple(lit for sig in signals.SIGNALS if sig.name in NOT_PR
 ONCE_PER_LAUNCH = frozenset({"max_total_num_tokens", "http_server_up", "startup_timings"})
 
 
+# The transfer_error signal also takes urllib3's "Failed to establish a new connection" (a PD
+# decode fetching the prefill's parallel info from its bootstrap server, tuned dev/086), which any
+# HTTP client prints: a script polling the server's /health while it loads, a router, a
+# benchmark.  Only a line that names the PD side of it (the bootstrap server, prefill / decode,
+# the disaggregation code) is the KV transport's; the others are some client's connection that
+# the ready line can show was only too early.
+_HTTP_CONNECT = "Failed to establish a new connection"
+_PD_WORDS = re.compile(r"bootstrap|prefill|decode|disaggregation|mooncake|nixl|kv ?transfer|kvcache", re.I)
+
+
+def _client_connect_only(text: str) -> bool:
+    """The line is some HTTP client's failed connection, not the PD side's (above)."""
+    if _HTTP_CONNECT not in text or _PD_WORDS.search(text):
+        return False
+    found = signals.classify(text)
+    if found is None or found[0].name != "transfer_error":
+        return True
+    m = found[0].regex.search(text)
+    return m is not None and m.group(0) == _HTTP_CONNECT  # (a Mooncake glog line that quotes it stays)
+
+
 def is_transport(incident: Incident) -> bool:
     """The incident is the KV transport's between PD instances (NOT_PROVED_BY_READY)."""
-    return (any(name in NOT_PROVED_BY_READY for name in incident.signal_names)
-            or any(lit in line.text for line in incident.signals for lit in TRANSPORT_LITERALS))
+    for name, line in zip(incident.signal_names, incident.signals):
+        if _client_connect_only(line.text):
+            continue
+        if name in NOT_PROVED_BY_READY or any(lit in line.text for lit in TRANSPORT_LITERALS):
+            return True
+    return False
 
 
 def is_death(incident: Incident) -> bool:
@@ -136,6 +161,110 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
     barriers = list(deaths) + restart_lines(launch, ready)
     return not any(incident.first_line < b < ready for b in barriers)
 
+
+
+# -- warnings the process that printed them goes on after ------------------------------------
+#
+# Some lines carry a failure's words but are printed by a thread that logs them and goes on;
+# the process is not ending and the launch's cause, if it failed, is reported elsewhere (its
+# own exception, NCCL's error return, a death).  Made of nothing else, an incident of them is a
+# warning, whatever the text shows around it -- a cut fragment with only such lines is not a
+# failure (pipeline.py ``_release_before_ready``) -- unless a death of the launch follows it (a
+# held incident meets the death first and stands).  Two families, read in their sources:
+#
+# - NCCL's WARN lines whose code path goes on (NVIDIA/nccl src/, 2.18-2.28): the proxy service
+#   thread's reports of a connection it closes ("[Service thread] Error encountered progressing
+#   operation=Connect, res=3, closing connection", "[Service thread] Could not receive type from
+#   localRank N, res=.., closed=..", proxy.cc: it closes that peer's socket and serves the others;
+#   the rank that asked reports its own failure), "[Proxy Service N] Failed to execute operation
+#   Close ..." and the teardown's "[Proxy Service] proxyDestroy failed", "[Service thread] shm close
+#   failed", "ncclProxyStop: comm .. destroys proxy resource error", "commReclaim: ...", "Legacy IPC
+#   cleanup callback failed" (init.cc ncclCommDestroy / commReclaim: logged, destroy goes on);
+#   CUDA's "driver shutting down" (CUDACHECK's "Cuda failure 'driver shutting down'"), which only a
+#   process past its exit prints; and the settings NCCL corrects and goes on with
+#   ("NCCL_WORK_FIFO_BYTES=.. is being ignored", "NCCL_NET_MERGE_POLICY: unknown value '..',
+#   defaulting to ALL", NET/Socket's thread and socket counts "greater than the maximum allowed,
+#   setting ...", "Ignoring SHM locality", "Could not find real path of ..", "P2P is disabled
+#   between NVLINK connected GPUs", NET/IB's "Got non-fatal async event" and "GID table changed",
+#   net_ib/common.cc's async thread, which names its fatal events "async fatal event"); and, in
+#   2.21's sources (the NCCL of torch 2.5-2.6 images), the set-up's fallbacks that log and go on:
+#   "No NVML device handle. Skipping nvlink detection.", "Could not open XML topology file ..."
+#   (xml.cc returns success), "Could not find a path for pattern N, falling back to simple order",
+#   "CollNet currently only supports up to N GPUs per node, disabling CollNet", the CTA / channel
+#   clamps, "Unable to create thread context due to old driver, disabling.", NET/IB's ignored
+#   address or mask and the devices it skips ("Unable to open device", "Unable to query
+#   port_num": the next device, or sockets, are used), "unlink shared memory .. failed".
+# - torch's ProcessGroupNCCL heartbeat monitor (torch 2.4-2.9, ProcessGroupNCCL.cpp
+#   ``HeartbeatMonitor::runLoop`` / ``heartbeatMonitor``): it polls the TCPStore for the "should
+#   dump" flag; when the store's host (rank 0's process, the launcher) has exited, TCPStore's
+#   client logs "[c10d] recvValue failed on SocketImpl(...): Connection reset by peer" (or
+#   sendBytes, "Failed to recv, got 0 bytes") with the C++ frames of ``TCPStore::check`` and the
+#   monitor catches it and warns "Failed to check the \"should dump\" flag on TCPStore, (maybe
+#   TCPStore server has shut down too early), with error: ..." (W level), and keeps polling.  Every
+#   rank prints them while the processes of a finished or stopped server exit one after another
+#   (the lines as pasted: MiniMax-AI/MiniMax-M1#14, ome-projects/ome#312); a failure that killed
+#   the store's host has its own lines.  TCPStore's client logs the same c10d line (W level)
+#   before it throws in any store operation; when the caller is the main thread (a rendezvous, a
+#   barrier) the exception it raises (DistNetworkError, RuntimeError, a Python traceback) is in
+#   the incident and it stays the store's failure.  So the c10d lines count here when the
+#   incident shows the monitor (its frames or its "should dump" line) or holds nothing but them
+#   and their C++ frames: no exception raised from them is in the text.
+# - CUDA's "driver shutting down" (cudaErrorCudartUnloading), which only a process whose CUDA
+#   runtime is being unloaded at its exit gets: torch's NCCL watchdog logs it at INFO ("main
+#   process destroyed cuda before watchdog loop exited, terminating watchdog. (Watchdog caught
+#   exception: CUDA error: driver shutting down", ProcessGroupNCCL.cpp, NVIDIA/Fuser#2497) and
+#   NCCL's CUDACHECK as "Cuda failure 'driver shutting down'" (NVIDIA/nccl#1485): the process
+#   is already ending, whatever ended it has its own lines.
+NONFATAL_NCCL_WARN = re.compile(
+    r"NCCL WARN (?:\[Service thread\] (?:Error encountered progressing operation=\w+, res=\d+, closing connection|"
+    r"Could not receive type from localRank|shm close failed|proxy ops shm unlink failed)|"
+    r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation Close\b)|"
+    r"ncclProxyStop: comm |commReclaim: |Legacy IPC cleanup callback failed|"
+    r"Cuda failure (?:\d+ )?'driver shutting down'|"
+    r"NCCL_\w+=\S* is being ignored|NCCL_\w+: unknown value '[^']*', defaulting to|"
+    r"NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed|"
+    r"Ignoring SHM locality|Could not find real path of |P2P is disabled between NVLINK connected GPUs|"
+    r"NET/IB ?: \S+:\d+ (?:Got non-fatal async event|GID table changed)|"
+    r"No NVML device handle\. Skipping nvlink detection|Could not open XML topology file |"
+    r"Could not find a path for pattern \d+, falling back to simple order|"
+    r"CollNet currently only supports up to \d+ GPUs per node, disabling CollNet|"
+    r"NCCL_CGA_CLUSTER_SIZE value \d+ is too big\. Limiting value to|(?:min|max)CTAs \d+ is larger than |"
+    r"User asked for a (?:minimum|maximum) of \d+ channels|Unable to create thread context due to old driver, disabling|"
+    r"NET/IB: Ip address (?:mask )?'[^']*' is invalid for family \S+, ignoring|unlink shared memory \S+ failed|"
+    r"NET/IB : Unable to (?:open device|query port_num) )")
+# the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
+# "frame #N: ...")
+_CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
+# what a paste puts around a log (a markdown fence, an HTML <details> block) or a blank line
+_DECORATION = re.compile(r"\s*(?:(?:```|~~~).*|</?(?:details|summary|pre|code)\b.*)?\s*$")
+HEARTBEAT_CHECK = re.compile(r'Failed to check the "should dump" flag on TCPStore')
+_HEARTBEAT_FRAMES = re.compile(r"HeartbeatMonitor::runLoop|ProcessGroupNCCL::heartbeatMonitor|c10d::TCPStore::check\(")
+_C10D_LINE = re.compile(r"\[c10d\] (?:sendBytes|recvValue|recvBytes) failed")
+# CUDA's error string for cudaErrorCudartUnloading, as torch and NCCL print it
+DRIVER_SHUTTING_DOWN = re.compile(r"(?:CUDA error|Cuda failure(?: \d+)?):? '?driver shutting down")
+
+
+def goes_on_after(incident: Incident) -> str | None:
+    """What printed ``incident`` when every failure line of it is a warning of a thread that
+    goes on ("NCCL's proxy / teardown", "torch's heartbeat monitor"), with no exception and
+    nothing of a death in it; else None (above)."""
+    if incident.exception is not None or incident.chain or not incident.signals or is_death(incident):
+        return None
+    heartbeat = any(HEARTBEAT_CHECK.search(line.text) or _HEARTBEAT_FRAMES.search(line.text)
+                    for line in incident.lines)
+    only_store = all(_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text) or _CPP_TRACE.match(line.text)
+                     or _DECORATION.fullmatch(line.text) for line in incident.lines)
+    kinds = set()
+    for line in incident.signals:
+        if DRIVER_SHUTTING_DOWN.search(line.text):
+            kinds.add("a process whose CUDA runtime was unloading at its exit")
+        elif NONFATAL_NCCL_WARN.search(line.text):
+            kinds.add("NCCL's proxy thread or teardown")
+        elif (heartbeat or only_store) and (_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text)):
+            kinds.add("torch's TCPStore client (the store's host had gone)")
+        else:
+            return None
+    return " and ".join(sorted(kinds))
 
 # -- while serving ----------------------------------------------------------------------------
 #
@@ -294,6 +423,8 @@ def may_survive_serving(incident: Incident) -> bool:
         return True  # printed only while serving (above), whatever the fragment showed before it
     if not incident.after_ready:
         return False
+    if goes_on_after(incident) is not None:
+        return True  # a thread's warning (above), even with a peer-loss signal's words
     return not is_transport(incident) and not set(incident.signal_names) & NOT_PROVED_BY_SERVING
 
 
