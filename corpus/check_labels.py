@@ -2,7 +2,7 @@
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
 corpus/sealed13, corpus/sealed14, corpus/sealed15, corpus/sealed16, corpus/sealed17, corpus/sealed18, corpus/sealed19, corpus/sealed20, corpus/sealed21, corpus/sealed22, corpus/sealed23, corpus/sealed24, corpus/sealed25, corpus/sealed26, corpus/field,
-corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24 and corpus/field25).
+corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24, corpus/field25 and corpus/field26).
 
 For each part that exists: every *.log file has exactly one label, every label names an
 existing file, the keys are those of CORPUS.md, categories and phases are valid, the
@@ -40,10 +40,14 @@ field22: the same split as field13 (even N, numberless owners n-z or a digit);
 field23: the same split as field13 (even N, numberless owners n-z or a digit);
 field24: the same split as field13 (even N, numberless owners n-z or a digit);
 field25: the same split as field13 (even N, numberless owners n-z or a digit);
+field26: the same split as field13 (even N, numberless owners n-z or a digit), and a web page (a numberless source
+without a repository) by the last number in its URL path (even), or, when the path has no number, by its host's first
+letter (n-z or a digit);
 numberless sources are allowed in every other part), and no source URL appears in two parts.
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
 import os
+import re
 import sys
 
 import yaml
@@ -99,6 +103,7 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "field23": lambda n: n % 2 == 0,
          "field24": lambda n: n % 2 == 0,
          "field25": lambda n: n % 2 == 0,
+         "field26": lambda n: n % 2 == 0,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
@@ -125,7 +130,11 @@ NUMBERLESS_OWNER_SPLIT = {"sealed13": "abcdefghijklm", "sealed14": "abcdefghijkl
                           "field22": "nopqrstuvwxyz0123456789",
                           "field23": "nopqrstuvwxyz0123456789",
                           "field24": "nopqrstuvwxyz0123456789",
-                          "field25": "nopqrstuvwxyz0123456789"}
+                          "field25": "nopqrstuvwxyz0123456789",
+                          "field26": "nopqrstuvwxyz0123456789"}
+# Parts whose web pages (numberless sources without a repository) are split by the last number in the URL's path
+# (the rule the part's own split takes for N); a path without a number falls back to the host's first letter.
+WEB_PAGE_NUMBER_SPLIT = {"field26"}
 
 
 def numberless_owner(src):
@@ -136,6 +145,16 @@ def numberless_owner(src):
     url = src.get("url") or ""
     host = url.split("://", 1)[-1].split("/", 1)[0].lower()
     return host[4:] if host.startswith("www.") else host
+
+
+def web_page_number(src):
+    """The last number in the URL path of a web page (a numberless source without a repository), else None."""
+    if src.get("repo"):
+        return None
+    url = src.get("url") or ""
+    path = url.split("://", 1)[-1].partition("/")[2].split("?", 1)[0].split("#", 1)[0]
+    numbers = re.findall(r"\d+", path)
+    return int(numbers[-1]) if numbers else None
 
 
 def check_part(root, part, errors):
@@ -198,7 +217,11 @@ def check_part(root, part, errors):
             if src.get("kind") not in KINDS:
                 errors.append(f"{where}: bad source.kind {src.get('kind')!r}")
             n = src.get("number")
-            if n is None and part in NUMBERLESS_OWNER_SPLIT:
+            page_n = web_page_number(src) if n is None and part in WEB_PAGE_NUMBER_SPLIT else None
+            if page_n is not None:
+                if not PARTS[part](page_n):
+                    errors.append(f"{where}: web page number {page_n} belongs to the other part")
+            elif n is None and part in NUMBERLESS_OWNER_SPLIT:
                 owner = numberless_owner(src)
                 if not owner or owner[0] not in NUMBERLESS_OWNER_SPLIT[part]:
                     errors.append(f"{where}: numberless source {owner!r} belongs to the other part")
