@@ -139,6 +139,11 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
     ("", ("init_memory_pool", "profile_max_num_token"), "memory.kv_pool", "it stopped sizing the memory pools"),
     ("srt/jit_kernel/", None, "kernel.build", "it stopped in a JIT kernel build"),
     ("srt/layers/attention/", None, "kernel.unsupported_hw", "it stopped inside an attention kernel"),
+    # RadixAttention.forward (srt/layers/radix_attention.py, every release since 0.2) only hands the
+    # layer's q/k/v to the attention backend (forward_batch.attn_backend.forward, from 0.5.2x
+    # get_attn_backend().forward): a traceback whose text stops there was entering the backend's kernels
+    ("srt/layers/radix_attention", ("forward",), "kernel.unsupported_hw",
+     "it stopped in RadixAttention.forward, which hands the layer to the attention backend's kernels"),
     ("srt/layers/quantization/", None, "kernel.unsupported_hw", "it stopped inside a quantization kernel"),
     ("srt/layers/moe/", None, "kernel.unsupported_hw", "it stopped inside a MoE kernel"),
     # building the model class from its config comes before any weight is read: SGLang's
