@@ -1,0 +1,73 @@
+"""Graph-capture failures by runner and release (session 26, cudagraph26):
+
+- 0.5.3-0.5.9's piecewise (prefill) runner raises the decode runner's words ("Capture cuda graph
+  failed: {e}") followed by its OWN advice; it is the piecewise graphs that failed, so the fix
+  turns them off (these releases: drop --enable-piecewise-cuda-graph), not the decode knobs;
+  with a CUDA error the advice follows a blank line and is still read; an out-of-memory one is
+  still the capture OOM;
+- cut before that advice, the piecewise runner's frames pick the same switch;
+- 0.4.6.post2-0.4.x spell it "Capture CUDA graph failed" (capital CUDA): the release's own
+  capture rule, not the advice-only tail rule.
+Real ``sglang-doctor explain`` subprocesses on fixture files (or files derived from them)."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import explain_incidents
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "cuda_graph"
+
+
+def _first(path, *extra):
+    incidents = explain_incidents(path, *extra)
+    assert len(incidents) == 1, [i["rule"] for i in incidents]
+    return incidents[0]
+
+
+@pytest.mark.parametrize("name", ["piecewise_capture_failed_055.log", "piecewise_capture_failed_059.log",
+                                  "piecewise_capture_failed_blank_line_059.log"])
+def test_the_piecewise_runner_s_capture_failure_turns_piecewise_graphs_off(name):
+    inc = _first(FIX / name)
+    assert (inc["rule"], inc["category"]) == ("cuda_graph.piecewise_capture_failed", "cuda_graph")
+    fix = inc["remediation"]
+    assert fix["unset"] == ["--enable-piecewise-cuda-graph"] and not fix["set"]
+    # the decode graphs stay: no --disable-cuda-graph, no smaller --cuda-graph-max-bs first
+    assert "--disable-cuda-graph" not in fix["command"]
+
+
+def test_an_out_of_memory_piecewise_capture_stays_the_capture_oom(tmp_path):
+    text = (FIX / "piecewise_capture_failed_blank_line_059.log").read_text()
+    cause = "CUDA error: operation not permitted when stream is capturing"
+    oom = ("CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 79.19 GiB of which "
+           "1.21 GiB is free.")
+    assert text.count(cause) == 2
+    log = tmp_path / "oom.log"
+    log.write_text(text.replace(f"RuntimeError: {cause}", f"torch.OutOfMemoryError: {oom}")
+                   .replace(f"failed: {cause}", f"failed: {oom}"))
+    inc = _first(log)
+    assert inc["category"] == "memory.cuda_oom"
+    assert "--mem-fraction-static" in inc["remediation"]["set"]
+
+
+def test_a_piecewise_capture_cut_before_its_advice_is_known_by_its_frames(tmp_path):
+    text = (FIX / "piecewise_capture_failed_059.log").read_text()
+    log = tmp_path / "cut.log"
+    log.write_text(text[:text.index("Possible solutions:")])
+    inc = _first(log)
+    assert (inc["rule"], inc["category"]) == ("cuda_graph.capture_failed_cut", "cuda_graph")
+    assert inc["remediation"]["unset"] == ["--enable-piecewise-cuda-graph"]
+
+
+def test_the_decode_runner_s_failure_keeps_the_decode_knobs():
+    # the same words with the decode runner's advice: a smaller largest captured batch first
+    inc = _first(FIX / "capture_failed_059.log")
+    assert inc["rule"] == "cuda_graph.capture_failed_059"
+    assert "--enable-piecewise-cuda-graph" not in inc["remediation"]["unset"]
+
+
+def test_capital_cuda_of_0_4_6_post5_is_the_release_s_capture_rule():
+    inc = _first(FIX / "capture_failed_cuda_caps_0465.log")
+    assert (inc["rule"], inc["category"]) == ("cuda_graph.capture_failed_059", "cuda_graph")
+    assert "CUDA error: invalid argument" in inc["title"]
+    assert "--cuda-graph-max-bs" in inc["remediation"]["set"]
