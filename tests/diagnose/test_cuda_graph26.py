@@ -71,3 +71,31 @@ def test_capital_cuda_of_0_4_6_post5_is_the_release_s_capture_rule():
     assert (inc["rule"], inc["category"]) == ("cuda_graph.capture_failed_059", "cuda_graph")
     assert "CUDA error: invalid argument" in inc["title"]
     assert "--cuda-graph-max-bs" in inc["remediation"]["set"]
+
+
+SRT = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
+
+
+def test_a_piecewise_compile_failing_is_the_piecewise_graphs():
+    # 0.5.10-0.5.13 piecewise runner's warm-up compile, the "Piecewise CUDA Graph failed" line
+    # not pasted: class.cuda_graph.in_capture reads the runner's compile step, its fix the
+    # piecewise switch of those releases
+    inc = _first(Path(__file__).resolve().parents[2] / "fixtures" / "classes" / "cuda_graph_in_piecewise_compile_cublas_0512.log")
+    assert (inc["rule"], inc["category"]) == ("class.cuda_graph.in_capture", "cuda_graph")
+    assert inc["remediation"]["set"] == {"--disable-piecewise-cuda-graph": True}
+
+
+def test_a_cut_capture_one_shape_traceback_is_a_capture_not_a_crash_while_serving(tmp_path):
+    # 0.5.14-0.5.23 capture one size in capture_one_shape; a paste cut to the last frames,
+    # with no ready line and no milestone, is still before ready (startup_hints) and a capture
+    log = tmp_path / "cut.log"
+    log.write_text("\n".join([
+        f'  File "{SRT}/model_executor/runner/decode_cuda_graph_runner.py", line 1368, in capture_one_shape',
+        "    out = run_once()",
+        f'  File "{SRT}/models/deepseek_v2.py", line 2601, in forward',
+        "    hidden_states = self.model(",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ]) + "\n")
+    inc = _first(log)
+    assert inc["category"] == "cuda_graph", (inc["rule"], inc["category"])
