@@ -99,3 +99,24 @@ def test_a_cut_capture_one_shape_traceback_is_a_capture_not_a_crash_while_servin
     ]) + "\n")
     inc = _first(log)
     assert inc["category"] == "cuda_graph", (inc["rule"], inc["category"])
+
+
+@pytest.mark.parametrize("cause", ["CUDA error: operation not permitted when stream is capturing",
+                                   "CUDA error: capturing stream has unjoined work"])
+def test_an_operation_cuda_refuses_under_capture_leads_with_no_decode_graphs(tmp_path, cause):
+    # it fails at every batch size: fewer captured sizes cannot help (the launch's dump says
+    # torch.compile is off, so it is not the compiled graph)
+    lines = (FIX / "capture_failed_cut_059.log").read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith("Exception: Capture cuda graph failed: "))
+    lines[i] = f"Exception: Capture cuda graph failed: {cause}"
+    log = tmp_path / "refused.log"
+    log.write_text("\n".join(lines) + "\n")
+    inc = _first(log)
+    assert inc["category"] == "cuda_graph"
+    assert inc["remediation"]["set"] == {"--disable-cuda-graph": True}
+    assert any("--cuda-graph-max-bs" in alt["set"] for alt in inc["remediation"]["alternatives"])
+
+
+def test_another_cause_still_leads_with_fewer_captured_sizes():
+    inc = _first(FIX / "capture_failed_cut_059.log")
+    assert "--cuda-graph-max-bs" in inc["remediation"]["set"]
