@@ -37,6 +37,14 @@ _STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel
                             # the capture loop SGLang runs once from the runner's constructor (not the
                             # vision encoders' _capture_graph, which captures on a first request)
                             "_capture_one_stream", "_capture_graph_size",
+                            # 0.5.14-0.5.23 runner/*_cuda_graph_runner.py capture_one_shape (one size
+                            # under capture); the piecewise (prefill) graphs' compile and warm-up before
+                            # their capture, once from the runner's constructor: 0.5.5
+                            # warmup_and_capture, 0.5.9 warmup_torch_compile, 0.5.10-0.5.13
+                            # warmup_compile, 0.5.14+ tc_piecewise backend _run_compile_pass, and
+                            # model_runner's init_piecewise_cuda_graphs (0.5.6-0.5.13)
+                            "capture_one_shape", "warmup_and_capture", "warmup_torch_compile", "warmup_compile",
+                            "_run_compile_pass", "init_piecewise_cuda_graphs",
                             # the engine's launcher (0.4.x-0.5.23 entrypoints/engine.py): it starts the
                             # scheduler / detokenizer processes and returns once they report ready, so
                             # what raises inside it (its own "Initialization failed. Please see the error

@@ -272,6 +272,13 @@ def _remote_task_error(exc: ExceptionInfo | None) -> bool:
                                 or _RAY_TASK_HEAD.match(exc.message or "") is not None)
 
 
+# SGLang's graph-capture failure (0.4.x-0.5.2x cuda_graph_runner / piecewise / draft / prefill /
+# CPU graph runners: "Capture cuda graph failed: {e}\n{...CAPTURE_FAILED_MSG}") and the first
+# line of the advice it appends ("Possible solutions:", the prefill runner's "Possible suggestions:")
+_CAPTURE_FAILED = re.compile(r"Capture [\w .-]{0,40}?graph failed: ", re.IGNORECASE)
+_CAPTURE_ADVICE = re.compile(r"Possible (?:solutions|suggestions):\s*$")
+
+
 class TracebackBuilder:
     """Follows one traceback record line by line.
 
@@ -441,6 +448,13 @@ class TracebackBuilder:
 
     def _in_message(self, text: str) -> int:
         if self._held:
+            if self._held == 1 and _CAPTURE_ADVICE.match(text) and self._capture_failure():
+                # SGLang's graph runners raise f"Capture ... graph failed: {e}\n{advice}"; a
+                # CUDA error's text ends with a newline, so one blank line stands between the
+                # message and its "Possible solutions:" list: the list is still the message
+                self._msg_lines.append("")
+                self._msg_lines.append(text)
+                return self._take()
             return 0  # a blank line ended the exception message
         if is_frame(text):
             if not self._msg_lines and _remote_task_error(self.parts[-1].exception):
@@ -494,6 +508,10 @@ class TracebackBuilder:
         self.state = "message"
         self._prev_frame_indented = None
         return self._take()
+
+    def _capture_failure(self) -> bool:
+        exc = self.parts[-1].exception
+        return exc is not None and _CAPTURE_FAILED.match(exc.message or "") is not None
 
     def _finish_message(self) -> None:
         part = self.parts[-1]
