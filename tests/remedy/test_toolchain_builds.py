@@ -115,3 +115,21 @@ def test_python_h_missing_alone_asks_for_the_development_headers():
     inc = explain_one_incident(FIXTURES / "kernel" / "python_headers_missing_lines.log")
     assert inc["rule"] == "kernel.build.python_headers_missing"
     assert "python3.X-dev" in inc["remediation"]["note"]
+
+
+def test_triton_compilation_error_is_a_build_failure_not_a_crash_while_serving(tmp_path):
+    # the three lines of Triton's error alone (no ready line, no launch): a kernel build failed,
+    # which no assumption about a ready server turns into a crash while serving
+    log = tmp_path / "triton_compile.log"
+    log.write_text("triton.compiler.errors.CompilationError: at 32:24:\n"
+                   "    offs_d = tl.arange(0, BLOCK_DMODEL)\n    mask_d = offs_d < Lk\n")
+    inc = explain_one_incident(log)
+    assert inc["rule"] == "kernel.build.triton_compilation_error" and inc["category"] == "kernel.build"
+
+
+def test_triton_compilation_error_in_the_triton_attention_backend_leaves_it():
+    inc = explain_one_incident(FIXTURES / "kernel" / "triton_compilation_error_decode_attention.log")
+    assert inc["rule"] == "kernel.build.triton_compilation_error"
+    sets = [c["set"] for c in _changes(inc["remediation"])]
+    assert {"--attention-backend": "flashinfer"} in sets
+    assert not any(s.get("--attention-backend") == "triton" for s in sets)
