@@ -133,3 +133,12 @@ def test_triton_compilation_error_in_the_triton_attention_backend_leaves_it():
     sets = [c["set"] for c in _changes(inc["remediation"])]
     assert {"--attention-backend": "flashinfer"} in sets
     assert not any(s.get("--attention-backend") == "triton" for s in sets)
+
+
+def test_nvcc_refusing_the_host_gcc_names_it_and_keeps_its_override_as_advice():
+    inc = explain_one_incident(FIXTURES / "kernel" / "nvcc_host_compiler_unsupported_flashinfer.log")
+    assert inc["rule"] == "kernel.build.nvcc_host_compiler_unsupported" and "GNU" in inc["title"]
+    rem = inc["remediation"]
+    assert rem["env"] == {"NVCC_APPEND_FLAGS": "-allow-unsupported-compiler"}
+    assert rem["needs_human"] and not rem["safe"]  # an override that may miscompile: never unattended
+    assert "-ccbin" in rem["note"]
