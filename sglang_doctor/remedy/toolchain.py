@@ -27,6 +27,7 @@ FIRST_CUDA: dict[int, str] = {
 FIRST_CUDA_ACCEL = "12.0"  # sm_90a, the first "a" target
 FIRST_CUDA_FAMILY = "12.9"  # sm_100f, sm_120f, ...
 LAST_BEFORE_13 = 72  # CUDA 13 no longer compiles for sm_72 and older
+RENAMED_IN_13 = 101  # sm_101 (Thor) is sm_110 from CUDA 13.0
 
 _ARCH = re.compile(r"^(?:compute|sm)_(\d{2,3})([af]?)$")
 
@@ -58,6 +59,8 @@ def toolkit_advice(arch: str, tool: str = "nvcc") -> str | None:
     first = first_cuda(arch)
     if m is None or first is None:
         return None
+    if int(m.group(1)) == RENAMED_IN_13:
+        return f"{arch} is known to the {tool} of CUDA 12.8 and 12.9 only (CUDA 13 calls it sm_110)"
     if int(m.group(1)) <= LAST_BEFORE_13:
         return (f"{arch} is known to the {tool} of CUDA {first} to 12.9 only (CUDA 13 dropped sm_72 and "
                 f"older): a toolkit in that range, matching torch's CUDA")

@@ -41,6 +41,11 @@ def test_an_architecture_cuda_13_dropped_asks_for_a_12x_toolkit_not_a_newer_one(
     assert "or newer" not in advice
 
 
+def test_the_architecture_cuda_13_renamed_is_not_sent_to_a_newer_toolkit():
+    advice = toolkit_advice("sm_101")
+    assert "12.8 and 12.9 only" in advice and "sm_110" in advice and "or newer" not in advice
+
+
 @pytest.mark.parametrize("arch", ["sm_999", "gfx942", "compute_", "sm_120 ; rm -rf /"])
 def test_an_architecture_the_table_does_not_know_claims_nothing(arch):
     assert first_cuda(arch) is None and toolkit_advice(arch) is None
