@@ -147,3 +147,20 @@ def test_nvcc_refusing_the_host_gcc_names_it_and_keeps_its_override_as_advice():
     assert rem["env"] == {"NVCC_APPEND_FLAGS": "-allow-unsupported-compiler"}
     assert rem["needs_human"] and not rem["safe"]  # an override that may miscompile: never unattended
     assert "-ccbin" in rem["note"]
+
+
+def test_gcc_without_gpp_asks_for_gpp_and_avoids_the_named_flashinfer_sampling_build():
+    inc = explain_one_incident(FIXTURES / "kernel" / "no_cxx_compiler_cc1plus.log")
+    assert inc["rule"] == "kernel.build.no_cxx_compiler"
+    rem = inc["remediation"]
+    assert "g++" in rem["note"] and rem["needs_human"]
+    assert rem["set"] == {"--sampling-backend": "pytorch"}
+    assert not any("--attention-backend" in c["set"] for c in _changes(rem))  # the sampler failed, not attention
+
+
+def test_the_shell_finding_no_cxx_in_a_tvm_ffi_build_changes_no_backend(tmp_path):
+    log = tmp_path / "cxx_missing.log"
+    log.write_text("FAILED: [code=127] cuda_0.o\n/bin/sh: 1: c++: not found\n")
+    inc = explain_one_incident(log)
+    assert inc["rule"] == "kernel.build.no_cxx_compiler"
+    assert not any(c["set"] for c in _changes(inc["remediation"]))
