@@ -164,3 +164,15 @@ def test_the_shell_finding_no_cxx_in_a_tvm_ffi_build_changes_no_backend(tmp_path
     inc = explain_one_incident(log)
     assert inc["rule"] == "kernel.build.no_cxx_compiler"
     assert not any(c["set"] for c in _changes(inc["remediation"]))
+
+
+def test_a_pip_source_build_of_a_kernel_package_is_a_build_failure_asking_for_a_wheel():
+    inc = explain_one_incident(FIXTURES / "kernel" / "source_build_failed_pip_wheel.log")
+    assert inc["rule"] == "kernel.build.source_build_failed" and inc["category"] == "kernel.build"
+    assert "prebuilt wheel" in inc["remediation"]["note"]
+
+
+def test_setuptools_compiler_line_alone_forms_a_build_incident(tmp_path):
+    log = tmp_path / "setuptools.log"
+    log.write_text("      error: command '/usr/bin/gcc' failed with exit code 1\n      [end of output]\n")
+    assert explain_one_incident(log)["rule"] == "kernel.build.source_build_failed"
