@@ -1546,7 +1546,17 @@ def _at_least(version: str | None, minimum: str) -> bool:
 
 @remedy("needs_human")
 def needs_human(ctx: Context, params: dict) -> Remediation | None:
+    """Advice only.  ``arch: "{arch}"`` (a compiler refused a GPU architecture): when
+    remedy/toolchain.py knows which CUDA release's compiler knows it, that sentence leads the
+    ``reason`` (``tool``: nvcc or ptxas); the log's architecture is only looked up, and shown
+    only when the table knows it."""
     reason = ctx.fill(params.get("reason")) or "this needs a change no launch flag can make"
+    if params.get("arch"):
+        from sglang_doctor.remedy.toolchain import toolkit_advice
+
+        advice = toolkit_advice(str(ctx.fill(params["arch"]) or ""), str(params.get("tool") or "nvcc"))
+        if advice:
+            reason = f"{advice}: {reason}"
     return Remediation(needs_human=True, safe=False, note=str(reason))
 
 
