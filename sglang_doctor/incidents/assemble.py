@@ -24,6 +24,7 @@ from typing import Any, Callable
 from sglang_doctor.incidents import cut_match, milestones
 from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
+from sglang_doctor.read.reader import clean_text
 from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
 from sglang_doctor.incidents import request_errors
@@ -396,7 +397,12 @@ def _docker_json_log(text: str) -> str | None:
     except ValueError:
         return None
     logged = record.get("log") if isinstance(record, dict) else None
-    return logged.rstrip("\r\n") if isinstance(logged, str) and "\n" not in logged.rstrip("\r\n") else None
+    if not isinstance(logged, str) or "\n" in logged.rstrip("\r\n"):
+        return None
+    # the decoded line as a terminal shows it, as the reader makes of a line's bytes
+    # (read/reader.clean_text): colour codes (``\u001b[31m``, written as escapes in the JSON
+    # string, so the reader saw no ESC byte), NUL bytes and ``\r`` rewrites taken off
+    return clean_text(logged.rstrip("\r\n").encode("utf-8", "surrogatepass"))
 
 
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
