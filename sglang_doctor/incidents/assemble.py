@@ -188,6 +188,10 @@ _DEVICE_SIDE = re.compile(
     r"NPU out of memory|NPU function error|\bE[A-Z]\d{4}:|\bERR\d{5}\b|retCode=0x"
     r"|Kernel task happen error|\[ERROR\] \d{4}-\d\d-\d\d-[\d:]+ \(PID:\d+, Device:|\b(?:aclnn\w*|ATB\w*|acl\w*) "
     r"(?:api )?failed|CUDA error|CUDA Error|device-side assert|Assertion `")
+# Lines of the kernel's log (records.is_kernel_prefix) that read as nothing, this close after an
+# open incident's last line, keep it open: the driver's context lines ("NVRM: GPU at PCI:...",
+# the OOM killer's task table) come between the failure and the kernel's fault line.
+KERNEL_LOG_JOIN = 60
 # A line that is only a log viewer's header for the next line (a date-time and a pod or
 # container name, nothing after them): some web UIs put it on a line of its own above every
 # line they show.  It holds no text of SGLang's, so it neither ends a traceback nor starts
@@ -469,6 +473,7 @@ class Assembler:
         # the line fed last and how it was read ("plain": no signal, "signal"), with its
         # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
+        self._kernel_line = False  # the line being read had the kernel log's prefix (records.is_kernel_prefix)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
 
@@ -564,9 +569,11 @@ class Assembler:
         # leading space, no digit; a record starts (one match of the header, not three)
         prefix = records.sglang_prefix(line.text)
         text = line.text
+        self._kernel_line = False
         if prefix is None:
             end = records.outer_prefix_end(text)
             if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
+                self._kernel_line = records.is_kernel_prefix(text[:end])
                 line = Line(line.number, text[end:], line.raw, line.cut)
             if line.number == 1 and _CUT_BEFORE_A_SPACE.match(line.text):
                 # the paste began just before a space inside a line (``' fp8e4nv not supported
@@ -854,6 +861,13 @@ class Assembler:
                 self.launch.ready_line = line.number
                 events.append(Event("ready", self.launch, line=line.number))
         group = self._group
+        if group is not None and self._kernel_line and not self._too_far(line) \
+                and line.number - group.lines[-1].number <= KERNEL_LOG_JOIN:
+            # the kernel's log pasted right after the failure (dmesg, journalctl -k): its other
+            # lines (the driver naming the GPU, the OOM killer's task table) do not end the
+            # incident, so the fault the kernel logged (an Xid, the OOM kill) joins the failure
+            # it explains.  Nothing is ordered by the kernel's clock: only by where it was pasted.
+            return
         if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)) \
                 and not (group.builders and _CRASH_DUMP.search(message) and not self._too_far(line)):
             self._close_group(events)
