@@ -93,7 +93,7 @@ def test_kernel_lines_far_below_a_failure_are_a_failure_of_their_own(tmp_path):
 
 def test_the_shell_s_killed_and_the_oom_killer_s_lines_are_one_incident(tmp_path):
     (ev,) = explain_incidents(FIXTURES / "kernel_log" / "killed_and_oom_reaper.log")
-    assert ev["rule"] == "memory.host_oom.oom_kill_summary"
+    assert ev["rule"] == "memory.host_oom.oom_killer_lines"
     assert ev["lines"] == [4, 6]
     assert "48211 (python3)" in ev["title"]
 
