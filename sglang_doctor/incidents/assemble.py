@@ -703,7 +703,8 @@ class Assembler:
     def _bare(self, line: Line, events: list[Event]) -> None:
         """An unprefixed line that no open record claims."""
         text = line.text
-        ranks = self._record.ranks if self._record else ()
+        # (the kernel's lines are no rank's, whatever record came before them)
+        ranks = self._record.ranks if self._record and not self._kernel_line else ()
         if text.startswith(IGNORED_LITERAL):
             self._request_error = line.number  # the traceback that follows was ignored by Python
         if text.startswith(THREAD_HEADER_LITERAL):

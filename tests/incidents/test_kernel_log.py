@@ -62,6 +62,7 @@ def test_an_xid_alone_forms_an_incident(tmp_path):
     (inc,) = incidents_of_lines(tmp_path, [DECODE, *XID79])
     assert inc.first_line == 3  # the driver's context line before it is not the failure
     assert [s.text for s in inc.signals] == [XID79[1].split("] ", 1)[1]]
+    assert inc.ranks == []  # the kernel's line is no rank's, though TP0's record came before it
 
 
 def test_the_xid_under_a_cuda_error_joins_it_and_is_its_cause(tmp_path):
