@@ -24,6 +24,7 @@ from typing import Any, Callable
 from sglang_doctor.incidents import cut_match, milestones
 from sglang_doctor.incidents import progress
 from sglang_doctor.read import records
+from sglang_doctor.read.reader import clean_text
 from sglang_doctor.read.scanner import LiteralIndex
 from sglang_doctor.incidents import server_args
 from sglang_doctor.incidents import request_errors
@@ -187,6 +188,10 @@ _DEVICE_SIDE = re.compile(
     r"NPU out of memory|NPU function error|\bE[A-Z]\d{4}:|\bERR\d{5}\b|retCode=0x"
     r"|Kernel task happen error|\[ERROR\] \d{4}-\d\d-\d\d-[\d:]+ \(PID:\d+, Device:|\b(?:aclnn\w*|ATB\w*|acl\w*) "
     r"(?:api )?failed|CUDA error|CUDA Error|device-side assert|Assertion `")
+# Lines of the kernel's log (records.is_kernel_prefix) that read as nothing, this close after an
+# open incident's last line, keep it open: the driver's context lines ("NVRM: GPU at PCI:...",
+# the OOM killer's task table) come between the failure and the kernel's fault line.
+KERNEL_LOG_JOIN = 60
 # A line that is only a log viewer's header for the next line (a date-time and a pod or
 # container name, nothing after them): some web UIs put it on a line of its own above every
 # line they show.  It holds no text of SGLang's, so it neither ends a traceback nor starts
@@ -396,7 +401,12 @@ def _docker_json_log(text: str) -> str | None:
     except ValueError:
         return None
     logged = record.get("log") if isinstance(record, dict) else None
-    return logged.rstrip("\r\n") if isinstance(logged, str) and "\n" not in logged.rstrip("\r\n") else None
+    if not isinstance(logged, str) or "\n" in logged.rstrip("\r\n"):
+        return None
+    # the decoded line as a terminal shows it, as the reader makes of a line's bytes
+    # (read/reader.clean_text): colour codes (``\u001b[31m``, written as escapes in the JSON
+    # string, so the reader saw no ESC byte), NUL bytes and ``\r`` rewrites taken off
+    return clean_text(logged.rstrip("\r\n").encode("utf-8", "surrogatepass"))
 
 
 _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
@@ -463,6 +473,7 @@ class Assembler:
         # the line fed last and how it was read ("plain": no signal, "signal"), with its
         # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
+        self._kernel_line = False  # the line being read had the kernel log's prefix (records.is_kernel_prefix)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
 
@@ -558,9 +569,11 @@ class Assembler:
         # leading space, no digit; a record starts (one match of the header, not three)
         prefix = records.sglang_prefix(line.text)
         text = line.text
+        self._kernel_line = False
         if prefix is None:
             end = records.outer_prefix_end(text)
             if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
+                self._kernel_line = records.is_kernel_prefix(text[:end])
                 line = Line(line.number, text[end:], line.raw, line.cut)
             if line.number == 1 and _CUT_BEFORE_A_SPACE.match(line.text):
                 # the paste began just before a space inside a line (``' fp8e4nv not supported
@@ -690,7 +703,8 @@ class Assembler:
     def _bare(self, line: Line, events: list[Event]) -> None:
         """An unprefixed line that no open record claims."""
         text = line.text
-        ranks = self._record.ranks if self._record else ()
+        # (the kernel's lines are no rank's, whatever record came before them)
+        ranks = self._record.ranks if self._record and not self._kernel_line else ()
         if text.startswith(IGNORED_LITERAL):
             self._request_error = line.number  # the traceback that follows was ignored by Python
         if text.startswith(THREAD_HEADER_LITERAL):
@@ -848,6 +862,13 @@ class Assembler:
                 self.launch.ready_line = line.number
                 events.append(Event("ready", self.launch, line=line.number))
         group = self._group
+        if group is not None and self._kernel_line and not self._too_far(line) \
+                and line.number - group.lines[-1].number <= KERNEL_LOG_JOIN:
+            # the kernel's log pasted right after the failure (dmesg, journalctl -k): its other
+            # lines (the driver naming the GPU, the OOM killer's task table) do not end the
+            # incident, so the fault the kernel logged (an Xid, the OOM kill) joins the failure
+            # it explains.  Nothing is ordered by the kernel's clock: only by where it was pasted.
+            return
         if group is not None and (not self._group_waits_for(ranks) or self._too_far(line)) \
                 and not (group.builders and _CRASH_DUMP.search(message) and not self._too_far(line)):
             self._close_group(events)

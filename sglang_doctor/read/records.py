@@ -121,7 +121,9 @@ def rank_label(ranks: tuple[str, ...]) -> str:
 # (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
 # --tag-output (``[1,0]<stderr>:``), srun --label (``0: ``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
 # colour codes whose ESC byte a copy-paste lost (``[36m``), and markdown's quote mark
-# (``> ``, ``>`` alone on an empty line: GitHub's "Quote reply" of a comment that held a log).  They are taken off before
+# (``> ``, ``>`` alone on an empty line: GitHub's "Quote reply" of a comment that held a log),
+# and the kernel's own log (dmesg's ``[ 8123.456789] ``, ``dmesg -T``'s ``[Sat Dec  6 10:00:01
+# 2025] ``, ``journalctl -k``'s ``Dec 06 10:00:01 host kernel: ``) pasted next to SGLang's output.  They are taken off before
 # anything else looks at the line, so a dump, a milestone or a traceback behind them is seen
 # as if SGLang had written it straight to the terminal.
 
@@ -140,6 +142,13 @@ _OUTER = re.compile(
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "                            # cloud logging export
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d "
     r"[\w.-]+ [\w.@/-]+(?:\[\d+\])?: "                                       # journald / syslog
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d kernel: "  # journalctl -k, host left out
+    # the kernel's ring buffer (dmesg): seconds since boot "[ 8123.456789] ", dmesg -T's
+    # "[Sat Dec  6 10:00:01 2025] " (a locale's day and month words too), dmesg -H's
+    # "[Nov19 10:33] " / "[  +0.000388] "
+    r"|\[ *\d{1,8}\.\d{6}\] ?"
+    r"|\[[^\]\s\d]{1,9} +[^\]\s]{1,9} +\d{1,2} \d\d:\d\d:\d\d \d{4}\] ?"
+    r"|\[[^\W\d_]{3,4}[ \d]\d \d\d:\d\d\] ?|\[ *\+\d+\.\d{6}\] ?"
     r"|\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=[\w.:]+)?\) ?"                  # ray: (pid=N), (Actor pid=N)
     r"|\((?:raylet|gcs_server|autoscaler)(?:, ip=[\w.:]+)?\) ?"              # ray's own daemons
     r"|\[(?:default)?rank\d+\]: ?(?=\S| {2}| {4})"                             # torchrun --tee: [rank0]:
@@ -173,6 +182,19 @@ def outer_prefix_end(text: str) -> int:
         if text.startswith("[", pos) and _SGLANG.match(text, pos) is not None:
             break
     return pos
+
+
+# The part of an outer prefix that says the line is the kernel's (dmesg's clock, dmesg -T's
+# date, dmesg -H's, journalctl's "kernel: " ident): the GPU driver's and the OOM killer's word,
+# on a clock of its own (seconds since boot unless dmesg -T gave a date)
+_KERNEL_PREFIX = re.compile(r"(?:^|\s)kernel: |\[ *\+?\d{1,8}\.\d{6}\] ?$|\[[^\]\s\d]{1,9} +[^\]\s]{1,9} +\d{1,2} "
+                            r"\d\d:\d\d:\d\d \d{4}\] ?$|\[[^\W\d_]{3,4}[ \d]\d \d\d:\d\d\] ?$")
+
+
+def is_kernel_prefix(prefix: str) -> bool:
+    """Whether the outer prefix taken off a line (``text[:outer_prefix_end(text)]``) is the
+    kernel log's (dmesg, dmesg -T / -H, journalctl -k)."""
+    return _KERNEL_PREFIX.search(prefix) is not None
 
 
 def strip_outer(text: str) -> str:

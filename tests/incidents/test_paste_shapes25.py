@@ -354,3 +354,23 @@ def test_a_container_s_json_file_log_is_read_as_its_lines(tmp_path):
 def test_a_healthy_container_json_log_stays_silent(tmp_path):
     assert incidents_of_lines(tmp_path, _docker([READY, DECODE, "[2025-06-01 10:05:01] INFO:     127.0.0.1:5 - "
                                                  '"POST /generate HTTP/1.1" 200 OK'])) == []
+
+
+def test_a_container_json_record_s_colour_codes_are_taken_off(tmp_path):
+    # SGLang's coloured output in a json-file record: the ESC is written as the JSON escape
+    # \u001b, so the reader saw no ESC byte to strip; the decoded line is read without it
+    record = '{"log":"\\u001b[31mRuntimeError: CUDA error: out of memory\\u001b[0m\\n","stream":"stderr"}'
+    assert "\x1b" not in record  # (the escape is six characters of text in the file)
+    (inc,) = incidents_of_lines(tmp_path, [record])
+    assert inc.exception.type == "RuntimeError"
+    assert inc.exception.message == "CUDA error: out of memory"
+    (ev,) = [e for e in explain_incidents_of(tmp_path, [record])]
+    assert ev["category"] == "memory.cuda_oom"
+
+
+def explain_incidents_of(tmp_path, lines):
+    from conftest import explain_incidents
+
+    p = tmp_path / "container-json.log"
+    p.write_text("\n".join(lines) + "\n")
+    return explain_incidents(p)
