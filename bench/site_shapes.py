@@ -19,9 +19,10 @@ runs the engine (every layer in rules/) on each:
 - ``dead``: the wrapped traceback followed by what the launching process prints after it
   (engine.py: ``Received sigquit from a child process...``, ``Rank 0 scheduler is dead...``,
   ``Exit code: -9`` and its own ``EOFError`` traceback through _wait_for_scheduler_ready);
-- ``spawned``: the exception inside torch's ``ProcessRaisedException`` wrapper
-  (torch/multiprocessing/spawn.py: ``-- Process 0 terminated with the following error:``), as
-  an engine started under ``mp.spawn`` (RL frameworks) prints it;
+- ``spawned``: an argument check's exception inside torch's ``ProcessRaisedException``
+  wrapper (torch/multiprocessing/spawn.py: ``-- Process 0 terminated with the following
+  error:``), as an ``sgl.Engine(...)`` started under ``mp.spawn`` (RL frameworks) prints it
+  (argument checks only: every other site raises in the scheduler's subprocess);
 - ``logged``: a logger site's line with SGLang's header (``[time TP0] message``) and nothing
   else (logger sites only).
 
@@ -100,12 +101,19 @@ def site_frame(site: dict, source: str) -> str:
     return f'  File "{PREFIX}{site["file"]}", line {site["line"]}, in {func}\n    {source}\n'
 
 
-def scheduler_traceback(site: dict, message: str, source: str, last_line: bool = True) -> str:
-    """scheduler.py run_scheduler_process: ``logger.error(f"Scheduler hit an exception: {tb}")``."""
+def scheduler_traceback(site: dict, message: str, source: str, last_line: bool = True, phase: str = "unknown") -> str:
+    """scheduler.py run_scheduler_process: ``logger.error(f"Scheduler hit an exception: {tb}")``;
+    a site that fails while serving passes through the event loop (as --measure's logs do),
+    the others through the Scheduler's construction."""
+    if phase == "serving":
+        entry = ("    scheduler.run_event_loop()\n"
+                 f'  File "{PREFIX}srt/managers/scheduler.py", line 1201, in event_loop_overlap\n'
+                 "    batch_result = self.run_batch(batch)\n")
+    else:
+        entry = "    scheduler = Scheduler(server_args, port_args)\n"
     text = (f"[{STAMP} TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
             f'  File "{PREFIX}srt/managers/scheduler.py", line 3100, in run_scheduler_process\n'
-            f"    scheduler = Scheduler(server_args, port_args)\n"
-            + site_frame(site, source))
+            + entry + site_frame(site, source))
     if last_line:
         text += f"{exception_name(site)}: {message}\n"
     return text + "\n"
@@ -139,9 +147,26 @@ DEAD_EPILOGUE = (
 TORCH = "/usr/local/lib/python3.12/dist-packages/torch/multiprocessing/spawn.py"
 
 
-def spawned(site: dict, message: str, source: str) -> str:
+ARGUMENT_CHECKS = ("srt/server_args", "srt/arg_groups/", "srt/utils/server_args_config_parser")
+
+
+def spawned(site: dict, message: str, source: str) -> str | None:
     """torch/multiprocessing/spawn.py: ``ProcessContext.join`` raises ProcessRaisedException
-    with ``-- Process N terminated with the following error:`` and the child's traceback."""
+    with ``-- Process N terminated with the following error:`` and the child's traceback.  Only
+    an argument check raises in the process that called ``sgl.Engine(...)`` (0.5.23 engine.py
+    _launch_subprocesses: ``server_args.resolve_once()`` -> arg_groups/pipeline.py's hooks);
+    every other site runs in the scheduler's own subprocess, whose failure reaches the caller
+    as "Initialization failed" or an EOFError, not as the site's message."""
+    if not site["file"].startswith(ARGUMENT_CHECKS):
+        return None
+    func = site["function"].rsplit(".", 1)[-1]
+    chain = (f'  File "{PREFIX}srt/entrypoints/engine.py", line 1153, in _launch_subprocesses\n'
+             "    server_args.resolve_once()\n"
+             f'  File "{PREFIX}srt/server_args.py", line 277, in resolve_once\n'
+             "    run_resolution_pipeline(self)\n")
+    if site["file"].startswith("srt/arg_groups/") and not site["file"].endswith("pipeline.py"):
+        chain += (f'  File "{PREFIX}srt/arg_groups/pipeline.py", line 45, in run_resolution_pipeline\n'
+                  f"    run_hook({func}, server_args)\n")
     return ("Traceback (most recent call last):\n"
             '  File "/workspace/rollout.py", line 41, in <module>\n'
             "    mp.spawn(run_engine, args=(cfg,), nprocs=2)\n"
@@ -158,12 +183,16 @@ def spawned(site: dict, message: str, source: str) -> str:
             "    fn(i, *args)\n"
             '  File "/workspace/rollout.py", line 22, in run_engine\n'
             "    engine = sgl.Engine(**cfg)\n"
-            + site_frame(site, source)
+            f'  File "{PREFIX}srt/entrypoints/engine.py", line 336, in __init__\n'
+            "    ) = self._launch_subprocesses(\n"
+            + chain + site_frame(site, source)
             + f"{exception_name(site)}: {message}\n")
 
 
-def render(shape: str, site: dict, message: str, source: str, index: int = 0) -> str | None:
-    """The paste of one shape for a site, or None when the shape does not apply to it."""
+def render(shape: str, site: dict, message: str, source: str, index: int = 0, phase: str = "unknown") -> str | None:
+    """The paste of one shape for a site, or None when the shape does not apply to it (a
+    logger site has only its line; a site that fails while serving is not raised through
+    ``mp.spawn``'s child: the engine's constructor has returned by then)."""
     logged_only = site["kind"].startswith("log") and not site["kind"].endswith(".raise")
     if shape == "logged":
         return f"[{STAMP} TP0] {message}\n" if logged_only else None
@@ -172,16 +201,17 @@ def render(shape: str, site: dict, message: str, source: str, index: int = 0) ->
     if shape == "bare":
         return f"{exception_name(site)}: {message}\n"
     if shape == "wrapped":
-        return scheduler_traceback(site, message, source)
+        return scheduler_traceback(site, message, source, phase=phase)
     if shape == "cut":
-        return scheduler_traceback(site, message, source, last_line=False)
+        return scheduler_traceback(site, message, source, last_line=False, phase=phase)
     if shape == "prefixed":
         prefix = PREFIXES[index % len(PREFIXES)]
-        return "".join(prefix + line + "\n" for line in scheduler_traceback(site, message, source).splitlines())
+        return "".join(prefix + line + "\n" for line in scheduler_traceback(site, message, source, phase=phase).splitlines())
     if shape == "dead":
-        return scheduler_traceback(site, message, source) + DEAD_EPILOGUE
+        # engine.py _wait_for_scheduler_ready: a start-up death only (serving has no such wait)
+        return None if phase == "serving" else scheduler_traceback(site, message, source, phase=phase) + DEAD_EPILOGUE
     if shape == "spawned":
-        return spawned(site, message, source)
+        return None if phase == "serving" else spawned(site, message, source)
     raise ValueError(shape)
 
 
@@ -233,7 +263,7 @@ def run(version: str, shapes: tuple[str, ...] = SHAPES, every: int = 1, verbose:
             continue
         source = sources.line(site)
         for shape in shapes:
-            text = render(shape, site, message, source, i)
+            text = render(shape, site, message, source, i, disp.phase(site))
             if text is None:
                 continue
             pipe = StreamPipeline(ruleset, remediate=False)
@@ -255,7 +285,7 @@ def run(version: str, shapes: tuple[str, ...] = SHAPES, every: int = 1, verbose:
                           f"{site['file'].rsplit('/', 1)[-1]}::{site['function']} {message[:90]!r}"] += 1
     if verbose:
         for shape in shapes:
-            for key, n in misses[shape].most_common(40):
+            for key, n in misses[shape].most_common():
                 print(f"  {shape:8s} {n:3d} {key}")
     for r in result.values():
         r["answered"] = dict(r["answered"].most_common())
