@@ -951,7 +951,7 @@ class RuleSet:
                 names = ", ".join(rule.exceptions[:3]) + (", ..." if len(rule.exceptions) > 3 else "")
                 assumed.append(f"the exception line, cut by the paste, was one this class reads ({names})")
             else:
-                assumed.append("the exception line was cut by the paste")
+                assumed.append("the exception line, cut by the paste, had none of the words this class excludes")
         elif rule.exceptions:
             wanted = {e.rsplit(".", 1)[-1] for e in rule.exceptions} | set(rule.exceptions)
             chain = [e for e in chain if e.type in wanted or e.type.rsplit(".", 1)[-1] in wanted
@@ -1161,6 +1161,8 @@ def _exception_line_cut(rule: Rule, incident: Incident) -> bool:
         return False
     if rule.message_any or rule.names_setting is not None or rule.assert_source is not None or rule.line_rx is not None:
         return False
+    if not rule.exceptions and rule.message is None:
+        return False  # it reads nothing of the exception line: it matches as it always did
     return rule.message is None or _matches_nothing_required(rule.message)
 
 
