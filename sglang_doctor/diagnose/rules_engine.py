@@ -758,6 +758,8 @@ class RuleSet:
                     self._by_literal.setdefault(lit, []).append(rule)
             else:
                 self._general.append(rule)
+        self._where_typed = [r for r in self.rules if r.layer == "class" and r.exceptions and not r.in_chain
+                             and (r.deepest_frame or r.frames_any or r.frames_all or r.frames_sequence)]
 
     @classmethod
     def load(cls, extra_dirs=(), *, builtin: bool = True, user: bool = True, strict: bool = False) -> "RuleSet":
@@ -886,6 +888,10 @@ class RuleSet:
         names = ({e.type.rsplit(".", 1)[-1] for e in incident.chain[-1:]} | {inner_type(e.type) for e in incident.chain[-1:]}
                  if incident.chain else set())
         out = list(self._general)
+        if not incident.chain and incident.truncated and incident.frames:
+            # a traceback cut above its exception line: the class rules that read where it was
+            # raised are tried without a type (_exception_line_cut says which can match)
+            out += self._where_typed
         for name in list(names):
             if name.startswith(CUT_MARK):  # a type the paste cut at its head: every name it can end
                 names |= set(cut_type_matches(name, self._by_exception))
@@ -931,7 +937,16 @@ class RuleSet:
             return None
         exc = incident.exception
         chain = incident.chain if rule.in_chain else ([exc] if exc else [])
-        if rule.exceptions:
+        line_cut = _exception_line_cut(rule, incident)
+        if line_cut:
+            # the paste stops above the exception line: where the failure was raised (the
+            # frames) is the evidence, and the deepest frame's statement (``raise X(`` /
+            # ``assert``) its type; the message only had to miss the words the class excludes
+            raised = raised_type(incident.frames)
+            if rule.exceptions and raised not in {e.rsplit(".", 1)[-1] for e in rule.exceptions}:
+                return None
+            assumed.append(f"the exception line, cut by the paste, was the {raised} the deepest frame raises")
+        elif rule.exceptions:
             wanted = {e.rsplit(".", 1)[-1] for e in rule.exceptions} | set(rule.exceptions)
             chain = [e for e in chain if e.type in wanted or e.type.rsplit(".", 1)[-1] in wanted
                      or inner_type(e.type) in wanted or self._cut_type_in(e.type, wanted, rule)]
@@ -980,7 +995,7 @@ class RuleSet:
         # the regexes after the conditions that cost no regex (the same result: each one can
         # only veto, and none of them reads what the message's match captures or assumes):
         # a rule that a cheap condition rules out neither compiles nor searches its pattern
-        if rule.message is not None:
+        if rule.message is not None and not line_cut:
             for e in chain:
                 m = _search(rule.message, e.message)
                 if m and rule.layer == "class" and "flag" in rule.message.groupindex:
@@ -1119,6 +1134,48 @@ class RuleSet:
             # another category, is the answer (fallback.over_assumption)
             diagnosis = fallback.over_assumption(diagnosis) or diagnosis
         return fallback.attach(diagnosis)
+
+
+def _exception_line_cut(rule: Rule, incident: Incident) -> bool:
+    """A traceback whose paste ends in its frames (no exception line: a copy that stopped one
+    line early, a collector that cut the record) at the statement that raised (the deepest
+    frame's source is ``raise X(`` or ``assert``: raised_type), and a class rule that names the
+    failure by where it was raised (the deepest SGLang frame's module, or the frames), whose
+    other conditions are the exception's type and words it excludes: the frames are its
+    evidence, the statement its type, the words it excludes are assumed absent.  A rule that
+    needs the message's own words (a positive pattern, words, a named setting, an assert's
+    source) cannot be read without the line."""
+    if rule.layer != "class" or incident.kind != "traceback" or incident.exception is not None \
+            or incident.chain or not incident.truncated or not incident.frames:
+        return False
+    if not (rule.deepest_frame or rule.frames_any or rule.frames_all or rule.frames_sequence):
+        return False
+    if raised_type(incident.frames) is None:
+        # the deepest frame shown calls on (the paste stopped mid-stack, the failure was deeper
+        # down): its place is not where the failure was raised, so it names nothing (real cut
+        # pastes mostly stop so; bench/accuracy.py's no-cause guesses fell when it was read)
+        return False
+    if rule.message_any or rule.names_setting is not None or rule.assert_source is not None or rule.line_rx is not None:
+        return False
+    if not rule.exceptions and rule.message is None:
+        return False  # it reads nothing of the exception line: it matches as it always did
+    return rule.message is None or _matches_nothing_required(rule.message)
+
+
+_RAISE_STMT = re.compile(r"^\s*raise\s+(?:[A-Za-z_][\w]*\.)*([A-Z][\w]*)\s*(?:\(|$)")
+_ASSERT_STMT = re.compile(r"^\s*assert\b")
+
+
+def raised_type(frames) -> str | None:
+    """The exception the deepest frame's own statement raises (``raise ValueError(`` ->
+    ValueError, ``assert ...`` -> AssertionError), when its source line shows one."""
+    if not frames or not frames[-1].source:
+        return None
+    source = frames[-1].source
+    if _ASSERT_STMT.match(source):
+        return "AssertionError"
+    m = _RAISE_STMT.match(source)
+    return m.group(1) if m else None
 
 
 def _rule_phase(rule: Rule, incident: Incident, launch: Launch | None) -> str:

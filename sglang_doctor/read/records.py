@@ -120,7 +120,7 @@ def rank_label(ranks: tuple[str, ...]) -> str:
 # column (``May 16, 2026 @ 20:46:57.892``, their default dateFormat), journald
 # (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
 # --tag-output (``[1,0]<stderr>:``), srun --label (``0: ``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
-# colour codes whose ESC byte a copy-paste lost (``[36m``), and markdown's quote mark
+# kubectl logs --prefix (``[pod/sglang-0/sglang] ``), colour codes whose ESC byte a copy-paste lost (``[36m``), and markdown's quote mark
 # (``> ``, ``>`` alone on an empty line: GitHub's "Quote reply" of a comment that held a log),
 # and the kernel's own log (dmesg's ``[ 8123.456789] ``, ``dmesg -T``'s ``[Sat Dec  6 10:00:01
 # 2025] ``, ``journalctl -k``'s ``Dec 06 10:00:01 host kernel: ``) pasted next to SGLang's output.  They are taken off before
@@ -153,6 +153,7 @@ _OUTER = re.compile(
     r"|\((?:raylet|gcs_server|autoscaler)(?:, ip=[\w.:]+)?\) ?"              # ray's own daemons
     r"|\[(?:default)?rank\d+\]: ?(?=\S| {2}| {4})"                             # torchrun --tee: [rank0]:
     r"|[A-Za-z0-9][\w.-]{0,100}(?: [\w.-]{1,100})? >> ?"                       # stern / kubetail: pod [container] >>
+    r"|\[pod/[a-z0-9][\w.-]{0,252}/[a-z0-9][\w.-]{0,62}\] ?"                  # kubectl logs --prefix: [pod/name/container]
     r"|(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
     r"\[\d+,\d+\]<std(?:out|err)>:"                                          # mpirun --tag-output
     r"|>(?: |$)"                                                             # markdown quote: > text
