@@ -182,6 +182,9 @@ def test_input_longer_than_context_is_not_an_incident():
     (" Caught signal 11 (Segmentation fault: address not mapped to object at address 0x3)", "segfault"),
     ("[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception (either an "
      "error or timeout) detected by watchdog at work: 32, last enqueued NCCL work: 32", "nccl_watchdog"),
+    # NVSHMEM's bootstrap reports negative statuses too (sgl-project/sglang#5376, corpus/field28/005)
+    ("/src/nvshmem_src/src/host/topo/topo.cpp:526: non-zero status: -3 allgather of ipc handles failed", "transfer_error"),
+    ("/src/nvshmem_src/src/host/init/init.cu:1049: non-zero status: 7 nvshmem register static heaps failed", "transfer_error"),
 ])
 def test_native_failure_signals(line, name):
     (inc,), _ = incidents_of(line + "\n")
