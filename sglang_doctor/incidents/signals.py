@@ -204,10 +204,12 @@ SIGNALS: tuple[Signal, ...] = (
     # transfer tasks from transfer_task.cpp: "Failed to complete transfers after 60 seconds for batch
     # N".  Not transfer_metadata.cpp: its E "Local segment descriptor not found" is logged at every
     # start of a client that mounts no segment of its own, a healthy state)
+    # (NVSHMEM's "<file>:<line>: non-zero status: <status> <message>": its bootstrap's statuses are
+    # negative, "non-zero status: -3 allgather of ipc handles failed", sgl-project/sglang#5376)
     _s("transfer_error", ("rdma_transport", "rdma_context", "rdma_endpoint", "transfer_engine", "tcp_transport",
                           "transfer_task", "non-zero status:",
                           "NVSHMEM ERROR", "Failed to establish a new connection"),
-       r"^E\d{4} [\d:.]+ +\d+ \w+\.cpp:\d+\] (?P<transfer_message>.+)|non-zero status: \d+ (?P<nvshmem_message>.+)|"
+       r"^E\d{4} [\d:.]+ +\d+ \w+\.cpp:\d+\] (?P<transfer_message>.+)|non-zero status: -?\d+ (?P<nvshmem_message>.+)|"
        r"NVSHMEM ERROR|Failed to establish a new connection", "evidence"),
     # disaggregation/decode.py, prefill.py: "Decode transfer failed for request rank=N ... with
     # exception KVTransferError(bootstrap_room=N): <reason>" -- the KV transport between the

@@ -118,7 +118,7 @@ def rank_label(ranks: tuple[str, ...]) -> str:
 # that node log shippers read (``2025-07-25T07:53:08.21+08:00 stdout F ``: RFC 3339 time,
 # stream, F for a full line or P for a partial one), Kibana / OpenSearch Discover's date
 # column (``May 16, 2026 @ 20:46:57.892``, their default dateFormat), journald
-# (``May 09 10:00:01 host sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
+# (``May 09 10:00:01 host sglang[123]: ``, or without the host: ``Mar 18 11:23:46 sglang[123]: ``), Ray (``(SchedulerActor pid=123) ``), mpirun
 # --tag-output (``[1,0]<stderr>:``), srun --label (``0: ``), Google Cloud Logging exports (``ERROR 2025-...Z ``),
 # kubectl logs --prefix (``[pod/sglang-0/sglang] ``), colour codes whose ESC byte a copy-paste lost (``[36m``), and markdown's quote mark
 # (``> ``, ``>`` alone on an empty line: GitHub's "Quote reply" of a comment that held a log),
@@ -141,7 +141,7 @@ _OUTER = re.compile(
     r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) "
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "                            # cloud logging export
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d "
-    r"[\w.-]+ [\w.@/-]+(?:\[\d+\])?: "                                       # journald / syslog
+    r"(?:[\w.-]+ [\w.@/-]+(?:\[\d+\])?|[\w.@/-]+\[\d+\]):(?: |$)"                # journald / syslog (host, or none before ident[pid]; an empty message)
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d kernel: "  # journalctl -k, host left out
     # the kernel's ring buffer (dmesg): seconds since boot "[ 8123.456789] ", dmesg -T's
     # "[Sat Dec  6 10:00:01 2025] " (a locale's day and month words too), dmesg -H's

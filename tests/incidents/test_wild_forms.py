@@ -26,6 +26,10 @@ def incidents_of(text: str):
      "[2025-12-18 08:24:01 TP7] x"),
     ("May 09 10:00:01 gpu1 python3[1234]: [2026-05-09 10:00:01 TP0] Load weight begin",
      "[2026-05-09 10:00:01 TP0] Load weight begin"),
+    # journald without the host name: the identifier and its pid (sgl-project/sglang#4534)
+    ('Mar 18 11:23:46 sgl-router-janus-pro-7b[931930]:   File "/x.py", line 3, in f', '  File "/x.py", line 3, in f'),
+    ("Mar 18 11:23:41 systemd[1]: Started SGLang Router Serve.", "Started SGLang Router Serve."),
+    ("Mar 18 11:23:46 sgl-router-janus-pro-7b[931930]:", ""),
     ("(SchedulerActor pid=123) torch.OutOfMemoryError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory."),
     ("[36m(pid=12)[0m   File \"/x.py\", line 3, in f", '  File "/x.py", line 3, in f'),
     ("Thu Jan 23 11:55:50 2025[1,1]<stderr>:    scheduler.event_loop_overlap()", "    scheduler.event_loop_overlap()"),
@@ -50,7 +54,7 @@ def test_outer_prefixes_come_off(line, rest):
 
 @pytest.mark.parametrize("line", [
     "[2026-05-09 09:16:24 TP0] Load weight begin", "  | ValueError: x", "ValueError: a | b", "Killed",
-    "stdout F is not a prefix without its time", "May 16, 2026 was a Saturday",
+    "stdout F is not a prefix without its time", "May 16, 2026 was a Saturday", "Mar 18 11:23:46 failed: x",
     "I0227 11:31:26.136366 1021616 transfer_engine_impl.cpp:172] listening", "(most recent call first):",
     "3: 4.5 GB", "10: x = 1",
 ])
@@ -178,6 +182,9 @@ def test_input_longer_than_context_is_not_an_incident():
     (" Caught signal 11 (Segmentation fault: address not mapped to object at address 0x3)", "segfault"),
     ("[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception (either an "
      "error or timeout) detected by watchdog at work: 32, last enqueued NCCL work: 32", "nccl_watchdog"),
+    # NVSHMEM's bootstrap reports negative statuses too (sgl-project/sglang#5376, corpus/field28/005)
+    ("/src/nvshmem_src/src/host/topo/topo.cpp:526: non-zero status: -3 allgather of ipc handles failed", "transfer_error"),
+    ("/src/nvshmem_src/src/host/init/init.cu:1049: non-zero status: 7 nvshmem register static heaps failed", "transfer_error"),
 ])
 def test_native_failure_signals(line, name):
     (inc,), _ = incidents_of(line + "\n")
