@@ -399,29 +399,32 @@ class StreamPipeline:
         thread, torch's heartbeat monitor: incidents/survived.py ``goes_on_after``), with no
         death of its launch after it, is a warning when its launch ends or the input does: turn
         it into one and say True."""
-        diagnosis = ev.get("_diagnosis")
-        if diagnosis is None or ev.get("event") != "incident":
-            return False
-        inc = diagnosis.incident
-        launches = self.assembler.launches
-        if inc.launch_index is None or inc.launch_index >= len(launches):
+        inc = self._held_incident(ev)
+        if inc is None:
             return False
         what = survived_mod.goes_on_after(inc)
         if what is None or any(d > inc.first_line for d in self._deaths.get(inc.launch_index, [])):
             return False
-        self._to_survived(ev, launches[inc.launch_index], goes_on=what)
+        self._to_survived(ev, self.assembler.launches[inc.launch_index], goes_on=what)
         return True
+
+    def _held_incident(self, ev: dict):
+        """The incident of the held event ``ev`` when it is one of a launch the assembler knows;
+        else None."""
+        diagnosis = ev.get("_diagnosis")
+        if diagnosis is None or ev.get("event") != "incident":
+            return None
+        inc = diagnosis.incident
+        if inc.launch_index is None or inc.launch_index >= len(self.assembler.launches):
+            return None
+        return inc
 
     def _request_level_at_end(self, ev: dict) -> bool:
         """The input ended after the held serving incident ``ev`` with nothing that decides it:
         when it is a failure SGLang handles for one request (incidents/survived.py, "one request's
         handled failure"), turn it into a request-level warning and say True."""
-        diagnosis = ev.get("_diagnosis")
-        if diagnosis is None or ev.get("event") != "incident":
-            return False
-        inc = diagnosis.incident
-        launches = self.assembler.launches
-        if inc.launch_index is None or inc.launch_index >= len(launches):
+        inc = self._held_incident(ev)
+        if inc is None:
             return False
         request = survived_mod.request_event(inc)
         if request is None or inc.launch_index in self._transport_broken:
@@ -431,7 +434,7 @@ class StreamPipeline:
             exc = inc.exception
             request = {"id": None, "reason": f"{exc.type}: {exc.message.splitlines()[0] if exc.message else ''}".strip(),
                        "answer": answer}
-        self._to_survived(ev, launches[inc.launch_index], request=request)
+        self._to_survived(ev, self.assembler.launches[inc.launch_index], request=request)
         return True
 
     def _lines_after(self, number: int) -> list[str]:
