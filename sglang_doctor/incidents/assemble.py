@@ -1235,8 +1235,9 @@ class Assembler:
 
     @staticmethod
     def _request_rejected(primary: tracebacks.TracebackBuilder | None) -> bool:
-        """A bare request rejection (input longer than the context): no server frame; or a
-        traceback that went through the OpenAI-compatible layer's request handler."""
+        """A bare request rejection (input longer than the context, a request body its pydantic
+        model refused): no server frame; or a traceback that went through the OpenAI-compatible
+        layer's request handler."""
         if primary is None:
             return False
         if any(_request_frame(f) for f in primary.frames):
@@ -1249,7 +1250,8 @@ class Assembler:
         # the context-length rejection (words kept since 0.4.x), or a message SGLang's source
         # raises only for one request (request_errors.is_request_message, from the inventory)
         return ((_is_value_error(exc.type) and _REQUEST_LEVEL.search(exc.message) is not None)
-                or request_errors.is_request_message(exc.type, exc.message))
+                or request_errors.is_request_message(exc.type, exc.message)
+                or request_errors.is_request_model_validation(exc.type, exc.message))
 
     # -- launches ----------------------------------------------------------------------
 

@@ -132,3 +132,24 @@ def is_request_message(etype: str, message: str) -> bool:
     ends = (set(cut_type_matches(CUT_MARK + name, {t for t, _ in messages}, min_tail=5))
             if etype.startswith(CUT_MARK) else {name})
     return any(t in ends and rx.match(first) for t, rx in messages)
+
+
+# -- a client request's body rejected by its pydantic model ------------------------------------
+# SGLang's HTTP layers parse a request's JSON body into pydantic models named for the request
+# (entrypoints/openai/protocol.py ChatCompletionRequest, CompletionRequest, EmbeddingRequest,
+# ResponsesRequest, ScoringRequest, TokenizeRequest, ...; anthropic/protocol.py
+# AnthropicMessagesRequest; ollama/protocol.py OllamaChatRequest, ...; 0.4.x
+# openai_api/protocol.py with the same names; the adapter of 0.4.x builds them with
+# ``ChatCompletionRequest(**request_json)`` inside the route handler, so an invalid body's
+# ValidationError is printed by uvicorn's "Exception in ASGI application" and answered 500, later
+# releases answer 400/422).  pydantic prints "N validation error(s) for <Model>": when <Model> is
+# one of those request models, one client's body was refused and the server goes on.  Models
+# SGLang validates at start-up are not named "...Request".
+_REQUEST_MODEL_VALIDATION = re.compile(r"\d+ validation errors? for \w*Request\b")
+
+
+def is_request_model_validation(etype: str, message: str) -> bool:
+    """Whether an exception is pydantic's ValidationError for one of SGLang's request models
+    (a client's request body refused; above)."""
+    return (etype.rsplit(".", 1)[-1] == "ValidationError"
+            and _REQUEST_MODEL_VALIDATION.match(message.split("\n", 1)[0].strip()) is not None)
