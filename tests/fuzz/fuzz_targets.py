@@ -22,6 +22,7 @@ from sglang_doctor.incidents import server_args
 from sglang_doctor.incidents import tracebacks
 from sglang_doctor.incidents.assemble import Assembler
 from sglang_doctor.read.reader import LineSplitter
+from sglang_doctor.read.records import strip_outer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +33,9 @@ def seed_dumps() -> list[bytes]:
     ``_launch_subprocesses(server_args=server_args)``) is code, not a dump."""
     out = []
     for path in sorted((ROOT / "fixtures").rglob("*.log")):
-        for line in path.read_bytes().split(b"\n"):
+        for raw in path.read_bytes().split(b"\n"):
+            # behind a journald / compose prefix the indentation that marks code is after it
+            line = strip_outer(raw.decode("utf-8", "replace")).encode()
             i = line.find(b"server_args=")
             if i >= 0 and not line[:1].isspace():
                 out.append(line[i + len(b"server_args="):])
