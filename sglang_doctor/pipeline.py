@@ -88,9 +88,9 @@ class StreamPipeline:
             rule_literals = tuple(sorted(ruleset.line_literals()))
             literals |= set(rule_literals)
             if rule_literals:
-                extra = tuple(
-                    signals.extra_signal(f"rule_literal:{lit}", (lit,), _escape(lit)) for lit in rule_literals
-                )
+                extra = tuple(signals.extra_signal(name, lits, rx) for name, lits, rx in ruleset.line_signals()) \
+                    if hasattr(ruleset, "line_signals") else tuple(
+                    signals.extra_signal(f"rule_literal:{lit}", (lit,), _escape(lit)) for lit in rule_literals)
         failure_words = tuple(sorted(ruleset.failure_words())) if hasattr(ruleset, "failure_words") else ()
         self.assembler = incidents_mod.Assembler(extra_signals=extra, failure_words=failure_words,
                                                  reads_as_message=getattr(ruleset, "reads_as_message", None))

@@ -22,6 +22,7 @@ from typing import Any
 
 from sglang_doctor.diagnose import fallback
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
+from sglang_doctor.incidents.assemble import RULE_LITERAL_SIGNAL
 from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.cut_match import greedy as _greedy  # noqa: F401  (tests)
 from sglang_doctor.incidents.cut_match import held_words as _held_words
@@ -64,7 +65,7 @@ RULE_KEYS = {
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
               "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting",
-              "assert_source"}
+              "assert_source", "signal"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -96,6 +97,9 @@ class Rule:
     frames_sequence: tuple[str, ...] = ()
     line_rx: Any = None
     literals: tuple[str, ...] = ()
+    # what makes a line failure evidence for the assembler: any line holding a literal
+    # (False, the default) or only a line the ``line`` pattern matches (``signal: line``)
+    signal_by_line: bool = False
     context: dict[str, Any] = field(default_factory=dict)
     after_ready: bool | None = None
     truncated: bool | None = None  # match only incidents whose end is (not) missing
@@ -577,6 +581,18 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
         rule.literals = _as_tuple(match.get("literal"), bad, "match.literal")
         if not rule.literals:
             bad("match.line needs match.literal (plain substrings that prefilter lines)")
+    if "signal" in match:
+        if match["signal"] not in ("literal", "line"):
+            bad("match.signal must be literal or line")
+        elif match["signal"] == "line":
+            if "line" not in match:
+                bad("match.signal: line needs match.line")
+            else:
+                try:
+                    re.compile(match["line"])  # the assembler's signals are re patterns
+                    rule.signal_by_line = True
+                except (re.error, TypeError):
+                    bad("match.signal: line needs a line pattern Python's re module compiles")
     context = match.get("context", {})
     if not isinstance(context, dict):
         bad("match.context must be a mapping")
@@ -845,6 +861,21 @@ class RuleSet:
 
     def line_literals(self) -> set[str]:
         return {lit for r in self.rules for lit in r.literals}
+
+    def line_signals(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """The assembler's signals from the rules' literals, as (name, literals, regex): a
+        literal's line is failure evidence (its regex the literal itself), except for a rule
+        with ``signal: line``, whose literals only find lines for its ``line`` pattern (one
+        signal per rule, that pattern): a short literal shared by a family of lines, of which
+        only some are failures (``NVRM: Xid (`` of every Xid, of which 45 is a process's
+        ordinary clean-up), costs the block search less than one literal per failing line."""
+        plain = sorted({lit for r in self.rules if not r.signal_by_line for lit in r.literals})
+        out = [(f"{RULE_LITERAL_SIGNAL}{lit}", (lit,), re.escape(lit)) for lit in plain]
+        for r in self.rules:
+            if r.signal_by_line:
+                source = r.line_rx._source if isinstance(r.line_rx, _LazyPattern) else r.line_rx.pattern
+                out.append((f"{RULE_LITERAL_SIGNAL}{r.id}", tuple(r.literals), source))
+        return out
 
     def failure_words(self) -> set[str]:
         """The lower-case words of failures the pack knows by their message (every rule's

@@ -59,6 +59,12 @@ def test_good_rule_matches_and_fills_templates(tmp_path):
     (GOOD + GOOD.split("rules:\n")[1], "duplicate rule id 't.good'"),
     ("rules:\n  - id: [unclosed\n", "malformed YAML"),
     (GOOD.replace("      exception: [ValueError]\n", "      line: 'x'\n"), "match.line needs match.literal"),
+    (GOOD.replace("      exception: [ValueError]\n", "      line: 'x'\n      literal: [x]\n      signal: lines\n"),
+     "match.signal must be literal or line"),
+    (GOOD.replace("      exception: [ValueError]\n", "      exception: [ValueError]\n      signal: line\n"),
+     "match.signal: line needs match.line"),
+    (GOOD.replace("      exception: [ValueError]\n", "      line: 'x\\p{L}'\n      literal: [x]\n      signal: line\n"),
+     "needs a line pattern Python's re module compiles"),
 ])
 def test_bad_rules_report_file_and_line(tmp_path, body, needle):
     (tmp_path / "fixtures").mkdir()
@@ -113,3 +119,34 @@ def test_rules_cli_lint_broken_dir_exit_2(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert [w for w in r.stderr.splitlines() if "skipped" in w and "r.yaml:2:" in w]
+
+
+LINE_RULE = """\
+rules:
+  - id: t.board_fault
+    category: runtime.crash
+    phase: auto
+    title: "board fault {code}"
+    match:
+      line: 'BOARD code (?P<code>7|9),'
+      literal: ['BOARD code ']
+      signal: line
+    explanation: "the board reported {code}"
+"""
+
+
+@pytest.mark.parametrize("signal,quiet_incidents", [("line", 0), ("literal", 1)])
+def test_signal_line_makes_only_the_pattern_s_lines_failures(tmp_path, signal, quiet_incidents):
+    """With ``signal: line`` a literal only finds lines: a line holding it that the rule's
+    pattern does not match (an ordinary code of the same family) is no failure, while with
+    the default every line holding the literal starts an incident."""
+    d = write(tmp_path, LINE_RULE.replace("signal: line", f"signal: {signal}"))
+    rs = RuleSet.load([d], user=False)
+    head = "[2025-01-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)\n"
+    quiet, loud = tmp_path / "quiet.log", tmp_path / "loud.log"
+    quiet.write_text(head + "[2025-01-01 10:00:05] BOARD code 3, cleaned up\n[2025-01-01 10:00:06] all fine\n")
+    loud.write_text(head + "[2025-01-01 10:00:05] BOARD code 9, lost\n[2025-01-01 10:00:06] all fine\n")
+    assert len(diagnose_file(quiet, rs, remediate=False)) == quiet_incidents
+    assert [d.rule for d in diagnose_file(loud, rs, remediate=False)] == ["t.board_fault"]
+    names = [name for name, _, _ in rs.line_signals() if "BOARD" in name or "board" in name]
+    assert names == (["rule_literal:t.board_fault"] if signal == "line" else ["rule_literal:BOARD code "])
