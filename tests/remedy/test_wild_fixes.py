@@ -205,6 +205,15 @@ def test_with_no_release_named_one_spelling_is_offered_and_the_other_named_in_it
     assert "0.5.14 to 0.5.23 spell it --cuda-graph-max-bs-decode" in change["note"]
 
 
+def test_with_no_release_named_a_rename_most_releases_take_in_its_new_spelling_keeps_it():
+    # --impl became --model-impl in 0.4.9.post3: most shipped releases take the new name, so the
+    # change keeps it (the majority rule of remedies._most_taken goes both ways)
+    (inc,) = _incidents(FIXTURES / "classes" / "model_config_refused_activation.log")
+    changes = _changes(inc["remediation"])
+    assert any(c["set"].get("--model-impl") == "transformers" for c in changes)
+    assert not any("--impl" in c["set"] for c in changes)
+
+
 def test_a_named_release_gets_its_own_spelling_only():
     (inc,) = _incidents(GRAPH_LINE, "--sglang-version", "0.5.23")
     assert [f for f, _ in _graph_flags(inc["remediation"])] == ["--cuda-graph-max-bs-decode"]
