@@ -217,15 +217,59 @@ def _other_spelling(ctx: Context, written: str, used: str) -> str | None:
     return f"{named}: {_why_guessed(ctx)}"
 
 
+def _takes(version: str, option: str) -> bool:
+    """Release ``version``'s parser takes ``option`` as written (a deprecated alias counts)."""
+    from sglang_doctor.remedy import flags
+
+    return flags.shipped_catalog(version).has_option(option)
+
+
+def _spelling_in(version: str, written: str) -> str | None:
+    """Release ``version``'s own name for the setting a rule spells ``written``."""
+    from sglang_doctor.remedy import flags
+
+    catalog = flags.shipped_catalog(version)
+    return written if catalog.canonical(written) == written else flags.translate(written, catalog)
+
+
+def _most_taken(ctx: Context, written: str, own: str) -> tuple[Context, str] | None:
+    """When the release is a guess and the setting was renamed inside its range: the context of
+    the newest release that names it as most releases of the range take it, and the clause
+    saying so, when that name is not the target release's ``own`` (0.4.0-0.5.19 take
+    --cuda-graph-max-bs, 0.5.20 on only --cuda-graph-max-bs-decode: a change pasted into an
+    unknown release is taken by more of them spelled the first way)."""
+    releases = ctx.guessed_range
+    if not releases or not written or not own:
+        return None
+    names = {v: _spelling_in(v, written) for v in releases}
+    taken = {name: sum(_takes(v, name) for v in releases) for name in set(names.values()) if name}
+    best = max(taken, key=lambda name: (taken[name], name == own))
+    if best == own or taken[best] <= taken.get(own, 0):
+        return None
+    from sglang_doctor.remedy import flags
+
+    newest = [v for v in releases if names[v] == best][-1]
+    having = [v for v in releases if _takes(v, best)]
+    newer = [v for v in releases if _takes(v, own)]
+    why = (f"as SGLang {_span(having)} take it: {_why_guessed(ctx)}; SGLang {_span(newer)} spell it {own}")
+    return dataclasses.replace(ctx, catalog=flags.shipped_catalog(newest), version=newest,
+                               version_source="rule spelling"), why
+
+
 def _both_spellings(ctx: Context, params: dict, make: Callable[[Context, dict], "Remediation | None"]):
     """``make``'s change, once, in one spelling: the target release's, naming the rule's
     spelling when releases of a guessed range use it; or, when the target release has no
-    spelling of the flag at all, the spelling of the newest release of the range that has it."""
+    spelling of the flag at all, the spelling of the newest release of the range that has it;
+    or, when the release is a guess and the setting was renamed inside its range, the name
+    most releases of the range take (``_most_taken``), naming the other."""
     written = params.get("flag", "")
     older, spelled = _for_unnamed_release(ctx, written)
     own = ctx.flag(written) if written else None
     if spelled is not None and own is None:
         return _spelled(make(older, params), spelled)
+    most = _most_taken(ctx, written, own)
+    if most is not None:
+        return _spelled(make(most[0], params), most[1])
     rem = make(ctx, params)
     other = _other_spelling(ctx, written, own) if rem is not None and own else None
     if other:

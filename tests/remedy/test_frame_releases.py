@@ -114,12 +114,15 @@ def test_the_text_report_says_the_release_was_inferred_and_from_what():
 LATE_060 = next((ROOT / "corpus" / "late").glob("060-*.log"))  # frames only, no cause line: a guarded step
 
 
-def test_a_guarded_step_in_the_newest_spelling_names_the_range_s_older_spelling():
-    # the fallback's advice on a cuda_graph guess writes 0.5.23's --cuda-graph-max-bs-decode;
-    # releases of the frames' range before 0.5.14 know only --cuda-graph-max-bs, and the note
-    # must say so (before: only a rule's own written name was looked for in the range)
+def test_a_guarded_step_on_a_renamed_flag_takes_the_spelling_most_of_the_range_takes():
+    # the fallback's advice on a cuda_graph guess lowers the decode graph's max batch size; the
+    # frames fit 0.5.8 to 0.5.23, and more of those releases take --cuda-graph-max-bs (0.5.8 to
+    # 0.5.19, a deprecated alias from 0.5.14) than 0.5.14's new --cuda-graph-max-bs-decode
+    # (0.5.14 on): the step is spelled the first way and its note names the newer spelling
+    # (before session 27: 0.5.23's spelling, which 0.5.8 to 0.5.13 refuse)
     inc = _incident(LATE_060)
     rem = inc["remediation"]  # the guarded advice on the best guess
     assert rem["needs_human"] and inc["fallback"]["best_guess"]["category"] == "cuda_graph"
-    graph = next(c for c in _changes(rem) if "--cuda-graph-max-bs-decode" in c.get("set", {}))
-    assert "spell it --cuda-graph-max-bs:" in graph["note"] and "0.5.8" in graph["note"]
+    graph = next(c for c in _changes(rem) if "--cuda-graph-max-bs" in c.get("set", {}))
+    assert "--cuda-graph-max-bs-decode" not in graph.get("set", {})
+    assert "0.5.8 to 0.5.19 take it" in graph["note"] and "spell it --cuda-graph-max-bs-decode" in graph["note"]

@@ -193,13 +193,25 @@ def _graph_flags(rem):
 
 
 def test_with_no_release_named_one_spelling_is_offered_and_the_other_named_in_its_note():
-    # one change under two names must not take the fix and its first alternative: the newest
-    # release's spelling is the change, the older releases' spelling is named in its note
+    # one change under two names must not take the fix and its first alternative: the spelling
+    # most releases take is the change (0.4.0 to 0.5.19 take --cuda-graph-max-bs, 0.5.14 on
+    # --cuda-graph-max-bs-decode; before session 27 the newest release's was), the other is
+    # named in its note
     (inc,) = _incidents(GRAPH_LINE)
     found = _graph_flags(inc["remediation"])
-    assert [f for f, _ in found] == ["--cuda-graph-max-bs-decode"]
+    assert [f for f, _ in found] == ["--cuda-graph-max-bs"]
     (_, change), = found
-    assert "0.4.0 to 0.5.19 spell it --cuda-graph-max-bs" in change["note"]
+    assert "0.4.0 to 0.5.19 take it" in change["note"]
+    assert "0.5.14 to 0.5.23 spell it --cuda-graph-max-bs-decode" in change["note"]
+
+
+def test_with_no_release_named_a_rename_most_releases_take_in_its_new_spelling_keeps_it():
+    # --impl became --model-impl in 0.4.9.post3: most shipped releases take the new name, so the
+    # change keeps it (the majority rule of remedies._most_taken goes both ways)
+    (inc,) = _incidents(FIXTURES / "classes" / "model_config_refused_activation.log")
+    changes = _changes(inc["remediation"])
+    assert any(c["set"].get("--model-impl") == "transformers" for c in changes)
+    assert not any("--impl" in c["set"] for c in changes)
 
 
 def test_a_named_release_gets_its_own_spelling_only():
