@@ -81,3 +81,4 @@ def test_a_wrapped_killed_line_without_that_kill_stays_evidence():
     for before in ("", "+ kill -9 4242\n"):
         incs = incidents_of(before + KILLED_WRAPPED + "DONE TP=8\n")
         assert [i.signal_names for i in incs] == [["killed"]], before
+
