@@ -31,12 +31,18 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
       line and more batch lines; once whole (``request``) and once cut above the traceback
       (``request_cut``: the header line lost, as a paste that starts at ``Traceback`` has it),
       and the exception line alone between serving lines (``request_bare``) or at the end of
-      the paste, after the access line (``request_end``).  Every site's exception is rendered
-      with a ``400 Bad Request`` after it; SGLang answers only ``ValueError`` (and its subclasses),
-      ``HTTPException`` and ``DS32EncodingError`` so (serving_base.py ``handle_request``,
-      http_server.py ``generate_request``): a RuntimeError or TypeError there is answered with a
-      500 and logged with "Error in request: ", so their ``request_end`` texts are not what SGLang
-      prints, and the tool keeps them incidents (incidents/survived.py ``client_error_answer``).
+      the paste, after the access line (``request_end``).  ``request``, ``request_cut`` and
+      ``request_bare`` render every site's exception with a ``400 Bad Request`` after it.
+      ``request_end`` only the sites whose exception SGLang answers with a 4xx (ANSWERED_4XX):
+      ``ValueError`` and SGLang's own subclasses of it, ``HTTPException`` and
+      ``DS32EncodingError`` (serving_base.py ``handle_request``, http_server.py
+      ``generate_request``) and the EPD encoder's ``BadRequestError`` (encoder/http_server.py
+      answers an MMError with its code, 400 for that one).  Any other type (RuntimeError,
+      TypeError, ...) SGLang answers with a 500, so a 400 after it is a text SGLang never prints;
+      and its true form, the exception line and a ``500 Internal Server Error`` with nothing
+      after, is not a healthy text either: a failed warm-up request ends the same way right before
+      "Initialization failed. warmup error" (tuned corpus sealed10/018), so the tool keeps it an
+      incident (incidents/survived.py ``client_error_answer``) and the bait leaves it out.
 
 (d) ``nccl``: real healthy-but-scary texts of torch.distributed / NCCL teardown and set-up that
     people pasted (``NCCL_SHAPES``: each file with the thread it came from), whole and under
@@ -170,6 +176,17 @@ def bait_warnings(version: str = VERSION):
             yield "bare", name, _emit(lines)
 
 
+# The exception types SGLang 0.5.23 answers with a 4xx (above, ``request_end``), read from its
+# source: handle_request's ``except HTTPException`` / ``except ValueError`` / ``except
+# DS32EncodingError``, and ValueError's subclasses raised on a request's path
+# (sampling/watermarking/config.py WatermarkConfigError, responses_tools/beam.py
+# ResponseToolChoiceError, constrained/json_schema_validation.py UnsupportedJSONSchemaFeature,
+# json's JSONDecodeError); disaggregation/encoder/server.py BadRequestError (code 400).
+ANSWERED_4XX = frozenset({"ValueError", "HTTPException", "DS32EncodingError", "JSONDecodeError",
+                          "WatermarkConfigError", "ResponseToolChoiceError", "UnsupportedJSONSchemaFeature",
+                          "BadRequestError"})
+
+
 def request_sites(version: str = VERSION):
     data = json.loads((INVENTORY / f"sglang-{version}.json").read_text())
     for path, sites in data["files"].items():
@@ -209,8 +226,10 @@ def bait_requests(version: str = VERSION):
         yield "request_cut", name, _emit([(None, t) for t in tb] + tail)
         # the exception line alone (a paste of the message someone got back, or of the last line)
         yield "request_bare", name, _emit(SERVING_BEFORE + [(None, tb[-1])] + tail)
-        # ... and where the paste ends right after it (nothing shows the server went on)
-        yield "request_end", name, _emit(SERVING_BEFORE + [(None, tb[-1])] + tail[:1])
+        # ... and where the paste ends right after it (nothing shows the server went on), for the
+        # types SGLang answers with a 4xx (ANSWERED_4XX: the 400 line is what it prints after them)
+        if site["type"].rsplit(".", 1)[-1] in ANSWERED_4XX:
+            yield "request_end", name, _emit(SERVING_BEFORE + [(None, tb[-1])] + tail[:1])
 
 
 # -- running ---------------------------------------------------------------------------------

@@ -121,13 +121,24 @@ def _messages() -> list[tuple[str, re.Pattern]]:
     return _MESSAGES
 
 
+# Exception types SGLang defines for one request's processing and raises nowhere else, whatever
+# the message: DS32EncodingError (entrypoints/openai/encoding_dsv32.py, 0.5.x: the DeepSeek-V3.2
+# chat encoding of one request's messages; serving_base.py ``handle_request`` catches it,
+# ``logger.info(f"DS32EncodingError: {e}")`` -- a record that reads as a bare exception line --
+# and answers 400).  Its message is the request's content, so the catalog's regexes do not cover
+# every filling of it.
+REQUEST_ONLY_TYPES = frozenset({"DS32EncodingError"})
+
+
 def is_request_message(etype: str, message: str) -> bool:
     """Whether an exception (type, first line of its message) is one SGLang raises only while
-    validating or failing one request (request_messages.json): that request's error.  A type
-    the paste cut at the line's head (``…ueError``) is the catalog's type it can end, 5 of its
-    characters or more left (tracebacks.cut_type_matches)."""
+    validating or failing one request (request_messages.json, REQUEST_ONLY_TYPES): that request's
+    error.  A type the paste cut at the line's head (``…ueError``) is the catalog's type it can
+    end, 5 of its characters or more left (tracebacks.cut_type_matches)."""
     first = message.split("\n", 1)[0].strip()
     name = etype.rsplit(".", 1)[-1].lstrip(CUT_MARK)
+    if not etype.startswith(CUT_MARK) and name in REQUEST_ONLY_TYPES:
+        return True
     messages = _messages()
     ends = (set(cut_type_matches(CUT_MARK + name, {t for t, _ in messages}, min_tail=5))
             if etype.startswith(CUT_MARK) else {name})

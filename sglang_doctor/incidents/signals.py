@@ -76,6 +76,16 @@ SIGNALS: tuple[Signal, ...] = (
        "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
+    # The main process's SIGCHLD handler (engine.py ``sigchld_handler``, 0.4.x "Child process
+    # unexpectedly failed with an exit code %d. pid=%d", 0.4.6 on "... with exitcode=%s. pid=%s")
+    # prints ``os.waitpid``'s STATUS, not an exit code: a child that exited with code N reports
+    # N*256 ("exitcode=256" is exit 1), one a signal ended reports the signal's number.  15 and 2
+    # are SIGTERM and SIGINT: the child was stopped from outside (SGLang's own teardown kills its
+    # children with SIGKILL, kill_process_tree), as a stop of the process group does
+    # (ai-dynamo/dynamo#2294: "SIGTERM received ... Draining requests and shutting down..." then
+    # "exitcode=15" for each child); 9 (SIGKILL) and the others stay what they are.
+    _s("child_stopped", ("unexpectedly failed with",),
+       r"Child process unexpectedly failed with (?:exitcode=|an exit code )(?:15|2)\b", "benign"),
     # 0.4.2-0.4.3.x spelled it "from a child proces." (engine.py sigquit_handler), 0.4.4 on "process."
     _s("sigquit_launch", ("Received sigquit",), r"Received sigquit from a child proces(?:s|\.)", "terminal"),
     _s("sigquit_running", ("SIGQUIT received",), r"SIGQUIT received\. signum=.*one child failed", "terminal"),
@@ -94,9 +104,12 @@ SIGNALS: tuple[Signal, ...] = (
        "evidence"),
     _s("oom_killer", ("Out of memory", "oom-kill", "oom_reaper", "invoked oom-killer"),
        r"Out of memory: Killed process (?P<pid>\d+)|oom-kill:|oom_reaper:|invoked oom-killer", "evidence"),
-    # (bash's report of a job it ran: "<script>: line N: <pid> Killed  python ..."; the pid is kept)
+    # (bash's report of a job it ran: "<script>: line N: <pid> Killed  python ..."; the pid is kept,
+    # also when the line ends after "Killed": its command wrapped onto the next line by a narrow
+    # terminal, or cut by the paste)
     _s("killed", ("Killed",),
-       r"^(?:\[\d+\][+-]?\s+)?Killed\b|(?:\bline \d+: +(?P<killed_pid>\d+) +)?\bKilled\s+(?:python|nohup|sglang)",
+       r"^(?:\[\d+\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:python|nohup|sglang)|\s*$)|"
+       r"\bKilled\s+(?:python|nohup|sglang)",
        "evidence"),
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
     # verbs library on a host without InfiniBand, after which it uses sockets; later releases

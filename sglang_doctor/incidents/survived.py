@@ -483,14 +483,22 @@ def unproved(confidence: float) -> float:
 #   ``encode_request``: ``ValueError`` with 400, ``_create_error_response``), in the main
 #   process, and goes on.  Only the exception types those handlers answer with a 4xx
 #   (CLIENT_ERROR_TYPES): a RuntimeError there is answered with a 500 and logged with "Error in
-#   request: " (request_errors.py), so a 400 after one ties nothing.
+#   request: " (request_errors.py), so a 400 after one ties nothing.  ``except ValueError``
+#   answers SGLang's own subclasses of it too (0.5.23, raised while one request is checked):
+#   WatermarkConfigError (sampling/watermarking/config.py, a request's watermark settings),
+#   ResponseToolChoiceError (entrypoints/openai/responses_tools/beam.py),
+#   UnsupportedJSONSchemaFeature (constrained/json_schema_validation.py), json's JSONDecodeError;
+#   and the EPD encoder server answers its BadRequestError (disaggregation/encoder/server.py,
+#   an MMError whose code is 400) with that code (encoder/http_server.py ``except MMError``:
+#   ``status_code=int(e.code)``).
 #
 # What a transport reason says (the peer gone or unreachable, the engine's transfer failing) is
 # not taken back here: the tuned labels of such pastes (dev/085, dev/086, fresh/013, fresh/014)
 # name the KV transport's failure between the instances an incident the user has to act on
 # ("the servers keep running"), and it stays one (at UNPROVED_CONFIDENCE when nothing follows).
 CLIENT_ERROR_TYPES = frozenset({"ValueError", "HTTPException", "DS32EncodingError", "JSONDecodeError",
-                                "ValidationError", "RequestValidationError"})
+                                "ValidationError", "RequestValidationError", "WatermarkConfigError",
+                                "ResponseToolChoiceError", "UnsupportedJSONSchemaFeature", "BadRequestError"})
 _ACCESS = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+" (?P<status>[1-5]\d\d)\b')
 _RID = re.compile(r"\brid=['\"]?(?P<rid>[\w\-.:]+)")
 # Every request failing the same way: the last EVERY_REQUEST failed transfers, each another
