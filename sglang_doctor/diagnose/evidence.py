@@ -1361,6 +1361,11 @@ def _places(ev: Evidence) -> bool:
     return ev.name.startswith("prior:") or ev.name in _PLACING
 
 
+# how the placing pieces other than the prior say where the text stops (``rests_on``)
+_STEP_PLACED = {"weights_read": "every checkpoint shard read, before 'Load weight end'",
+                "pool_allocated": "the KV pool allocated, before CUDA graph capture"}
+
+
 def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None = None) -> str:
     """What a best guess rests on, said plainly: the text's own pieces, only the phase the text shows
     (read through what usually fails there), only words of the lines around, a rule's answer, or
@@ -1373,6 +1378,10 @@ def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None 
         if phase is None and any(ev.name == "after_header" for ev in used or ()):
             return ("only where the text stops (after the launch's server_args line, before any start-up step), read "
                     "through what SGLang does next: no piece of this failure itself is in the text")
+        step = next((_STEP_PLACED[ev.name] for ev in used or () if ev.name in _STEP_PLACED), None)
+        if phase is None and step is not None:
+            return (f"only where the text stops ({step}), read through what SGLang does next: no piece of this "
+                    "failure itself is in the text")
         return (f"only the phase the text shows ({phase or '?'}), read through what usually fails there (counted from "
                 "labelled logs): no piece of this failure itself is in the text")
     if grounds == "around":

@@ -64,6 +64,8 @@ def test_a_cut_traceback_after_a_finished_bar_guesses_memory(pack):
     g = ev["fallback"]["best_guess"]
     assert "weights_read" in _names(g)
     assert g["category"] == "memory.cuda_oom"
+    # the explanation says what the guess assumed: where the text stops, not a piece of the failure
+    assert "every checkpoint shard read" in g["rests_on"] and "?" not in g["rests_on"]
 
 
 def test_the_failures_own_words_still_name_it():
