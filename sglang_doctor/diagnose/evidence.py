@@ -40,6 +40,12 @@ The collectors, by name (the weights are stated where each piece is made):
   before any start-up step: SGLang builds the model's configuration and tokenizer next
   (``AFTER_HEADER``: support pieces for model.unsupported, then model.load).
 - ``progress``: the last progress line before the failure shows a JIT kernel build.
+- ``weights_read``: the last step line is the checkpoint bar finished (every shard read): the loaded
+  weights were being post-processed (quantization repacking, moving to the GPU), a support piece
+  for memory.cuda_oom.
+- ``pool_allocated``: the last milestone is the KV pool allocated: the pool's sizing ("Not enough
+  memory") is behind, a piece against memory.kv_pool; what allocates next (attention workspaces,
+  CUDA graphs) runs out of GPU memory, a support piece for memory.cuda_oom.
 - ``weights_reading``: the last step line shows the checkpoint being read (a shard bar, the
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
 - ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
@@ -854,11 +860,13 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
         last = last_before(launch, inc.first_line)
         if last is not None:
             out += low_memory(last, phase_after(last.name))
+            out += pool_allocated(last)
         elif (found and found[0] == "startup.args" and launch.line is not None and launch.line < inc.first_line
               and not inc.captures.get("progress_phase")):
             out += after_header("the failure came after the launch's server_args line, before any start-up step")
     if inc.captures.get("progress_phase") == "startup.load_weights" and found and found[0] == "startup.load_weights":
         out += past_architecture(inc.captures.get("progress_text", ""))
+        out += weights_read(inc.captures.get("progress_text", ""))
     if inc.captures.get("progress_phase") == "startup.cuda_graph" and not any(ev.name == "low_memory" for ev in out):
         out += low_capture_memory(inc.captures.get("progress_text", ""),
                                   f"the last progress line before it, line {inc.captures.get('progress_line', '?')}")
@@ -918,6 +926,65 @@ def past_architecture(line: str) -> list[Evidence]:
     return [Evidence("weights_reading", "model.unsupported", PAST_ARCHITECTURE,
                      f"the last step line shows the weights being read ({lit!r}): the model's architecture had been "
                      "looked up before it")]
+
+
+# The checkpoint bar at its end ("Loading safetensors checkpoint shards: 100% Completed | 8/8", the
+# multi-thread loader's "Multi-thread loading shards: 100% Completed | 8/8"): weight_utils.py's shard
+# iterators wrap the list of files in tqdm, which shows 100% only once the last file's tensors were all
+# handed to the model's ``load_weights``, so the names and shapes of the checkpoint had been matched to
+# the model (a missing tensor, a KeyError, a size mismatch come while the bar runs).  What comes next,
+# before "Load weight end", is loader.py ``load_weights_and_postprocess``'s second half (0.4.x-0.5.x):
+# every quantization method's ``process_weights_after_loading`` (repacking into a kernel's layout,
+# Marlin / fp8 requantization, moving a CPU-loaded module onto the GPU, each allocating new tensors on
+# the GPU beside the loaded ones: the peak of the weights' memory) and the model's own post-load steps.
+# A failure there with its message cut is most often the GPU running out of memory at that peak, not
+# the files.  Tuned parts: of the labelled failures whose last step line is a finished checkpoint bar,
+# 3 of 4 were memory (2 memory.cuda_oom, 1 memory.host_oom), 1 other.  Support only: it places the
+# failure after the reading, it says nothing of the failure; a frame or a word of it still names it.
+_SHARD_BAR = re.compile(r"(?:checkpoint shards|loading shards)[^:\r\n]*:\s*(\d+)% Completed \| (\d+)/(\d+)")
+WEIGHTS_READ = 0.15
+
+
+def weights_read(line: str) -> list[Evidence]:
+    """A support piece for memory.cuda_oom when ``line`` (the last step line before the failure, or the
+    line a text with no failure ends with) shows the checkpoint bar finished (see ``WEIGHTS_READ``): the
+    loaded weights were being post-processed (repacked, requantized, moved to the GPU)."""
+    bars = _SHARD_BAR.findall(line or "")
+    if not bars:
+        return []
+    percent, done, total = bars[-1]  # tqdm's carriage returns: the newest update is the last
+    if percent != "100" or done != total:
+        return []
+    return [Evidence("weights_read", "memory.cuda_oom", WEIGHTS_READ,
+                     f"the last step line shows every checkpoint shard read ({done}/{total}): next, before 'Load weight "
+                     "end', the quantization methods post-process the loaded weights (repacking, requantizing, moving "
+                     "them to the GPU), the weights' peak of GPU memory", support=True)]
+
+
+# The KV pool allocated ("KV Cache is allocated. #tokens: ..., K size: ... GB", the sliding-window
+# pools' "SWAKVPool mem usage"): model_runner.py ``init_memory_pool`` (0.4.x-0.5.x) sizes the pool from
+# the memory left after the weights (``profile_max_num_token``) and raises "Not enough memory. Please try
+# to increase --mem-fraction-static" before it builds the pool; memory_pool.py logs the line once the
+# pool's buffers are allocated.  Past it the pool's own sizing failure is behind, and what comes next
+# (the attention backend's workspaces, ``init_cuda_graphs``' capture, 0.5.16+'s post-capture sizing
+# reserves first and prints "KV Cache VA upper bound" instead, left out) allocates from what the pool
+# left: a failure there with its message cut is a CUDA allocation failing (memory.cuda_oom), not the
+# pool's sizing (memory.kv_pool, which the memory_pool phase's prior names first).  Tuned parts: the one
+# labelled text that stops right after the line (no failure after it) was memory.cuda_oom.
+POOL_ALLOCATED = ("kv_cache", "swa_kv_cache")
+
+
+def pool_allocated(last) -> list[Evidence]:
+    """When the last milestone ``last`` is the KV pool allocated (``POOL_ALLOCATED``): a piece against
+    memory.kv_pool and a support piece for memory.cuda_oom."""
+    if last is None or last.name not in POOL_ALLOCATED:
+        return []
+    where = f"the last start-up line ({last.name}, line {last.line}) shows the KV pool allocated"
+    return [Evidence("pool_allocated", "memory.kv_pool", -0.1,
+                     f"{where}: SGLang raises its 'Not enough memory' before it allocates the pool"),
+            Evidence("pool_allocated", "memory.cuda_oom", WEIGHTS_READ,
+                     f"{where}: the attention backend's workspaces and the CUDA graphs allocate next, from what the "
+                     "pool left", support=True)]
 
 
 # A launch over several nodes: the network between them (NCCL over IB / RoCE / TCP, gloo's TCP
@@ -1286,12 +1353,17 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
 GROUNDS = ("text", "phase", "around", "rule", "none")
 # the supporting pieces that place the failure in SGLang's order of work (the phase read through the
 # prior, the step after the server_args line), as against words of the lines around it
-_PLACING = ("after_header",)
+_PLACING = ("after_header", "weights_read", "pool_allocated")
 
 
 def _places(ev: Evidence) -> bool:
     """The piece is a reading of where the failure came (``prior:PHASE``, ``_PLACING``)."""
     return ev.name.startswith("prior:") or ev.name in _PLACING
+
+
+# how the placing pieces other than the prior say where the text stops (``rests_on``)
+_STEP_PLACED = {"weights_read": "every checkpoint shard read, before 'Load weight end'",
+                "pool_allocated": "the KV pool allocated, before CUDA graph capture"}
 
 
 def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None = None) -> str:
@@ -1306,6 +1378,10 @@ def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None 
         if phase is None and any(ev.name == "after_header" for ev in used or ()):
             return ("only where the text stops (after the launch's server_args line, before any start-up step), read "
                     "through what SGLang does next: no piece of this failure itself is in the text")
+        step = next((_STEP_PLACED[ev.name] for ev in used or () if ev.name in _STEP_PLACED), None)
+        if phase is None and step is not None:
+            return (f"only where the text stops ({step}), read through what SGLang does next: no piece of this "
+                    "failure itself is in the text")
         return (f"only the phase the text shows ({phase or '?'}), read through what usually fails there (counted from "
                 "labelled logs): no piece of this failure itself is in the text")
     if grounds == "around":

@@ -581,6 +581,7 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         pieces = phase_prior.pieces(phase, why + "; if it failed, it failed there")
         if phase == "startup.load_weights":
             pieces += evidence.past_architecture(_phase_line(tail))
+            pieces += evidence.weights_read(_phase_line(tail))
     elif phase == progress.JIT_BUILD:
         pieces = [evidence.Evidence("phase", "kernel.build", 0.25, why + "; if it failed, it failed there")]
     elif phase is None and launch is not None and launch.line is not None and launch.ready_line is None:
@@ -590,6 +591,7 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         # what the last milestone left free for the step after it, as for a failure after it (from_context)
         last = launch.milestones[-1]
         pieces += evidence.low_memory(last, phase_after(last.name))
+        pieces += evidence.pool_allocated(last)
     if phase == "startup.cuda_graph" and not any(ev.name == "low_memory" for ev in pieces):
         # the capture bar the text ends with: the headroom after the last graph captured
         pieces += evidence.low_capture_memory(_phase_line(tail), "the line the text ends with")
