@@ -55,3 +55,24 @@ def test_no_kernel_image_outside_flashinfer_proposes_no_flashinfer_change():
     rem = explain_one_incident(FIXTURES / "kernel" / "no_kernel_image_059.log")["remediation"]
     assert not any("--sampling-backend" in c["set"] for c in _changes(rem))
     assert rem["needs_human"]
+
+
+def test_flashinfers_arch_check_leaves_flashinfer_and_asks_for_torchs_arch_list():
+    inc = explain_one_incident(FIXTURES / "kernel" / "flashinfer_arch_list_below_sm75_capture_046.log")
+    # FlashInfer's own refusal, not the capture wrapper's "Capture cuda graph failed"
+    assert inc["rule"] == "kernel.unsupported_hw.flashinfer_arch_below_sm75"
+    rem = inc["remediation"]
+    assert rem["set"] == {"--attention-backend": "triton", "--sampling-backend": "pytorch"}
+    # FlashInfer 0.2.x's wording ("requires sm75+"): its list is torch's TORCH_CUDA_ARCH_LIST
+    envs = [c["env"] for c in _changes(rem) if c["env"]]
+    assert [list(e) for e in envs] == [["TORCH_CUDA_ARCH_LIST"]]
+    assert envs[0]["TORCH_CUDA_ARCH_LIST"].startswith("<")  # only the user knows the GPU's
+
+
+def test_the_later_wording_names_flashinfers_own_arch_list_and_keeps_triton_attention():
+    inc = explain_one_incident(FIXTURES / "kernel" / "flashinfer_gpus_below_sm75_sampling_059.log")
+    assert inc["rule"] == "kernel.unsupported_hw.flashinfer_arch_below_sm75"
+    rem = inc["remediation"]
+    # the launch already runs Triton attention (its dump): only the sampler leaves FlashInfer
+    assert rem["set"] == {"--sampling-backend": "pytorch"}
+    assert [list(c["env"]) for c in _changes(rem) if c["env"]] == [["FLASHINFER_CUDA_ARCH_LIST"]]
