@@ -21,12 +21,12 @@ def test_no_toolkit_in_flashinfer_sampling_switches_the_sampler_then_asks_for_th
     inc = explain_one_incident(FIXTURES / "kernel" / "cuda_toolkit_missing_sampling_059.log")
     rem = inc["remediation"]
     assert inc["rule"] == "kernel.build.cuda_toolkit_missing" and inc["category"] == "kernel.build"
-    assert rem["set"] == {"--sampling-backend": "pytorch"}
+    # no toolkit builds FlashInfer's attention either: both leave it, the sampler alone next
+    assert rem["set"] == {"--attention-backend": "triton", "--sampling-backend": "pytorch"}
+    assert rem["alternatives"][0]["set"] == {"--sampling-backend": "pytorch"}
     (home,) = [c["env"]["CUDA_HOME"] for c in _changes(rem) if "CUDA_HOME" in (c.get("env") or {})]
     assert home.startswith("<") and home.endswith(">")  # only the user knows where a toolkit is
     assert not any("/usr/local/cuda" == (c.get("env") or {}).get("CUDA_HOME") for c in _changes(rem))
-    # the sampler is the module that failed: attention is not touched
-    assert not any("--attention-backend" in c["set"] for c in _changes(rem))
 
 
 def test_cuda_home_unset_inside_the_capture_switches_the_attention_backend():
@@ -34,8 +34,8 @@ def test_cuda_home_unset_inside_the_capture_switches_the_attention_backend():
     rem = inc["remediation"]
     # the wrapping "Capture cuda graph failed" is not the cause: the build is
     assert inc["rule"] == "kernel.build.cuda_toolkit_missing"
-    assert rem["set"] == {"--attention-backend": "triton"}
-    assert "CUDA_HOME" in (rem["alternatives"][0].get("env") or {})
+    assert rem["set"] == {"--attention-backend": "triton", "--sampling-backend": "pytorch"}
+    assert any("CUDA_HOME" in (c.get("env") or {}) for c in rem["alternatives"])
     assert not any("--disable-cuda-graph" in c["set"] for c in _changes(rem))
 
 
@@ -51,7 +51,7 @@ def test_a_missing_cuda_header_names_the_header_and_avoids_the_build():
     inc = explain_one_incident(FIXTURES / "kernel" / "cuda_header_missing_flashinfer_059.log")
     assert inc["rule"] == "kernel.build.cuda_header_missing"
     assert "cuda_fp8.h" in inc["title"]
-    assert inc["remediation"]["set"] == {"--attention-backend": "triton"}
+    assert inc["remediation"]["set"] == {"--attention-backend": "triton", "--sampling-backend": "pytorch"}
 
 
 def test_a_capture_failing_in_a_kernel_disables_the_graphs_before_adding_headroom():
@@ -95,5 +95,5 @@ def test_an_nvcc_older_than_the_gpu_names_the_architecture_and_avoids_the_build(
     inc = explain_one_incident(FIXTURES / "kernel" / "nvcc_unsupported_arch_flashinfer_059.log")
     rem = inc["remediation"]
     assert inc["rule"] == "kernel.build.nvcc_unsupported_arch" and "compute_120a" in inc["title"]
-    assert rem["set"] == {"--attention-backend": "triton"}
-    assert "CUDA_HOME" in (rem["alternatives"][0].get("env") or {})
+    assert rem["set"] == {"--attention-backend": "triton", "--sampling-backend": "pytorch"}
+    assert any("CUDA_HOME" in (c.get("env") or {}) for c in rem["alternatives"])
