@@ -625,7 +625,10 @@ class RuleMatcher:
         else:
             problems: list[str] = []
             rules = [r for p in sorted(rules_dir.glob("*.yaml")) for r in load_rule_file(p, None, problems)]
-        self.rules = [r for r in rules if not r.id.startswith("class.") and (r.message is not None or r.line_rx is not None)]
+        # (a rule with match.line_also also needs a second line of the incident, the watchdog's
+        # py-spy dump: one site's text alone never shows it)
+        self.rules = [r for r in rules if not r.id.startswith("class.") and (r.message is not None or r.line_rx is not None)
+                      and getattr(r, "line_also", None) is None]
 
     def match(self, site: dict) -> str | None:
         kind = site["kind"].split(".")[0]

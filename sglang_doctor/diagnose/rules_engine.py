@@ -65,7 +65,7 @@ RULE_KEYS = {
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
               "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting",
-              "assert_source", "signal"}
+              "assert_source", "signal", "line_also"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -110,6 +110,10 @@ class Rule:
     # a regex searched in the source line of the deepest frame of a bare ``AssertionError`` (no
     # message): the assert statement is then the only text the check has
     assert_source: Any = None
+    # a regex one line of the incident must also match, besides ``line``'s: not a trigger (it has
+    # no literal, so it never forms an incident of its own), only read in the incident that
+    # ``line``'s formed (the py-spy dump a watchdog's hang carries names where a thread hung)
+    line_also: Any = None
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     counter_examples: list[str] = field(default_factory=list)
@@ -128,13 +132,14 @@ class Rule:
     def conditions(self) -> int:
         return (sum(bool(x) for x in (self.kind, self.exceptions, self.message, self.frames_any, self.frames_all,
                                       self.frames_sequence, self.line_rx, self.context, self.deepest_frame,
-                                      self.message_any, self.deepest_not, self.assert_source))
+                                      self.message_any, self.deepest_not, self.assert_source, self.line_also))
                 + (self.after_ready is not None)
                 + (self.truncated is not None) + (self.names_setting is not None))
 
     @property
     def frames_only(self) -> bool:
-        return not (self.exceptions or self.message or self.line_rx or self.message_any or self.assert_source)
+        return not (self.exceptions or self.message or self.line_rx or self.message_any or self.assert_source
+                    or self.line_also)
 
     @property
     def names_nothing(self) -> bool:
@@ -143,7 +148,7 @@ class Rule:
         any text meets it (``'\\S'``).  Such a rule's answer is its context's: when that
         context is assumed, so is the answer."""
         if (self.exceptions or self.frames_any or self.frames_all or self.frames_sequence or self.line_rx
-                or self.deepest_frame or self.message_any):
+                or self.deepest_frame or self.message_any or self.line_also):
             return False
         return self.message is None or _search(self.message, "x") is not None
 
@@ -593,6 +598,10 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
                     rule.signal_by_line = True
                 except (re.error, TypeError):
                     bad("match.signal: line needs a line pattern Python's re module compiles")
+    if "line_also" in match:
+        rule.line_also = _compile(match["line_also"], bad, "match.line_also")
+        if "line" not in match:
+            bad("match.line_also needs match.line (the line that forms the incident; line_also only narrows)")
     context = match.get("context", {})
     if not isinstance(context, dict):
         bad("match.context must be a mapping")
@@ -1072,6 +1081,14 @@ class RuleSet:
                     if m:
                         assumed.append("the line, cut where the paste begins, began as this failure's does")
                         break
+            else:
+                return None
+        if rule.line_also is not None:
+            for line in incident.lines:
+                m = _search(rule.line_also, line.text)
+                if m:
+                    captures.update({k: v for k, v in m.groupdict().items() if v is not None})
+                    break
             else:
                 return None
         if rule.context:

@@ -44,6 +44,19 @@ _SIGNAL_CONTINUATION = re.compile(
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
+# SGLang's scheduler watchdog (a hard one: its line is a failure) logs, with its "watchdog timeout"
+# line, the batch it waited on and a py-spy dump of every scheduler: 0.4.x scheduler.py
+# watchdog_thread logs "Watchdog timeout (...)" first, then "self.cur_batch.batch_size()=...",
+# then pyspy_dump_schedulers' "Pyspy dump for PID N:" (or "Pyspy failed to dump PID N. Error:
+# ...") records; 0.5.x utils/watchdog.py logs "<name> debug info:", the dumps ("Pyspy dump for
+# PID N (py-spy dump --native --pid N):", "Pyspy failed (...)", "All pyspy dump attempts failed
+# for PID N.") and only then its "watchdog timeout (...)" line.  The dump names where each
+# thread hung (a collective, a kernel's JIT build lock): it is the failure's evidence, part of
+# its incident, however the versions order them.
+_WATCHDOG_LINE = re.compile(r"[Ww]atchdog timeout \(self\.watchdog_timeout=|Scheduler watchdog timeout")
+_WATCHDOG_DUMP = re.compile(r"^(?:self\.cur_batch\b|Pyspy (?:dump for|failed)|All pyspy dump attempts failed|"
+                            r"\S+ debug info:)")
+_MAX_WATCHDOG_DUMP = 400  # lines of dumps kept for the watchdog line that comes after them (0.5.x)
 # The tokenizer manager's crash dump (0.5.x tokenizer_manager.py dump_requests_before_crash, run
 # by its SIGQUIT handler when a child failed, and on SIGTERM after a failed health check): the
 # lines it prints while the failed ranks are still writing their tracebacks belong to that death
@@ -450,6 +463,7 @@ class Assembler:
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
         self._went_down = False  # the current launch's parent reacted to a failed child
+        self._watchdog_dump: list[Line] = []  # py-spy dump lines no incident holds yet (_WATCHDOG_DUMP)
         self._last_reported: int | None = None  # last line of the launch's last reported incident
         self._last_reported_device = False  # ... and whether it was a device-side error (_DEVICE_SIDE)
         self._dropped_death: int | None = None  # first line of a group _incident dropped that showed a death
@@ -487,7 +501,8 @@ class Assembler:
     def active(self) -> bool:
         return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
-        ) or self._first_unread is not None  # every line until the next non-blank one
+        ) or self._first_unread is not None or (  # every line until the next non-blank one
+            self._watchdog_dump != [] and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP)  # a py-spy dump's lines
 
     def feed(self, line: Line) -> list[Event]:
         self._last_number = line.number
@@ -674,6 +689,11 @@ class Assembler:
             self._exception_line(Line(line.number, message, line.raw, line.cut), prefix.ranks, sig, events)
             return
         self._record = _Record(prefix.ranks, "normal")
+        if self._group is None and _WATCHDOG_DUMP.match(message):
+            # (0.5.x) a watchdog's dump before its line: kept for that line's incident
+            self._watchdog_dump.append(line)
+        else:
+            self._watchdog_dump = []
         self._normal(line, prefix.ranks, message, events, found, request_header=False)
 
     def _continue_record(self, line: Line, events: list[Event]) -> None:
@@ -763,6 +783,9 @@ class Assembler:
             # failure ("NCCL INFO ... -> 6", "Exception ... detected by watchdog"): they
             # belong to the failure they follow, until the next prefixed record.
             group.lines.append(line)
+            return
+        if group is None and self._watchdog_dump and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP:
+            self._watchdog_dump.append(line)  # a line of the dump a watchdog line will follow
             return
         if line.number == 1 and text.strip() and not text[:1].isspace():
             self._first_unread = (line, ranks)
@@ -862,6 +885,13 @@ class Assembler:
                 self.launch.ready_line = line.number
                 events.append(Event("ready", self.launch, line=line.number))
         group = self._group
+        if group is not None and not group.builders and (_WATCHDOG_DUMP.match(message) or not message.strip()) \
+                and not self._too_far(line) and any(_WATCHDOG_LINE.search(s.text) for s in group.signal_lines):
+            # (0.4.x) the watchdog's batch and py-spy dump after its line, whichever rank's, and
+            # the blank lines between the dump's parts: the failure's evidence (the dump's
+            # unprefixed lines follow as a signal's do)
+            group.lines.append(line)
+            return
         if group is not None and self._kernel_line and not self._too_far(line) \
                 and line.number - group.lines[-1].number <= KERNEL_LOG_JOIN:
             # the kernel's log pasted right after the failure (dmesg, journalctl -k): its other
@@ -982,6 +1012,9 @@ class Assembler:
         was_open = self._group is not None
         self._open_group(events, line)
         group = self._group
+        dump, self._watchdog_dump = self._watchdog_dump, []
+        if dump and not group.lines and _WATCHDOG_LINE.search(line.text) and line.number - dump[-1].number <= 3:
+            group.lines.extend(dump)  # (0.5.x) the py-spy dump its watchdog logged just before this line
         group.lines.append(line)
         group.signal_lines.append(line)
         group.signal_names.append(sig.name)
@@ -1273,6 +1306,7 @@ class Assembler:
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
         self._stopping = False
         self._went_down = False
+        self._watchdog_dump = []
         self._last_reported = None
         self._progress = None
         self._batches = []
