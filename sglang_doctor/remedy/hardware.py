@@ -237,35 +237,3 @@ def from_log(launch) -> GPUProfile | None:
     usable = round(pre + max(init_gb, 0.0), 2)
     return GPUProfile("from-log", "unknown (from the log's avail mem figures)", count,
                       round(usable + _CUDA_CONTEXT_GB, 2), usable, (0, 0), False, False, False)
-
-
-
-# -- a kernel library with no code for this GPU: the backends that do not use it ---------------
-# A library's build covers a list of GPU architectures, and every SGLang backend that runs its
-# kernels fails on a GPU outside that list: FlashInfer's attention *and* its sampling kernels
-# (both chosen by default on CUDA; 0.1.x-0.3.x wheels started at SM80, so a T4 / RTX 20xx
-# (SM75) hit "no kernel image" in both).  Switching one backend moves the failure to the other
-# one at the first request, so the change sets every backend of the library to one that does
-# not use it: --attention-backend triton (Triton compiles its kernels for this GPU at run
-# time) and --sampling-backend pytorch; 0.2.x spelled the same two settings
-# --disable-flashinfer --disable-flashinfer-sampling, the flags sgl-project/sglang#931
-# reports a T4 needs.  Rules name it ``disable_feature: {feature: flashinfer}``: the ways of
-# turning a feature off are remedies.FEATURES's, and this entry is added to them here, next to
-# what the GPU profiles say about kernels.
-FLASHINFER_OFF: dict = {
-    "ways": [{"set": {"--attention-backend": "triton", "--sampling-backend": "pytorch"}},
-             {"set": {"--disable-flashinfer": True, "--disable-flashinfer-sampling": True}}],
-    "tradeoff": ("Triton attention and PyTorch sampling instead of FlashInfer's kernels (no FlashInfer build "
-                 "needed for this GPU): a little slower decode and sampling at large batch sizes; same results"),
-}
-
-
-def _register() -> None:
-    # imported here, not at the top: remedies.py's own loading reaches this module
-    # (refusals.py imports it at its end)
-    from sglang_doctor.remedy.remedies import FEATURES
-
-    FEATURES.setdefault("flashinfer", FLASHINFER_OFF)
-
-
-_register()

@@ -703,7 +703,3 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     at = 1 if advised and out else len(out)
     return out[:at] + kept + out[at:] or None
 
-
-# the way to leave a kernel library with no code for this GPU (hardware.FLASHINFER_OFF, a
-# remedies.FEATURES entry) is added on import
-from sglang_doctor.remedy import hardware as _hardware  # noqa: E402,F401

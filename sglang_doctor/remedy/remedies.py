@@ -756,6 +756,21 @@ FEATURES: dict[str, dict[str, Any]] = {
         "tradeoff": "the legacy LoRA engine (csgmv LoRA kernels, Triton MoE runner): slower MoE LoRA than the "
                     "SM90/SM100 engine, the same adapters",
     },
+    # A library's build covers a list of GPU architectures, and every SGLang backend that runs its
+    # kernels fails on a GPU outside that list: FlashInfer's attention *and* its sampling kernels
+    # (both chosen by default on CUDA; 0.1.x-0.3.x wheels started at SM80, so a T4 / RTX 20xx
+    # (SM75) hit "no kernel image" in both).  Switching one backend moves the failure to the other
+    # one at the first request, so the change sets every backend of the library to one that does
+    # not use it: --attention-backend triton (Triton compiles its kernels for this GPU at run
+    # time) and --sampling-backend pytorch; 0.2.x spelled the same two settings
+    # --disable-flashinfer --disable-flashinfer-sampling, the flags sgl-project/sglang#931
+    # reports a T4 needs.  Rules name it ``disable_feature: {feature: flashinfer}``.
+    "flashinfer": {
+        "ways": [{"set": {"--attention-backend": "triton", "--sampling-backend": "pytorch"}},
+                 {"set": {"--disable-flashinfer": True, "--disable-flashinfer-sampling": True}}],
+        "tradeoff": ("Triton attention and PyTorch sampling instead of FlashInfer's kernels (no FlashInfer build "
+                     "needed for this GPU): a little slower decode and sampling at large batch sizes; same results"),
+    },
 }
 
 
