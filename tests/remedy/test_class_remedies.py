@@ -359,7 +359,7 @@ def test_no_kernel_image_in_flashinfers_sampling_offers_the_pytorch_sampler():
                 "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
     assert d.rule == "kernel.unsupported_hw.no_kernel_image"
     # FlashInfer's attention kernels come from the same build as its sampling kernels: the lead
-    # leaves both (hardware.FLASHINFER_OFF); the sampler alone stays an alternative
+    # leaves both (remedies.FEATURES["flashinfer"]); the sampler alone stays an alternative
     assert d.remediation.set == {"--attention-backend": "triton", "--sampling-backend": "pytorch"}
     assert {"--sampling-backend": "pytorch"} in [alt.set for alt in d.remediation.alternatives]
 
