@@ -214,14 +214,14 @@ def _private(st: os.stat_result, kind) -> bool:
     return private(st, kind)
 
 
-def _cache_get(dirs: list[Path]) -> list[list] | None:
-    """The cached [path, data] of every rule file, or None (missing, stale, or not safe)."""
+def _cache_get(path: Path | None) -> list[list] | None:
+    """The cached [path, data] of every rule file, or None (missing, stale, or not safe);
+    ``path`` is _cache_file's for the rule directories."""
     import json
     import stat
 
     if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
         return None
-    path = _cache_file(dirs)
     if path is None:
         return None
     try:
@@ -244,14 +244,16 @@ def _cache_get(dirs: list[Path]) -> list[list] | None:
     return files
 
 
-def _cache_put(dirs: list[Path], files: list[list]) -> None:
+def _cache_put(dirs: list[Path], files: list[list], path: Path | None) -> None:
+    """Keeps ``files`` under ``path``, the key the rule files had before they were read: only
+    while they still have it (a file edited while another process parsed it would otherwise
+    be kept, as it was, under its new size and mtime)."""
     import json
     import stat
 
     if os.environ.get("SGLANG_DOCTOR_NO_RULE_CACHE"):
         return
-    path = _cache_file(dirs)
-    if path is None:
+    if path is None or _cache_file(dirs) != path:
         return
     from sglang_doctor.atomic_file import atomic_write
 
@@ -804,7 +806,8 @@ class RuleSet:
         dirs += [Path(d) for d in extra_dirs]
         builtin_dir = dirs[0] if builtin else None
         problems: list[str] = []
-        cached = _cache_get(dirs)
+        key = _cache_file(dirs)  # the files' sizes and mtimes before any is read
+        cached = _cache_get(key)
         files: dict[str, list] = {}  # path -> [parsed data, parse problems]
         if cached is not None:
             files = {path: [data, []] for path, data in cached}
@@ -860,7 +863,7 @@ class RuleSet:
         if problems:
             raise RuleLoadError(problems)
         if blob is not None and not warnings:
-            _cache_put(dirs, json.loads(blob))
+            _cache_put(dirs, json.loads(blob), key)
         ruleset = cls(list(by_id.values()))
         ruleset.load_warnings = warnings
         return ruleset

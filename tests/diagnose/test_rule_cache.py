@@ -210,3 +210,29 @@ def test_rules_from_the_cache_compile_their_regexes_on_first_use(cache_home):
     for a, b in zip(fresh.rules, cached.rules):
         if a.message is not None:
             assert bool(a.message.search(example)) == bool(b.message.search(example))
+
+
+def test_a_file_edited_while_it_is_parsed_is_not_kept_under_its_new_stats(tmp_path, cache_home, monkeypatch):
+    """A rule file rewritten while a process parses it (another explain loading the pack while
+    the user edits a rule) must not leave the old text cached under the new file's size and
+    mtime: the next load would read the old rule and never see the edit."""
+    d = user_dir(tmp_path)
+    path = d / "r.yaml"
+    parse = rules_engine.parse_rule_file
+    calls = []
+
+    def parse_then_edit(p, problems):
+        data = parse(p, problems)
+        if not calls:
+            calls.append(p)
+            path.write_text(RULE.replace("the title in the YAML file", "the edited title, a little longer"))
+            st = path.stat()
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000))
+        return data
+
+    monkeypatch.setattr(rules_engine, "parse_rule_file", parse_then_edit)
+    first = RuleSet.load([d], builtin=False, user=False)
+    assert first.get("user.cached").title == "the title in the YAML file"  # what was read
+    monkeypatch.setattr(rules_engine, "parse_rule_file", parse)
+    again = RuleSet.load([d], builtin=False, user=False)
+    assert again.get("user.cached").title == "the edited title, a little longer"
