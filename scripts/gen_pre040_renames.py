@@ -205,7 +205,7 @@ def build(wheel_dir: Path) -> dict:
                     having.setdefault(option, []).append(i)
             said = _DEPRECATED_FOR.search(spec.help or "")
             if said is not None and said.group(1) in (spec.name, *spec.aliases):
-                equivalents[spec.name] = {"new": said.group(2), "value": said.group(3)}
+                equivalents[spec.name] = {"new": said.group(2), "value": _choice(catalog, said.group(2), said.group(3))}
     return {
         "generated_by": "scripts/gen_pre040_renames.py",
         "modules": release_modules(wheel_dir),
@@ -219,6 +219,17 @@ def build(wheel_dir: Path) -> dict:
         "renames": [{"old": r.old, "new": r.new, "before": r.before, "after": r.after, "evidence": r.evidence}
                     for r in renames],
     }
+
+
+def _choice(catalog, option: str, value: str | None) -> str | None:
+    """The value a help text names for ``option``, as the option's own choices spell it: 0.3.x
+    says "Please use '--sampling-backend pytroch' instead" where the choice is ``pytorch``."""
+    spec = next((s for s in catalog.specs if option in (s.name, *s.aliases)), None)
+    if value is None or spec is None or not spec.choices or value in spec.choices:
+        return value
+    from sglang_doctor.remedy import flags
+
+    return flags.close_choice(spec, value) or value
 
 
 def render(doc: dict) -> str:

@@ -1042,5 +1042,20 @@ def successor(flag: str, to: Catalog) -> tuple[str, Any] | None:
     if chosen is None:
         return target, None  # a value flag whose help names no value: the caller's own value, checked there
     if to.validate(target, chosen) is not None:
-        return None
+        # a help text's misspelt value (0.4.0: "Please use '--sampling-backend pytroch'"): the
+        # one choice it is a letter-swap away from, or nothing
+        chosen = close_choice(spec, chosen)
+        if chosen is None or to.validate(target, chosen) is not None:
+            return None
     return target, chosen
+
+
+def close_choice(spec: "FlagSpec", value: Any) -> str | None:
+    """The one choice of ``spec`` that ``value`` (a word a help text names) misspells, or None."""
+    import difflib
+
+    choices = [c for c in (spec.choices or ()) if isinstance(c, str)]
+    if not isinstance(value, str) or not choices:
+        return None
+    close = difflib.get_close_matches(value, choices, n=2, cutoff=0.8)
+    return close[0] if len(close) == 1 else None

@@ -25,10 +25,16 @@ def test_a_renamed_value_flag_comes_without_a_value_for_the_caller_to_fill():
     assert flags.successor("--hybrid-kvcache-ratio", V0523) == ("--swa-full-tokens-ratio", None)
 
 
+def test_a_help_text_s_misspelt_value_is_the_one_choice_it_misspells():
+    # 0.4.0's help names "--sampling-backend pytroch" (sic): the choice is pytorch
+    assert flags.successor("--disable-flashinfer-sampling", V0523) == ("--sampling-backend", "pytorch")
+
+
 def test_a_successor_the_target_release_would_refuse_is_none():
-    # 0.4.0's help names "--sampling-backend pytroch" (sic): not a choice of any release
-    assert flags.successor("--disable-flashinfer-sampling", V0523) is None
     assert flags.successor("--not-a-flag-anywhere", V0523) is None
+    spec = V0523.spec("--sampling-backend")
+    assert flags.close_choice(spec, "pytroch") == "pytorch"
+    assert flags.close_choice(spec, "numpy") is None  # no choice it misspells: refused, not guessed
 
 
 def _fix(tmp_path, arguments: str, version: str) -> dict:
