@@ -4,11 +4,12 @@ A prefill batch's activations grow with its new tokens.  Two flags bound them: t
 (--chunked-prefill-size: with chunked prefill on, SGLang's PrefillAdder fills a batch up to
 ``rem_chunk_tokens``, so a batch's ``#new-token`` never passes the chunk) and the batch budget
 (--max-prefill-tokens: ``rem_input_tokens``, every release).  When chunked prefill was off, no
-chunk bounded the batch, and lowering the chunk size only turns chunking on at a value the
+chunk bounded a batch of several prompts, and lowering the chunk size only turns chunking on at a value the
 launch never ran with; the budget is the flag that bounded it (0.2.x ran with chunking off by
 default; -1 turns it off in every release).  The scheduler's last prefill batch line shows
-which: a batch of more new tokens than the chunk the launch had (stated, else the release's
-default) was not chunked.
+which: a batch of several sequences and more new tokens than the chunk the launch had (stated,
+else the release's default) was not chunked.  One long prompt is the chunk's to split, whatever
+the budget, so a one-sequence batch keeps the chunk step.
 
 Seen fixed this way: sgl-project/sglang#1030 (0.2.x, 17 concurrent prompts in one 13938-token
 prefill batch; "it works with --max-prefill 4096").  With chunking on, or no batch line to
@@ -40,11 +41,15 @@ def _number(value: Any) -> float | None:
 
 
 def last_prefill_tokens(ctx: Context) -> int | None:
-    """The new tokens of the scheduler's last batch line before the failure, when it is a prefill."""
+    """The new tokens of the scheduler's last batch line before the failure, when it is a
+    prefill of several sequences.  One long prompt is bounded by the chunk alone (chunking on at
+    a smaller size splits it; a lower batch budget does not), so a one-sequence batch gives none."""
     serving = ctx.diagnosis.incident.serving or {}
     batch = serving.get("last_batch") or {}
-    tokens = batch.get("new_token")
+    tokens, seqs = batch.get("new_token"), batch.get("new_seq")
     if batch.get("kind") != "prefill" or isinstance(tokens, bool) or not isinstance(tokens, int):
+        return None
+    if isinstance(seqs, bool) or not isinstance(seqs, int) or seqs < 2:
         return None
     return tokens
 
@@ -55,16 +60,16 @@ def unchunked(ctx: Context, tokens: int | None) -> str | None:
     if flag is None:
         return "this release has no chunked prefill"
     stated = _number(ctx.stated(flag))
-    if stated is not None and stated <= 0:
-        return f"the launch ran with {flag} {int(stated)} (chunked prefill off)"
     if tokens is None:
         return None
+    if stated is not None and stated <= 0:
+        return f"the launch ran with {flag} {int(stated)} (chunked prefill off) and the last prefill batch took {tokens} new tokens"
     chunk = stated if stated is not None else _number(ctx.current_or_assumed(flag)[0])
     if chunk is None or tokens <= chunk:
         return None
     where = "the launch's" if stated is not None else "the release's default"
     return (f"the last prefill batch took {tokens} new tokens, more than {where} chunk of {int(chunk)}: "
-            "chunked prefill was off")
+            "chunked prefill was off, and the batch of several prompts is bounded by the budget")
 
 
 def _power_of_two_at_most(value: float) -> int:
