@@ -44,3 +44,10 @@ def test_nan_probabilities_in_sampling_are_a_crash_with_advice_not_a_flag():
     assert inc["rule"] == "runtime.crash.sampling_nan_probabilities" and inc["category"] == "runtime.crash"
     rem = inc["remediation"]
     assert not rem["set"] and rem["needs_human"]
+
+
+def test_a_shared_outlines_cache_database_is_the_environment_with_a_per_process_directory():
+    inc = explain_one_incident(FIXTURES / "runtime" / "outlines_cache_sqlite_disk_io_error.log")
+    assert inc["rule"] == "other.diskcache_sqlite_shared" and inc["category"] == "other"
+    rem = inc["remediation"]
+    assert not rem["set"] and list(rem["env"]) == ["OUTLINES_CACHE_DIR"] and rem["needs_human"]
