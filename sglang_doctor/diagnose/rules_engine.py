@@ -57,6 +57,7 @@ REMEDIES = (
     "refusal_fix",
     "written_switch",  # args23: argparse's "ignored explicit argument" for a switch
     "choice_elsewhere",  # args23: an "invalid choice" that another release accepts
+    "lower_prefill_budget",  # field30: the chunk, or --max-prefill-tokens when chunking was off
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",

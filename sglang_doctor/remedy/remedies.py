@@ -2221,3 +2221,5 @@ def _planner_doubt(ctx: Context, rem: Remediation) -> str | None:
 
 # the class-level operations (switch_backend, drop_feature) register themselves on import
 from sglang_doctor.remedy import class_remedies as _class_remedies  # noqa: E402,F401
+# the prefill-budget operation (the chunk, or the batch budget when chunking was off) likewise
+from sglang_doctor.remedy import prefill_budget as _prefill_budget  # noqa: E402,F401
