@@ -52,3 +52,27 @@ def test_the_same_words_raised_as_an_exception_stay_a_failure(tmp_path):
                    "    raise ValueError(\n"
                    f"ValueError: {line}'}}\n")
     assert explain_incidents(log) != []
+
+
+COLLNET_FALLBACKS = (
+    # graph/tuning.cc (2.12-2.19): ring and tree turned back on
+    "nodea:26799:27025 [0] graph/tuning.cc:187 NCCL WARN CollNet is not supported or fails to initialize, "
+    "ignoring NCCL_ALGO=COLLNET\n",
+    # transport.cc: init.cc ignores ncclCollNetSetup's result
+    "node1:1234:1300 [0] transport.cc:464 NCCL WARN Cannot initialize CollNet, using point-to-point network instead\n",
+    # net_ib/connect.cc: the dlid is used
+    "node1:1234:1300 [0] transport/net_ib/connect.cc:431 NCCL WARN Warning: remote FLID configured as zero even "
+    "when endpoints are on different subnets, using dlid as fallback\n",
+)
+IB_ERROR = ("node1:1234:1300 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<45678> "
+            "with error 12, opcode 0, len 0, vendor err 129\n")
+
+
+def test_nccl_fallbacks_it_goes_on_after_are_quiet_and_a_failure_next_to_them_is_named(tmp_path):
+    for k, line in enumerate(COLLNET_FALLBACKS):
+        log = tmp_path / f"fallback{k}.log"
+        log.write_text(line)
+        assert explain_incidents(log) == [], line
+        log.write_text(line + IB_ERROR)
+        (inc,) = explain_incidents(log)
+        assert inc["rule"] == "nccl.ib_transport", line
