@@ -201,7 +201,8 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   init.cc's ``ncclCollNetSetup(comm, parent, graphs)`` call ignores (CollNet is freed and
 #   disabled, the communicator comes up); net_ib's connect.cc "Warning: remote FLID configured as
 #   zero even when endpoints are on different subnets, using dlid as fallback" sets the dlid and
-#   connects.
+#   connects.  (Each of the three is the only WARN site with its head words, so the head alone
+#   is matched: a paste that wraps or cuts the line after them keeps it a fallback.)
 # - torch's ProcessGroupNCCL heartbeat monitor (torch 2.4-2.9, ProcessGroupNCCL.cpp
 #   ``HeartbeatMonitor::runLoop`` / ``heartbeatMonitor``): it polls the TCPStore for the "should
 #   dump" flag; when the store's host (rank 0's process, the launcher) has exited, TCPStore's
@@ -240,9 +241,8 @@ NONFATAL_NCCL_WARN = re.compile(
     r"User asked for a (?:minimum|maximum) of \d+ channels|Unable to create thread context due to old driver, disabling|"
     r"NET/IB: Ip address (?:mask )?'[^']*' is invalid for family \S+, ignoring|unlink shared memory \S+ failed|"
     r"NET/IB : Unable to (?:open device|query port_num) |"
-    r"CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=|"
-    r"Cannot initialize CollNet, using point-to-point network instead|"
-    r"Warning: remote FLID configured as zero even when endpoints are on different subnets, using dlid as )")
+    r"CollNet is not supported or fails to\b|Cannot initialize CollNet\b|"
+    r"Warning: remote FLID configured as zero\b)")
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
