@@ -50,12 +50,23 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     exits, the watchdog's "driver shutting down" at exit, ProcessGroupNCCL's exit and barrier
     warnings, RCCL's host-settings advice, NCCL_DEBUG=INFO chatter.  None of them is a failure by
     itself (incidents/survived.py ``goes_on_after`` for the ones with a failure's words).
+(e) ``real``: other real healthy-but-scary texts people pasted from runs that went on
+    (``REAL_SHAPES``: each file with the thread it came from, a thread no held-back part uses),
+    whole and under every robustness transform, in the categories the held-back false alarms
+    fell in: an NCCL-looking line of a run that goes on (torch's ProcessGroupNCCL environment
+    dump, whose words are "kill program", "watchdog", "dump on timeout"; NET/IB's async
+    events after "Init COMPLETE"; "CollNet is not supported or fails to initialize, ignoring
+    NCCL_ALGO=COLLNET" with the set-up going on after it), a model-load-looking warning (a diffusion model's weights
+    "not initialized from checkpoint", logged and served), one request's exception answered by
+    uvicorn ("Exception in ASGI application", an ExceptionGroup cut inside its sub-traceback).
+    The texts are byte for byte what the thread shows, a search excerpt's cut end included.
 
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
     python bench/healthy_bait.py                 # all three
     python bench/healthy_bait.py --only bait --show 20
     python bench/healthy_bait.py --only nccl
+    python bench/healthy_bait.py --only real
     python bench/healthy_bait.py --json
 """
 
@@ -129,9 +140,26 @@ NCCL_SHAPES = (
 )
 
 
-def measure_nccl(engine: "Engine") -> dict:
+# -- (e) other real healthy-but-scary shapes ------------------------------------------------------
+
+# (file, the thread it was pasted in); fixtures/healthy/ files, byte for byte what the thread shows
+REAL_SHAPES = (
+    ("fixtures/healthy/torch_nccl_env_dump_fragment.log", "https://github.com/meta-pytorch/torchforge/pull/55"),
+    ("fixtures/healthy/nccl_ib_client_reregistration_after_init.log",
+     "https://github.com/deepspeedai/DeepSpeedExamples/issues/310"),
+    ("fixtures/healthy/diffusion_weights_not_initialized_warning_cut.log",
+     "https://github.com/sgl-project/sglang/issues/18653"),
+    ("fixtures/healthy/asgi_exception_group_one_request_cut.log", "https://github.com/sgl-project/sglang/issues/9963"),
+    # (the thread's two-node run failed later, for a cause these lines do not hold; in them NCCL
+    # ignores NCCL_ALGO=COLLNET and its set-up goes on)
+    ("fixtures/healthy/collnet_ignored_nccl_algo_setup_goes_on.log", "https://github.com/NVIDIA/nccl-tests/issues/133"),
+)
+
+
+def measure_nccl(engine: "Engine", shapes=NCCL_SHAPES) -> dict:
+    """Each real shape whole and under every robustness transform (d, and e with ``shapes``)."""
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
-    for rel, _source in NCCL_SHAPES:
+    for rel, _source in shapes:
         text = (ROOT / rel).read_bytes().decode("utf-8", "replace")
         _count(per["whole"], rel, engine.incidents(text), text)
         for tname in robustness.TRANSFORMS:
@@ -313,13 +341,13 @@ def measure_transforms(engine: Engine, quiet: list) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl"), action="append")
+    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real"), action="append")
     ap.add_argument("--bait", choices=("warnings", "requests"), action="append",
                     help="which bait to generate (default: both)")
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    only = set(args.only or ("corpus", "transforms", "bait", "nccl"))
+    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real"))
     engine = Engine()
     result: dict = {}
     corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
@@ -331,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         result["bait"] = measure_bait(engine, tuple(args.bait or ("warnings", "requests")))
     if "nccl" in only:
         result["nccl"] = measure_nccl(engine)
+    if "real" in only:
+        result["real"] = measure_nccl(engine, REAL_SHAPES)
     if args.json:
         print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
                               for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))

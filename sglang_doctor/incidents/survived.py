@@ -193,7 +193,16 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   "CollNet currently only supports up to N GPUs per node, disabling CollNet", the CTA / channel
 #   clamps, "Unable to create thread context due to old driver, disabling.", NET/IB's ignored
 #   address or mask and the devices it skips ("Unable to open device", "Unable to query
-#   port_num": the next device, or sockets, are used), "unlink shared memory .. failed".
+#   port_num": the next device, or sockets, are used), "unlink shared memory .. failed"; and CollNet
+#   that cannot be used: graph/tuning.cc (2.12-2.19) "CollNet is not supported or fails to
+#   initialize, ignoring NCCL_ALGO=COLLNET" turns ring and tree back on and goes on (the lines
+#   after it in NVIDIA/nccl-tests#133: thresholds, channels, "Connected all rings"); transport.cc
+#   "Cannot initialize CollNet, using point-to-point network instead" returns an error that
+#   init.cc's ``ncclCollNetSetup(comm, parent, graphs)`` call ignores (CollNet is freed and
+#   disabled, the communicator comes up); net_ib's connect.cc "Warning: remote FLID configured as
+#   zero even when endpoints are on different subnets, using dlid as fallback" sets the dlid and
+#   connects.  (Each of the three is the only WARN site with its head words, so the head alone
+#   is matched: a paste that wraps or cuts the line after them keeps it a fallback.)
 # - torch's ProcessGroupNCCL heartbeat monitor (torch 2.4-2.9, ProcessGroupNCCL.cpp
 #   ``HeartbeatMonitor::runLoop`` / ``heartbeatMonitor``): it polls the TCPStore for the "should
 #   dump" flag; when the store's host (rank 0's process, the launcher) has exited, TCPStore's
@@ -231,7 +240,9 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NCCL_CGA_CLUSTER_SIZE value \d+ is too big\. Limiting value to|(?:min|max)CTAs \d+ is larger than |"
     r"User asked for a (?:minimum|maximum) of \d+ channels|Unable to create thread context due to old driver, disabling|"
     r"NET/IB: Ip address (?:mask )?'[^']*' is invalid for family \S+, ignoring|unlink shared memory \S+ failed|"
-    r"NET/IB : Unable to (?:open device|query port_num) )")
+    r"NET/IB : Unable to (?:open device|query port_num) |"
+    r"CollNet is not supported or fails to\b|Cannot initialize CollNet\b|"
+    r"Warning: remote FLID configured as zero\b)")
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
