@@ -643,15 +643,50 @@ def _completions(prefix: str) -> set[tuple[str, str, str]]:
             for name in functions if name.startswith(prefix) and name != prefix}
 
 
+# ModelRunner's start-up steps as its constructor calls them (model_executor/model_runner.py,
+# ``__init__`` 0.3.x-0.4.x, ``initialize`` 0.5.x; the same lines in every release): a deepest frame's
+# source line cut before the called name is complete ("min_per_gpu_memory = s", "self.init_m") still
+# names the step when it begins exactly one of these lines.
+STEP_CALL_LINES: tuple[str, ...] = (
+    "min_per_gpu_memory = self.init_torch_distributed()",
+    "self.load_model()",
+    "self.init_memory_pool(",
+    "self.init_cuda_graphs()",
+)
+_STEP_CALL_MIN = 8  # a shorter cut ("self.", "min_") begins too little to name a line
+
+
+def _step_call(source: str) -> str | None:
+    """The start-up step (a function of ``WHERE``) the cut source line ``source`` can only be calling:
+    it begins exactly one of ``STEP_CALL_LINES`` and is shorter than it."""
+    cut = source.strip()
+    if len(cut) < _STEP_CALL_MIN:
+        return None
+    lines = [line for line in STEP_CALL_LINES if line.startswith(cut) and line != cut]
+    if len(lines) != 1:
+        return None
+    m = _CALL.search(lines[0])
+    return m.group(1) if m else None
+
+
 def from_cut_call(inc: Incident) -> list[Evidence]:
     """The text stops inside a name: the deepest frame's source line cut inside the call it
-    makes (``self.init_cu``), or its ``File ...`` line cut inside the function's name
+    makes (``self.init_cu``; before the name, in one of ModelRunner's step lines,
+    ``STEP_CALL_LINES``), or its ``File ...`` line cut inside the function's name
     (``in forward_t``).  Evidence only when every completion names one category."""
     if not inc.truncated or not inc.frames:
         return []
     last = inc.frames[-1]
     if "/sglang/" not in last.file.replace("\\", "/"):
         return []
+    step = _step_call(last.source) if last.source and "model_runner" in last.file else None
+    if step is not None:
+        hits = {(category, why) for part, functions, category, why in WHERE if not part and functions and step in functions}
+        if len({h[0] for h in hits}) == 1:
+            category, why = sorted(hits)[0]
+            return [Evidence("cut_call", category, 0.35,
+                             f"{why}: the text stops inside the line {last.source.strip()!r} in {last.function} "
+                             f"({_short(last)}), which can only be ModelRunner's call of {step}")]
     if last.source:
         m = _CUT_NAME.search(last.source.rstrip())
         if m is None or "(" in last.source:

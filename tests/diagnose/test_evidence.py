@@ -31,6 +31,28 @@ def test_a_source_line_cut_inside_the_call_names_it(pack):
     assert ev["category"] == "cuda_graph"  # the cause line is missing: the guess is the category
 
 
+def test_a_step_line_cut_before_its_call_names_the_step(pack):
+    # ModelRunner's "min_per_gpu_memory = self.init_torch_distributed()" cut inside "self"
+    text = (SCHED + f'  File "{P}/model_executor/model_runner.py", line 178, in __init__\n'
+            "    min_per_gpu_memory = s")
+    _, guess = guess_of(pack, text)
+    assert guess["category"] == "nccl" and "cut_call" in names(guess)
+    assert "init_torch_distributed" in guess["why"]
+
+
+def test_a_step_line_cut_too_short_or_outside_the_model_runner_is_no_evidence(pack):
+    # "self.init_" begins two step lines (the memory pool, the CUDA graphs); "min_" is too short to name one
+    for source in ("self.init_", "min_"):
+        text = SCHED + f'  File "{P}/model_executor/model_runner.py", line 178, in __init__\n    {source}'
+        _, guess = guess_of(pack, text)
+        assert "cut_call" not in names(guess), source
+    # the same words in another module are not ModelRunner's step
+    text = SCHED + f'  File "{P}/managers/tp_worker.py", line 90, in __init__\n    min_per_gpu_memory = s'
+    _, guess = guess_of(pack, text)
+    assert "cut_call" not in names(guess)
+    assert evidence._step_call("min_per_gpu_memory = self.init_torch_distributed()") is None  # complete: not cut
+
+
 def test_a_cut_name_that_fits_several_places_is_no_evidence(pack):
     text = SCHED + f'  File "{P}/model_executor/model_runner.py", line 207, in initialize\n    self.in'
     _, guess = guess_of(pack, text)
