@@ -222,7 +222,7 @@ _HEADER_ONLY = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s+[
 # Literals that matter only on a line that does not start a record (a headless frame or
 # exception line, see _bare): on a record-start line they change nothing, so the scanner
 # may skip a record-start line whose only literals are these (read/scanner.py, "weak").
-BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Error\n")
+BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', tracebacks.STRIPPED_FRAME_LITERAL, "Error: ", "Exception: ", "Error\n")
 # Literals that matter on a record-start line only when the record's message starts as the
 # regex says (and on any line that does not start a record): every built-in signal they
 # trigger is anchored at the message's start (signals.py: argparse's ``PROG: error: ...``,
@@ -299,7 +299,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         | set(signals.PROCESS_DEATH_LITERALS)
         | set(progress.LITERALS)
         | set(serving.LITERALS)
-        | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
+        | {tracebacks.HEADER, tracebacks.IPYTHON_HEADER_TEXT, 'File "', tracebacks.STRIPPED_FRAME_LITERAL, server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL, ASGI_ERROR_LITERAL}
         | set(request_errors.LITERALS)
@@ -731,10 +731,11 @@ class Assembler:
             m = _THREAD_HEADER.match(text)
             if m is not None and m.group("thread_func"):
                 self._thread = (line.number, m.group("thread_func"))
-        if (tracebacks.HEADER in text and not tracebacks.echoes_traceback(text)) or tracebacks.is_cut_header(text):
+        if (tracebacks.HEADER in text and not tracebacks.echoes_traceback(text)) or tracebacks.is_cut_header(text) \
+                or tracebacks.is_ipython_header(text):
             self._start_traceback(line, ranks, events, headless=False)
             return
-        if 'File "' in text and tracebacks.is_frame(text):
+        if ('File "' in text or tracebacks.STRIPPED_FRAME_LITERAL in text) and tracebacks.is_frame(text):
             self._start_traceback(line, ranks, events, headless=True)
             return
         if not text[:1].isspace() and request_errors.is_header(text):
