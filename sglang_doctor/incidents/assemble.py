@@ -143,6 +143,19 @@ def _test_assertion(builders) -> bool:
                for b in builders for part in b.parts)
 
 
+def _request_exception_group(builders) -> bool:
+    """An exception group whose sub-exception's traceback went through one HTTP request's
+    dispatch: starlette / anyio raise ``ExceptionGroup: unhandled errors in a TaskGroup`` around
+    what a request's handler raised, and Python prints the group's own traceback first, then each
+    sub-exception's (``+-+---- 1 ----`` / ``| Traceback ...``) as a traceback of its own, where the
+    request's frames (uvicorn's run_asgi, starlette's route) are."""
+    if len(builders) < 2 or not builders[0].chain:
+        return False
+    if not builders[0].chain[-1].type.rsplit(".", 1)[-1].endswith("ExceptionGroup"):
+        return False
+    return any(_request_frame(f) for b in builders[1:] for f in b.frames)
+
+
 def _request_frame(frame) -> bool:
     """A frame that only one HTTP request's handling passes through."""
     path = _path(frame)
@@ -472,6 +485,9 @@ class Assembler:
         self._reported_rule_lines: set[tuple[int, str]] = set()
         self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
         self._request_error: int | None = None  # line of the last "Error in request:" record
+        # the lines right after that record are read even when nothing else is open: blank
+        # lines between it and its traceback (a viewer that doubles line breaks) move it on
+        self._request_error_next = False
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
         self._progress: tuple[int, str, str] | None = None  # (line, phase, message) of the last progress line
         # the launch's last serving.KEEP batch lines (line, text) and last retraction line: the
@@ -501,11 +517,19 @@ class Assembler:
     def active(self) -> bool:
         return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
-        ) or self._first_unread is not None or (  # every line until the next non-blank one
+        ) or self._first_unread is not None or self._request_error_next or (  # every line until the next non-blank one
             self._watchdog_dump != [] and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP)  # a py-spy dump's lines
 
     def feed(self, line: Line) -> list[Event]:
         self._last_number = line.number
+        if self._request_error_next:
+            if not line.text.strip():
+                # a blank line between a request's error record ("Exception in ASGI
+                # application", "Error in request:") and its traceback: the traceback is still
+                # the next thing that record printed
+                self._request_error = line.number
+            else:
+                self._request_error_next = False
         if self.wrap_width is not None:
             return self._unwrap(line)
         return self._feed_line(line)
@@ -727,6 +751,7 @@ class Assembler:
         ranks = self._record.ranks if self._record and not self._kernel_line else ()
         if text.startswith(IGNORED_LITERAL):
             self._request_error = line.number  # the traceback that follows was ignored by Python
+            self._request_error_next = True
         if text.startswith(THREAD_HEADER_LITERAL):
             m = _THREAD_HEADER.match(text)
             if m is not None and m.group("thread_func"):
@@ -865,6 +890,7 @@ class Assembler:
             request_header = request_errors.is_header(message)
         if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_header:
             self._request_error = line.number
+            self._request_error_next = True
         if (literals is None or not self._retract_literals.isdisjoint(literals)) \
                 and serving.retracted(message) is not None:
             self._retraction = (line.number, message)
@@ -1156,7 +1182,8 @@ class Assembler:
             # ready line it stays an incident: an interrupted start-up may be a hang.
             self._stopping = True
             return None
-        if not group.signal_lines and (group.request_level or self._request_rejected(primary)):
+        if not group.signal_lines and (group.request_level or self._request_rejected(primary)
+                                       or _request_exception_group(builders)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
         if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \
                 and _BARE_TRACEBACK_HEADER.match(group.lines[0].text) and "thread_func" not in group.captures:
