@@ -488,6 +488,7 @@ class Assembler:
         # the lines right after that record are read even when nothing else is open: blank
         # lines between it and its traceback (a viewer that doubles line breaks) move it on
         self._request_error_next = False
+        self._request_error_blank = False  # a blank line moved it: a record of its own unties it
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
         self._progress: tuple[int, str, str] | None = None  # (line, phase, message) of the last progress line
         # the launch's last serving.KEEP batch lines (line, text) and last retraction line: the
@@ -528,6 +529,7 @@ class Assembler:
                 # application", "Error in request:") and its traceback: the traceback is still
                 # the next thing that record printed
                 self._request_error = line.number
+                self._request_error_blank = True
             else:
                 self._request_error_next = False
         if self.wrap_width is not None:
@@ -678,6 +680,9 @@ class Assembler:
 
     def _start_record(self, line: Line, events: list[Event], prefix=None) -> None:
         prefix = prefix or records.parse_prefix(line.text)
+        if self._request_error_blank:
+            # a record of its own after the blank lines: not what the request's error printed
+            self._request_error, self._request_error_blank = None, False
         self._release_held(events)
         message = prefix.message
         if self._record and self._record.builder:
@@ -751,7 +756,7 @@ class Assembler:
         ranks = self._record.ranks if self._record and not self._kernel_line else ()
         if text.startswith(IGNORED_LITERAL):
             self._request_error = line.number  # the traceback that follows was ignored by Python
-            self._request_error_next = True
+            self._request_error_next, self._request_error_blank = True, False
         if text.startswith(THREAD_HEADER_LITERAL):
             m = _THREAD_HEADER.match(text)
             if m is not None and m.group("thread_func"):
@@ -890,7 +895,7 @@ class Assembler:
             request_header = request_errors.is_header(message)
         if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_header:
             self._request_error = line.number
-            self._request_error_next = True
+            self._request_error_next, self._request_error_blank = True, False
         if (literals is None or not self._retract_literals.isdisjoint(literals)) \
                 and serving.retracted(message) is not None:
             self._retraction = (line.number, message)
@@ -1063,10 +1068,18 @@ class Assembler:
     def _interrupted_while_serving(self, group: _Group) -> bool:
         """Every traceback of the group ends in KeyboardInterrupt, after this launch's ready line,
         with nothing but the interrupt (and the cancellations it causes) in its chain: an error
-        the interrupt came on top of is still that error."""
-        ready = self.launch.ready_line
+        the interrupt came on top of is still that error.  A text that holds none of the
+        launch's start (no launch header, no start-up milestone: a paste of its tail) shows it
+        serving by its batch lines instead; where the start is in the text and no ready line
+        came, the batches may be the warm-up request of a start-up that hung, which stays an
+        incident."""
+        launch = self.launch
+        first = group.lines[0].number
+        serving = launch.ready_line is not None and launch.ready_line < first
+        if not serving and launch.ready_line is None and launch.line is None and not launch.milestones:
+            serving = any(n < first for n in launch.batch_lines)
         chains = [b.chain for b in group.builders if b.chain]
-        return (ready is not None and ready < group.lines[0].number and bool(chains)
+        return (serving and bool(chains)
                 and len(chains) == len(group.builders)
                 and all(c[-1].type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
                         and all(e.type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "CancelledError") for e in c)
