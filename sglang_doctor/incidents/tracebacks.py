@@ -74,7 +74,8 @@ _MARKUP = re.compile(r"^(?:```|~~~)[\w+-]*\s*$|^</?(?:details|summary)\b[^>]*>")
 # current one marked ("---> 43 ...", the arrow's dashes padded to the number's width), a blank
 # line between frames, and the exception line last.
 IPYTHON_HEADER_TEXT = "Traceback (most recent call last)"
-_IPYTHON_HEADER = re.compile(r"^[A-Za-z_][\w.]*\s+Traceback \(most recent call last\)\s*$")
+# (IPython pads the type to 75 characters with the header: a long dotted type gets no space)
+_IPYTHON_HEADER = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*?\s*Traceback \(most recent call last\)\s*$")
 _IPYTHON_FRAME = re.compile(
     r"^(?:File (?P<file>\S.*?):(?P<line>\d+)(?:, in (?P<func>[\w<>.]+)\(.*\))?"
     r"|(?P<cell>Cell In ?\[\d*\]), line (?P<cell_line>\d+)"

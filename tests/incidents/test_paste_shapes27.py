@@ -82,6 +82,11 @@ def test_header_words_in_prose_are_no_traceback(tmp_path):
              "note: paste the part after Traceback (most recent call last) here",
              "see the Traceback (most recent call last) section below"]
     assert not tracebacks.is_ipython_header(lines[1])
+    assert not tracebacks.is_ipython_header("see Traceback (most recent call last)")
+    assert not tracebacks.is_ipython_header("Traceback (most recent call last)")
+    # IPython pads the type and the header to 75 characters: a long type gets no space
+    assert tracebacks.is_ipython_header("torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+                                        "Traceback (most recent call last)")
     assert incidents_of_lines(tmp_path, lines) == []
 
 
