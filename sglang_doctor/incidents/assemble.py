@@ -143,6 +143,19 @@ def _test_assertion(builders) -> bool:
                for b in builders for part in b.parts)
 
 
+def _request_exception_group(builders) -> bool:
+    """An exception group whose sub-exception's traceback went through one HTTP request's
+    dispatch: starlette / anyio raise ``ExceptionGroup: unhandled errors in a TaskGroup`` around
+    what a request's handler raised, and Python prints the group's own traceback first, then each
+    sub-exception's (``+-+---- 1 ----`` / ``| Traceback ...``) as a traceback of its own, where the
+    request's frames (uvicorn's run_asgi, starlette's route) are."""
+    if len(builders) < 2 or not builders[0].chain:
+        return False
+    if not builders[0].chain[-1].type.rsplit(".", 1)[-1].endswith("ExceptionGroup"):
+        return False
+    return any(_request_frame(f) for b in builders[1:] for f in b.frames)
+
+
 def _request_frame(frame) -> bool:
     """A frame that only one HTTP request's handling passes through."""
     path = _path(frame)
@@ -222,7 +235,7 @@ _HEADER_ONLY = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s+[
 # Literals that matter only on a line that does not start a record (a headless frame or
 # exception line, see _bare): on a record-start line they change nothing, so the scanner
 # may skip a record-start line whose only literals are these (read/scanner.py, "weak").
-BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', "Error: ", "Exception: ", "Error\n")
+BARE_ONLY_LITERALS: tuple[str, ...] = ('File "', tracebacks.STRIPPED_FRAME_LITERAL, "Error: ", "Exception: ", "Error\n")
 # Literals that matter on a record-start line only when the record's message starts as the
 # regex says (and on any line that does not start a record): every built-in signal they
 # trigger is anchored at the message's start (signals.py: argparse's ``PROG: error: ...``,
@@ -299,7 +312,7 @@ TRIGGER_LITERALS: tuple[str, ...] = tuple(
         | set(signals.PROCESS_DEATH_LITERALS)
         | set(progress.LITERALS)
         | set(serving.LITERALS)
-        | {tracebacks.HEADER, 'File "', server_args.MARKER, "Error: ", "Exception: ", "Error\n",
+        | {tracebacks.HEADER, tracebacks.IPYTHON_HEADER_TEXT, 'File "', tracebacks.STRIPPED_FRAME_LITERAL, server_args.MARKER, "Error: ", "Exception: ", "Error\n",
            tracebacks.CUT_HEADER_LITERAL, "OutOfResources: ", "Error(", REQUEST_ERROR_LITERAL, THREAD_HEADER_LITERAL,
            IGNORED_LITERAL, ASGI_ERROR_LITERAL}
         | set(request_errors.LITERALS)
@@ -472,6 +485,10 @@ class Assembler:
         self._reported_rule_lines: set[tuple[int, str]] = set()
         self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
         self._request_error: int | None = None  # line of the last "Error in request:" record
+        # the lines right after that record are read even when nothing else is open: blank
+        # lines between it and its traceback (a viewer that doubles line breaks) move it on
+        self._request_error_next = False
+        self._request_error_blank = False  # a blank line moved it: a record of its own unties it
         self._thread: tuple[int, str] | None = None  # (line, function) of "Exception in thread ... (f):"
         self._progress: tuple[int, str, str] | None = None  # (line, phase, message) of the last progress line
         # the launch's last serving.KEEP batch lines (line, text) and last retraction line: the
@@ -501,11 +518,20 @@ class Assembler:
     def active(self) -> bool:
         return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
-        ) or self._first_unread is not None or (  # every line until the next non-blank one
+        ) or self._first_unread is not None or self._request_error_next or (  # every line until the next non-blank one
             self._watchdog_dump != [] and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP)  # a py-spy dump's lines
 
     def feed(self, line: Line) -> list[Event]:
         self._last_number = line.number
+        if self._request_error_next:
+            if not line.text.strip():
+                # a blank line between a request's error record ("Exception in ASGI
+                # application", "Error in request:") and its traceback: the traceback is still
+                # the next thing that record printed
+                self._request_error = line.number
+                self._request_error_blank = True
+            else:
+                self._request_error_next = False
         if self.wrap_width is not None:
             return self._unwrap(line)
         return self._feed_line(line)
@@ -654,6 +680,9 @@ class Assembler:
 
     def _start_record(self, line: Line, events: list[Event], prefix=None) -> None:
         prefix = prefix or records.parse_prefix(line.text)
+        if self._request_error_blank:
+            # a record of its own after the blank lines: not what the request's error printed
+            self._request_error, self._request_error_blank = None, False
         self._release_held(events)
         message = prefix.message
         if self._record and self._record.builder:
@@ -727,14 +756,16 @@ class Assembler:
         ranks = self._record.ranks if self._record and not self._kernel_line else ()
         if text.startswith(IGNORED_LITERAL):
             self._request_error = line.number  # the traceback that follows was ignored by Python
+            self._request_error_next, self._request_error_blank = True, False
         if text.startswith(THREAD_HEADER_LITERAL):
             m = _THREAD_HEADER.match(text)
             if m is not None and m.group("thread_func"):
                 self._thread = (line.number, m.group("thread_func"))
-        if (tracebacks.HEADER in text and not tracebacks.echoes_traceback(text)) or tracebacks.is_cut_header(text):
+        if (tracebacks.HEADER in text and not tracebacks.echoes_traceback(text)) or tracebacks.is_cut_header(text) \
+                or tracebacks.is_ipython_header(text):
             self._start_traceback(line, ranks, events, headless=False)
             return
-        if 'File "' in text and tracebacks.is_frame(text):
+        if ('File "' in text or tracebacks.STRIPPED_FRAME_LITERAL in text) and tracebacks.is_frame(text):
             self._start_traceback(line, ranks, events, headless=True)
             return
         if not text[:1].isspace() and request_errors.is_header(text):
@@ -864,6 +895,7 @@ class Assembler:
             request_header = request_errors.is_header(message)
         if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_header:
             self._request_error = line.number
+            self._request_error_next, self._request_error_blank = True, False
         if (literals is None or not self._retract_literals.isdisjoint(literals)) \
                 and serving.retracted(message) is not None:
             self._retraction = (line.number, message)
@@ -1036,10 +1068,18 @@ class Assembler:
     def _interrupted_while_serving(self, group: _Group) -> bool:
         """Every traceback of the group ends in KeyboardInterrupt, after this launch's ready line,
         with nothing but the interrupt (and the cancellations it causes) in its chain: an error
-        the interrupt came on top of is still that error."""
-        ready = self.launch.ready_line
+        the interrupt came on top of is still that error.  A text that holds none of the
+        launch's start (no launch header, no start-up milestone: a paste of its tail) shows it
+        serving by its batch lines instead; where the start is in the text and no ready line
+        came, the batches may be the warm-up request of a start-up that hung, which stays an
+        incident."""
+        launch = self.launch
+        first = group.lines[0].number
+        serving = launch.ready_line is not None and launch.ready_line < first
+        if not serving and launch.ready_line is None and launch.line is None and not launch.milestones:
+            serving = any(n < first for n in launch.batch_lines)
         chains = [b.chain for b in group.builders if b.chain]
-        return (ready is not None and ready < group.lines[0].number and bool(chains)
+        return (serving and bool(chains)
                 and len(chains) == len(group.builders)
                 and all(c[-1].type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
                         and all(e.type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "CancelledError") for e in c)
@@ -1155,7 +1195,8 @@ class Assembler:
             # ready line it stays an incident: an interrupted start-up may be a hang.
             self._stopping = True
             return None
-        if not group.signal_lines and (group.request_level or self._request_rejected(primary)):
+        if not group.signal_lines and (group.request_level or self._request_rejected(primary)
+                                       or _request_exception_group(builders)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
         if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \
                 and _BARE_TRACEBACK_HEADER.match(group.lines[0].text) and "thread_func" not in group.captures:

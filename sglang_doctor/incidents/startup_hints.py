@@ -53,7 +53,10 @@ _STARTUP_STEPS = frozenset({"init_torch_distributed", "initialize_model_parallel
                             "_launch_subprocesses", "_launch_scheduler_processes"})
 # the modules that build and check the launch arguments (ServerArgs and its groups, the
 # launcher that calls them): they run once, before any worker starts
-_ARGS_MODULES = ("/srt/server_args.py", "/srt/arg_groups/", "/srt/server_args_config_parser.py", "/sglang/launch_server.py")
+# (and the diffusion server's own: sglang/multimodal_gen/runtime/server_args.py prepare_server_args,
+# called from multimodal_gen/runtime/launch_server.py's module body)
+_ARGS_MODULES = ("/srt/server_args.py", "/srt/arg_groups/", "/srt/server_args_config_parser.py", "/sglang/launch_server.py",
+                 "/multimodal_gen/runtime/server_args.py", "/multimodal_gen/runtime/launch_server.py")
 # a launcher waiting for the server to come up: what raises inside it is the server dying (or
 # not answering) before it was ready.  SGLang's own: http_server._wait_and_warmup (0.4.x to
 # 0.5.2x), engine._wait_for_scheduler_ready (0.5.2x), utils.wait_for_server /

@@ -24,6 +24,13 @@ CHAIN_MARKERS = (
 )
 
 _FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]*)", line (?P<line>\d+),?(?: in (?P<func>.+?))?\s*$')
+# A frame pasted without its head: the reporter cut ``File "<install prefix>/`` off every frame
+# line, leaving the package path and Python's ``", line N, in FUNC`` (``sglang/srt/server_args.py",
+# line 1084, in prepare_server_args``).  The closing quote right after a ``.py`` path and the
+# ", line N" are Python's frame format; nothing else prints them together.
+STRIPPED_FRAME_LITERAL = '", line '
+_STRIPPED_FRAME = re.compile(
+    r'^(?P<indent>\s*)(?P<file>[\w.~/\\-][^"]*\.py)", line (?P<line>\d+),?(?: in (?P<func>.+?))?\s*$')
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
 _REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
 _GROUP_DECOR = re.compile(r"^(?:\s*\|\s?)+")
@@ -57,6 +64,51 @@ _IDENTIFIER_PIECE = re.compile(r"^[\w<>.]+$")
 # never a line of Python's; the line after an exception line that is one ends the message.
 _MARKUP = re.compile(r"^(?:```|~~~)[\w+-]*\s*$|^</?(?:details|summary)\b[^>]*>")
 
+# IPython's own traceback format (IPython/core/ultratb.py VerboseTB; Jupyter notebooks too, where
+# SGLang's offline Engine is often used): a rule of dashes, then the type padded and the header
+# without its colon ("ValueError                                Traceback (most recent call
+# last)"), then per frame a location line -- "Cell In[1], line 11" for a cell and "File
+# ~/x/engine.py:43, in Engine.__init__(self, *args)" ("File path:52" at module level) on IPython
+# >= 8.5, "Input In [1], in <cell line: 11>()" on 8.0-8.4, "<ipython-input-1-ab12> in <module>"
+# and "~/x/engine.py in __init__(self, *args)" on 7.x -- its numbered source lines with the
+# current one marked ("---> 43 ...", the arrow's dashes padded to the number's width), a blank
+# line between frames, and the exception line last.
+IPYTHON_HEADER_TEXT = "Traceback (most recent call last)"
+# (IPython pads the type to 75 characters with the header: a long dotted type gets no space)
+_IPYTHON_HEADER = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*?\s*Traceback \(most recent call last\)\s*$")
+_IPYTHON_FRAME = re.compile(
+    r"^(?:File (?P<file>\S.*?):(?P<line>\d+)(?:, in (?P<func>[\w<>.]+)\(.*\))?"
+    r"|(?P<cell>Cell In ?\[\d*\]), line (?P<cell_line>\d+)"
+    r"|(?P<input>Input In ?\[\d*\]), in (?P<input_func><cell line: \d+>|[\w<>.]+)(?:\(\))?"
+    r"|(?P<file7>\S+\.py|<ipython-input-[\w-]+>) in (?P<func7>[\w<>.]+)(?:\(.*\))?"
+    r")\s*$")
+_IPYTHON_SOURCE = re.compile(r"^(?:\s*\d+(?: |$)|-*> ?\d+(?: |$))")
+_IPYTHON_CURRENT = re.compile(r"^-*> ?\d+ ?")
+_IPYTHON_RULE = re.compile(r"^-{20,}\s*$")
+_IPYTHON_HIDDEN = re.compile(r"^\s*\[\.\.\. skipping [^\]]*\]\s*$")
+
+
+def is_ipython_header(text: str) -> bool:
+    """IPython's traceback header: ``ValueError        Traceback (most recent call last)``."""
+    return IPYTHON_HEADER_TEXT in text and _IPYTHON_HEADER.match(text) is not None
+
+
+def parse_ipython_frame(text: str) -> Frame | None:
+    """An IPython frame's location line as a Frame (a cell's file is ``Cell In[1]``)."""
+    m = _IPYTHON_FRAME.match(text)
+    if m is None:
+        return None
+    if m.group("file"):
+        return Frame(file=m.group("file"), line=int(m.group("line")), function=m.group("func") or "<module>")
+    if m.group("cell"):
+        return Frame(file=m.group("cell"), line=int(m.group("cell_line")), function="<module>")
+    if m.group("input"):
+        func = m.group("input_func")
+        line = re.search(r"\d+", func) if func.startswith("<cell line") else None
+        return Frame(file=m.group("input"), line=int(line.group()) if line else 0,
+                     function="<module>" if line else func)
+    return Frame(file=m.group("file7"), line=0, function=m.group("func7"))
+
 
 def strip_group_decor(text: str) -> str:
     """``  | ValueError: x`` inside an exception group -> ``ValueError: x``."""
@@ -70,11 +122,14 @@ def header_position(text: str) -> int:
 
 
 def is_frame(text: str) -> bool:
-    return "File \"" in text and _FRAME.match(strip_group_decor(text)) is not None
+    if "File \"" in text:
+        return _FRAME.match(strip_group_decor(text)) is not None
+    return STRIPPED_FRAME_LITERAL in text and _STRIPPED_FRAME.match(strip_group_decor(text)) is not None
 
 
 def parse_frame(text: str) -> Frame | None:
-    m = _FRAME.match(strip_group_decor(text))
+    text = strip_group_decor(text)
+    m = _FRAME.match(text) if "File \"" in text else _STRIPPED_FRAME.match(text)
     if not m:
         return None
     return Frame(file=m.group("file"), line=int(m.group("line")), function=(m.group("func") or "?").strip())
@@ -302,6 +357,7 @@ class TracebackBuilder:
         # a faulthandler thread dump: the index in the part's frames where the thread block
         # being read starts (None: not a dump); its frames come most recent first
         self._dump_start: int | None = None
+        self.ipython = _IPYTHON_HEADER.match(first_text) is not None  # IPython's format (above)
         if headless:
             self._frame_line(first_text)
 
@@ -324,7 +380,10 @@ class TracebackBuilder:
             return 0
         if _GROUP_SEPARATOR.match(raw_text):
             return self._take()
-        if HEADER in text:
+        if self.ipython and _IPYTHON_RULE.match(text):
+            self._held += 1  # the rule above a chained part's header: taken with the header
+            return 0
+        if HEADER in text or (self.ipython and _IPYTHON_HEADER.match(text)):
             if self.state == "message" and not self._after_marker:
                 return 0  # a new traceback, not a chained part
             self._after_marker = False
@@ -379,6 +438,8 @@ class TracebackBuilder:
 
     def _in_frames(self, text: str) -> int:
         folded, self._folded = self._folded, None
+        if self.ipython and (taken := self._ipython_line(text)):
+            return taken
         if is_frame(text):
             self._frame_line(text)
             if text[:1] in (" ", "\t"):
@@ -472,6 +533,23 @@ class TracebackBuilder:
 
     # -- helpers ---------------------------------------------------------------------
 
+    def _ipython_line(self, text: str) -> int:
+        """A line of IPython's format in its frames (a location, a numbered source line, a
+        note of hidden frames), or 0."""
+        frame = parse_ipython_frame(text)
+        if frame is not None:
+            self.parts[-1].frames.append(frame)
+            self._prev_frame_indented = None
+            return self._take()
+        if _IPYTHON_SOURCE.match(text) and self.parts[-1].frames:
+            current = _IPYTHON_CURRENT.match(text)
+            if current is not None and self.parts[-1].frames[-1].source is None:
+                self.parts[-1].frames[-1].source = text[current.end():].strip()
+            return self._take()
+        if _IPYTHON_HIDDEN.match(text):
+            return self._take()
+        return 0
+
     def _frame_line(self, text: str) -> None:
         frame = parse_frame(text)
         if frame is not None:
@@ -534,6 +612,8 @@ def is_sglang_file(path: str) -> bool:
     (``site-packages/sglang/...``) or a checkout (``.../sglang/python/sglang/...``), not
     another package of an environment that happens to be named sglang."""
     p = path.replace("\\", "/")
+    if p.startswith("sglang/"):
+        p = "/" + p  # a frame pasted from the package's own directory on (_STRIPPED_FRAME)
     if "/sglang/" not in p:
         return False
     cut = max(p.rfind(d) for d in _PACKAGE_DIRS)
