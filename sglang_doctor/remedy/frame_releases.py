@@ -199,8 +199,11 @@ def respell_pre_040(rem: Any, span: tuple[str, str], named: bool = False) -> boo
       that option ("'--disable-flashinfer' is deprecated. Please use '--attention-backend
       triton' instead": ``--attention-backend triton`` -> ``--disable-flashinfer``);
     * a removal of a flag none of them had: dropped (nothing to remove);
-    * a flag none of them had, with no equivalent: kept, and the note says no such flag exists
-      there (advice: a newer release has it).
+    * a flag none of them had, with no equivalent: kept when it is the whole change, and the
+      note says no such flag exists there (advice: a newer release has it); left out, and said,
+      when the rest of the change is flags those releases take (those releases would refuse the
+      whole command for it: 0.2.0 has no sampling switch, and FlashInfer's both-backends change
+      is --disable-flashinfer there).
 
     The newer name goes in the note.  True when it changed anything."""
     from sglang_doctor.remedy import flags
@@ -246,6 +249,11 @@ def respell_pre_040(rem: Any, span: tuple[str, str], named: bool = False) -> boo
         unsets.append(spelled or flag)
     if not renamed and not missing and not gone:
         return False
+    left_out = bool(missing) and len(missing) < len(rem.set)
+    if left_out:
+        for flag in missing:
+            sets.pop(flag, None)
+            rem.provenance.pop(flag, None)
     rem.set, rem.unset = sets, unsets
     for new, name in renamed.items():
         if new in rem.provenance:
@@ -258,7 +266,11 @@ def respell_pre_040(rem: Any, span: tuple[str, str], named: bool = False) -> boo
     if renamed:
         said.append("spelled for " + where + ": " + ", ".join(f"{name} (later releases: {new})"
                                                                for new, name in renamed.items()))
-    if missing:
+    if missing and left_out:
+        said.append(f"{' '.join(missing)}: no such flag, nor an equivalent, in {where if not said else 'those releases'};"
+                    " left out (they would refuse the command for it)")
+        rem.needs_human = True
+    elif missing:
         said.append(f"{' '.join(missing)}: no such flag, nor an equivalent, in {where if not said else 'those releases'};"
                     " it needs a newer release")
         rem.needs_human = True

@@ -1958,7 +1958,7 @@ def _second_a_change(found: list[Remediation]) -> list[Remediation]:
     return [found[0], found[at], *(rem for i, rem in enumerate(found) if i not in (0, at))]
 
 
-_OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag")
+_OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag", "lower_prefill_budget")
 
 
 def _state_cost(rem: Remediation, name: str, params: Any) -> None:
@@ -1973,7 +1973,8 @@ def _state_cost(rem: Remediation, name: str, params: Any) -> None:
 
 # Where the values of each remedy come from when its parameters are plain (not templates).
 # A remedy missing here declares its own sources or is never applied unattended.
-_SOURCES = {"raise_flag": "planner", "lower_flag": "planner", "plan_memory": "planner", "set_flag": "rule",
+_SOURCES = {"raise_flag": "planner", "lower_flag": "planner", "lower_prefill_budget": "planner",
+            "plan_memory": "planner", "set_flag": "rule",
             "isolate_features": "rule",
             "unset_flag": "rule", "set_env": "rule", "disable_feature": "rule", "allocator_fragmentation": "rule"}
 

@@ -70,7 +70,7 @@ ENV: dict[str, str] = {
                                                "while serving",
 }
 
-_STEP = {"raise_flag": "raise", "lower_flag": "lower"}
+_STEP = {"raise_flag": "raise", "lower_flag": "lower", "lower_prefill_budget": "lower"}
 
 
 def default_for(rem: Any) -> str | None:

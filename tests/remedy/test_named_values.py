@@ -121,9 +121,13 @@ ROUTER_01X = ROOT / "corpus" / "fresh" / "023-runtime.crash-req-pool-none-low-me
 
 
 def test_an_old_release_gets_the_equivalent_its_own_help_names():
+    # both of FlashInfer's backends (remedies.FEATURES["flashinfer"]), as 0.2.x's help retires
+    # each: --disable-flashinfer for '--attention-backend triton', --disable-flashinfer-sampling
+    # for '--sampling-backend pytroch' (sic: the choice it misspells; sgl-project/sglang#931)
     rem = explain_one_incident(FLASHINFER_02X)["remediation"]
-    assert rem["set"] == {"--disable-flashinfer": True}, "before: --attention-backend triton (0.3.0+)"
-    assert "later releases: --attention-backend" in rem["note"]
+    assert rem["set"] == {"--disable-flashinfer": True, "--disable-flashinfer-sampling": True}, \
+        "before: --attention-backend triton (0.3.0+)"
+    assert "later releases: --attention-backend" in rem["note"] and "later releases: --sampling-backend" in rem["note"]
 
 
 def test_removing_flags_an_old_release_never_had_is_no_change():
@@ -139,6 +143,8 @@ def test_removing_flags_an_old_release_never_had_is_no_change():
 def test_a_named_old_release_gets_its_spelling_too():
     rem = explain_one_incident(FLASHINFER_02X, "--sglang-version", "0.2.0")["remediation"]
     assert rem["set"] == {"--disable-flashinfer": True} and "SGLang 0.2.0, the log's release" in rem["note"]
+    # 0.2.0 has no sampling switch at all: that part of the change is left out, and said
+    assert "--sampling-backend: no such flag, nor an equivalent" in rem["note"] and "left out" in rem["note"]
     # a shipped release (a catalogue of its own) is spelled from that catalogue, as before
     rem = explain_one_incident(FLASHINFER_02X, "--sglang-version", "0.4.0")["remediation"]
     assert "--disable-flashinfer" not in rem["set"]
