@@ -279,9 +279,10 @@ def wrapper_death(incident: Incident) -> bool:
     return bool(_WRAPPER_DEATH.search(f"{exc.type}: {exc.message}"))
 
 
-def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
+def next_step(incident: Incident, missing: str | None, fragment: bool, guessed: str | None = None) -> str:
     """The one command that gets the missing part (``LOG`` = the server's log file, the whole
-    file, not the pasted part)."""
+    file, not the pasted part); ``guessed``: the best guess's category, which picks the command
+    only when nothing of the failure's own shape does (a CUDA OOM: ``CUDA_OOM_STEP``)."""
     names = set(incident.signal_names)
     code = evidence.exit_code(incident)
     meaning = evidence.exit_meaning(code) if names & _EXIT_NAMES or scheduler_death(incident) else None
@@ -321,6 +322,9 @@ def next_step(incident: Incident, missing: str | None, fragment: bool) -> str:
         also = " (or: sglang-doctor explain LOG)" if fragment else ""
         return (f"grep -n -B5 -A80 'Traceback (most recent call last)' LOG   # on the whole log file: the traceback's "
                 f"missing part and its exception line{also}")
+    if guessed == "memory.cuda_oom":
+        # no traceback of it here to follow: the OOM's own line, wherever in the log it is
+        return CUDA_OOM_STEP
     if fragment:
         return "sglang-doctor explain LOG   # on the whole log file, not a tail of it"
     return "grep -n -B5 -A80 'Traceback (most recent call last)' LOG"
@@ -470,7 +474,7 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "
                                  f"confidence {guess['confidence']}{basis}.{rests}").strip()
     diagnosis.fallback = {"missing": missing, "best_guess": calibration.calibrate(guess),
-                          "next_step": next_step(inc, missing, fragment)}
+                          "next_step": next_step(inc, missing, fragment, guess.get("category"))}
     return diagnosis
 
 
@@ -632,4 +636,16 @@ def _no_failure_step(category: str | None, cue: str | None = None) -> str:
                 "launch that stops in NCCL set-up with no error is waiting on the one that failed")
     if category == "memory.host_oom":
         return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
+    if category == "memory.cuda_oom":
+        return CUDA_OOM_STEP
     return "sglang-doctor explain LOG   # on the whole log file; or: grep -n -B2 -A80 'Traceback' LOG"
+
+
+# The command for a guess of a CUDA out-of-memory whose line is not in the text: torch's own line
+# ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...", before 2.1 "RuntimeError: CUDA
+# out of memory"), the caching allocator's C++ form ("CUDA error: out of memory"), SGLang's pool check
+# ("Not enough memory. Please try to increase --mem-fraction-static"); none in the whole log: the
+# process died before it could print one, and the GPU's memory while it loads says how close it came
+CUDA_OOM_STEP = ("grep -n -B2 -A3 -E 'out of memory|OutOfMemoryError|Tried to allocate|Not enough memory' LOG   "
+                 "# on the whole log file: the OOM line and what it tried to allocate; none there: run "
+                 "'nvidia-smi -l 1' while the server loads")
