@@ -47,20 +47,27 @@ GUARDED: dict[str, tuple[str, list[dict[str, Any]]]] = {
     # (what SGLang's own refusals of FA3 and TRT-LLM kernels name: "Please use
     # `--attention-backend flashinfer`"; sglang#9140 "use a different backend"), not when
     # FlashInfer is the backend in use or on ROCm (switch_backend skips both)
+    # the other backend than the one the text shows failing (its frames, its message, the
+    # launch's setting): Triton first, FlashInfer when Triton's own kernel is the one that failed
     "kernel.unsupported_hw": ("an attention kernel this GPU does not support", [
-        {"set_flag": {"flag": "--attention-backend", "value": "triton",
-                      "tradeoff": "Triton attention runs on every CUDA GPU; usually a little slower than FlashInfer/FA3"}},
+        {"switch_backend": {"choices": ["triton", "flashinfer"], "plain_note": True,
+                            "tradeoff": "Triton attention runs on every CUDA GPU; usually a little slower than FlashInfer/FA3"}},
         {"switch_backend": {"choices": ["flashinfer"], "plain_note": True,
                             "tradeoff": "FlashInfer runs on SM75-SM120 NVIDIA GPUs; it needs its JIT cache or AOT "
                                         "wheel and is not available on ROCm"}},
     ]),
     # a FlashInfer JIT build that failed: an attention backend that needs no JIT build
-    "kernel.build": ("a failed FlashInfer JIT build", [
+    "kernel.build": ("a failed JIT kernel build (FlashInfer's, or Triton's)", [
         # a DeepGEMM JIT build (its package or wrapper in the frames, or its name in the words):
         # SGLang's own switch off, SGLANG_ENABLE_JIT_DEEPGEMM=0 (nothing otherwise; session 21)
         {"deepgemm_off": {}},
-        {"set_flag": {"flag": "--attention-backend", "value": "triton",
-                      "tradeoff": "Triton attention needs no nvcc build; usually a little slower than FlashInfer"}},
+        # Triton's attention (no nvcc build), unless Triton's own attention kernel is the one the
+        # text shows failing to compile: then FlashInfer's, which ships prebuilt kernels
+        {"switch_backend": {"choices": ["triton"], "plain_note": True,
+                            "tradeoff": "Triton attention needs no nvcc build; usually a little slower than FlashInfer"}},
+        {"switch_backend": {"choices": ["flashinfer"], "plain_note": True,
+                            "tradeoff": "FlashInfer uses its prebuilt kernels (flashinfer-cubin / jit-cache wheels) or "
+                                        "JIT-builds them with nvcc; CUDA only"}},
     ]),
     # a model that did not load: the one flag change model-loading failures take most often is
     # the checkpoint's own code (transformers' "requires you to execute the configuration file

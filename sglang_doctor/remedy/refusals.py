@@ -274,9 +274,13 @@ def _present(text: str, named: list[Named]) -> list[Named]:
             if not re.search(r"\b(?:no|without)\s+(?:[\w-]+\s+)?[`'\"]?$", text[max(0, n.start - 40):n.start], re.I)]
 
 
-def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
-    """The values the message states for a setting it names, validated, in the text's order."""
+def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediation], list[Remediation]]:
+    """The values the message states for a setting it names, validated, in the text's order: the
+    first for each setting, and apart the second where the message lists several ("requires one
+    of ['triton', 'fa3']"), which goes after every other reading of the message (the list is
+    the check's own; which of its values suits this GPU and workload the text does not say)."""
     out: list[Remediation] = []
+    second: list[Remediation] = []
     in_use = {m.group(1) for m in _GOT.finditer(text)}
     # "only supports --cp-strategy zigzag", "supports only --moe-runner-backend deep_gemm": the
     # value after a flag the check says it accepts (not the one the launch ran with)
@@ -320,6 +324,7 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
         if set_to is not None:
             candidates.insert(0, set_to.group("v"))
         stated = ctx.stated(n.flag)
+        took: list[Remediation] = []
         for value in dict.fromkeys(candidates):
             if value in in_use or _equal(stated, value) or _refused(text, value):
                 continue
@@ -333,10 +338,13 @@ def _values(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
                 continue  # a free-text flag: only a quoted value is the message's
             if ctx.catalog.validate(n.flag, typed) is not None:
                 continue
-            out.append(Remediation(set={n.flag: typed}, note=f"set {n.flag} {typed}: the value the message states "
-                                                             "for it (valid in this release)"))
-            break
-    return out
+            took.append(Remediation(set={n.flag: typed}, note=f"set {n.flag} {typed}: the value the message states "
+                                                              "for it (valid in this release)"))
+            if len(took) == 2:
+                break
+        out += took[:1]
+        second += took[1:]
+    return out, second
 
 
 # the words before a flag whose following value is the one a check accepts
@@ -667,8 +675,11 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     # "pass --b or --c"): the shape's concrete changes (the value it states, the refused setting
     # removed) come first and the advised flag's question after them
     named = named_settings(ctx, text)
-    found = (_relation(ctx, text, named) + _values(ctx, text, named) + _combination(ctx, text, named)
-             + _alone(ctx, text, named)) if named or any(p.search(text) for p, _ in _SIZE_PROSE) else []
+    found: list[Remediation] = []
+    if named or any(p.search(text) for p, _ in _SIZE_PROSE):
+        first, second = _values(ctx, text, named)
+        found = (_relation(ctx, text, named) + first + _combination(ctx, text, named) + _alone(ctx, text, named)
+                 + second)
     out: list[Remediation] = []
     for rem in found:
         if any(rem.set == o.set and rem.unset == o.unset for o in out):

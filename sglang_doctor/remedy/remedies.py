@@ -1759,6 +1759,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         found = _compile_way_out(ctx, found)
     found = _lead_with_a_change(found)
     found = _second_a_change(found)
+    found = _second_a_mechanism(found)
     # a log of a release before 0.4.0 (no catalogue: named, or an unnamed one its traceback
     # dates there): its changes spelled as that release spelled them (--disable-regex-jump-forward)
     from sglang_doctor.remedy import frame_releases
@@ -1953,6 +1954,30 @@ def _second_a_change(found: list[Remediation]) -> list[Remediation]:
         return found
     at = next((i for i, rem in enumerate(found)
                if i > 1 and not rem.is_empty() and "UNPROVEN:" not in (rem.tradeoff or "")), None)
+    if at is None:
+        return found
+    return [found[0], found[at], *(rem for i, rem in enumerate(found) if i not in (0, at))]
+
+
+def _further_step(a: Remediation, b: Remediation) -> bool:
+    """Whether ``b`` moves the same flags as ``a`` the same way, only by another amount: two
+    entries of one rule stepping one flag (``--cuda-graph-max-bs`` halved, then down to 16 when
+    the launch's value is not in the log) are one mechanism tried at two sizes."""
+    return (a.remedy == b.remedy and a.remedy in ("lower_flag", "raise_flag") and bool(a.set)
+            and set(a.set) == set(b.set) and sorted(a.unset) == sorted(b.unset) and a.env == b.env)
+
+
+def _second_a_mechanism(found: list[Remediation]) -> list[Remediation]:
+    """The first alternative a further step of the lead's own flag while a change by another
+    mechanism follows: that change moves up to the first alternative's place and the further
+    step one place down.  The two places read first (and the two a relaunch loop tries) then hold
+    two ways out, as ``_renamed_twin`` keeps for two spellings of one change.  Not the weighing's
+    evidence note, not a change the weighing marked unproven."""
+    if len(found) < 3 or found[0].is_empty() or not _further_step(found[0], found[1]):
+        return found
+    at = next((i for i, rem in enumerate(found)
+               if i > 1 and not rem.is_empty() and not _further_step(found[0], rem)
+               and "UNPROVEN:" not in (rem.tradeoff or "")), None)
     if at is None:
         return found
     return [found[0], found[at], *(rem for i, rem in enumerate(found) if i not in (0, at))]

@@ -336,3 +336,28 @@ def test_an_oom_guess_during_the_capture_takes_sglangs_capture_advice():
     off_rem = _remediate(off, catalog=V059)
     assert "--chunked-prefill-size" in off_rem.alternatives[0].set
     assert not any("--cuda-graph-max-bs" in o.set for o in _all(off_rem))
+
+
+def _through_triton_attention(category: str, server_args: dict | None = None) -> Diagnosis:
+    d = _fallback(category, 0.5, server_args)
+    from sglang_doctor.model import Frame
+
+    d.incident.frames = [Frame(file="/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/attention/"
+                                    "triton_ops/decode_attention.py", line=310, function="decode_attention_fwd")]
+    return d
+
+
+def test_a_guessed_kernel_failure_in_triton_attention_is_not_sent_back_to_triton():
+    # the guessed build / GPU failure went through Triton's own attention kernel: the other backend
+    for category in ("kernel.build", "kernel.unsupported_hw"):
+        rem = _remediate(_through_triton_attention(category), catalog=V059)
+        backends = [o.set.get("--attention-backend") for o in _all(rem) if "--attention-backend" in o.set]
+        assert backends and "triton" not in backends, category
+        assert backends[0] == "flashinfer"
+
+
+def test_without_a_backend_in_the_text_the_guess_still_offers_triton_first():
+    for category in ("kernel.build", "kernel.unsupported_hw"):
+        rem = _remediate(_fallback(category, 0.5), catalog=V059)
+        backends = [o.set.get("--attention-backend") for o in _all(rem) if "--attention-backend" in o.set]
+        assert backends[0] == "triton", category
