@@ -30,7 +30,7 @@ Output: ``data/inventory/sglang-VERSION.json``, byte-for-byte reproducible from 
 the rule pack and dispositions.yaml.  Wheels are taken from ``--wheel-dir`` (default
 ``~/.cache/sglang-doctor/wheels``) or downloaded there with ``pip download --no-deps``.
 
-    python scripts/inventory_failures.py                      # 0.4.6.post5, 0.5.9 and 0.5.23, write
+    python scripts/inventory_failures.py                      # 0.4.3.post2 ... 0.5.23, write
     python scripts/inventory_failures.py --check              # compare with the shipped files
     python scripts/inventory_failures.py --versions 0.5.23 --measure
                                                               # + run the engine on each site
@@ -53,8 +53,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# 0.4.6.post5: the 0.4.x line many pasted logs come from (module layout and wordings of 0.4)
-DEFAULT_VERSIONS = ("0.4.6.post5", "0.5.9", "0.5.23")
+# 0.4.6.post5: the 0.4.x line many pasted logs come from (module layout and wordings of 0.4);
+# 0.4.3.post2 and 0.5.4 (session 28): the most-pasted releases of the tuned corpus parts' labels
+# the other three do not stand for (0.4.3.x, before srt/model_loader's 0.4.4 moves and the
+# sgl-kernel switch; 0.5.2-0.5.5, between 0.4.x's layout and 0.5.9's)
+DEFAULT_VERSIONS = ("0.4.3.post2", "0.4.6.post5", "0.5.4", "0.5.9", "0.5.23")
 DEFAULT_OUT = ROOT / "data" / "inventory"
 DISPOSITIONS = DEFAULT_OUT / "dispositions.yaml"
 LOG_METHODS = {"error", "critical", "exception"}

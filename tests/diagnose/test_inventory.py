@@ -60,6 +60,8 @@ def _class_ids() -> set[str]:
 def test_the_supported_versions_are_shipped():
     names = {p.name for p in SHIPPED}
     assert {"sglang-0.4.6.post5.json", "sglang-0.5.9.json", "sglang-0.5.23.json"} <= names
+    # (session 28) the most-pasted releases of the tuned corpus labels the three do not stand for
+    assert {"sglang-0.4.3.post2.json", "sglang-0.5.4.json"} <= names
     assert set(inv.DEFAULT_VERSIONS) == {p.stem.split("-", 1)[1] for p in SHIPPED}
 
 
@@ -220,7 +222,9 @@ def test_internal_checks_take_the_category_of_their_phase():
 
 def test_the_flags_the_feature_classes_name_exist_in_the_supported_releases():
     """A feature class's explanation says which flags switch its subsystem on: those flags
-    must be flags of every release the inventory covers (the release's catalogue)."""
+    must be flags of every release the inventory covers where the class covers a site (the
+    release's catalogue): 0.5.4 has no diffusion-LLM code, so no site of class.feature.dllm,
+    whose --dllm-algorithm it lacks."""
     import re
 
     from sglang_doctor.remedy.flags import shipped_catalog
@@ -231,7 +235,9 @@ def test_the_flags_the_feature_classes_name_exist_in_the_supported_releases():
     # --enable-lora: data/inventory/README.md, session 16)
     for path in (p for p in SHIPPED if inv.version_key(p.stem.split("-", 1)[1]) >= (0, 5)):
         catalog = shipped_catalog(path.stem.split("-", 1)[1])
-        for rule in rules:
+        covered = {s["disposition"].split(":", 1)[1] for s in inv.iter_sites(_load(path))
+                   if s["disposition"].startswith("class:")}
+        for rule in (r for r in rules if path == NEWEST or r.id in covered):  # the newest: every one
             flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*", rule.explanation))
             assert flags, rule.id
             missing = sorted(f for f in flags if catalog.spec(f) is None)
