@@ -187,8 +187,6 @@ def _request_frame(frame) -> bool:
 # with a 500 and goes on serving, so the traceback under it is one request's (like SGLang's own
 # "Error in request"); a server that died says so elsewhere (its scheduler's traceback, sigquit)
 ASGI_ERROR_LITERAL = "Exception in ASGI application"
-# bash's report of a job a signal ended: "script.sh: line 62: 18229 Killed   python3 -m ..."
-_KILLED_JOB = re.compile(r"\bline \d+: +\d+ +Killed\s+(\S.*)$")
 # Python's threading excepthook: "Exception in thread Thread-3 (forward_thread_func):"
 _THREAD_HEADER = re.compile(r"^Exception in thread [^(]*?(?:\((?P<thread_func>\w+)\))?:\s*$")
 THREAD_HEADER_LITERAL = "Exception in thread"
@@ -504,7 +502,6 @@ class Assembler:
         # line again (a warm-up polling its own address every second) is the same failure
         self._reported_rule_lines: set[tuple[int, str]] = set()
         self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
-        self._operator_pkilled: list[re.Pattern] = []  # command-line patterns of the operator's pkill -9 -f
         self._request_error: int | None = None  # line of the last "Error in request:" record
         # the lines right after that record are read even when nothing else is open: blank
         # lines between it and its traceback (a viewer that doubles line breaks) move it on
@@ -1001,27 +998,14 @@ class Assembler:
                 return cut  # a line cut inside its words (signals.Signal.cut_anywhere)
         return None
 
-    def _pkilled_job(self, text: str) -> bool:
-        """bash's "line N: <pid> Killed  <command>" for a job whose command an earlier
-        ``pkill -9 -f PATTERN`` of the operator's matches."""
-        m = _KILLED_JOB.search(text)
-        return m is not None and any(p.search(m.group(1)) for p in self._operator_pkilled)
-
     def _signal(self, line: Line, ranks: tuple[str, ...], found, events: list[Event]) -> None:
         sig, captures = found
         self._last_fed = (line, ranks, "signal", line.text)
         if sig.role == "operator_kill":
             self._operator_killed.update(captures.get("killed_pids", "").split())
-            pattern = captures.get("pattern_q") or captures.get("pattern_dq") or captures.get("pattern")
-            if pattern:
-                try:
-                    self._operator_pkilled.append(re.compile(pattern))
-                except re.error:
-                    pass  # (an extended regex Python does not read: that kill stays unknown)
             self._record = _Record(ranks, "normal")
             return
-        if sig.name == "killed" and (captures.get("killed_pid") in self._operator_killed
-                                     or self._pkilled_job(line.text)):
+        if sig.name == "killed" and captures.get("killed_pid") in self._operator_killed:
             # bash reporting the job that the operator's "kill -9 <pid>" above ended
             self._record = _Record(ranks, "normal")
             return

@@ -12,9 +12,8 @@ and a trigger for the block scanner), a regex, and a role:
 - ``stop_request``: the HTTP server was asked to exit (uvicorn's ``Shutting down``); a
   failure open above it is reported, what follows in that launch is the stop's teardown.
 - ``benign``: looks like a failure but is an operator stop (exit code -15 / -2 / 0).
-- ``operator_kill``: the operator's ``kill -9 <pid>`` (or ``pkill -9 -f PATTERN``); the shell's
-  ``<pid> Killed`` for one of those pids (or a job whose command PATTERN matches) is not an
-  incident.
+- ``operator_kill``: the operator's ``kill -9 <pid>``; the shell's ``<pid> Killed`` for one of
+  those pids is not an incident.
 - ``handled``: a line that holds a failure's words but reports what a healthy server does
   (a client's abort of one request); it starts nothing and the server goes on.
 """
@@ -84,12 +83,6 @@ SIGNALS: tuple[Signal, ...] = (
     _s("operator_kill", ("kill -9", "kill -KILL", "kill -SIGKILL", "kill -s KILL", "kill -s 9"),
        r"^(?:\++ |.*?[$#] )?(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>\d+(?: +\d+)*)\s*$",
        "operator_kill"),
-    # ... or by the command line ``pkill -9 -f PATTERN`` matches (a benchmark script's clean-up,
-    # corpus notes10/005): bash's "<pid> Killed  <command>" for a job whose command PATTERN
-    # matches is this kill (pkill -f searches the whole command line with an extended regex).
-    _s("operator_pkill", ("pkill -9", "pkill -KILL", "pkill -SIGKILL", "pkill --signal"),
-       r"^(?:\++ |.*?[$#] )?(?:sudo )?pkill +(?:-9|-KILL|-SIGKILL|--signal[ =](?:KILL|9)) +-f +"
-       r"(?:'(?P<pattern_q>[^']+)'|\"(?P<pattern_dq>[^\"]+)\"|(?P<pattern>\S+))\s*$", "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
     # The main process's SIGCHLD handler (engine.py ``sigchld_handler``, 0.4.x "Child process

@@ -13,10 +13,6 @@
   asked its loop to exit, ``^C`` echoed before it on Ctrl-C): what the ranks print after it is the
   stop's teardown; a failure open above it is still reported (tests/incidents/
   test_sigquit_before_traceback.py), and "Shutting down" in other words is no stop.
-- a script's ``pkill -9 -f PATTERN`` (``set -x`` echoes it) and then bash's "<pid> Killed
-  <command>" for a job whose command PATTERN matches (corpus notes10/005, cut below its
-  ``kill -9 <pid>``): the operator's kill.  A job the pattern does not match stays a kill of
-  unknown cause.
 """
 
 from __future__ import annotations
@@ -100,30 +96,3 @@ def test_shutting_down_in_other_words_is_no_stop(pack):
 def test_a_failure_open_above_the_shutdown_is_still_reported(pack):
     events = _events(pack, SERVED + NCCL_TEARDOWN + DIED + "[2026-05-09 10:09:10] INFO:     Shutting down\n")
     assert [i["category"] for i in _incidents(events)] == ["nccl"]
-
-
-# corpus notes10/005's clean-up, cut below its "+ kill -9 <pid>" line (bench/healthy_bait.py (b)
-# cut_key_head): the script's own pkill -9 -f matches the job bash then reports Killed
-PKILL_CLEANUP = [
-    ">>> killing server ...",
-    "+ cleanup_sglang",
-    "+ pkill -9 -f 'sglang\\.launch_server'",
-    "+ true",
-    "+ pkill -9 -f sglang::scheduler",
-    "+ sleep 3",
-    "./bench.sh: line 62: 18229 Killed                  python3 -m sglang.launch_server --model-path /models/x "
-    "--tp 8 --port 30000 > server.log 2>&1",
-    "DONE TP=8",
-]
-
-
-def test_the_job_a_scripts_pkill_matched_is_the_operators_kill(pack):
-    assert _incidents(_events(pack, "\n".join(PKILL_CLEANUP) + "\n")) == []
-
-
-def test_a_killed_job_the_pkill_did_not_match_stays_a_kill_of_unknown_cause(pack):
-    lines = [line.replace("sglang\\.launch_server", "vllm\\.entrypoints").replace("sglang::scheduler", "vllm")
-             for line in PKILL_CLEANUP]
-    assert [i["category"] for i in _incidents(_events(pack, "\n".join(lines) + "\n"))] == ["memory.host_oom"]
-    no_pkill = [line for line in PKILL_CLEANUP if "pkill" not in line]
-    assert [i["category"] for i in _incidents(_events(pack, "\n".join(no_pkill) + "\n"))] == ["memory.host_oom"]
