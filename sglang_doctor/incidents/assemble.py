@@ -31,6 +31,7 @@ from sglang_doctor.incidents import request_errors
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents import signals
 from sglang_doctor.incidents import startup_hints
+from sglang_doctor.incidents import survived
 from sglang_doctor.incidents import tracebacks
 from sglang_doctor.model import Incident, Launch, Line, Milestone
 
@@ -154,6 +155,23 @@ def _request_exception_group(builders) -> bool:
     if not builders[0].chain[-1].type.rsplit(".", 1)[-1].endswith("ExceptionGroup"):
         return False
     return any(_request_frame(f) for b in builders[1:] for f in b.frames)
+
+
+# The ASGI stack's own packages: uvicorn's server, starlette / FastAPI's app and middleware, anyio's
+# task groups under them
+_HTTP_STACK = ("/uvicorn/", "/starlette/", "/fastapi/", "/anyio/")
+
+
+def _http_stack_sub_traceback(builders) -> bool:
+    """A paste cut inside an exception group's sub-traceback (its ``|``-prefixed frames), where
+    every frame left is the ASGI stack's (uvicorn, starlette, FastAPI, anyio) and none SGLang's:
+    the group is starlette's / anyio's TaskGroup around one HTTP request's handling
+    (collapse_excgroups in starlette's BaseHTTPMiddleware and StreamingResponse, which only a
+    request passes; the lifespan of start-up is no task group), printed under uvicorn's
+    "Exception in ASGI application" with the header and the request's own frames lost."""
+    frames = [f for b in builders for f in b.frames]
+    return (bool(frames) and any(b.grouped for b in builders)
+            and all(any(part in _path(f) for part in _HTTP_STACK) for f in frames))
 
 
 def _request_frame(frame) -> bool:
@@ -840,6 +858,8 @@ class Assembler:
         (``rror: CUDA out of memory. ...``, ``ueError: ...``): the exception with its type
         marked as a tail (tracebacks.CUT_MARK), when the line holds a failure's words or a
         signal's; otherwise what the line read as before."""
+        if exc is None and sig is None and survived.NONFATAL_NCCL_TAIL.search(text):
+            return None  # the tail of an NCCL warning whose thread goes on (survived.py)
         cut = tracebacks.cut_head_exception(text.strip())
         if cut is None and exc is None and sig is None and self._reads_as_message is not None \
                 and self._reads_as_message(text.strip()):
@@ -995,6 +1015,13 @@ class Assembler:
             if sig.shows_progress:
                 # not a failure, but a kernel being compiled: the step the launch was in (progress.py)
                 self._normal(line, ranks, line.text, events)
+            self._record = _Record(ranks, "normal")
+            return
+        if sig.role == "stop_request":
+            # the HTTP server was asked to exit (signals.py uvicorn_shutdown): a failure open
+            # above it is reported as it stands, what follows is the stop's teardown
+            self._close_group(events)
+            self._stopping = True
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "stop" or sig.role == "benign":
@@ -1196,7 +1223,8 @@ class Assembler:
             self._stopping = True
             return None
         if not group.signal_lines and (group.request_level or self._request_rejected(primary)
-                                       or _request_exception_group(builders)):
+                                       or _request_exception_group(builders)
+                                       or _http_stack_sub_traceback(builders)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
         if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \
                 and _BARE_TRACEBACK_HEADER.match(group.lines[0].text) and "thread_func" not in group.captures:

@@ -9,6 +9,8 @@ and a trigger for the block scanner), a regex, and a role:
   the open incident and completes it, or is an incident of its own when nothing is open.
 - ``stop``: the operator stopped the server on purpose (``SIGTERM received``); what follows
   in that launch (``crashed with exit code -15``, ``SIGQUIT received``) is not an incident.
+- ``stop_request``: the HTTP server was asked to exit (uvicorn's ``Shutting down``); a
+  failure open above it is reported, what follows in that launch is the stop's teardown.
 - ``benign``: looks like a failure but is an operator stop (exit code -15 / -2 / 0).
 - ``operator_kill``: the operator's ``kill -9 <pid>``; the shell's ``<pid> Killed`` for one of
   those pids is not an incident.
@@ -68,6 +70,13 @@ IB_ROUTINE_EVENT = (r"NET/IB ?: (?:\S+:\d+ )?Got async event ?: (?:port active|L
 SIGNALS: tuple[Signal, ...] = (
     _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
        r"SIGTERM received|Received (?:SIGTERM|sigterm)", "stop"),
+    # uvicorn's Server.shutdown() (uvicorn/server.py, "Shutting down" with its level prefix): logged
+    # only once its main loop was asked to exit -- SIGINT / SIGTERM to the server process (Ctrl-C,
+    # docker stop, a pod's termination) -- and never on SGLang's own death, which SIGKILLs its
+    # process tree (kill_process_tree) after the parent's sigquit, nor on a start-up that failed
+    # (uvicorn returns before its loop).  What the processes print after it is the stop's
+    # teardown; a failure already open above it is kept (Assembler._signal).
+    _s("uvicorn_shutdown", ("Shutting down",), r"^(?:\^C)?INFO: +Shutting down\s*$", "stop_request"),
     # The operator's (or their script's) own SIGKILL of a process by pid, as a shell echoes it
     # (``set -x``: "+ kill -9 18229") or as typed after a prompt: bash's "<pid> Killed" report for
     # that pid further down is this kill, not the kernel OOM killer.  (pkill/killall name no pid.)

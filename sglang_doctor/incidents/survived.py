@@ -243,6 +243,15 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NET/IB : Unable to (?:open device|query port_num) |"
     r"CollNet is not supported or fails to\b|Cannot initialize CollNet\b|"
     r"Warning: remote FLID configured as zero\b)")
+# The same warnings' own last words, for a paste that began inside the line (a search excerpt, a
+# selection dragged from mid-line): the NCCL prefix and the head words lost, ``not supported or
+# fails to initialize, ignoring NCCL_ALGO=COLLNET`` is still the CollNet fallback, and its "not
+# supported" is no refusal of a launch setting (Assembler._cut_first_line).  Only the sites above
+# whose message ends in words of its own (not a value, a path or a number).
+NONFATAL_NCCL_TAIL = re.compile(
+    r"(?:Skipping nvlink detection|falling back to simple order|GPUs per node, disabling CollNet|"
+    r"due to old driver, disabling|is invalid for family \S+, ignoring|ignoring NCCL_ALGO=COLLNET|"
+    r"using point-to-point network instead|using dlid as fallback)\.?\s*$")
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")

@@ -354,6 +354,9 @@ class TracebackBuilder:
         self._msg_lines: list[str] = []
         self._after_marker = False
         self.elided = False  # a "..." / "[...]" stood for dropped lines inside it
+        # a frame of it was printed inside an exception group (``  |   File ...``): Python's
+        # format of a sub-exception's traceback (or the group's own)
+        self.grouped = False
         # a faulthandler thread dump: the index in the part's frames where the thread block
         # being read starts (None: not a dump); its frames come most recent first
         self._dump_start: int | None = None
@@ -554,7 +557,9 @@ class TracebackBuilder:
         frame = parse_frame(text)
         if frame is not None:
             self.parts[-1].frames.append(frame)
-            self._prev_frame_indented = text[:1] in (" ", "\t") or strip_group_decor(text) != text
+            decorated = strip_group_decor(text) != text
+            self.grouped = self.grouped or decorated
+            self._prev_frame_indented = text[:1] in (" ", "\t") or decorated
             self._frame_indent = len(text) - len(text.lstrip(" \t"))
         self.state = "frames"
 
