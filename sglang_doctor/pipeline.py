@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import time
 import zlib
 from pathlib import Path
@@ -21,7 +22,8 @@ from sglang_doctor.incidents import serving
 from sglang_doctor.incidents import signals
 from sglang_doctor.incidents import survived as survived_mod
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
-from sglang_doctor.model import Diagnosis, Incident, Launch, Line
+from sglang_doctor.incidents.tracebacks import parse_frame
+from sglang_doctor.model import Diagnosis, Frame, Incident, Launch, Line
 from sglang_doctor.read import records
 from sglang_doctor.read.mapped import mapped_blocks, settled
 from sglang_doctor.read.scanner import Scanner
@@ -31,6 +33,8 @@ BLOCK = 8 << 20
 # searched) sooner, and the caller, which has nothing else to do until then, starts earlier
 FIRST_BLOCK = 2 << 20
 TAIL_KEEP = 4096
+# the source location Triton's compiler gives an MLIR diagnostic: the kernel's file and line
+_MLIR_LOC = re.compile(r'\bloc\("(?P<file>[^"\n]+\.py)":(?P<line>\d+):\d+\)')
 IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
 HOLD_LIMIT = 20000  # events held back behind an incident that waits for the whole log (whole_log)
 
@@ -246,9 +250,10 @@ class StreamPipeline:
             return None
         launches = self.assembler.launches
         launch = launches[-1] if launches else None
-        line = max(self.lines_seen, 1)
-        # no failure is in the text: an empty incident stands for the one the guess is about
-        diagnosis = Diagnosis(incident=Incident(kind="signal", first_line=line, last_line=line), rule="unknown",
+        # no failure is in the text: an incident of the text's last lines stands for the one the
+        # guess is about, so the remedies that read the text (the attention backend its frames show,
+        # ROCm's marks, a feature's words) read what it shows
+        diagnosis = Diagnosis(incident=self._tail_incident(), rule="unknown",
                               category="other", phase="unknown", launch=launch, layer="fallback", fallback=note)
         self._add_remediation(diagnosis)
         rem = diagnosis.remediation
@@ -258,6 +263,31 @@ class StreamPipeline:
             step.note = _if_it_failed(step.note)
             step.tradeoff = _if_it_failed(step.tradeoff)
         return rem.to_json()
+
+    def _tail_incident(self) -> Incident:
+        """The stand-in incident of a no-incident text's guarded step: the input's last lines
+        (``_tail``, at most TAIL_KEEP bytes, a first line the cut began inside left out) and the
+        frames they show, Python's (incidents/tracebacks.parse_frame, a traceback's or
+        faulthandler's shape) and the source locations of Triton's MLIR diagnostics
+        ('loc("<path>.py":L:C): error: ...': the kernel being compiled).  Log text, read as an
+        incident's is: remedies take only their own values from it (CONTRACT.md "Trust")."""
+        last = max(self.lines_seen, 1)
+        texts = self._tail.decode("utf-8", "replace").split("\n")
+        if texts and texts[-1] == "":
+            texts.pop()  # the input ended with a line end
+        first = self.lines_seen - len(texts) + 1
+        if len(self._tail) >= TAIL_KEEP and texts and first > 1:
+            texts, first = texts[1:], first + 1  # the tail's first line may be cut
+        lines = [Line(number=first + i, text=t.rstrip("\r").rsplit("\r", 1)[-1]) for i, t in enumerate(texts)]
+        frames = []
+        for line in lines:
+            frame = parse_frame(line.text) if 'File "' in line.text else None
+            if frame is None and (m := _MLIR_LOC.search(line.text)) is not None:
+                frame = Frame(file=m.group("file"), line=int(m.group("line")), function="?")
+            if frame is not None:
+                frames.append(frame)
+        return Incident(kind="signal", first_line=lines[0].number if lines else last, last_line=last,
+                        lines=lines, frames=frames)
 
     # -- internals ---------------------------------------------------------------------
 

@@ -24,6 +24,10 @@ The collectors, by name (the weights are stated where each piece is made):
   (``LIBRARIES``: torch.distributed, flashinfer's JIT, triton, huggingface_hub, ...).
 - ``native_frame``: for a native crash, the Python stack faulthandler printed for the thread
   that crashed (``Current thread ...``): its first SGLang frame in ``WHERE``, or a library.
+- ``faulthandler_frames``: faulthandler's own frame shape (``File "...", line N in f``, no comma) or
+  thread header with no "Fatal Python error" line in the text: the dump of a fatal signal.
+  A fatal-signal dump also turns the frames' "inside a kernel" readings into a crash there
+  (``fatal_dump``).
 - ``cut_call``: the deepest frame's source line was cut inside the name of the call it
   makes (``self.init_cu``), and that prefix names one place of ``WHERE``.
 - ``header``: the process SGLang names in ``<Process> hit an exception`` when it is one that
@@ -615,6 +619,60 @@ def from_native_stack(inc: Incident) -> list[Evidence]:
                 return [Evidence("native_frame", category, weight, f"{why}: the crashing thread's stack is in "
                                                                    f"{f.function} ({short})")]
     return []
+
+
+# faulthandler's dump of a fatal signal.  SGLang's scheduler (and the DP controller) call
+# faulthandler.enable() first thing (run_scheduler_process, 0.4.x-0.5.23), which installs it for
+# SIGSEGV, SIGFPE, SIGABRT, SIGBUS and SIGILL; it writes "Fatal Python error: <signal>", then each
+# thread as "Thread 0x... (most recent call first):" ("Current thread 0x..." for the one that
+# crashed) and its frames as ``  File "<path>", line <n> in <function>`` -- CPython's
+# traceback.c dump_frame, no comma before "in", no source line, unlike a traceback's frame.  A
+# paste that lost the "Fatal Python error" line (a title, an excerpt cut above it) still shows a
+# process killed by a fatal signal by that frame shape.  (dump_traceback_later, a hang, writes
+# the same frames after "Timeout (0:05:00)!": the server never calls it, only pytest's
+# faulthandler_timeout does, and that line does not join the incident, so it is not told apart.)
+_FAULTHANDLER_FRAME = re.compile(r'File "[^"\n]+", line \d+ in [A-Za-z_<][\w<>.]*')
+_FAULTHANDLER_THREAD = re.compile(r"^\s*(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):")
+_FATAL_SIGNALS = frozenset({"faulthandler", "segfault", "aborted"})
+# SIGILL: the CPU met an instruction it does not have (a binary built for another CPU), which is
+# the hardware's refusal (from_signals reads a shell's "Illegal instruction" so)
+_FATAL_ILLEGAL = re.compile(r"(?i)illegal (?:hardware )?instruction")
+
+
+def faulthandler_shape(inc: Incident) -> bool:
+    """The incident's lines show faulthandler's frames or thread headers (see above)."""
+    return any(_FAULTHANDLER_THREAD.match(line.text) or _FAULTHANDLER_FRAME.search(line.text) for line in inc.lines)
+
+
+def fatal_dump(inc: Incident) -> bool:
+    """The process died of a fatal signal of its own (a segfault, an abort, a bus error, a
+    floating-point trap; not SIGILL): a line names it, or faulthandler's dump shows it."""
+    if any(_FATAL_ILLEGAL.search(line.text) for line in inc.signals):
+        return False
+    return bool(set(inc.signal_names) & _FATAL_SIGNALS) or faulthandler_shape(inc)
+
+
+def from_faulthandler_frames(inc: Incident) -> list[Evidence]:
+    """faulthandler's dump with no line of the text naming the fatal signal (``faulthandler_shape``)."""
+    if set(inc.signal_names) & (_FATAL_SIGNALS | {"cpp_terminate", "signal_death"}) or not fatal_dump(inc):
+        return []
+    return [Evidence("faulthandler_frames", "runtime.crash", SIGNALS["faulthandler"][1],
+                     "faulthandler's frames ('File \"...\", line N in f', no comma): SGLang's scheduler enables "
+                     "faulthandler, which prints them when a fatal signal (a segfault, an abort) kills the process; "
+                     "the 'Fatal Python error' line that names it is not in the text")]
+
+
+# Where the frames of a fatal-signal dump were: "inside a kernel" (an attention, MoE or
+# quantization kernel, a model's forward) reads a Python exception as the kernel refusing this GPU
+# (SGLang's and the libraries' checks raise, Triton and CUDA errors come back as exceptions); a
+# process killed by a signal in that code crashed there, which is a crash of the forward pass
+FRAME_PLACES = ("deepest_frame", "outer_frame", "native_frame")
+
+
+def _crashed_in(piece: Evidence) -> Evidence:
+    return Evidence(piece.name, "runtime.crash", piece.weight,
+                    f"a fatal signal killed the process there, not a kernel's refusal of the GPU (which raises a Python "
+                    f"exception): {piece.why}", piece.support)
 
 
 # A native stack symbolized in Python's traceback shape, one ``File "<unknown>", line 0, in
@@ -1313,7 +1371,10 @@ def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
               + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
-              + from_bind_frame(inc) + from_config_lookup_frame(inc))
+              + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
+    if fatal_dump(inc):
+        pieces = [_crashed_in(p) if p.category == "kernel.unsupported_hw" and p.name in FRAME_PLACES else p
+                  for p in pieces]
     if _known_before_serving(diagnosis):
         # a crash while serving is after ready by definition (CONTRACT): a native crash, a CUDA
         # error or a faulthandler dump in a start-up step is that step's failure, not one
