@@ -272,10 +272,7 @@ class StreamPipeline:
         ('loc("<path>.py":L:C): error: ...': the kernel being compiled).  Log text, read as an
         incident's is: remedies take only their own values from it (CONTRACT.md "Trust")."""
         last = max(self.lines_seen, 1)
-        texts = self._tail.decode("utf-8", "replace").split("\n")
-        if texts and texts[-1] == "":
-            texts.pop()  # the input ended with a line end
-        first = self.lines_seen - len(texts) + 1
+        first, texts = self._tail_lines()
         if len(self._tail) >= TAIL_KEEP and texts and first > 1:
             texts, first = texts[1:], first + 1  # the tail's first line may be cut
         lines = [Line(number=first + i, text=t.rstrip("\r").rsplit("\r", 1)[-1]) for i, t in enumerate(texts)]
@@ -467,13 +464,18 @@ class StreamPipeline:
         self._to_survived(ev, self.assembler.launches[inc.launch_index], request=request)
         return True
 
-    def _lines_after(self, number: int) -> list[str]:
-        """The input's lines after line ``number``, when its last bytes (``_tail``) still hold
-        them all; else []."""
+    def _tail_lines(self) -> tuple[int, list[str]]:
+        """The input's last lines as ``_tail`` holds them (its first one maybe cut inside), and
+        the number of that first line."""
         lines = self._tail.decode("utf-8", "replace").split("\n")
         if lines and lines[-1] == "":
             lines.pop()  # the input ended with a line end
-        first = self.lines_seen - len(lines) + 1  # the number of the tail's first (maybe cut) line
+        return self.lines_seen - len(lines) + 1, lines
+
+    def _lines_after(self, number: int) -> list[str]:
+        """The input's lines after line ``number``, when its last bytes (``_tail``) still hold
+        them all; else []."""
+        first, lines = self._tail_lines()
         if first > number:
             return []  # the tail does not reach back to the line after it
         return [t.rstrip("\r") for t in lines[number - first + 1:]]

@@ -1952,8 +1952,15 @@ def _second_a_change(found: list[Remediation]) -> list[Remediation]:
     second = found[1]
     if not (second.needs_human and second.is_empty() and second.remedy == "needs_human"):
         return found
+    return _promote_to_second(found, lambda rem: True)
+
+
+def _promote_to_second(found: list[Remediation], fits) -> list[Remediation]:
+    """The first change after the first alternative that ``fits`` (not empty, not marked
+    unproven by the weighing) moved up to the first alternative's place; the rest keep their
+    order.  Unchanged when there is none."""
     at = next((i for i, rem in enumerate(found)
-               if i > 1 and not rem.is_empty() and "UNPROVEN:" not in (rem.tradeoff or "")), None)
+               if i > 1 and not rem.is_empty() and "UNPROVEN:" not in (rem.tradeoff or "") and fits(rem)), None)
     if at is None:
         return found
     return [found[0], found[at], *(rem for i, rem in enumerate(found) if i not in (0, at))]
@@ -1975,12 +1982,7 @@ def _second_a_mechanism(found: list[Remediation]) -> list[Remediation]:
     evidence note, not a change the weighing marked unproven."""
     if len(found) < 3 or found[0].is_empty() or not _further_step(found[0], found[1]):
         return found
-    at = next((i for i, rem in enumerate(found)
-               if i > 1 and not rem.is_empty() and not _further_step(found[0], rem)
-               and "UNPROVEN:" not in (rem.tradeoff or "")), None)
-    if at is None:
-        return found
-    return [found[0], found[at], *(rem for i, rem in enumerate(found) if i not in (0, at))]
+    return _promote_to_second(found, lambda rem: not _further_step(found[0], rem))
 
 
 _OWN_COST = ("set_flag", "unset_flag", "set_env", "raise_flag", "lower_flag", "lower_prefill_budget")
