@@ -57,6 +57,15 @@ def only_incident(pack, text: str) -> dict:
     return ev
 
 
+def streamed_incidents(text: str):
+    """The incidents a fresh default pipeline forms from ``text`` fed as one chunk, and the pipeline."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline()
+    events = pipe.feed(text.encode()) + pipe.finish()
+    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"], pipe
+
+
 def incidents_of_lines(tmp_path: Path, lines: list[str]):
     """The incidents ``pipeline.read_incidents`` forms from ``lines`` written to a real file."""
     from sglang_doctor import pipeline

@@ -8,15 +8,13 @@ import pytest
 
 from sglang_doctor.incidents import startup_hints
 from sglang_doctor.model import Frame
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import streamed_incidents
 
 P = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
 
 
 def incidents_of(text: str):
-    pipe = StreamPipeline()
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"]
+    return streamed_incidents(text)[0]
 
 
 @pytest.mark.parametrize("line, name", [

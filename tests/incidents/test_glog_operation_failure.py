@@ -6,13 +6,11 @@ put operation: NO_AVAILABLE_HANDLE", then store_py.cpp's "Put operation failed w
 SGLang's HiCache storage backend gets the error code back, drops that write and goes on serving.
 The lines are sgl-project/sglang#6836's (corpus/field25/005)."""
 
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import streamed_incidents
 
 
 def incidents_of(text: str):
-    pipe = StreamPipeline()
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"]
+    return streamed_incidents(text)[0]
 
 
 STORE_PUT_FAILED = (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conftest import explain_incidents
 
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import streamed_incidents
 
 ROOT = Path(__file__).resolve().parents[2]
 BATCH = ("[2026-01-01 00:00:02 TP0] Decode batch, #running-req: 4, #token: 1840, token usage: 0.02, cuda graph: True, "
@@ -24,9 +24,7 @@ ANSWER_400 = '[2026-01-01 00:00:04] INFO:     127.0.0.1:51754 - "POST /v1/chat/c
 
 
 def incidents_of(text: str):
-    pipe = StreamPipeline()
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"]
+    return streamed_incidents(text)[0]
 
 
 def test_a_ds32_encoding_error_record_is_one_requests_error():

@@ -1,12 +1,10 @@
 from sglang_doctor.pipeline import StreamPipeline, read_incidents
+from conftest import streamed_incidents
 
 P = "/usr/lib/python3.12/site-packages/sglang/srt"
 
 
-def incidents_of(text: str):
-    pipe = StreamPipeline()
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"], pipe
+incidents_of = streamed_incidents
 
 
 def test_seed_two_launches_each_one_incident_with_both_ranks(seed_full):

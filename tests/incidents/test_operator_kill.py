@@ -4,7 +4,7 @@ that pid -- ``set -x`` echoes it as "+ kill -9 <pid>" -- the Killed line is that
 kernel OOM killer, and not an incident (notes10/005: a benchmark driver kill -9s its server after
 GSM8K).  Without that kill, or with a kill of another pid, the Killed line stays evidence."""
 
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import streamed_incidents
 
 HEAD = """Accuracy: 0.941
 Invalid: 0.001
@@ -16,9 +16,7 @@ TAIL = "DONE TP=8\n+ grep -E 'Accuracy:' /home/u/bench/Accuracy_GSM8K.log\nAccur
 
 
 def incidents_of(text: str):
-    pipe = StreamPipeline()
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"]
+    return streamed_incidents(text)[0]
 
 
 def test_killed_after_the_operators_own_kill_9_of_that_pid_is_not_an_incident():

@@ -3,16 +3,13 @@ top, elided in the middle, a single exception line, a request error that is not 
 
 import pytest
 
-from sglang_doctor.pipeline import StreamPipeline
 from sglang_doctor.read.records import strip_outer
+from conftest import streamed_incidents
 
 P = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
 
 
-def incidents_of(text: str):
-    pipe = StreamPipeline()
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e["_diagnosis"].incident for e in events if e["event"] == "incident"], pipe
+incidents_of = streamed_incidents
 
 
 @pytest.mark.parametrize("line, rest", [
