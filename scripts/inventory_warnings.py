@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import inventory_failures as invf  # noqa: E402  (reuses the wheel reading and the templates)
 
-DEFAULT_VERSIONS = ("0.4.6.post5", "0.5.9", "0.5.23")
+DEFAULT_VERSIONS = ("0.4.3.post2", "0.4.6.post5", "0.5.4", "0.5.9", "0.5.23")
 DEFAULT_OUT = ROOT / "data" / "inventory"
 LIBRARY_LINES = DEFAULT_OUT / "healthy-lines.yaml"
 
