@@ -1,0 +1,76 @@
+"""An allocation that is the very line a cut traceback was executing says what the process was doing,
+which outweighs the module it was doing it in (diagnose/evidence.py ``ALLOCATION_AT_DEEPEST``), also
+against a class rule that matched on that module (fallback._more_precise_place weighs the text's own
+pieces, not the phase's prior).  The fragments are real SGLang text of the tuned parts cut above their
+exception line (bench/guess_cv.py --cut-check does the same to every tuned failure): corpus/dev/017
+(0.5.8.post1, a GPU another process held: ``torch.AcceleratorError: CUDA error: out of memory`` at
+GroupCoordinator's first device tensor) and corpus/field10/015 (a T4's rotary cache at ``torch.arange``,
+kernel.unsupported_hw, no allocation of ``_ALLOCATING``)."""
+
+from conftest import only_incident
+
+P = "/app/sglang/sglang-latest/lib64/python3.12/site-packages/sglang/srt"
+# corpus/dev/017's scheduler traceback down to GroupCoordinator's constructor (its exception line cut)
+DEV017 = (
+    "[2026-02-25 15:39:23 TP8] Init torch distributed begin.\n"
+    "[2026-02-25 15:39:25 TP8] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{P}/managers/scheduler.py", line 2937, in run_scheduler_process\n'
+    "    scheduler = Scheduler(\n"
+    f'  File "{P}/managers/scheduler.py", line 346, in __init__\n'
+    "    self.init_model_worker()\n"
+    f'  File "{P}/managers/tp_worker.py", line 329, in _init_model_runner\n'
+    "    self._model_runner = ModelRunner(\n"
+    f'  File "{P}/model_executor/model_runner.py", line 365, in __init__\n'
+    "    min_per_gpu_memory = self.init_torch_distributed()\n"
+    f'  File "{P}/model_executor/model_runner.py", line 758, in init_torch_distributed\n'
+    "    init_distributed_environment(\n"
+    f'  File "{P}/distributed/parallel_state.py", line 1530, in init_distributed_environment\n'
+    "    _WORLD = init_world_group(ranks, local_rank, backend)\n"
+    f'  File "{P}/distributed/parallel_state.py", line 1327, in init_world_group\n'
+    "    return GroupCoordinator(\n"
+)
+ALLOCATION = (f'  File "{P}/distributed/parallel_state.py", line 255, in __init__\n'
+              "    active_ranks = torch.ones(len(ranks), dtype=torch.int32, device=self.device)\n")
+
+
+def guess_of(pack, text):
+    ev = only_incident(pack, text)
+    return ev, ev["fallback"]["best_guess"]
+
+
+def test_an_allocation_at_the_deepest_line_outweighs_the_distributed_module(pack):
+    ev, guess = guess_of(pack, DEV017 + ALLOCATION)
+    assert ev["rule"] == "class.nccl.distributed"  # the class rule still matched on the module
+    assert guess["category"] == "memory.cuda_oom"
+    piece = next(e for e in guess["evidence"] if e["name"] == "allocation")
+    assert piece["weight"] > next(e["weight"] for e in guess["evidence"] if e["name"] == "deepest_frame")
+    assert "torch.ones" in guess["why"] and "class.nccl.distributed" in guess["why"]
+
+
+def test_the_same_traceback_cut_one_frame_earlier_stays_with_the_module(pack):
+    # no allocation visible: the GroupCoordinator call is where it was, NCCL set-up
+    ev, guess = guess_of(pack, DEV017)
+    assert guess["category"] == "nccl"
+    assert not any(e["name"] == "allocation" for e in guess.get("evidence", ()))
+
+
+def test_an_allocation_above_the_deepest_frame_keeps_its_lower_weight(pack):
+    # the allocation's frame calls a deeper one (the deepest line is not the allocation itself)
+    text = DEV017 + ALLOCATION.replace("active_ranks = torch.ones(", "active_ranks = torch.ones(helper(") + (
+        f'  File "{P}/distributed/utils.py", line 40, in helper\n'
+        "    return get_world_group().size\n")
+    _, guess = guess_of(pack, text)
+    pieces = [e for e in guess.get("evidence", ()) if e["name"] == "allocation"]
+    assert all(e["weight"] < 0.4 for e in pieces)
+    assert guess["category"] != "memory.cuda_oom"
+
+
+def test_a_rotary_cache_arange_is_no_allocation_piece(pack):
+    # corpus/field10/015's last frame (kernel.unsupported_hw on a T4): torch.arange is not an allocation of
+    # _ALLOCATING (it launches a kernel), so no OOM is guessed there
+    text = ("Traceback (most recent call last):\n"
+            'File ".../sglang/srt/layers/rotary_embedding.py", line 210, in _ensure_cos_sin_cache_length\n'
+            "    t_new = torch.arange(start, new_len, dtype=inv_freq.dtype, device=device)\n")
+    _, guess = guess_of(pack, text)
+    assert guess["category"] != "memory.cuda_oom"
+    assert not any(e["name"] == "allocation" for e in guess.get("evidence", ()))
