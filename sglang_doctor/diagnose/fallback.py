@@ -401,6 +401,9 @@ _PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allo
 # exception type it was cut inside.  A rule that matched a cut traceback on its frames (a specific rule
 # on the serving loop's frames) knows where it was as well as a place piece does, but not that.
 _WHAT_PIECES = ("allocation", "cut_type")
+# What the text shows of the GPU's state when it failed (almost no free memory at the last start-up line or
+# on the capture bar): a class rule's answer rests on the module alone, which that state outweighs.
+_STATE_PIECES = ("low_memory",)
 
 
 def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
@@ -417,7 +420,7 @@ def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
     if diagnosis.layer == "fallback" or inc.kind != "traceback" or (inc.exception is not None and inc.exception.type
                                                                     and not cut):
         return None
-    names = _PLACE_PIECES if diagnosis.layer == "class" else _WHAT_PIECES
+    names = _PLACE_PIECES + _STATE_PIECES if diagnosis.layer == "class" else _WHAT_PIECES
     pieces = evidence.collect(diagnosis)
     place = max((p for p in pieces if p.name in names and p.weight > 0), key=lambda p: p.weight, default=None)
     if place is None or place.category in (diagnosis.category, "other"):

@@ -74,3 +74,40 @@ def test_a_rotary_cache_arange_is_no_allocation_piece(pack):
     _, guess = guess_of(pack, text)
     assert guess["category"] != "memory.cuda_oom"
     assert not any(e["name"] == "allocation" for e in guess.get("evidence", ()))
+
+
+# corpus/field14/019 (0.5.x, DP4 TP4): the KV pool took 84 GB, capture began with 1.00 GB free and the
+# scheduler's traceback, cut above its OOM line, stops in an all_gather's output inside capture
+S = "/vast/projects/sglang_my/python/sglang/srt"
+FIELD14_019 = (
+    "[2025-12-27 17:12:51 DP0 TP0] KV Cache is allocated. #tokens: 1878144, KV size: 84.08 GB\n"
+    "[2025-12-27 17:12:51 DP0 TP0] Memory pool end. avail mem=1.44 GB\n"
+    "[2025-12-27 17:12:51 DP0 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem={avail} GB\n"
+    "[2025-12-27 17:13:27 DP2 TP2] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{S}/model_executor/cuda_graph_runner.py", line 393, in __init__\n'
+    "    self.capture()\n"
+    f'  File "{S}/model_executor/cuda_graph_runner.py", line 741, in capture_one_batch_size\n'
+    "    run_once()\n"
+    f'  File "{S}/model_executor/cuda_graph_runner.py", line 728, in run_once\n'
+    "    logits_output_or_pp_proxy_tensors = forward(\n"
+    f'  File "{S}/layers/logits_processor.py", line 881, in _get_logits\n'
+    "    logits = tensor_model_parallel_all_gather(logits)\n"
+    f'  File "{S}/distributed/communication_op.py", line 20, in tensor_model_parallel_all_gather\n'
+    "    return get_tp_group().all_gather(input_, dim)\n"
+    f'  File "{S}/distributed/parallel_state.py", line 818, in all_gather\n'
+    "    output_tensor = output_tensor.reshape(\n"
+)
+
+
+def test_capture_begun_with_almost_no_free_memory_outweighs_the_module(pack):
+    ev, guess = guess_of(pack, FIELD14_019.format(avail="1.00"))
+    assert ev["rule"] == "class.nccl.distributed"
+    assert guess["category"] == "memory.cuda_oom"
+    assert any(e["name"] == "low_memory" and "1 GB" in e["why"] for e in guess["evidence"])
+
+
+def test_capture_begun_with_room_stays_with_the_module(pack):
+    # the same text with 3.65 GB free at capture (a non-OOM failure's figure): no memory piece
+    ev, guess = guess_of(pack, FIELD14_019.format(avail="3.65"))
+    assert guess["category"] == "nccl"
+    assert not any(e["name"] == "low_memory" for e in guess.get("evidence", ()))
