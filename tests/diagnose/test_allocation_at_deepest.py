@@ -104,6 +104,7 @@ def test_capture_begun_with_almost_no_free_memory_outweighs_the_module(pack):
     assert ev["rule"] == "class.nccl.distributed"
     assert guess["category"] == "memory.cuda_oom"
     assert any(e["name"] == "low_memory" and "1 GB" in e["why"] for e in guess["evidence"])
+    assert "the free GPU memory the text shows says more" in guess["why"]
 
 
 def test_capture_begun_with_room_stays_with_the_module(pack):
@@ -111,3 +112,42 @@ def test_capture_begun_with_room_stays_with_the_module(pack):
     ev, guess = guess_of(pack, FIELD14_019.format(avail="3.65"))
     assert guess["category"] == "nccl"
     assert not any(e["name"] == "low_memory" for e in guess.get("evidence", ()))
+
+
+# corpus/field16/010 (a 0.5.2x tree, PP): a prefill's MoE kernel allocating its output while serving; the
+# scheduler's traceback, cut above "torch.OutOfMemoryError: CUDA out of memory", matched
+# runtime.crash.scheduler_exception on the serving loop's frames (event_loop_pp)
+C = "/data/nvme/sglang-codex/sglang/python/sglang/srt"
+FIELD16_010 = (
+    "[2026-10-02 17:07:54 PP0 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{C}/managers/scheduler.py", line 6089, in run_scheduler_process\n'
+    "    scheduler.run_event_loop()\n"
+    f'  File "{C}/managers/scheduler.py", line 5948, in _dispatch_event_loop_once\n'
+    "    scheduler.event_loop_pp()\n"
+    f'  File "{C}/managers/scheduler_pp_mixin.py", line 165, in event_loop_pp\n'
+    "    result, self.launch_event = self._pp_launch_batch(\n"
+    f'  File "{C}/managers/scheduler_pp_mixin.py", line 1752, in _pp_launch_batch\n'
+    "    result = self.run_batch(cur_batch, pp_proxy_tensors)\n"
+    f'  File "{C}/model_executor/model_runner.py", line 1945, in _forward_raw\n'
+    "    ret = self.eager_runner.execute(\n"
+    f'  File "{C}/layers/moe/fused_moe_triton/layer.py", line 1644, in run_moe_core\n'
+    "    return self.quant_method.apply(\n"
+    f'  File "{C}/layers/quantization/fp8.py", line 3361, in apply\n'
+    "    return self._apply_sub80_mxfp4_w4a16(layer, dispatch_output)\n"
+)
+MOE_ALLOCATION = (f'  File "{C}/layers/quantization/fp8.py", line 3271, in _apply_sub80_mxfp4_w4a16\n'
+                  "    down_slots = torch.empty(\n")
+
+
+def test_a_serving_loop_rule_yields_to_the_allocation_its_last_line_made(pack):
+    ev, guess = guess_of(pack, FIELD16_010 + MOE_ALLOCATION)
+    assert ev["rule"] == "runtime.crash.scheduler_exception"
+    assert guess["category"] == "memory.cuda_oom"
+    assert "matched the cut traceback's frames" in guess["why"]
+
+
+def test_a_serving_loop_rule_does_not_yield_to_a_place(pack):
+    # cut one frame earlier: the quantization kernel's place is where it was, which the rule's frames know too
+    ev, guess = guess_of(pack, FIELD16_010)
+    assert ev["rule"] == "runtime.crash.scheduler_exception"
+    assert guess["category"] == "runtime.crash"
