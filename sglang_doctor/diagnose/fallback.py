@@ -434,10 +434,10 @@ def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
     if found is None or found["category"] != place.category:
         return None
     found = dict(found, confidence=round(min(found["confidence"], diagnosis.confidence - 0.05), 3))
-    matched = "on the module the cut traceback stopped in" if diagnosis.layer == "class" else "the cut traceback's frames"
-    found["why"] = (f"rule {diagnosis.rule} ({diagnosis.category}) matched {matched}; "
-                    f"{'the free GPU memory the text shows' if place.name in _STATE_PIECES else 'what it was doing there'} "
-                    f"says more: {found['why']}")
+    matched = ("on the module the cut traceback stopped in" if diagnosis.layer == "class"
+               else "the cut traceback's frames")
+    reading = "the free GPU memory the text shows" if place.name in _STATE_PIECES else "what it was doing there"
+    found["why"] = f"rule {diagnosis.rule} ({diagnosis.category}) matched {matched}; {reading} says more: {found['why']}"
     return found
 
 
