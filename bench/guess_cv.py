@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -48,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from guess_prior import READ_ONLY_PARTS, TUNED_PARTS, count, failures, source_repo  # noqa: E402
+from guess_prior import READ_ONLY_PARTS, TUNED_PARTS, count, failures, release_family, source_repo  # noqa: E402
 from guess_prior import guess_of, no_cause  # noqa: E402,F401  (guess_of, no_cause: used by tests and --counted)
 from guess_prior import run as _run  # noqa: E402
 
@@ -240,6 +241,97 @@ def leave_one_repo_out(parts=None, prior_parts=None) -> tuple[list, dict]:
         h, n = hits(held_rows)
         report[repo] = {"right": h, "total": n}
     return rows, report
+
+
+def leave_one_release_out(parts=None, prior_parts=None) -> tuple[list, dict]:
+    """Like ``leave_one_repo_out``, with the release family of each label's ``sglang_version`` as the
+    fold (``guess_prior.release_family``: about five patch releases, "unknown" when the label names
+    none): every no-cause fragment of a family is scored with the phase prior counted without any
+    label of that family.  A held-back part may come from releases the tuned parts hold few of."""
+    parts = CV_PARTS if parts is None else tuple(parts)
+    prior_parts = TUNED_PARTS if prior_parts is None else tuple(prior_parts)
+    by_release: dict[str, list] = {}
+    for part in parts:
+        for lab in no_cause(part):
+            by_release.setdefault(release_family(lab), []).append((part, lab))
+    rows, report = [], {}
+    for family, items in sorted(by_release.items()):
+        held_rows = measure_labels(items, count(prior_parts, skip_release=family), phase_prior.PRIOR_WEIGHT)
+        rows += held_rows
+        h, n = hits(held_rows)
+        report[family] = {"right": h, "total": n}
+    return rows, report
+
+
+# -- the cut check: texts whose cause IS in them, with the cause cut off ---------------------------
+# What a paste that stops above its error leaves (a ``tail`` taken too early, an excerpt cut at the
+# traceback's last frame): every labelled failure of the tuned parts whose cause is in the text, cut
+# before the line that names it (the label's ``key_line``; for a CUDA OOM also before the first line
+# that says so, torch's or the allocator's words), and the rest run as a whole log.  The answer is not
+# tuned per file: it measures how often the guess names a CUDA OOM that lost its line (the hit rate)
+# and how often it names one for another failure cut the same way (the false-guess rate).
+_OOM_LINE = re.compile(r"(?i)out of memory|OutOfMemoryError|Tried to allocate|CUDA_ERROR_OUT_OF_MEMORY|"
+                       r"cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED")
+OOM = "memory.cuda_oom"
+
+
+def cut_index(lines: list[str], lab: dict) -> int | None:
+    """The first line of the text that names its cause (see above), None when the label's key line
+    is not found in it."""
+    key = str(lab.get("key_line") or "").strip()
+    probes = [p for p in (key[:60], key.split("] ", 1)[-1].strip()[:60]) if len(p) >= 10]
+    found = [i for i, line in enumerate(lines) if any(p in line for p in probes)]
+    if lab.get("category") == OOM:
+        found += [i for i, line in enumerate(lines) if _OOM_LINE.search(line)]
+    return min(found) if found else None
+
+
+def answer_of(path: Path) -> tuple[str | None, str]:
+    """(category, how) the tool answers for a text: the best guess of its honest fallback ("guess"),
+    or a rule's category when a rule still answers the cut text ("rule")."""
+    pipe, diagnoses, primary = _run(path)
+    if primary is None:
+        return ((pipe.summary().get("fallback") or {}).get("best_guess") or {}).get("category"), "guess"
+    if primary.fallback is None:
+        return primary.category, "rule"
+    return (primary.fallback.get("best_guess") or {}).get("category"), "guess"
+
+
+def cut_check(parts=None) -> dict:
+    """The cut check's rows and rates (see above) over ``parts`` (every tuned part)."""
+    import tempfile
+
+    parts = CV_PARTS if parts is None else tuple(parts)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for part in parts:
+            for lab, cat in failures(part):
+                path = ROOT / "corpus" / part / lab["file"]
+                if not lab.get("evidence_in_log") or not path.is_file():
+                    continue
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+                i = cut_index(lines, lab)
+                if not i:
+                    continue  # key line not found, or the text begins with it: nothing is left above it
+                cut = Path(tmp) / lab["file"]
+                cut.write_text("".join(lines[:i]), encoding="utf-8")
+                answer, how = answer_of(cut)
+                rows.append({"file": f"{part}/{lab['file']}", "label": cat, "answer": answer, "how": how})
+    oom = [r for r in rows if r["label"] == OOM]
+    other = [r for r in rows if r["label"] != OOM]
+    return {"rows": rows, "oom_said": sum(r["answer"] == OOM for r in oom), "oom_total": len(oom),
+            "false_oom": sum(r["answer"] == OOM for r in other), "other_total": len(other),
+            "right": sum(r["answer"] == r["label"] for r in rows), "total": len(rows)}
+
+
+def print_cut_check(report: dict, verbose: bool) -> None:
+    if verbose:
+        for r in report["rows"]:
+            if (r["label"] == OOM) != (r["answer"] == OOM):
+                print(f"cut  {r['file'][:70]:70} label {r['label']:22} answer {r['answer']} ({r['how']})")
+    print(f"cut check: CUDA OOMs cut above their line answered cuda_oom {report['oom_said']}/{report['oom_total']}; "
+          f"other failures cut the same way answered cuda_oom {report['false_oom']}/{report['other_total']}; "
+          f"every cut text right {report['right']}/{report['total']}")
 
 
 def _total(report: dict) -> tuple[int, int]:
@@ -490,11 +582,14 @@ def _quick(prior_parts, as_json: bool, verbose: bool, rows_file: str = "") -> in
     if rows_file:
         Path(rows_file).write_text(json.dumps([list(r) for r in lopo_rows], indent=0) + "\n", encoding="utf-8")
     _, loro = leave_one_repo_out(prior_parts=prior_parts)
-    report = {"leave_one_part_out": lopo, "leave_one_repo_out": loro, "leave_one_part_out_categories": by_category(lopo_rows),
+    release_rows, lorel = leave_one_release_out(prior_parts=prior_parts)
+    report = {"leave_one_part_out": lopo, "leave_one_repo_out": loro, "leave_one_release_out": lorel,
+              "leave_one_part_out_categories": by_category(lopo_rows),
+              "leave_one_release_out_categories": by_category(release_rows),
               "leave_one_part_out_grounds": by_grounds(lopo_rows),
               "misses": [{"file": f"{r[0]}/{r[4]}", "label": r[1], "guess": r[2], "cue": r[5]}
                          for r in lopo_rows if r[1] != r[2]]}
-    for key in ("leave_one_part_out", "leave_one_repo_out"):
+    for key in ("leave_one_part_out", "leave_one_repo_out", "leave_one_release_out"):
         h, n = _total(report[key])
         report[key + "_all"] = {"right": h, "total": n}
     if as_json:
@@ -506,6 +601,9 @@ def _quick(prior_parts, as_json: bool, verbose: bool, rows_file: str = "") -> in
     a = report["leave_one_part_out_all"]
     print(f"leave-one-part-out  all    {a['right']:>3}/{a['total']:<3} {100 * a['right'] / max(a['total'], 1):.1f}%")
     _print_repos(loro)
+    r = report["leave_one_release_out_all"]
+    print(f"leave-one-release-out all {r['right']:>3}/{r['total']:<3} " + ", ".join(
+        f"{family} {c['right']}/{c['total']}" for family, c in lorel.items()))
     _print_categories(report["leave_one_part_out_categories"])
     print("leave-one-part-out by what the guess rests on: " + ", ".join(
         f"{g} {r['right']}/{r['total']}" for g, r in report["leave_one_part_out_grounds"].items()))
@@ -526,12 +624,22 @@ def main(argv=None) -> int:
     ap.add_argument("--prior-parts", default="",
                     help="the parts the prior counts in each fold (comma-separated; default the shipped TUNED_PARTS; "
                          "an experiment may add the read-only parts)")
+    ap.add_argument("--cut-check", action="store_true",
+                    help="only the cut check: the tuned failures whose cause is in the text, cut above the line that "
+                         "names it, and how often the answer is a CUDA OOM (see cut_check)")
     ap.add_argument("--quick", action="store_true",
                     help="only leave-one-part-out and leave-one-repository-out, per category (no rotation, no nested "
                          "calibration: a few minutes less)")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
     prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
+    if args.cut_check:
+        report = cut_check()
+        if args.json:
+            print(json.dumps(report, indent=1))
+        else:
+            print_cut_check(report, args.verbose)
+        return 0
     if args.quick:
         return _quick(prior_parts, args.json, args.verbose, args.rows)
     report: dict = {"in_part": {}, "leave_one_part_out": {}, "rotation": {}, "calibration": []}

@@ -56,15 +56,34 @@ def source_repo(lab: dict) -> str:
     return str(src.get("repo") or "?")
 
 
-def count(parts=TUNED_PARTS, root: Path = ROOT, skip_repo: str | None = None) -> dict[str, dict[str, int]]:
+# SGLang's releases in families of about five patch releases (a label's ``sglang_version`` is free text:
+# "0.4.6.post5", "0.5.11 (NVIDIA sglang:26.05 container)", "main of late September 2026"): the folds of
+# bench/guess_cv.py's leave-one-release-out.  A version the text gives no number for is "unknown".
+_RELEASE = re.compile(r"\b0\.(\d+)\.(\d+)")
+
+
+def release_family(lab: dict) -> str:
+    """The release family of a label's ``sglang_version`` ("0.4.5-0.4.9"), "unknown" when it names none."""
+    m = _RELEASE.search(str(lab.get("sglang_version") or ""))
+    if m is None:
+        return "unknown"
+    minor, low = int(m.group(1)), int(m.group(2)) // 5 * 5
+    return f"0.{minor}.{low}-0.{minor}.{low + 4}"
+
+
+def count(parts=TUNED_PARTS, root: Path = ROOT, skip_repo: str | None = None,
+          skip_release: str | None = None) -> dict[str, dict[str, int]]:
     """Per labelled phase, the failures of each category in ``parts``; with ``skip_repo``, the labels
-    whose thread is in that repository are left out (bench/guess_cv.py's leave-one-repository-out)."""
+    whose thread is in that repository are left out (bench/guess_cv.py's leave-one-repository-out); with
+    ``skip_release``, those of that release family (``release_family``; leave-one-release-out)."""
     out: dict[str, dict[str, int]] = {}
     for part in parts:
         if part not in TUNED_PARTS + READ_ONLY_PARTS:
             raise SystemExit(f"guess_prior: {part} is not a tuned part ({', '.join(TUNED_PARTS + READ_ONLY_PARTS)})")
         for lab, cat in failures(part, root):
             if skip_repo is not None and source_repo(lab) == skip_repo:
+                continue
+            if skip_release is not None and release_family(lab) == skip_release:
                 continue
             row = out.setdefault(lab.get("phase") or "unknown", {})
             row[cat] = row.get(cat, 0) + 1

@@ -836,6 +836,18 @@ def from_cut_type(inc: Incident) -> list[Evidence]:
                      f"{' or '.join(names)}")]
 
 
+# The weight of an allocation that is the very line the traceback was executing when its text
+# stopped (the deepest frame's own source line, or torch's device context under it): what the process
+# was doing, which says more than the module it was doing it in (a place of ``WHERE``, 0.4: a
+# GroupCoordinator's ``torch.ones(..., device=...)`` in parallel_state.py is an allocation, not a
+# collective; a quantization method's ``torch.empty(`` for its weights is not its kernel).  An
+# allocation in the frame above the deepest (the deepest is a helper it called) keeps 0.3.  Of the
+# tuned parts' failures, no-cause fragments and texts cut above their cause line (bench/guess_cv.py
+# --cut-check), the allocation piece fired only on CUDA OOMs (9 texts); at 0.3-0.35 it lost four of
+# them to the module's place (nccl, kernel.unsupported_hw) or a class rule on that module.
+ALLOCATION_AT_DEEPEST = 0.45
+
+
 def from_allocation(inc: Incident) -> list[Evidence]:
     """The traceback was cut in the middle of allocating device memory: where a cut traceback
     stops at an allocation, the exception it lost is most often CUDA running out of memory."""
@@ -845,11 +857,16 @@ def from_allocation(inc: Incident) -> list[Evidence]:
     last = inc.frames[-1]
     path = last.file.replace("\\", "/")
     if path.endswith("/torch/utils/_device.py"):
-        return [Evidence("allocation", "memory.cuda_oom", 0.35,
+        return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
                          "the traceback stops in torch's device context (torch/utils/_device.py), which every tensor "
                          "allocation on the GPU goes through while a model is built: most often it ran out of memory")]
-    for f in reversed(inc.frames[-2:]):
+    for depth, f in enumerate(reversed(inc.frames[-2:])):
         if f.source and _ALLOCATING.search(f.source):
+            if depth == 0:
+                return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
+                                 f"the line the traceback was executing when it stops allocates GPU memory "
+                                 f"({f.source.strip()[:60]!r} in {f.function}, {_short(f)}): what it was doing says "
+                                 "more than the module it was in; most often it ran out of memory")]
             return [Evidence("allocation", "memory.cuda_oom", 0.3,
                              f"the traceback stops at an allocation ({f.source.strip()[:60]!r} in {f.function}): "
                              "most often it ran out of memory")]
@@ -1136,6 +1153,11 @@ def multi_node(server_args: dict | None, lines) -> list[Evidence]:
 # memory pool and the activations of the largest batch), which SGLang's own default for
 # --mem-fraction-static reserves (server_args.py: more reserved the larger --cuda-graph-max-bs).
 LOW_AVAIL_GB = 1.5
+# The weight of that reading: the figures separated the tuned parts' labelled failures cleanly (every
+# CUDA OOM at or under 1.13 GB, every other failure at 1.60 GB or more), which says more of the failure
+# than the module its traceback was cut in (a place of ``WHERE``, 0.4: corpus/field14/019's capture
+# began with 1.00 GB free and its traceback stops in an all_gather's output inside capture, a CUDA OOM).
+LOW_MEMORY = 0.45
 
 
 def low_memory(last, phase: str) -> list[Evidence]:
@@ -1149,7 +1171,7 @@ def low_memory(last, phase: str) -> list[Evidence]:
     if avail >= LOW_AVAIL_GB:
         return []
     category = "memory.kv_pool" if phase == "startup.memory_pool" else "memory.cuda_oom"
-    return [Evidence("low_memory", category, 0.3,
+    return [Evidence("low_memory", category, LOW_MEMORY,
                      f"the last start-up line before it ({last.name}, line {last.line}) shows only {avail:g} GB of GPU "
                      f"memory free for {phase}")]
 
@@ -1172,7 +1194,7 @@ def low_capture_memory(text: str, where: str) -> list[Evidence]:
     avail = float(figures[-1])
     if avail >= LOW_AVAIL_GB:
         return []
-    return [Evidence("low_memory", "memory.cuda_oom", 0.3,
+    return [Evidence("low_memory", "memory.cuda_oom", LOW_MEMORY,
                      f"the CUDA graph capture bar ({where}) shows only {avail:g} GB of GPU memory free while capturing")]
 
 

@@ -397,6 +397,13 @@ def _still_starting(diagnosis: Diagnosis) -> dict[str, Any] | None:
 # frames, an allocation, a JIT build the progress lines show under way, the exception type cut inside
 # its name.  A class rule knows only the module.
 _PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allocation", "progress")
+# Of them, what the traceback's last line was doing, not where: an allocation it was executing, the
+# exception type it was cut inside.  A rule that matched a cut traceback on its frames (a specific rule
+# on the serving loop's frames) knows where it was as well as a place piece does, but not that.
+_WHAT_PIECES = ("allocation", "cut_type")
+# What the text shows of the GPU's state when it failed (almost no free memory at the last start-up line or
+# on the capture bar): a class rule's answer rests on the module alone, which that state outweighs.
+_STATE_PIECES = ("low_memory",)
 
 
 def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
@@ -404,25 +411,33 @@ def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
     it stopped in; when the function it stopped in (the deepest frame, or the call the text was
     cut inside) names another category and nothing in the text weighs more for the rule's, that
     place is the better guess (model_loader's _initialize_model builds the model class: an
-    unsupported architecture, not a weight that failed to load).  None when the rule's stands."""
+    unsupported architecture, not a weight that failed to load).  A rule of another layer that matched the
+    cut traceback (a specific rule on the serving loop's frames) knows where it was; only what its last
+    line was doing (``_WHAT_PIECES``: an allocation, a cut type name) can say more.  The text's own pieces
+    are compared, as ``evidence.weigh`` names a category by them.  None when the rule's stands."""
     inc = diagnosis.incident
     cut = evidence.cut_type(inc) is not None
-    if diagnosis.layer != "class" or inc.kind != "traceback" or (inc.exception is not None and inc.exception.type
-                                                                 and not cut):
+    if diagnosis.layer == "fallback" or inc.kind != "traceback" or (inc.exception is not None and inc.exception.type
+                                                                    and not cut):
         return None
+    names = _PLACE_PIECES + _STATE_PIECES if diagnosis.layer == "class" else _WHAT_PIECES
     pieces = evidence.collect(diagnosis)
-    place = max((p for p in pieces if p.name in _PLACE_PIECES and p.weight > 0), key=lambda p: p.weight, default=None)
+    place = max((p for p in pieces if p.name in names and p.weight > 0), key=lambda p: p.weight, default=None)
     if place is None or place.category in (diagnosis.category, "other"):
         return None
-    score = evidence.scores(pieces)
+    # (the text's own pieces, as ``evidence.weigh`` names a category by them: the phase read through the
+    # prior and the words around say what usually fails there, not what this traceback was doing)
+    score = evidence.scores([p for p in pieces if not p.support])
     if score.get(place.category, 0.0) <= score.get(diagnosis.category, 0.0):
         return None
     found = evidence.weigh(pieces, context_known=inc.after_ready_known)
     if found is None or found["category"] != place.category:
         return None
     found = dict(found, confidence=round(min(found["confidence"], diagnosis.confidence - 0.05), 3))
-    found["why"] = (f"rule {diagnosis.rule} ({diagnosis.category}) matched on the module the cut traceback stopped in; "
-                    f"what it was doing there says more: {found['why']}")
+    matched = ("on the module the cut traceback stopped in" if diagnosis.layer == "class"
+               else "the cut traceback's frames")
+    reading = "the free GPU memory the text shows" if place.name in _STATE_PIECES else "what it was doing there"
+    found["why"] = f"rule {diagnosis.rule} ({diagnosis.category}) matched {matched}; {reading} says more: {found['why']}"
     return found
 
 

@@ -237,3 +237,36 @@ def test_by_category_says_what_the_misses_were_guessed_as(cv):
     rows = [("p", "nccl", "nccl"), ("p", "nccl", "other"), ("p", "nccl", "other"), ("p", "other", "nccl")]
     assert cv.by_category(rows) == {"nccl": {"right": 1, "total": 3, "guessed_as": {"other": 2}},
                                     "other": {"right": 0, "total": 1, "guessed_as": {"nccl": 1}}}
+
+
+def test_leave_one_release_out_counts_the_prior_without_the_held_family(cv, monkeypatch):
+    labels = {"dev": [{"file": "a.log", "sglang_version": "0.4.6.post5"},
+                      {"file": "b.log", "sglang_version": "0.5.11 (NVIDIA sglang:26.05 container)"}],
+              "fresh": [{"file": "c.log", "sglang_version": None}, {"file": "d.log", "sglang_version": "0.4.8"}]}
+    skipped, held = [], []
+
+    def fake_count(parts, skip_release=None):
+        skipped.append(skip_release)
+        return {"serving": {}}
+
+    def fake_measure_labels(items, counts, weight):
+        held.append(sorted(lab["file"] for _, lab in items))
+        return [(part, "nccl", "nccl", 0.3, lab["file"]) for part, lab in items]
+
+    monkeypatch.setattr(cv, "no_cause", lambda part: labels.get(part, []))
+    monkeypatch.setattr(cv, "count", fake_count)
+    monkeypatch.setattr(cv, "measure_labels", fake_measure_labels)
+    rows, report = cv.leave_one_release_out()
+    assert report == {"0.4.5-0.4.9": {"right": 2, "total": 2}, "0.5.10-0.5.14": {"right": 1, "total": 1},
+                      "unknown": {"right": 1, "total": 1}}
+    assert skipped == list(report) and held == [["a.log", "d.log"], ["b.log"], ["c.log"]]
+
+
+def test_the_cut_check_cuts_above_the_key_line_and_an_oom_above_its_first_oom_line(cv):
+    lines = ["[x TP0] Load weight end.\n", "Traceback (most recent call last):\n",
+             '  File "a.py", line 1, in f\n', "torch.OutOfMemoryError: CUDA out of memory.\n",
+             "[x TP0] Received sigquit from a child process. It usually means the child failed.\n"]
+    sigquit = {"category": "memory.cuda_oom", "key_line": "Received sigquit from a child process. It usually means"}
+    assert cv.cut_index(lines, sigquit) == 3  # the OOM line comes first
+    assert cv.cut_index(lines, dict(sigquit, category="runtime.crash")) == 4  # another failure: its key line only
+    assert cv.cut_index(lines, {"category": "nccl", "key_line": "not in this text at all"}) is None
