@@ -523,6 +523,7 @@ class Assembler:
         # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
         self._kernel_line = False  # the line being read had the kernel log's prefix (records.is_kernel_prefix)
+        self._structured: str | None = None  # the structured header of the record being read (records.parse_structured)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
 
@@ -629,6 +630,7 @@ class Assembler:
         prefix = records.sglang_prefix(line.text)
         text = line.text
         self._kernel_line = False
+        structured, self._structured = self._structured, None
         if prefix is None:
             end = records.outer_prefix_end(text)
             if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
@@ -642,11 +644,19 @@ class Assembler:
             if text[:1].isdigit():
                 if _HEADER_ONLY.match(text):
                     return events  # a viewer's header line for the line below it
+                if (header := records.parse_structured(text)) is not None:
+                    # a structured header on every line of a record: the first line starts the
+                    # record, the lines under the same header are its message's lines
+                    self._structured = header.header
+                    line = Line(line.number, header.message, line.raw, line.cut)
+                    text = line.text
+                    if header.header != structured:
+                        prefix = header.prefix()
                 m = _FOREIGN_LOGGING.match(text)
                 if m:  # another program's logger around SGLang's output: its text as SGLang wrote it
                     line = Line(line.number, text[m.end():], line.raw, line.cut)
                     text = line.text
-            if records.is_record_start(text):
+            if prefix is None and records.is_record_start(text):
                 prefix = records.parse_prefix(text)
         if prefix is not None:
             self._start_record(line, events, prefix)

@@ -1,0 +1,76 @@
+"""Shapes of real pastes incident forming got wrong (session 29), each with a counter-example:
+
+- a structured header on EVERY line of a record (records.parse_structured; field31/003,
+  sgl-project/sglang#21170): ``2026-03-23 01:10:21.463 ERROR 502747 [ ATTN_CP4 TP4
+  scheduler.py:3468] Scheduler hit an exception: Traceback ...`` and each traceback line under
+  the same header.  The lines under one header are one record (the traceback joined, its ranks
+  kept); a line under another header starts a record of its own.
+"""
+
+from __future__ import annotations
+
+from conftest import incidents_of_lines
+from sglang_doctor.read import records
+
+SCHED = "2026-03-23 01:10:21.463 ERROR 502747 [ ATTN_CP4 TP4 scheduler.py:3468] "
+TRACEBACK = [
+    "Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py", line 3464, in '
+    "run_scheduler_process",
+    "    scheduler.run_event_loop()",
+    '  File "/opt/conda/lib/python3.10/site-packages/sglang/srt/model_executor/model_runner.py", line 2210, '
+    "in forward",
+    "    return self.forward_decode(forward_batch)",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 4 has a total capacity "
+    "of 79.10 GiB of which 1.02 GiB is free.",
+    "",
+]
+INFO = [
+    "2026-03-23 01:10:20.101 INFO 502747 [ ATTN_CP4 TP4 scheduler_metrics_mixin.py:210] Decode batch, "
+    "#running-req: 12, #token: 40123, token usage: 0.31, gen throughput (token/s): 812.40, #queue-req: 0",
+    "2026-03-23 01:10:20.902 INFO 502740 [ ATTN_CP0 TP0 scheduler_metrics_mixin.py:210] Decode batch, "
+    "#running-req: 11, #token: 39811, token usage: 0.31, gen throughput (token/s): 809.12, #queue-req: 0",
+]
+
+
+def test_the_header_is_read_whole():
+    got = records.parse_structured(SCHED + TRACEBACK[0])
+    assert got is not None
+    assert (got.timestamp, got.level, got.pid, got.ranks, got.location) == (
+        "2026-03-23 01:10:21", "ERROR", 502747, ("ATTN_CP4", "TP4"), "scheduler.py:3468")
+    assert got.message == TRACEBACK[0]
+    frame = records.parse_structured(SCHED + TRACEBACK[1])
+    assert frame.message == TRACEBACK[1] and frame.header == got.header  # indentation kept
+    assert got.prefix().ranks == ("ATTN_CP4", "TP4") and got.prefix().kind == "sglang"
+    plain = records.parse_structured("2026-03-23 01:10:21 INFO 7 [scheduler.py:12] ready")
+    assert plain is not None and plain.ranks == () and plain.message == "ready"
+
+
+def test_other_time_stamped_lines_are_no_structured_header():
+    for text in ("2026-03-23 01:10:21.463 ERROR something [x] went wrong",
+                 "2026-03-23 01:10:21,463 - root - ERROR - boom",
+                 "[2026-03-23 01:10:21 TP0] Scheduler hit an exception: Traceback (most recent call last):"):
+        assert records.parse_structured(text) is None, text
+
+
+def test_a_traceback_under_one_header_is_one_incident_with_its_ranks(tmp_path):
+    incs = incidents_of_lines(tmp_path, INFO + [SCHED + line for line in TRACEBACK])
+    assert len(incs) == 1
+    inc = incs[0]
+    assert inc.kind == "traceback" and not inc.truncated
+    assert inc.exception is not None and inc.exception.type.endswith("OutOfMemoryError")
+    assert inc.ranks == ["ATTN_CP4 TP4"]
+    assert any(f.function == "forward" for f in inc.frames)
+
+
+def test_healthy_structured_lines_stay_quiet(tmp_path):
+    assert incidents_of_lines(tmp_path, INFO * 3) == []
+
+
+def test_a_line_under_another_header_ends_the_record(tmp_path):
+    """A record of another call (another time, file or pid) after the traceback is not one of its
+    lines: the traceback stays cut above its exception line."""
+    cut = [SCHED + line for line in TRACEBACK[:-2]]
+    incs = incidents_of_lines(tmp_path, cut + INFO)
+    assert len(incs) == 1 and incs[0].truncated and incs[0].last_line == len(cut)
+    assert not any("Decode batch" in text for text in incs[0].text_lines())
