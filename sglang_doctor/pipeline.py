@@ -43,6 +43,23 @@ class InputError(Exception):
     """A file or stream that cannot be read; the message is one line for the user."""
 
 
+# A failure the log shows after the operator's stop (incidents/assemble.py, captures'
+# ``after_stop``: the line of "SIGTERM received", uvicorn's "Shutting down", a Ctrl-C): not what
+# a teardown raises, so it is reported, but a stopping server's processes lose their peers and
+# their devices under them, so the answer is less sure and says when it came.
+AFTER_STOP_FACTOR = 0.6
+
+
+def _after_stop(diagnosis: Diagnosis) -> None:
+    stop_line = diagnosis.incident.captures.get("after_stop")
+    if stop_line is None:
+        return
+    diagnosis.confidence *= AFTER_STOP_FACTOR
+    diagnosis.explanation = (diagnosis.explanation.rstrip() + f" It came after the server was asked to stop "
+                             f"(line {stop_line}), and is not what a stop's teardown raises; it may still be "
+                             f"a consequence of the stop.").lstrip()
+
+
 class StreamPipeline:
     def __init__(
         self,
@@ -782,6 +799,7 @@ class StreamPipeline:
         else:
             diagnosis = unknown_diagnosis(incident, launch)
         diagnosis.launch = launch
+        _after_stop(diagnosis)
         if self.remediate and self.ruleset is not None and not self.whole_log:
             self._add_remediation(diagnosis)
         return diagnosis

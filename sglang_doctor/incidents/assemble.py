@@ -45,6 +45,11 @@ _SIGNAL_CONTINUATION = re.compile(
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
+# what a stopped server's processes raise on the way down: a cancelled task, a pipe or socket
+# whose other end has exited (a scheduler's or detokenizer's ZMQ / multiprocessing peer), ZMQ's
+# context terminated under a blocked call
+_TEARDOWN_TYPES = _CANCEL_TYPES + ("BrokenPipeError", "ConnectionResetError", "ConnectionAbortedError",
+                                   "EOFError", "ContextTerminated")
 # SGLang's scheduler watchdog (a hard one: its line is a failure) logs, with its "watchdog timeout"
 # line, the batch it waited on and a py-spy dump of every scheduler: 0.4.x scheduler.py
 # watchdog_thread logs "Watchdog timeout (...)" first, then "self.cur_batch.batch_size()=...",
@@ -493,6 +498,7 @@ class Assembler:
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
+        self._stop_line: int | None = None  # the line that said so (a failure after it says it came after a stop)
         self._went_down = False  # the current launch's parent reacted to a failed child
         self._watchdog_dump: list[Line] = []  # py-spy dump lines no incident holds yet (_WATCHDOG_DUMP)
         self._last_reported: int | None = None  # last line of the launch's last reported incident
@@ -940,6 +946,11 @@ class Assembler:
                 self._progress = (line.number, phase, message[:200])
         if found is not None:
             name, figures = found
+            if self._stopping and name != "ready":
+                # a start-up step after the stop: the server was launched again (a relaunch
+                # whose header the paste or the log's rotation left out); what follows is no
+                # longer the stop's teardown
+                self._stopping, self._stop_line = False, None
             ms = Milestone(name, line.number, records.rank_label(ranks) or None, figures, message)
             self.launch.milestones.append(ms)
             events.append(Event("milestone", self.launch, milestone=ms, line=line.number))
@@ -1031,11 +1042,11 @@ class Assembler:
             # the HTTP server was asked to exit (signals.py uvicorn_shutdown): a failure open
             # above it is reported as it stands, what follows is the stop's teardown
             self._close_group(events)
-            self._stopping = True
+            self._stop(line.number)
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "stop" or sig.role == "benign":
-            self._stopping = True
+            self._stop(line.number)
             self._record = _Record(ranks, "normal")
             if self._group is not None and not self._group.builders:
                 self._group = None  # evidence that turned out to be the operator's stop
@@ -1101,6 +1112,11 @@ class Assembler:
             # next ordinary line closes it as before
             else:
                 group.awaits_child = True
+
+    def _stop(self, line_number: int) -> None:
+        """The operator stopped the launch at this line (the first such line counts)."""
+        if not self._stopping:
+            self._stopping, self._stop_line = True, line_number
 
     def _interrupted_while_serving(self, group: _Group) -> bool:
         """Every traceback of the group ends in KeyboardInterrupt, after this launch's ready line,
@@ -1222,15 +1238,18 @@ class Assembler:
         primary = next((b for b in builders if b.complete), builders[0] if builders else None)
         starting = None
         if self._stopping and primary is not None and not group.signal_lines:
+            # what a stop's teardown raises (a cancelled task, a pipe or socket the other end
+            # closed, a cut traceback that shows no cause) is not a failure; any other exception
+            # is reported, marked as one that came after the stop (captures' after_stop)
             exc = primary.chain[-1] if primary.chain else None
-            if exc is None or exc.type.rsplit(".", 1)[-1] in _CANCEL_TYPES:
+            if exc is None or exc.type.rsplit(".", 1)[-1] in _TEARDOWN_TYPES:
                 return None
         if not group.signal_lines and self._interrupted_while_serving(group):
             # Ctrl-C (SIGINT) on a server that had come up: every process of the terminal's
             # group prints its KeyboardInterrupt traceback on the way down (SGLang never raises
             # one itself).  The operator's stop, and what follows is its teardown.  Before the
             # ready line it stays an incident: an interrupted start-up may be a hang.
-            self._stopping = True
+            self._stop(group.lines[0].number)
             return None
         if not group.signal_lines and (group.request_level or self._request_rejected(primary)
                                        or _request_exception_group(builders)
@@ -1294,6 +1313,8 @@ class Assembler:
                 incident.after_ready, incident.after_ready_known = True, True
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
+        if self._stopping and self._stop_line is not None and lines[0].number > self._stop_line:
+            incident.captures.setdefault("after_stop", str(self._stop_line))
         if primary is not None and starting:
             incident.captures.setdefault("startup_frames", starting)
         if in_loop:
@@ -1383,7 +1404,7 @@ class Assembler:
         launch.server_args_form = form
         launch.server_args_complete = complete
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
-        self._stopping = False
+        self._stopping, self._stop_line = False, None
         self._went_down = False
         self._watchdog_dump = []
         self._last_reported = None
