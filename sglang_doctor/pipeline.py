@@ -60,6 +60,25 @@ def _after_stop(diagnosis: Diagnosis) -> None:
                              f"a consequence of the stop.").lstrip()
 
 
+# bash's "Killed" with nothing else in the text that says what the server was doing (no launch,
+# no start-up step, no ready or batch line; the kernel's own log would be an oom_killer signal):
+# an unannounced SIGKILL is most often the OOM killer's, but an operator's kill -9 or a
+# supervisor's prints the same.  Unknown stays unknown: a guess at a low confidence.
+BARE_KILLED_CONFIDENCE = 0.4
+
+
+def _bare_killed(diagnosis: Diagnosis) -> None:
+    incident = diagnosis.incident
+    if incident.kind != "signal" or incident.signal_names != ["killed"] or incident.after_ready_known:
+        return
+    if diagnosis.confidence <= BARE_KILLED_CONFIDENCE:
+        return
+    diagnosis.confidence = BARE_KILLED_CONFIDENCE
+    diagnosis.explanation = (diagnosis.explanation.rstrip() + " Nothing else in the text shows what the server "
+                             "was doing when it was killed: the OOM killer is a guess, an operator's or a "
+                             "supervisor's kill -9 prints the same (dmesg tells them apart).").lstrip()
+
+
 class StreamPipeline:
     def __init__(
         self,
@@ -800,6 +819,7 @@ class StreamPipeline:
             diagnosis = unknown_diagnosis(incident, launch)
         diagnosis.launch = launch
         _after_stop(diagnosis)
+        _bare_killed(diagnosis)
         if self.remediate and self.ruleset is not None and not self.whole_log:
             self._add_remediation(diagnosis)
         return diagnosis

@@ -508,6 +508,7 @@ class Assembler:
         # line again (a warm-up polling its own address every second) is the same failure
         self._reported_rule_lines: set[tuple[int, str]] = set()
         self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
+        self._operator_patterns: set[str] = set()  # what the operator's own pkill -9 / killall -9 matched
         self._request_error: int | None = None  # line of the last "Error in request:" record
         # the lines right after that record are read even when nothing else is open: blank
         # lines between it and its traceback (a viewer that doubles line breaks) move it on
@@ -1024,9 +1025,12 @@ class Assembler:
         self._last_fed = (line, ranks, "signal", line.text)
         if sig.role == "operator_kill":
             self._operator_killed.update(captures.get("killed_pids", "").split())
+            if (pattern := signals.kill_pattern(captures)) is not None:
+                self._operator_patterns.add(pattern)
             self._record = _Record(ranks, "normal")
             return
-        if sig.name == "killed" and captures.get("killed_pid") in self._operator_killed:
+        if sig.name == "killed" and (captures.get("killed_pid") in self._operator_killed
+                                     or signals.killed_by_pattern(line.text, self._operator_patterns)):
             # bash reporting the job that the operator's "kill -9 <pid>" above ended
             self._record = _Record(ranks, "normal")
             return

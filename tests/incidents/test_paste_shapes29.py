@@ -74,3 +74,81 @@ def test_a_line_under_another_header_ends_the_record(tmp_path):
     incs = incidents_of_lines(tmp_path, cut + INFO)
     assert len(incs) == 1 and incs[0].truncated and incs[0].last_line == len(cut)
     assert not any("Decode batch" in text for text in incs[0].text_lines())
+
+
+# -- a stop hides only what its teardown raises ----------------------------------------------
+# (incidents/assemble.py _TEARDOWN_TYPES, captures' after_stop; pipeline._after_stop)
+
+from pathlib import Path  # noqa: E402
+
+from sglang_doctor.diagnose.rules_engine import RuleSet  # noqa: E402
+from sglang_doctor.pipeline import AFTER_STOP_FACTOR, StreamPipeline  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+# real SGLang 0.5.23: served, then SIGTERM to the main PID ("INFO:     Shutting down" and the teardown)
+SIGTERM_RUN = (ROOT / "fixtures/real/healthy_sigterm_0523.log").read_text()
+READY = "[2026-01-01 10:00:00] The server is fired up and ready to roll!\n"
+SHUTTING_DOWN = "[2026-01-01 10:00:04] INFO:     Shutting down\n"
+FAILED = ("[2026-01-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+          '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run_scheduler_process\n'
+          "    scheduler.event_loop_normal()\n"
+          '  File "/x/sglang/srt/model_executor/model_runner.py", line 20, in forward\n'
+          "    return self.forward_decode(forward_batch)\n")
+CUDA = "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+RELAUNCH = "[2026-01-01 10:02:00 TP0] Load weight begin. avail mem=20.00 GB\n"
+
+
+def _incident_events(text: str) -> list[dict]:
+    pipe = StreamPipeline(RuleSet.load())
+    events = pipe.feed(text.encode()) + pipe.finish()
+    return [e for e in events if e["event"] == "incident"]
+
+
+def test_the_real_sigterm_teardown_stays_quiet():
+    assert "INFO:     Shutting down" in SIGTERM_RUN
+    assert _incident_events(SIGTERM_RUN) == []
+
+
+def test_a_failure_after_the_stop_is_reported_as_after_it():
+    for before in (SIGTERM_RUN, READY + SHUTTING_DOWN):
+        after = _incident_events(before + FAILED + CUDA)
+        assert len(after) == 1
+        diagnosis = after[0]["_diagnosis"]
+        assert diagnosis.incident.captures["after_stop"]
+        assert "after the server was asked to stop" in diagnosis.explanation
+    plain = _incident_events(READY + FAILED + CUDA)[0]
+    assert "after_stop" not in plain["_diagnosis"].incident.captures
+    assert plain["rule"] == after[0]["rule"]
+    assert after[0]["confidence"] == round(plain["confidence"] * AFTER_STOP_FACTOR, 3)
+
+
+def test_what_a_teardown_raises_stays_quiet_after_the_stop_only():
+    for exc in ("BrokenPipeError: [Errno 32] Broken pipe\n",
+                "ConnectionResetError: [Errno 104] Connection reset by peer\n",
+                "zmq.error.ContextTerminated: Context was terminated\n"):
+        assert _incident_events(READY + SHUTTING_DOWN + FAILED + exc) == [], exc
+        assert len(_incident_events(READY + FAILED + exc)) == 1, exc  # without a stop: a failure
+
+
+def test_a_relaunch_after_the_stop_ends_it():
+    """A start-up step after the stop is a new launch (its header left out): its Killed is
+    evidence again; right after the stop the Killed is the stop's own end."""
+    assert _incident_events(READY + SHUTTING_DOWN + "Killed\n") == []
+    relaunched = _incident_events(READY + SHUTTING_DOWN + RELAUNCH + "Killed\n")
+    assert len(relaunched) == 1
+    assert "after_stop" not in relaunched[0]["_diagnosis"].incident.captures
+
+
+# -- bash's Killed: a verdict only with context ----------------------------------------------
+
+from sglang_doctor.pipeline import BARE_KILLED_CONFIDENCE  # noqa: E402
+
+
+def test_a_bare_killed_is_a_low_confidence_host_oom_guess():
+    bare = _incident_events("Killed\n")
+    assert len(bare) == 1 and bare[0]["category"] == "memory.host_oom"
+    assert bare[0]["confidence"] == BARE_KILLED_CONFIDENCE
+    assert "the OOM killer is a guess" in bare[0]["explanation"]
+    loading = _incident_events(RELAUNCH + "Killed\n")  # killed while loading weights: the rule's own answer
+    assert len(loading) == 1 and loading[0]["confidence"] > BARE_KILLED_CONFIDENCE
+    assert "the OOM killer is a guess" not in loading[0]["explanation"]
