@@ -87,6 +87,8 @@ from sglang_doctor.pipeline import AFTER_STOP_FACTOR, StreamPipeline  # noqa: E4
 ROOT = Path(__file__).resolve().parents[2]
 # real SGLang 0.5.23: served, then SIGTERM to the main PID ("INFO:     Shutting down" and the teardown)
 SIGTERM_RUN = (ROOT / "fixtures/real/healthy_sigterm_0523.log").read_text()
+# the same served, then a terminal's Ctrl-C (SIGINT to the process group): "Shutting down" too
+CTRL_C_RUN = (ROOT / "fixtures/real/healthy_ctrl_c_0523.log").read_text()
 READY = "[2026-01-01 10:00:00] The server is fired up and ready to roll!\n"
 SHUTTING_DOWN = "[2026-01-01 10:00:04] INFO:     Shutting down\n"
 FAILED = ("[2026-01-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
@@ -104,13 +106,14 @@ def _incident_events(text: str) -> list[dict]:
     return [e for e in events if e["event"] == "incident"]
 
 
-def test_the_real_sigterm_teardown_stays_quiet():
-    assert "INFO:     Shutting down" in SIGTERM_RUN
-    assert _incident_events(SIGTERM_RUN) == []
+def test_the_real_teardowns_stay_quiet():
+    for run in (SIGTERM_RUN, CTRL_C_RUN):
+        assert "INFO:     Shutting down" in run
+        assert _incident_events(run) == []
 
 
 def test_a_failure_after_the_stop_is_reported_as_after_it():
-    for before in (SIGTERM_RUN, READY + SHUTTING_DOWN):
+    for before in (SIGTERM_RUN, CTRL_C_RUN, READY + SHUTTING_DOWN):
         after = _incident_events(before + FAILED + CUDA)
         assert len(after) == 1
         diagnosis = after[0]["_diagnosis"]
