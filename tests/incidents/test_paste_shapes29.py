@@ -63,6 +63,15 @@ def test_a_traceback_under_one_header_is_one_incident_with_its_ranks(tmp_path):
     assert any(f.function == "forward" for f in inc.frames)
 
 
+def test_behind_a_containers_prefix_too(tmp_path):
+    """docker compose's ``name  | `` before every line (records.outer_prefix_end), and a comma
+    before the milliseconds (logging's own default)."""
+    lines = ["sglang-1  | " + (SCHED + line).replace("21.463", "21,463") for line in TRACEBACK]
+    incs = incidents_of_lines(tmp_path, lines)
+    assert len(incs) == 1 and incs[0].exception.type == "torch.OutOfMemoryError"
+    assert incs[0].ranks == ["ATTN_CP4 TP4"]
+
+
 def test_healthy_structured_lines_stay_quiet(tmp_path):
     assert incidents_of_lines(tmp_path, INFO * 3) == []
 
