@@ -40,13 +40,14 @@ def parse_prefix(text: str) -> Prefix:
 
 
 # A structured header written before EVERY line of a record, its multi-line message's lines
-# too (field31/003, sgl-project/sglang#21170, a 2026 build of main): the time with
+# too (field31/003, sgl-project/sglang#21170, a deployment of March 2026's main): the time with
 # milliseconds, the level name, the process id, then in brackets the parallel ranks as
 # SGLang's own prefix names them and the logging call's ``file.py:line``:
 # ``2026-03-23 01:10:21.463 ERROR 502747 [ ATTN_CP4 TP4 scheduler.py:3468] Scheduler hit ...``.
-# SGLang 0.5.23's configure_logger writes only ``[%(asctime)s{prefix}] %(message)s``; this shape
-# comes from a logging config of its own (SGLANG_LOGGING_CONFIG_PATH's dictConfig, or a
-# formatter that repeats the header per line).  A record is the run of lines whose header is
+# SGLang's own configure_logger writes ``[%(asctime)s{.msecs}{prefix}] %(message)s`` (0.5.23;
+# main's logs of June 2026 still show ``[2026-06-17 11:51:53 PP1 ATTN_CP0 TP0]``, #28525): this
+# shape is a deployment's logging config (SGLANG_LOGGING_CONFIG_PATH's dictConfig replaces
+# SGLang's, or a wrapper's formatter that repeats the header per line).  A record is the run of lines whose header is
 # the same (one call formats all its lines at one instant): the first starts the record, the
 # others are its message's lines (incidents/assemble.py).
 _STRUCTURED = re.compile(
