@@ -1030,8 +1030,10 @@ class Assembler:
             self._record = _Record(ranks, "normal")
             return
         if sig.name == "killed" and (captures.get("killed_pid") in self._operator_killed
+                                     or f"%{captures.get('killed_job')}" in self._operator_killed
                                      or signals.killed_by_pattern(line.text, self._operator_patterns)):
-            # bash reporting the job that the operator's "kill -9 <pid>" above ended
+            # bash reporting the job that the operator's "kill -9 <pid>" (or "%<job>", or a
+            # pkill -9 of its command) above ended
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)

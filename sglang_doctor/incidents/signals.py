@@ -79,9 +79,10 @@ SIGNALS: tuple[Signal, ...] = (
     _s("uvicorn_shutdown", ("Shutting down",), r"^(?:\^C)?INFO: +Shutting down\s*$", "stop_request"),
     # The operator's (or their script's) own SIGKILL of a process by pid, as a shell echoes it
     # (``set -x``: "+ kill -9 18229") or as typed after a prompt: bash's "<pid> Killed" report for
-    # that pid further down is this kill, not the kernel OOM killer.  (pkill/killall name no pid.)
+    # that pid further down is this kill, not the kernel OOM killer; "kill -9 %1" names bash's job 1,
+    # whose report is "[1]+  Killed  <command>".
     _s("operator_kill", ("kill -9", "kill -KILL", "kill -SIGKILL", "kill -s KILL", "kill -s 9"),
-       r"^(?:\++ |.*?[$#] )?(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>\d+(?: +\d+)*)\s*$",
+       r"^(?:\++ |.*?[$#] )?(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>%?\d+(?: +%?\d+)*)\s*$",
        "operator_kill"),
     # The same by name: ``pkill -9 -f PATTERN`` / ``killall -9 NAME`` as a shell echoes or a prompt
     # shows it (notes10/005: "+ pkill -9 -f 'sglang\.launch_server'"): bash's "<pid> Killed
@@ -123,7 +124,7 @@ SIGNALS: tuple[Signal, ...] = (
     # also when the line ends after "Killed": its command wrapped onto the next line by a narrow
     # terminal, or cut by the paste)
     _s("killed", ("Killed",),
-       r"^(?:\[\d+\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:python|nohup|sglang)|\s*$)|"
+       r"^(?:\[(?P<killed_job>\d+)\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:python|nohup|sglang)|\s*$)|"
        r"\bKilled\s+(?:python|nohup|sglang)",
        "evidence"),
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB

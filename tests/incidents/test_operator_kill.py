@@ -48,3 +48,9 @@ def test_killed_after_a_pkill_9_of_its_command_is_not_an_incident():
         assert incidents_of(HEAD + before + KILLED + TAIL) == [], before
     bare = incidents_of(HEAD + "+ pkill -9 -f sglang.launch_server\nKilled\n" + TAIL)
     assert [i.signal_names for i in bare] == [["killed"]]  # a bare Killed names no command
+
+
+def test_a_kill_of_a_job_number_ends_that_job():
+    job = "[1]+  Killed                  python3 -m sglang.launch_server --model /data/m --tp 8\n"
+    assert incidents_of("$ kill -9 %1\n" + job) == []
+    assert [i.signal_names for i in incidents_of("$ kill -9 %2\n" + job)] == [["killed"]]
