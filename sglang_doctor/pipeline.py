@@ -43,6 +43,42 @@ class InputError(Exception):
     """A file or stream that cannot be read; the message is one line for the user."""
 
 
+# A failure the log shows after the operator's stop (incidents/assemble.py, captures'
+# ``after_stop``: the line of "SIGTERM received", uvicorn's "Shutting down", a Ctrl-C): not what
+# a teardown raises, so it is reported, but a stopping server's processes lose their peers and
+# their devices under them, so the answer is less sure and says when it came.
+AFTER_STOP_FACTOR = 0.6
+
+
+def _after_stop(diagnosis: Diagnosis) -> None:
+    stop_line = diagnosis.incident.captures.get("after_stop")
+    if stop_line is None:
+        return
+    diagnosis.confidence *= AFTER_STOP_FACTOR
+    diagnosis.explanation = (diagnosis.explanation.rstrip() + f" It came after the server was asked to stop "
+                             f"(line {stop_line}), and is not what a stop's teardown raises; it may still be "
+                             f"a consequence of the stop.").lstrip()
+
+
+# bash's "Killed" with nothing else in the text that says what the server was doing (no launch,
+# no start-up step, no ready or batch line; the kernel's own log would be an oom_killer signal):
+# an unannounced SIGKILL is most often the OOM killer's, but an operator's kill -9 or a
+# supervisor's prints the same.  Unknown stays unknown: a guess at a low confidence.
+BARE_KILLED_CONFIDENCE = 0.4
+
+
+def _bare_killed(diagnosis: Diagnosis) -> None:
+    incident = diagnosis.incident
+    if incident.kind != "signal" or incident.signal_names != ["killed"] or incident.after_ready_known:
+        return
+    if diagnosis.confidence <= BARE_KILLED_CONFIDENCE:
+        return
+    diagnosis.confidence = BARE_KILLED_CONFIDENCE
+    diagnosis.explanation = (diagnosis.explanation.rstrip() + " Nothing else in the text shows what the server "
+                             "was doing when it was killed: the OOM killer is a guess, an operator's or a "
+                             "supervisor's kill -9 prints the same (dmesg tells them apart).").lstrip()
+
+
 class StreamPipeline:
     def __init__(
         self,
@@ -782,6 +818,8 @@ class StreamPipeline:
         else:
             diagnosis = unknown_diagnosis(incident, launch)
         diagnosis.launch = launch
+        _after_stop(diagnosis)
+        _bare_killed(diagnosis)
         if self.remediate and self.ruleset is not None and not self.whole_log:
             self._add_remediation(diagnosis)
         return diagnosis

@@ -45,6 +45,11 @@ _SIGNAL_CONTINUATION = re.compile(
     r"Fatal Python error|Python runtime state|Stack \(most recent call first\))"
 )
 _CANCEL_TYPES = ("KeyboardInterrupt", "CancelledError", "SystemExit")
+# what a stopped server's processes raise on the way down: a cancelled task, a pipe or socket
+# whose other end has exited (a scheduler's or detokenizer's ZMQ / multiprocessing peer), ZMQ's
+# context terminated under a blocked call
+_TEARDOWN_TYPES = _CANCEL_TYPES + ("BrokenPipeError", "ConnectionResetError", "ConnectionAbortedError",
+                                   "EOFError", "ContextTerminated")
 # SGLang's scheduler watchdog (a hard one: its line is a failure) logs, with its "watchdog timeout"
 # line, the batch it waited on and a py-spy dump of every scheduler: 0.4.x scheduler.py
 # watchdog_thread logs "Watchdog timeout (...)" first, then "self.cur_batch.batch_size()=...",
@@ -493,6 +498,7 @@ class Assembler:
         self._group: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
+        self._stop_line: int | None = None  # the line that said so (a failure after it says it came after a stop)
         self._went_down = False  # the current launch's parent reacted to a failed child
         self._watchdog_dump: list[Line] = []  # py-spy dump lines no incident holds yet (_WATCHDOG_DUMP)
         self._last_reported: int | None = None  # last line of the launch's last reported incident
@@ -502,6 +508,7 @@ class Assembler:
         # line again (a warm-up polling its own address every second) is the same failure
         self._reported_rule_lines: set[tuple[int, str]] = set()
         self._operator_killed: set[str] = set()  # pids the operator's own kill -9 named
+        self._operator_patterns: set[str] = set()  # what the operator's own pkill -9 / killall -9 matched
         self._request_error: int | None = None  # line of the last "Error in request:" record
         # the lines right after that record are read even when nothing else is open: blank
         # lines between it and its traceback (a viewer that doubles line breaks) move it on
@@ -523,6 +530,7 @@ class Assembler:
         # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
         self._kernel_line = False  # the line being read had the kernel log's prefix (records.is_kernel_prefix)
+        self._structured: str | None = None  # the structured header of the record being read (records.parse_structured)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
 
@@ -629,6 +637,7 @@ class Assembler:
         prefix = records.sglang_prefix(line.text)
         text = line.text
         self._kernel_line = False
+        structured, self._structured = self._structured, None
         if prefix is None:
             end = records.outer_prefix_end(text)
             if end:  # docker compose, kubectl, journald, ray, mpirun: seen as SGLang wrote it
@@ -642,11 +651,19 @@ class Assembler:
             if text[:1].isdigit():
                 if _HEADER_ONLY.match(text):
                     return events  # a viewer's header line for the line below it
+                if (header := records.parse_structured(text)) is not None:
+                    # a structured header on every line of a record: the first line starts the
+                    # record, the lines under the same header are its message's lines
+                    self._structured = header.header
+                    line = Line(line.number, header.message, line.raw, line.cut)
+                    text = line.text
+                    if header.header != structured:
+                        prefix = header.prefix()
                 m = _FOREIGN_LOGGING.match(text)
                 if m:  # another program's logger around SGLang's output: its text as SGLang wrote it
                     line = Line(line.number, text[m.end():], line.raw, line.cut)
                     text = line.text
-            if records.is_record_start(text):
+            if prefix is None and records.is_record_start(text):
                 prefix = records.parse_prefix(text)
         if prefix is not None:
             self._start_record(line, events, prefix)
@@ -930,6 +947,11 @@ class Assembler:
                 self._progress = (line.number, phase, message[:200])
         if found is not None:
             name, figures = found
+            if self._stopping and name != "ready":
+                # a start-up step after the stop: the server was launched again (a relaunch
+                # whose header the paste or the log's rotation left out); what follows is no
+                # longer the stop's teardown
+                self._stopping, self._stop_line = False, None
             ms = Milestone(name, line.number, records.rank_label(ranks) or None, figures, message)
             self.launch.milestones.append(ms)
             events.append(Event("milestone", self.launch, milestone=ms, line=line.number))
@@ -1003,10 +1025,15 @@ class Assembler:
         self._last_fed = (line, ranks, "signal", line.text)
         if sig.role == "operator_kill":
             self._operator_killed.update(captures.get("killed_pids", "").split())
+            if (pattern := signals.kill_pattern(captures)) is not None:
+                self._operator_patterns.add(pattern)
             self._record = _Record(ranks, "normal")
             return
-        if sig.name == "killed" and captures.get("killed_pid") in self._operator_killed:
-            # bash reporting the job that the operator's "kill -9 <pid>" above ended
+        if sig.name == "killed" and (captures.get("killed_pid") in self._operator_killed
+                                     or f"%{captures.get('killed_job')}" in self._operator_killed
+                                     or signals.killed_by_pattern(line.text, self._operator_patterns)):
+            # bash reporting the job that the operator's "kill -9 <pid>" (or "%<job>", or a
+            # pkill -9 of its command) above ended
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
@@ -1021,11 +1048,11 @@ class Assembler:
             # the HTTP server was asked to exit (signals.py uvicorn_shutdown): a failure open
             # above it is reported as it stands, what follows is the stop's teardown
             self._close_group(events)
-            self._stopping = True
+            self._stop(line.number)
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "stop" or sig.role == "benign":
-            self._stopping = True
+            self._stop(line.number)
             self._record = _Record(ranks, "normal")
             if self._group is not None and not self._group.builders:
                 self._group = None  # evidence that turned out to be the operator's stop
@@ -1091,6 +1118,11 @@ class Assembler:
             # next ordinary line closes it as before
             else:
                 group.awaits_child = True
+
+    def _stop(self, line_number: int) -> None:
+        """The operator stopped the launch at this line (the first such line counts)."""
+        if not self._stopping:
+            self._stopping, self._stop_line = True, line_number
 
     def _interrupted_while_serving(self, group: _Group) -> bool:
         """Every traceback of the group ends in KeyboardInterrupt, after this launch's ready line,
@@ -1212,15 +1244,18 @@ class Assembler:
         primary = next((b for b in builders if b.complete), builders[0] if builders else None)
         starting = None
         if self._stopping and primary is not None and not group.signal_lines:
+            # what a stop's teardown raises (a cancelled task, a pipe or socket the other end
+            # closed, a cut traceback that shows no cause) is not a failure; any other exception
+            # is reported, marked as one that came after the stop (captures' after_stop)
             exc = primary.chain[-1] if primary.chain else None
-            if exc is None or exc.type.rsplit(".", 1)[-1] in _CANCEL_TYPES:
+            if exc is None or exc.type.rsplit(".", 1)[-1] in _TEARDOWN_TYPES:
                 return None
         if not group.signal_lines and self._interrupted_while_serving(group):
             # Ctrl-C (SIGINT) on a server that had come up: every process of the terminal's
             # group prints its KeyboardInterrupt traceback on the way down (SGLang never raises
             # one itself).  The operator's stop, and what follows is its teardown.  Before the
             # ready line it stays an incident: an interrupted start-up may be a hang.
-            self._stopping = True
+            self._stop(group.lines[0].number)
             return None
         if not group.signal_lines and (group.request_level or self._request_rejected(primary)
                                        or _request_exception_group(builders)
@@ -1284,6 +1319,8 @@ class Assembler:
                 incident.after_ready, incident.after_ready_known = True, True
         incident.signal_names = list(group.signal_names)
         incident.captures = dict(group.captures)
+        if self._stopping and self._stop_line is not None and lines[0].number > self._stop_line:
+            incident.captures.setdefault("after_stop", str(self._stop_line))
         if primary is not None and starting:
             incident.captures.setdefault("startup_frames", starting)
         if in_loop:
@@ -1373,7 +1410,7 @@ class Assembler:
         launch.server_args_form = form
         launch.server_args_complete = complete
         launch.version_hint = "0.5.9-style" if form == "dataclass" else ("0.5.23-style" if form == "dict" else None)
-        self._stopping = False
+        self._stopping, self._stop_line = False, None
         self._went_down = False
         self._watchdog_dump = []
         self._last_reported = None

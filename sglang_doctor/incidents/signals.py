@@ -79,10 +79,17 @@ SIGNALS: tuple[Signal, ...] = (
     _s("uvicorn_shutdown", ("Shutting down",), r"^(?:\^C)?INFO: +Shutting down\s*$", "stop_request"),
     # The operator's (or their script's) own SIGKILL of a process by pid, as a shell echoes it
     # (``set -x``: "+ kill -9 18229") or as typed after a prompt: bash's "<pid> Killed" report for
-    # that pid further down is this kill, not the kernel OOM killer.  (pkill/killall name no pid.)
+    # that pid further down is this kill, not the kernel OOM killer; "kill -9 %1" names bash's job 1,
+    # whose report is "[1]+  Killed  <command>".
     _s("operator_kill", ("kill -9", "kill -KILL", "kill -SIGKILL", "kill -s KILL", "kill -s 9"),
-       r"^(?:\++ |.*?[$#] )?(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>\d+(?: +\d+)*)\s*$",
+       r"^(?:\++ |.*?[$#] )?(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>%?\d+(?: +%?\d+)*)\s*$",
        "operator_kill"),
+    # The same by name: ``pkill -9 -f PATTERN`` / ``killall -9 NAME`` as a shell echoes or a prompt
+    # shows it (notes10/005: "+ pkill -9 -f 'sglang\.launch_server'"): bash's "<pid> Killed
+    # <command>" whose command holds that pattern is this kill (operator_kill_matches).
+    _s("operator_pkill", ("pkill ", "killall "),
+       r"^(?:\++ |.*?[$#] )?(?:sudo )?(?:pkill|killall)(?P<kill_opts>(?: +(?:-s +\S+|--signal[ =]\S+|-\S+))*)"
+       r" +(?P<kill_pattern>'[^']+'|\"[^\"]+\"|[^\s'\"-]\S*)\s*$", "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
     # The main process's SIGCHLD handler (engine.py ``sigchld_handler``, 0.4.x "Child process
@@ -117,7 +124,7 @@ SIGNALS: tuple[Signal, ...] = (
     # also when the line ends after "Killed": its command wrapped onto the next line by a narrow
     # terminal, or cut by the paste)
     _s("killed", ("Killed",),
-       r"^(?:\[\d+\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:python|nohup|sglang)|\s*$)|"
+       r"^(?:\[(?P<killed_job>\d+)\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:python|nohup|sglang)|\s*$)|"
        r"\bKilled\s+(?:python|nohup|sglang)",
        "evidence"),
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
@@ -396,3 +403,29 @@ def extra_signal(name: str, literals: tuple[str, ...], regex: str) -> Signal:
     """A signal contributed by a rule's ``line``/``literal`` match (see rules_engine); its
     regex compiled on first use."""
     return Signal(name, literals, LazyPattern(f"^{_WARNING_LINE}.*?(?:{regex})"), "evidence")
+
+
+# -- the operator's kill by name --------------------------------------------------------------
+
+_SIGKILL_OPTION = re.compile(r"(?:^|\s)(?:-(?:9|KILL|SIGKILL)|-s +(?:9|KILL|SIGKILL)|--signal[ =](?:9|KILL|SIGKILL))(?=\s|$)")
+# what a kill pattern may hold to be read as the text it matches: words, paths, dots (a regex's
+# escaped "\." too), "::" of SGLang's process titles; any other regex syntax is not read (the
+# log is untrusted input: its text is never compiled as a pattern)
+_LITERAL_PATTERN = re.compile(r"[\w./:@-]+")
+_KILLED_COMMAND = re.compile(r"\bKilled\s+(?P<command>\S.*)$")
+
+
+def kill_pattern(captures: dict[str, str]) -> str | None:
+    """The text an operator_pkill line's SIGKILL matched processes by, as a literal, or None
+    when it sent another signal or its pattern is more than a literal (see _LITERAL_PATTERN)."""
+    if not _SIGKILL_OPTION.search(captures.get("kill_opts", "")):
+        return None
+    pattern = captures.get("kill_pattern", "").strip("'\"").replace("\\.", ".")
+    return pattern if _LITERAL_PATTERN.fullmatch(pattern) else None
+
+
+def killed_by_pattern(killed_line: str, patterns: set[str]) -> bool:
+    """Whether bash's "Killed <command>" report names a command one of the operator's
+    ``pkill -9`` / ``killall -9`` patterns matched (a bare "Killed" names none)."""
+    m = _KILLED_COMMAND.search(killed_line)
+    return m is not None and any(p in m.group("command") for p in patterns)

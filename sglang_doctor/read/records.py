@@ -10,6 +10,7 @@ lines after it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from sglang_doctor.model import Prefix
 from sglang_doctor.read.reader import clean_text
@@ -36,6 +37,51 @@ def parse_prefix(text: str) -> Prefix:
     elif _UVICORN.match(text):
         return Prefix(None, (), text, "uvicorn")
     return Prefix(None, (), text, "bare")
+
+
+# A structured header written before EVERY line of a record, its multi-line message's lines
+# too (field31/003, sgl-project/sglang#21170, a deployment of March 2026's main): the time with
+# milliseconds, the level name, the process id, then in brackets the parallel ranks as
+# SGLang's own prefix names them and the logging call's ``file.py:line``:
+# ``2026-03-23 01:10:21.463 ERROR 502747 [ ATTN_CP4 TP4 scheduler.py:3468] Scheduler hit ...``.
+# SGLang's own configure_logger writes ``[%(asctime)s{.msecs}{prefix}] %(message)s`` (0.5.23;
+# main's logs of June 2026 still show ``[2026-06-17 11:51:53 PP1 ATTN_CP0 TP0]``, #28525): this
+# shape is a deployment's logging config (SGLANG_LOGGING_CONFIG_PATH's dictConfig replaces
+# SGLang's, or a wrapper's formatter that repeats the header per line).  A record is the run of lines whose header is
+# the same (one call formats all its lines at one instant): the first starts the record, the
+# others are its message's lines (incidents/assemble.py).
+_STRUCTURED = re.compile(
+    r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d{1,6})? +"
+    r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) +(\d{1,10}) +"
+    r"\[ ?((?:(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+ )*)([\w.-]+\.py:\d+) ?\] ?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Structured:
+    """One line's structured header (see above) and the text after it."""
+
+    header: str  # the header as written: equal headers mean one record
+    timestamp: str
+    level: str
+    pid: int
+    ranks: tuple[str, ...]
+    location: str  # the logging call's file.py:line
+    message: str
+
+    def prefix(self) -> Prefix:
+        """The record header SGLang's own format would have given the record's first line."""
+        kind = "uvicorn" if _UVICORN.match(self.message) else "sglang"
+        return Prefix(self.timestamp, self.ranks, self.message, kind)
+
+
+def parse_structured(text: str) -> Structured | None:
+    """The structured header a line starts with, or None (see above)."""
+    m = _STRUCTURED.match(text)
+    if m is None:
+        return None
+    return Structured(text[:m.end()].rstrip(), m.group(1), m.group(2), int(m.group(3)),
+                      tuple(m.group(4).split()), m.group(5), text[m.end():])
 
 
 # A paste that starts inside a record's header keeps only its tail: ``TP0] ValueError: ...``,

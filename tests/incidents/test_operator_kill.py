@@ -30,6 +30,25 @@ def test_a_kill_typed_after_a_prompt_counts_too():
 
 
 def test_killed_without_a_kill_of_its_pid_stays_evidence():
-    for before in ("", "+ kill -9 4242\n", "+ pkill -9 -f sglang.launch_server\n", "+ kill 18229\n"):
+    for before in ("", "+ kill -9 4242\n", "+ pkill -9 -f vllm.entrypoints\n", "+ pkill -f sglang.launch_server\n",
+                   "+ pkill -9 -f 'sglang.*server'\n", "+ kill 18229\n"):
         incs = incidents_of(HEAD + before + KILLED + TAIL)
         assert [i.signal_names for i in incs] == [["killed"]], before
+
+
+def test_killed_after_a_pkill_9_of_its_command_is_not_an_incident():
+    """``pkill -9 -f PATTERN`` / ``killall -9 NAME`` name no pid: the Killed report whose command
+    holds the pattern (read as a literal; a regex's escaped dot too) is that kill.  A pattern
+    with other regex syntax, a kill without SIGKILL, or another command's pattern stays
+    evidence (above)."""
+    for before in ("+ pkill -9 -f sglang.launch_server\n", "+ pkill -9 -f 'sglang\\.launch_server'\n",
+                   "$ sudo pkill -KILL -f sglang\n", "+ killall -9 python3\n", "+ pkill -s KILL -f launch_server\n"):
+        assert incidents_of(HEAD + before + KILLED + TAIL) == [], before
+    bare = incidents_of(HEAD + "+ pkill -9 -f sglang.launch_server\nKilled\n" + TAIL)
+    assert [i.signal_names for i in bare] == [["killed"]]  # a bare Killed names no command
+
+
+def test_a_kill_of_a_job_number_ends_that_job():
+    job = "[1]+  Killed                  python3 -m sglang.launch_server --model /data/m --tp 8\n"
+    assert incidents_of("$ kill -9 %1\n" + job) == []
+    assert [i.signal_names for i in incidents_of("$ kill -9 %2\n" + job)] == [["killed"]]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import socket
 import sys
 import tempfile
@@ -63,6 +64,9 @@ class Scenario:
     occupy_port: bool = False
     linger: float = 20.0
     timeout: float = 900.0  # a loaded 2-core machine took 5 min to reach "Load weight"
+    # how a "serve" scenario is stopped: the signal, to the main PID or to the whole group
+    stop_signal: int = signal.SIGTERM
+    stop_group: bool = False
 
 
 SCENARIOS: list[Scenario] = [
@@ -71,6 +75,14 @@ SCENARIOS: list[Scenario] = [
         what="healthy start, /health + /generate + /v1/models, then SIGTERM to the main PID",
         expect=harness.READY_LINE,
         mode="serve",
+    ),
+    Scenario(
+        name="healthy_ctrl_c_0523",
+        what="healthy start, /health + /generate + /v1/models, then a terminal's Ctrl-C: SIGINT to the process group",
+        expect=harness.READY_LINE,
+        mode="serve",
+        stop_signal=signal.SIGINT,
+        stop_group=True,
     ),
     Scenario(
         name="mem_fraction_too_small_0523",
@@ -197,7 +209,7 @@ def run_scenario(scenario: Scenario, scratch: Path, python: Path) -> dict:
             except Exception:  # noqa: BLE001 - timeout: stopped below, recorded as such
                 outcome["timed_out"] = True
     finally:
-        stop = harness.stop(proc, grace=30.0)
+        stop = harness.stop(proc, grace=30.0, signum=scenario.stop_signal, to_group=scenario.stop_group)
         if holder is not None:
             holder.close()
     outcome.update(

@@ -237,8 +237,11 @@ class StopResult:
     notes: list[str] = field(default_factory=list)
 
 
-def stop(proc: subprocess.Popen, grace: float = 60.0, group_grace: float = 10.0) -> StopResult:
+def stop(proc: subprocess.Popen, grace: float = 60.0, group_grace: float = 10.0,
+         signum: int = signal.SIGTERM, to_group: bool = False) -> StopResult:
     """Stop a server started by ``start``: SIGTERM to the main PID, then SIGKILL to the group.
+    (``signum`` / ``to_group``: another stop to capture, e.g. a terminal's Ctrl-C, SIGINT to
+    the whole foreground group.)
 
     Why not SIGTERM the group: the schedulers would die first and SGLang would log a
     misleading "Subprocess scheduler_0 ... crashed with exit code -15" (sglang-notes §5).
@@ -251,13 +254,16 @@ def stop(proc: subprocess.Popen, grace: float = 60.0, group_grace: float = 10.0)
     result = StopResult(returncode=proc.poll())
     if result.returncode is None:
         try:
-            proc.send_signal(signal.SIGTERM)
+            if to_group:
+                os.killpg(pgid, signum)
+            else:
+                proc.send_signal(signum)
         except ProcessLookupError:
             pass
         try:
             result.returncode = proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            result.notes.append(f"main process still alive {grace:.0f} s after SIGTERM")
+            result.notes.append(f"main process still alive {grace:.0f} s after {signal.Signals(signum).name}")
     deadline = time.monotonic() + (group_grace if result.returncode is not None else 0)
     while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.2)
