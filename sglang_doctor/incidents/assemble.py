@@ -395,6 +395,15 @@ def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
     return None
 
 
+def _type_lost(text: str) -> tracebacks.ExceptionInfo:
+    """The exception of a first line that began inside its message, its type lost: marked
+    tracebacks.CUT_MARK, followed by the built-in exception the message's end is CPython's
+    words for (tracebacks.python_message_tail: ``…TypeError`` for ``pack non-iterable X
+    object``).  The rules read such a message as cut at its start (rules_engine._match)."""
+    named = tracebacks.python_message_tail(text)
+    return tracebacks.ExceptionInfo(tracebacks.CUT_MARK + (named or ""), text.strip())
+
+
 # A first line that starts with one space and then a word: a paste cut just before that space
 # (a traceback's frames are indented by two, their source lines by four; a tab is indentation).
 _CUT_BEFORE_A_SPACE = re.compile(r"^ (?=[^\s])")
@@ -850,7 +859,7 @@ class Assembler:
         incident as an exception with its type lost (tracebacks.CUT_MARK)."""
         line, ranks = self._first_unread
         self._first_unread = None
-        self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, line.text.strip())
+        self._cut_exception = _type_lost(line.text)
         self._exception_line(Line(line.number, line.text.strip(), line.raw, line.cut), ranks, None, events)
 
     def _cut_first_line(self, text: str, exc, sig):
@@ -866,6 +875,11 @@ class Assembler:
             # the paste began inside the message: the type went with its head (``of memory.
             # Tried to allocate 2.00 GiB ...``); what is left is a message the pack knows
             self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, text.strip())
+            return self._cut_exception
+        if cut is None and exc is None and sig is None and tracebacks.python_message_tail(text) is not None:
+            # the end of a message CPython gives a built-in exception (``pe' object has no
+            # attribute 'cpu'``): that exception, its type gone with the message's head
+            self._cut_exception = _type_lost(text)
             return self._cut_exception
         if cut is not None and cut.type == tracebacks.CUT_MARK + BARE_ERROR_WORD \
                 and tracebacks.bare_exception(cut.message.strip()) is not None:

@@ -49,6 +49,26 @@ def literal_words(pattern: str) -> frozenset[str]:
     return words
 
 
+# one run of non-space characters (a path, a dotted class name, a generated kernel's name) that a
+# wildcard took counts for at most this many characters when a match is weighed (words_share)
+TOKEN_WEIGHT = 16
+
+
+def weighed_length(text: str) -> int:
+    """``text``'s length with each run of non-space characters counted for at most
+    TOKEN_WEIGHT: what a wildcard took counts by its words, a path or an identifier as one
+    word (``at /mnt/.../fmhaRunner.cuh:30: Unsupported architecture`` is a few words, a
+    server_args dump ``model_path='...', tokenizer_path=..., ...`` is many)."""
+    tokens = text.split()
+    return sum(min(len(t), TOKEN_WEIGHT) for t in tokens) + max(0, len(tokens) - 1)
+
+
+def words_share(held: int, matched: str) -> bool:
+    """Whether the pattern's own words (``held`` characters) are at least a quarter of the
+    match, weighed by words (weighed_length), not mostly what a wildcard took."""
+    return held * 4 >= weighed_length(matched)
+
+
 def _holds_words(pattern: str, matched: str, min_chars: int) -> int | None:
     """The characters of the pattern's own words a partial match holds when they are two
     thirds of ``min_chars`` or more (not what a wildcard took), else None."""
@@ -109,9 +129,10 @@ def reversed_rx(rx):
 def tail_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
     """A match of ``rx`` that the start of ``text`` cut short, or None: the pattern run
     backwards, partial where the text starts, over ``min_chars`` characters or more, of which
-    two thirds are the words the pattern spells out and at least a quarter of the match (not
-    mostly what a wildcard took: ``\\((?P<cli>[^)]*)\\)`` run back over a whole server_args
-    dump; a partial match sets no group, so the words are weighed instead).  May raise what
+    two thirds are the words the pattern spells out and at least a quarter of the match weighed
+    by words (words_share: not mostly what a wildcard took, ``\\((?P<cli>[^)]*)\\)`` run back
+    over a whole server_args dump; a partial match sets no group, so the words are weighed
+    instead).  May raise what
     ``rx.search`` raises (``TimeoutError`` after ``timeout`` seconds)."""
     back = reversed_rx(rx)
     if back is None:
@@ -120,7 +141,7 @@ def tail_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
     if m is None or not m.partial or m.start() != 0 or len(m.group(0)) < min_chars:
         return None
     held = _holds_words(rx.pattern, m.group(0), min_chars)
-    return m if held is not None and held * 4 >= len(m.group(0)) else None
+    return m if held is not None and words_share(held, m.group(0)) else None
 
 
 LITERAL_TAIL_MIN = 16  # characters of a literal a cut first line must start with

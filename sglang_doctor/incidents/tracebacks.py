@@ -222,8 +222,29 @@ _PYTHON_MESSAGES = (
     ("AttributeError", re.compile(r"(?:'[\w.]+' object|module '[\w.]+') has no attribute '[^']+'")),
     ("NameError", re.compile(r"name '\w+' is not defined")),
     ("TypeError", re.compile(r"unsupported operand type\(s\) for |'[\w.]+' object is not (?:subscriptable|callable|iterable)\b"
-                             r"|\w\(\) got an unexpected keyword argument '|\w\(\) missing \d+ required positional argument")),
+                             r"|\w\(\) got an unexpected keyword argument '|\w\(\) missing \d+ required positional argument"
+                             r"|argument of type '[\w.]+' is not (?:a container or )?iterable|cannot unpack non-iterable \S+ object")),
 )
+
+# The same messages whole, to the line's end (a path CPython adds after an import's module, the
+# hint 3.10+ adds to a NameError), for a paste's first line that begins inside one of them
+# (``pe' object has no attribute 'cpu'``): python_message_tail.
+_PYTHON_MESSAGE_LINES = (
+    ("ModuleNotFoundError", r"No module named '[^'\n]+'"),
+    ("ImportError", r"cannot import name '[^'\n]+' from '[^'\n]+'(?: \([^)\n]*\))?"),
+    ("AttributeError", r"(?:'[\w.]+' object|module '[\w.]+') has no attribute '[^'\n]+'(?:\. Did you mean: '\w+'\?)?"),
+    ("NameError", r"name '\w+' is not defined(?:\. Did you mean: '\w+'\?)?"),
+    ("TypeError", r"(?:unsupported operand type\(s\) for [^:\n]+: '[\w.]+' and '[\w.]+'"
+                  r"|'[\w.]+' object is not (?:subscriptable|callable|iterable)"
+                  r"|\w+\(\) got an unexpected keyword argument '\w+'"
+                  r"|\w+\(\) missing \d+ required (?:positional|keyword-only) arguments?: '\w+'(?:(?:, | and |, and )'\w+')*"
+                  r"|argument of type '[\w.]+' is not (?:a container or )?iterable"
+                  r"|cannot unpack non-iterable \S+ object)"),
+)
+_PYTHON_TAILS: list = []  # (name, the line's pattern compiled to match backwards), built once
+# a first line read as the end of such a message: this long, and so many characters of its own words
+PYTHON_TAIL_MIN = 16
+PYTHON_TAIL_WORDS = 10
 
 
 def python_message_type(etype: str, message: str) -> str | None:
@@ -232,6 +253,31 @@ def python_message_type(etype: str, message: str) -> str | None:
     ImportError); None when there is none."""
     for name, rx in _PYTHON_MESSAGES:
         if rx.match(message) and cut_type_matches(etype, (name,)):
+            return name
+    return None
+
+
+def python_message_tail(text: str) -> str | None:
+    """The built-in exception whose message, as CPython words it, is the whole of ``text``
+    or its end (a paste that began inside it: ``pe' object has no attribute 'cpu'``, ``me
+    'ModelRunner' is not defined``), or None: the message's form run backwards from the line's
+    end to its start (``regex``'s REVERSE flag, partial there), PYTHON_TAIL_MIN characters or
+    more of which PYTHON_TAIL_WORDS are the form's own words.  A line that only ends with such
+    a message (``Failed: 'X' object has no attribute 'y'``) is another record quoting it."""
+    text = text.strip()
+    if len(text) < PYTHON_TAIL_MIN:
+        return None
+    if not _PYTHON_TAILS:
+        import regex
+
+        _PYTHON_TAILS.extend((name, regex.compile(rf"(?:{source})$", regex.REVERSE))
+                             for name, source in _PYTHON_MESSAGE_LINES)
+    from sglang_doctor.incidents.cut_match import held_words
+
+    for name, back in _PYTHON_TAILS:
+        m = back.search(text, partial=True)
+        if m is not None and m.start() == 0 and m.end() == len(text) \
+                and held_words(back.pattern, text) >= PYTHON_TAIL_WORDS:
             return name
     return None
 
