@@ -222,8 +222,7 @@ _PYTHON_MESSAGES = (
     ("AttributeError", re.compile(r"(?:'[\w.]+' object|module '[\w.]+') has no attribute '[^']+'")),
     ("NameError", re.compile(r"name '\w+' is not defined")),
     ("TypeError", re.compile(r"unsupported operand type\(s\) for |'[\w.]+' object is not (?:subscriptable|callable|iterable)\b"
-                             r"|\w\(\) got an unexpected keyword argument '|\w\(\) missing \d+ required positional argument"
-                             r"|argument of type '[\w.]+' is not (?:a container or )?iterable|cannot unpack non-iterable \S+ object")),
+                             r"|\w\(\) got an unexpected keyword argument '|\w\(\) missing \d+ required positional argument")),
 )
 
 # The same messages whole, to the line's end (a path CPython adds after an import's module, the
