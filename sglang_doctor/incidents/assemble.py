@@ -823,7 +823,10 @@ class Assembler:
             inner = tracebacks.bare_exception(exc.message.strip())
             if inner is not None and inner.type != BARE_ERROR_WORD and not inner.type.endswith("Warning"):
                 line = Line(line.number, exc.message.strip(), line.raw, line.cut)
-            elif sig is None and not self._names_failure(exc.message):
+            elif sig is None and not self._names_failure(exc.message) \
+                    and not (line.number == 1 and self._knows_message(exc.message)):
+                # (on the input's first line, ``Error: `` is also what a paste that began inside
+                # the type left of ``AssertionError: ``: a message a rule knows keeps it one)
                 self._normal(line, ranks, text, events, found)
                 return
         if sig is not None and (exc is None or sig[0].role != "evidence"):
@@ -886,7 +889,8 @@ class Assembler:
             return exc  # "Error: ValueError: ...": a reporter's word before the exception (below)
         if cut is None or (exc is not None and exc.type.rsplit(".", 1)[-1] != cut.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)):
             return exc
-        if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type):
+        if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type) \
+                and not self._knows_message(cut.message):
             named = tracebacks.python_message_type(cut.type, cut.message.strip())
             if named is not None:  # its message as CPython words it names the type
                 cut = tracebacks.ExceptionInfo(tracebacks.CUT_MARK + named, cut.message)
@@ -894,6 +898,12 @@ class Assembler:
                 return exc
         self._cut_exception = cut
         return cut
+
+    def _knows_message(self, message: str) -> bool:
+        """Whether ``message`` (a cut first line's, after its type's tail) is a message a
+        specific rule knows, whole or its end (RuleSet.reads_as_message)."""
+        return self._reads_as_message is not None and bool(message.strip()) \
+            and self._reads_as_message(message.strip())
 
     def _names_failure(self, message: str) -> bool:
         """Whether ``message`` holds the words of a failure the rule pack knows by its message."""

@@ -43,6 +43,10 @@ _EXC_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Group", 
 # wrapper that names the cause (``ray.exceptions.RayTaskError(OutOfMemoryError): ...``).
 _DOTTED_EXC = re.compile(
     r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*(?:\((?P<inner>[A-Z]\w*)\))?): (?P<msg>\S.*)$")
+# The same wrapper with its module path lost (a paste that began at the class's name:
+# ``RayTaskError(OutOfMemoryError): ray::main_task() ...``): both names exception classes.
+_WRAPPER_EXC = re.compile(
+    r"^(?P<type>[A-Z]\w*(?:Error|Exception)\((?P<inner>[A-Z]\w*(?:Error|Exception|Fault|Interrupt|Exit))\)): (?P<msg>\S.*)$")
 # An exception as its repr, the form wrappers print (``print(repr(e))``, ray, pyo3's
 # ``PyErr { type: ..., value: TypeError("..."), traceback: None }`` with the paste starting at
 # the value): ``ValueError("type fp8e4nv not supported ...")``, the whole line or followed by
@@ -155,7 +159,7 @@ def bare_exception(text: str) -> ExceptionInfo | None:
     exc = strict_exception(text)
     if exc is not None:
         return exc if exc.message else None
-    m = _DOTTED_EXC.match(text)
+    m = _DOTTED_EXC.match(text) or _WRAPPER_EXC.match(text)
     if m is not None:
         return ExceptionInfo(m.group("type"), m.group("msg"))
     m = _REPR_EXC.search(text) if "Error(" in text or "Exception(" in text else None
