@@ -889,13 +889,12 @@ class Assembler:
             return exc  # "Error: ValueError: ...": a reporter's word before the exception (below)
         if cut is None or (exc is not None and exc.type.rsplit(".", 1)[-1] != cut.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)):
             return exc
-        if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type) \
-                and not self._knows_message(cut.message):
+        if sig is None and not self._names_failure(cut.message) and not tracebacks.telling_tail(cut.type):
             named = tracebacks.python_message_type(cut.type, cut.message.strip())
             if named is not None:  # its message as CPython words it names the type
                 cut = tracebacks.ExceptionInfo(tracebacks.CUT_MARK + named, cut.message)
-            elif exc is None or exc.type == BARE_ERROR_WORD:
-                return exc
+            elif (exc is None or exc.type == BARE_ERROR_WORD) and not self._knows_message(cut.message):
+                return exc  # (a message a specific rule knows keeps the short tail an exception)
         self._cut_exception = cut
         return cut
 
