@@ -722,6 +722,11 @@ MIN_QUOTED_WORDS = 32
 _CUT_TYPE_HEAD = re.compile(r"[\w.]+: ")
 
 
+# the head of a line Python's warnings module prints (warnings.formatwarning:
+# ``{filename}:{lineno}: {category}: {message}``), whatever the paste cut of the file's path
+_PY_WARNING_LINE = re.compile(r"^\S*:\d+: [A-Z]\w*Warning: ")
+
+
 def _running_text(head: str) -> bool:
     """Whether ``head``, what a first line holds before the rule's message, leaves that
     message the line's own: running text with no ``: `` (the paste began inside the
@@ -945,6 +950,8 @@ class RuleSet:
         words is weighed by words (cut_match.words_share: a path counts as one).  Only rules
         whose words the line holds are tried (a substring test each)."""
         floor = MIN_PARTIAL_CHARS * 2 // 3
+        if _PY_WARNING_LINE.search(text):
+            return False  # a warning (warnings.formatwarning's ``file:line: category: ``) fails nothing
         for rule in self.rules:
             if rule.layer != "specific" or rule.message is None:
                 continue

@@ -106,3 +106,11 @@ def test_rays_wrapper_without_its_module_path_is_an_exception_line():
     exc = bare_exception("RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)")
     assert exc is not None and exc.type == "RayTaskError(OutOfMemoryError)"
     assert bare_exception("Task(Runner): not an exception") is None
+
+
+def test_a_python_warning_line_is_no_cut_message():
+    # bench/healthy_bait.py (c): with a path weighed as one word, a rule's broad pattern run back
+    # over a warning's ``file.py:N: UserWarning: ...`` read it as a message's end
+    for path in ("/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/quantization/awq/awq.py", "y"):
+        text = f"{path}:53: UserWarning: Only CUDA, HIP and XPU support AWQ currently.\n  warnings.warn(\n"
+        assert answers(text) == [], path
