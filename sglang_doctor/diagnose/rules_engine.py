@@ -961,7 +961,7 @@ class RuleSet:
             try:
                 m = _search(rule.message, text)
                 if m is not None and floor <= (held := _held_words(source, m.group(0))) \
-                        and words_share(held, m.group(0)) \
+                        and words_share(source, m.group(0), held) \
                         and (m.start() == 0 or (held >= MIN_QUOTED_WORDS and _running_text(text[:m.start()]))):
                     return True
                 if _partial_search(rule.message, text, at_start=True) is not None:

@@ -63,10 +63,16 @@ def weighed_length(text: str) -> int:
     return sum(min(len(t), TOKEN_WEIGHT) for t in tokens) + max(0, len(tokens) - 1)
 
 
-def words_share(held: int, matched: str) -> bool:
-    """Whether the pattern's own words (``held`` characters) are at least a quarter of the
-    match, weighed by words (weighed_length), not mostly what a wildcard took."""
-    return held * 4 >= weighed_length(matched)
+def words_share(pattern: str, matched: str, held: int) -> bool:
+    """Whether the pattern's own words are at least a quarter of the match, not mostly what a
+    wildcard took: ``held`` characters of the match's length, or, weighed by words
+    (weighed_length), the pattern's words found in the match's ordinary words (a word inside
+    a path or a long identifier is what a wildcard took: ``custom_all_reduce`` in
+    ``custom_all_reduce.register_graph_buffers:`` is not the pattern's ``\\S*custom_all_reduce``)."""
+    if held * 4 >= len(matched):
+        return True
+    ordinary = " ".join(t for t in matched.split() if len(t) <= TOKEN_WEIGHT)
+    return held_words(pattern, ordinary) * 4 >= weighed_length(matched)
 
 
 def _holds_words(pattern: str, matched: str, min_chars: int) -> int | None:
@@ -141,7 +147,7 @@ def tail_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
     if m is None or not m.partial or m.start() != 0 or len(m.group(0)) < min_chars:
         return None
     held = _holds_words(rx.pattern, m.group(0), min_chars)
-    return m if held is not None and words_share(held, m.group(0)) else None
+    return m if held is not None and words_share(rx.pattern, m.group(0), held) else None
 
 
 LITERAL_TAIL_MIN = 16  # characters of a literal a cut first line must start with

@@ -59,9 +59,22 @@ def test_a_quoted_cpython_message_at_a_line_end_stays_quiet():
 def test_a_path_counts_as_one_word_when_a_match_is_weighed():
     path = "/mnt/d/code/app/.venv/lib/python3.12/site-packages/flashinfer/data/include/fmhaRunner.cuh:30:"
     assert weighed_length(f"at {path} Unsupported architecture") == 2 + 1 + 16 + 1 + 11 + 1 + 12
-    assert words_share(23, f"FmhaRunner' at {path} Unsupported architecture")
-    dump = ", ".join(f"option_{i}='value_{i}'" for i in range(40))  # a dump is many words
-    assert not words_share(23, dump)
+    rx = "Error in function '(?P<runner>TllmGen\\w*)' at [^\\n]*?:\\d+: Unsupported architecture"
+    assert words_share(rx, f"FmhaRunner' at {path} Unsupported architecture", 23)
+    dump = ", ".join(f"option_{i}='value_{i}'" for i in range(40)) + " Unsupported architecture"
+    assert not words_share(rx, dump, 23)  # a dump is many words
+    # a pattern's word inside an identifier the wildcard took is not the pattern's own
+    rx = r"Runtime check failed at \S*custom_all_reduce\w*\.cuh:\d+: (?P<cuda_error>[^\n]+)"
+    line = "INFO custom_all_reduce.register_graph_buffers: Registering 595 cuda graph addresses"
+    assert not words_share(rx, line, 17)
+
+
+def test_a_progress_line_holding_a_rules_word_in_an_identifier_stays_quiet():
+    # a dynamo-prefixed SGLang progress line whose logger name holds ``custom_all_reduce`` (the
+    # rule's ``[^\n]+`` took the whole line back to its start): no cut message of that rule
+    text = "".join(f"2025-11-05T01:56:54.24{i}Z  INFO custom_all_reduce.register_graph_buffers: "
+                   "Registering 595 cuda graph addresses\n" for i in range(2))
+    assert answers(text) == []
 
 
 def test_a_rule_message_whose_wildcard_took_a_path():
