@@ -64,15 +64,33 @@ def weighed_length(text: str) -> int:
 
 
 def words_share(pattern: str, matched: str, held: int) -> bool:
-    """Whether the pattern's own words are at least a quarter of the match, not mostly what a
-    wildcard took: ``held`` characters of the match's length, or, weighed by words
-    (weighed_length), the pattern's words found in the match's ordinary words (a word inside
-    a path or a long identifier is what a wildcard took: ``custom_all_reduce`` in
-    ``custom_all_reduce.register_graph_buffers:`` is not the pattern's ``\\S*custom_all_reduce``)."""
+    """Whether the pattern's own words (``held`` characters of them) are at least a quarter of
+    the match, not mostly what a wildcard took: of its length, or of its length weighed by
+    words (weighed_length) when the match holds the last word the pattern spells out (a
+    pattern without alternatives; the end of a match that went through that word holds it,
+    a text a final wildcard took whole may not: ``INFO custom_all_reduce.register_graph_buffers:
+    Registering ...`` for ``\\S*custom_all_reduce\\w*\\.cuh:\\d+: (?P<e>[^\\n]+)``), or, for a
+    pattern with alternatives, when its words alone outside the long tokens are that share."""
     if held * 4 >= len(matched):
         return True
+    if held * 4 < weighed_length(matched):
+        return False
+    last = _last_literal_word(pattern)
+    if last is not None:
+        return last in matched
+    # (alternatives: the pattern's words counted among the match's ordinary words only, not
+    # inside a path or a long identifier a wildcard took)
     ordinary = " ".join(t for t in matched.split() if len(t) <= TOKEN_WEIGHT)
     return held_words(pattern, ordinary) * 4 >= weighed_length(matched)
+
+
+def _last_literal_word(pattern: str) -> str | None:
+    """The last word of three letters or more ``pattern`` spells out, when it has no
+    alternatives (``|``: which word ends a match is then not one); else None."""
+    if "|" in pattern:
+        return None
+    words = re.findall(r"[A-Za-z_]{3,}", re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern)))
+    return words[-1] if words else None
 
 
 def _holds_words(pattern: str, matched: str, min_chars: int) -> int | None:
