@@ -66,31 +66,63 @@ def weighed_length(text: str) -> int:
 def words_share(pattern: str, matched: str, held: int) -> bool:
     """Whether the pattern's own words (``held`` characters of them) are at least a quarter of
     the match, not mostly what a wildcard took: of its length, or of its length weighed by
-    words (weighed_length) when the match holds the last word the pattern spells out (a
-    pattern without alternatives; the end of a match that went through that word holds it,
+    words (weighed_length) when the match holds the last word the pattern spells out after
+    its last alternatives (the end of a match that went through that word holds it,
     a text a final wildcard took whole may not: ``INFO custom_all_reduce.register_graph_buffers:
-    Registering ...`` for ``\\S*custom_all_reduce\\w*\\.cuh:\\d+: (?P<e>[^\\n]+)``), or, for a
-    pattern with alternatives, when its words alone outside the long tokens are that share."""
+    Registering ...`` for ``\\S*custom_all_reduce\\w*\\.cuh:\\d+: (?P<e>[^\\n]+)``): the last
+    word after its last alternatives (_last_literal_word)."""
     if held * 4 >= len(matched):
         return True
     if held * 4 < weighed_length(matched):
         return False
     last = _last_literal_word(pattern)
-    if last is not None:
-        return last in matched
-    # (alternatives: the pattern's words counted among the match's ordinary words only, not
-    # inside a path or a long identifier a wildcard took)
-    ordinary = " ".join(t for t in matched.split() if len(t) <= TOKEN_WEIGHT)
-    return held_words(pattern, ordinary) * 4 >= weighed_length(matched)
+    return last is not None and last in matched
 
 
 def _last_literal_word(pattern: str) -> str | None:
-    """The last word of three letters or more ``pattern`` spells out, when it has no
-    alternatives (``|``: which word ends a match is then not one); else None."""
-    if "|" in pattern:
+    """The last word of three letters or more ``pattern`` spells out after its last
+    alternatives (``(?:cuda|CUDA) graph failed: ...gloo/transport/...``: ``transport``); None
+    when there is none, or when the last ``|`` is the pattern's own (which word ends a match
+    is then not one)."""
+    tail = _after_last_alternatives(pattern)
+    if tail is None:
         return None
-    words = re.findall(r"[A-Za-z_]{3,}", re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern)))
+    words = re.findall(r"[A-Za-z_]{3,}", re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", tail)))
     return words[-1] if words else None
+
+
+def _after_last_alternatives(pattern: str) -> str | None:
+    """What ``pattern`` holds after the group of its last ``|`` closes (the whole pattern when
+    it has none); None when that ``|`` is at the top level."""
+    depth, opened, bar_group, i = 0, [], None, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a character class: its "|" and parentheses are members
+            j = i + 1 + (pattern[i + 1:i + 2] == "^")
+            j += pattern[j:j + 1] == "]"
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            opened.append(i)
+        elif c == ")" and opened:
+            start = opened.pop()
+            if bar_group == start:
+                bar_group = ("closed", i)
+        elif c == "|":
+            if not opened:
+                return None
+            bar_group = opened[-1]
+        i += 1
+    if bar_group is None:
+        return pattern
+    if isinstance(bar_group, tuple):
+        return pattern[bar_group[1] + 1:]
+    return None
 
 
 def _holds_words(pattern: str, matched: str, min_chars: int) -> int | None:

@@ -127,3 +127,14 @@ def test_a_python_warning_line_is_no_cut_message():
     for path in ("/usr/local/lib/python3.12/dist-packages/sglang/srt/layers/quantization/awq/awq.py", "y"):
         text = f"{path}:53: UserWarning: Only CUDA, HIP and XPU support AWQ currently.\n  warnings.warn(\n"
         assert answers(text) == [], path
+
+
+def test_the_last_word_a_pattern_spells_out_after_its_alternatives():
+    from sglang_doctor.incidents.cut_match import _last_literal_word
+
+    assert _last_literal_word(r"Runtime check failed at \S*custom_all_reduce\w*\.cuh:\d+: (?P<e>[^\n]+)") == "cuh"
+    assert _last_literal_word(r"^Capture (?:cuda|CUDA) graph failed: (?P<c>\[[^\]\n]*gloo/transport/[^\]\n]*\])") \
+        == "transport"
+    assert _last_literal_word(r"[|(]abc (?:x|y) tail") == "tail"  # a class's "|" is a member
+    assert _last_literal_word("first words|other words") is None  # the pattern's own alternatives
+    assert _last_literal_word("x (?:foo|bar)") is None
