@@ -73,10 +73,13 @@ def words_share(pattern: str, matched: str, held: int) -> bool:
     word after its last alternatives (_last_literal_word)."""
     if held * 4 >= len(matched):
         return True
-    if held * 4 < weighed_length(matched):
-        return False
+    if held * 4 < weighed_length(matched) or _LOOKAROUND.search(pattern):
+        return False  # (a lookaround, a rule's guard, is not what a backwards partial match checks)
     last = _last_literal_word(pattern)
     return last is not None and last in matched
+
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
 
 
 def _last_literal_word(pattern: str) -> str | None:

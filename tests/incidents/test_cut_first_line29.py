@@ -138,3 +138,14 @@ def test_the_last_word_a_pattern_spells_out_after_its_alternatives():
     assert _last_literal_word(r"[|(]abc (?:x|y) tail") == "tail"  # a class's "|" is a member
     assert _last_literal_word("first words|other words") is None  # the pattern's own alternatives
     assert _last_literal_word("x (?:foo|bar)") is None
+
+
+def test_a_pattern_with_a_lookaround_is_not_weighed_by_words():
+    # the router rule's lookahead (its paths) is its guard, which a backwards partial match does
+    # not check: dynamo's own worker.rs panic stays a crash, not the router's (EXPECTED.yaml)
+    from sglang_doctor.incidents.cut_match import words_share
+
+    rx = r"thread '(?=actix-rt|[^'\n]*' panicked at [^\n']*?sgl[-_]router)(?P<t>[^'\n]*)' panicked at (?P<w>[^\n']+?\.rs)"
+    line = "thread 'tokio-runtime-worker' panicked at lib/engines/sglang/src/worker.rs"
+    assert not words_share(rx, line, 14)
+    assert words_share(rx.replace(r"(?=actix-rt|[^'\n]*' panicked at [^\n']*?sgl[-_]router)", ""), line, 14)
