@@ -27,7 +27,7 @@ from sglang_doctor.incidents.milestones import last_before, phase_after
 from sglang_doctor.incidents.cut_match import greedy as _greedy  # noqa: F401  (tests)
 from sglang_doctor.incidents.cut_match import held_words as _held_words
 from sglang_doctor.incidents.cut_match import literal_words as _literal_words  # noqa: F401
-from sglang_doctor.incidents.cut_match import head_match, starts_with_literal_tail, tail_match
+from sglang_doctor.incidents.cut_match import head_match, starts_with_literal_tail, tail_match, words_share
 from sglang_doctor.incidents.tracebacks import CUT_MARK, cut_type_matches, inner_type, sglang_frames
 from sglang_doctor.model import CATEGORIES, PHASES, Diagnosis, Incident, Launch
 
@@ -716,6 +716,31 @@ MIN_PARTIAL_CHARS = 24
 MIN_QUOTED_WORDS = 32
 
 
+# what a paste's first line holds before a rule's quoted message when that is the exception's
+# own line with its type cut at its head: one word, ``: `` (``ources: out of resource: ...`` of
+# triton's ``OutOfResources``)
+_CUT_TYPE_HEAD = re.compile(r"[\w.]+: ")
+
+
+# the head of a line Python's warnings module prints (warnings.formatwarning:
+# ``{filename}:{lineno}: {category}: {message}``), whatever the paste cut of the file's path
+_PY_WARNING_LINE = re.compile(r"^\S*:\d+: [A-Z]\w*Warning: ")
+
+
+def _running_text(head: str) -> bool:
+    """Whether ``head``, what a first line holds before the rule's message, leaves that
+    message the line's own: running text with no ``: `` (the paste began inside the
+    message's head), or one word and ``: `` (the paste began inside the exception's type),
+    not the tail of a warning's type (``...py:138: UserWarning: `` quotes words, it fails
+    nothing)."""
+    if ": " not in head:
+        return True
+    if _CUT_TYPE_HEAD.fullmatch(head) is None:
+        return False
+    word = head[:-2].rsplit(".", 1)[-1]
+    return not ("Warning".endswith(word) or word.endswith("Warning"))
+
+
 def _partial_search(rx, text: str, *, at_start: bool = False):
     """A match of ``rx`` that the end of ``text`` cut short (cut_match.head_match), or None;
     a whole match is _search's.  ``at_start``: a match that the *start* of ``text`` cut short
@@ -728,6 +753,18 @@ def _partial_search(rx, text: str, *, at_start: bool = False):
         raise _Timeout from None
     except TypeError:  # a pattern object without partial matching (the stdlib's re)
         return None
+
+
+def _message_cut_at_start(exc, incident: Incident) -> bool:
+    """Whether ``exc``'s message is the paste's first line whole, its type lost (``…`` alone,
+    or ``…TypeError`` named by the message's CPython words: tracebacks.python_message_tail):
+    the paste began inside the message, not inside the type (``r: msg`` keeps its message)."""
+    if not exc.type.startswith(CUT_MARK):
+        return False
+    if exc.type == CUT_MARK:
+        return True
+    first = incident.lines[0] if incident.lines else None
+    return first is not None and first.number == 1 and first.text.strip() == exc.message.strip()
 
 
 def _frame_hit(pattern: str, frame) -> bool:
@@ -906,10 +943,15 @@ class RuleSet:
         words (a command line's ``--mem-fraction-static 0.85``), unless it holds
         MIN_QUOTED_WORDS characters of the pattern's own words after running text (``... has
         model type `gemma3` but Transformers does not recognize this architecture``: the paste
-        began inside the message's head, before the part the rule reads); a ``: `` before the
-        match is a line of another kind (``...py:138: UserWarning: CUDA initialization: ...``).  Only rules whose words the line
-        holds are tried (a substring test each)."""
+        began inside the message's head, before the part the rule reads) or after one word
+        and ``: `` (``ources: out of resource: ...``, the exception's type cut at its head); a
+        ``: `` otherwise before the match is a line of another kind (``...py:138: UserWarning:
+        CUDA initialization: ...``: _running_text).  The match's share of the pattern's own
+        words is weighed by words (cut_match.words_share: a path counts as one).  Only rules
+        whose words the line holds are tried (a substring test each)."""
         floor = MIN_PARTIAL_CHARS * 2 // 3
+        if _PY_WARNING_LINE.search(text):
+            return False  # a warning (warnings.formatwarning's ``file:line: category: ``) fails nothing
         for rule in self.rules:
             if rule.layer != "specific" or rule.message is None:
                 continue
@@ -919,8 +961,8 @@ class RuleSet:
             try:
                 m = _search(rule.message, text)
                 if m is not None and floor <= (held := _held_words(source, m.group(0))) \
-                        and held * 4 >= len(m.group(0)) \
-                        and (m.start() == 0 or (held >= MIN_QUOTED_WORDS and ": " not in text[:m.start()])):
+                        and words_share(source, m.group(0), held) \
+                        and (m.start() == 0 or (held >= MIN_QUOTED_WORDS and _running_text(text[:m.start()]))):
                     return True
                 if _partial_search(rule.message, text, at_start=True) is not None:
                     return True
@@ -1053,7 +1095,7 @@ class RuleSet:
                     m = _partial_search(rule.message, e.message)
                     if m:
                         assumed.append("the message, cut where the paste ends, went on as this failure's does")
-                if not m and e.type == CUT_MARK and rule.layer == "specific":
+                if not m and rule.layer == "specific" and _message_cut_at_start(e, incident):
                     # the paste began inside the message (its type lost with its head): the
                     # end left is this failure's message's end (RuleSet.reads_as_message)
                     m = _partial_search(rule.message, e.message, at_start=True)

@@ -400,6 +400,15 @@ def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
     return None
 
 
+def _type_lost(text: str) -> tracebacks.ExceptionInfo:
+    """The exception of a first line that began inside its message, its type lost: marked
+    tracebacks.CUT_MARK, followed by the built-in exception the message's end is CPython's
+    words for (tracebacks.python_message_tail: ``…TypeError`` for ``pack non-iterable X
+    object``).  The rules read such a message as cut at its start (rules_engine._match)."""
+    named = tracebacks.python_message_tail(text)
+    return tracebacks.ExceptionInfo(tracebacks.CUT_MARK + (named or ""), text.strip())
+
+
 # A first line that starts with one space and then a word: a paste cut just before that space
 # (a traceback's frames are indented by two, their source lines by four; a tab is indentation).
 _CUT_BEFORE_A_SPACE = re.compile(r"^ (?=[^\s])")
@@ -831,7 +840,10 @@ class Assembler:
             inner = tracebacks.bare_exception(exc.message.strip())
             if inner is not None and inner.type != BARE_ERROR_WORD and not inner.type.endswith("Warning"):
                 line = Line(line.number, exc.message.strip(), line.raw, line.cut)
-            elif sig is None and not self._names_failure(exc.message):
+            elif sig is None and not self._names_failure(exc.message) \
+                    and not (line.number == 1 and self._knows_message(exc.message)):
+                # (on the input's first line, ``Error: `` is also what a paste that began inside
+                # the type left of ``AssertionError: ``: a message a rule knows keeps it one)
                 self._normal(line, ranks, text, events, found)
                 return
         if sig is not None and (exc is None or sig[0].role != "evidence"):
@@ -867,7 +879,7 @@ class Assembler:
         incident as an exception with its type lost (tracebacks.CUT_MARK)."""
         line, ranks = self._first_unread
         self._first_unread = None
-        self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, line.text.strip())
+        self._cut_exception = _type_lost(line.text)
         self._exception_line(Line(line.number, line.text.strip(), line.raw, line.cut), ranks, None, events)
 
     def _cut_first_line(self, text: str, exc, sig):
@@ -884,6 +896,11 @@ class Assembler:
             # Tried to allocate 2.00 GiB ...``); what is left is a message the pack knows
             self._cut_exception = tracebacks.ExceptionInfo(tracebacks.CUT_MARK, text.strip())
             return self._cut_exception
+        if cut is None and exc is None and sig is None and tracebacks.python_message_tail(text) is not None:
+            # the end of a message CPython gives a built-in exception (``pe' object has no
+            # attribute 'cpu'``): that exception, its type gone with the message's head
+            self._cut_exception = _type_lost(text)
+            return self._cut_exception
         if cut is not None and cut.type == tracebacks.CUT_MARK + BARE_ERROR_WORD \
                 and tracebacks.bare_exception(cut.message.strip()) is not None:
             return exc  # "Error: ValueError: ...": a reporter's word before the exception (below)
@@ -893,10 +910,16 @@ class Assembler:
             named = tracebacks.python_message_type(cut.type, cut.message.strip())
             if named is not None:  # its message as CPython words it names the type
                 cut = tracebacks.ExceptionInfo(tracebacks.CUT_MARK + named, cut.message)
-            elif exc is None or exc.type == BARE_ERROR_WORD:
-                return exc
+            elif (exc is None or exc.type == BARE_ERROR_WORD) and not self._knows_message(cut.message):
+                return exc  # (a message a specific rule knows keeps the short tail an exception)
         self._cut_exception = cut
         return cut
+
+    def _knows_message(self, message: str) -> bool:
+        """Whether ``message`` (a cut first line's, after its type's tail) is a message a
+        specific rule knows, whole or its end (RuleSet.reads_as_message)."""
+        return self._reads_as_message is not None and bool(message.strip()) \
+            and self._reads_as_message(message.strip())
 
     def _names_failure(self, message: str) -> bool:
         """Whether ``message`` holds the words of a failure the rule pack knows by its message."""

@@ -49,6 +49,85 @@ def literal_words(pattern: str) -> frozenset[str]:
     return words
 
 
+# one run of non-space characters (a path, a dotted class name, a generated kernel's name) that a
+# wildcard took counts for at most this many characters when a match is weighed (words_share)
+TOKEN_WEIGHT = 16
+
+
+def weighed_length(text: str) -> int:
+    """``text``'s length with each run of non-space characters counted for at most
+    TOKEN_WEIGHT: what a wildcard took counts by its words, a path or an identifier as one
+    word (``at /mnt/.../fmhaRunner.cuh:30: Unsupported architecture`` is a few words, a
+    server_args dump ``model_path='...', tokenizer_path=..., ...`` is many)."""
+    tokens = text.split()
+    return sum(min(len(t), TOKEN_WEIGHT) for t in tokens) + max(0, len(tokens) - 1)
+
+
+def words_share(pattern: str, matched: str, held: int) -> bool:
+    """Whether the pattern's own words (``held`` characters of them) are at least a quarter of
+    the match, not mostly what a wildcard took: of its length, or of its length weighed by
+    words (weighed_length) when the match holds the last word the pattern spells out after
+    its last alternatives (the end of a match that went through that word holds it,
+    a text a final wildcard took whole may not: ``INFO custom_all_reduce.register_graph_buffers:
+    Registering ...`` for ``\\S*custom_all_reduce\\w*\\.cuh:\\d+: (?P<e>[^\\n]+)``): the last
+    word after its last alternatives (_last_literal_word)."""
+    if held * 4 >= len(matched):
+        return True
+    if held * 4 < weighed_length(matched) or _LOOKAROUND.search(pattern):
+        return False  # (a lookaround, a rule's guard, is not what a backwards partial match checks)
+    last = _last_literal_word(pattern)
+    return last is not None and last in matched
+
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+def _last_literal_word(pattern: str) -> str | None:
+    """The last word of three letters or more ``pattern`` spells out after its last
+    alternatives (``(?:cuda|CUDA) graph failed: ...gloo/transport/...``: ``transport``); None
+    when there is none, or when the last ``|`` is the pattern's own (which word ends a match
+    is then not one)."""
+    tail = _after_last_alternatives(pattern)
+    if tail is None:
+        return None
+    words = re.findall(r"[A-Za-z_]{3,}", re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", tail)))
+    return words[-1] if words else None
+
+
+def _after_last_alternatives(pattern: str) -> str | None:
+    """What ``pattern`` holds after the group of its last ``|`` closes (the whole pattern when
+    it has none); None when that ``|`` is at the top level."""
+    depth, opened, bar_group, i = 0, [], None, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a character class: its "|" and parentheses are members
+            j = i + 1 + (pattern[i + 1:i + 2] == "^")
+            j += pattern[j:j + 1] == "]"
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            opened.append(i)
+        elif c == ")" and opened:
+            start = opened.pop()
+            if bar_group == start:
+                bar_group = ("closed", i)
+        elif c == "|":
+            if not opened:
+                return None
+            bar_group = opened[-1]
+        i += 1
+    if bar_group is None:
+        return pattern
+    if isinstance(bar_group, tuple):
+        return pattern[bar_group[1] + 1:]
+    return None
+
+
 def _holds_words(pattern: str, matched: str, min_chars: int) -> int | None:
     """The characters of the pattern's own words a partial match holds when they are two
     thirds of ``min_chars`` or more (not what a wildcard took), else None."""
@@ -109,9 +188,10 @@ def reversed_rx(rx):
 def tail_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
     """A match of ``rx`` that the start of ``text`` cut short, or None: the pattern run
     backwards, partial where the text starts, over ``min_chars`` characters or more, of which
-    two thirds are the words the pattern spells out and at least a quarter of the match (not
-    mostly what a wildcard took: ``\\((?P<cli>[^)]*)\\)`` run back over a whole server_args
-    dump; a partial match sets no group, so the words are weighed instead).  May raise what
+    two thirds are the words the pattern spells out and at least a quarter of the match weighed
+    by words (words_share: not mostly what a wildcard took, ``\\((?P<cli>[^)]*)\\)`` run back
+    over a whole server_args dump; a partial match sets no group, so the words are weighed
+    instead).  May raise what
     ``rx.search`` raises (``TimeoutError`` after ``timeout`` seconds)."""
     back = reversed_rx(rx)
     if back is None:
@@ -120,7 +200,7 @@ def tail_match(rx, text: str, min_chars: int, *, timeout: float | None = None):
     if m is None or not m.partial or m.start() != 0 or len(m.group(0)) < min_chars:
         return None
     held = _holds_words(rx.pattern, m.group(0), min_chars)
-    return m if held is not None and held * 4 >= len(m.group(0)) else None
+    return m if held is not None and words_share(rx.pattern, m.group(0), held) else None
 
 
 LITERAL_TAIL_MIN = 16  # characters of a literal a cut first line must start with

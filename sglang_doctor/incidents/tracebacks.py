@@ -43,6 +43,10 @@ _EXC_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Group", 
 # wrapper that names the cause (``ray.exceptions.RayTaskError(OutOfMemoryError): ...``).
 _DOTTED_EXC = re.compile(
     r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*(?:\((?P<inner>[A-Z]\w*)\))?): (?P<msg>\S.*)$")
+# The same wrapper with its module path lost (a paste that began at the class's name:
+# ``RayTaskError(OutOfMemoryError): ray::main_task() ...``): both names exception classes.
+_WRAPPER_EXC = re.compile(
+    r"^(?P<type>[A-Z]\w*(?:Error|Exception)\((?P<inner>[A-Z]\w*(?:Error|Exception|Fault|Interrupt|Exit))\)): (?P<msg>\S.*)$")
 # An exception as its repr, the form wrappers print (``print(repr(e))``, ray, pyo3's
 # ``PyErr { type: ..., value: TypeError("..."), traceback: None }`` with the paste starting at
 # the value): ``ValueError("type fp8e4nv not supported ...")``, the whole line or followed by
@@ -155,7 +159,7 @@ def bare_exception(text: str) -> ExceptionInfo | None:
     exc = strict_exception(text)
     if exc is not None:
         return exc if exc.message else None
-    m = _DOTTED_EXC.match(text)
+    m = _DOTTED_EXC.match(text) or _WRAPPER_EXC.match(text)
     if m is not None:
         return ExceptionInfo(m.group("type"), m.group("msg"))
     m = _REPR_EXC.search(text) if "Error(" in text or "Exception(" in text else None
@@ -225,6 +229,26 @@ _PYTHON_MESSAGES = (
                              r"|\w\(\) got an unexpected keyword argument '|\w\(\) missing \d+ required positional argument")),
 )
 
+# The same messages whole, to the line's end (a path CPython adds after an import's module, the
+# hint 3.10+ adds to a NameError), for a paste's first line that begins inside one of them
+# (``pe' object has no attribute 'cpu'``): python_message_tail.
+_PYTHON_MESSAGE_LINES = (
+    ("ModuleNotFoundError", r"No module named '[^'\n]+'"),
+    ("ImportError", r"cannot import name '[^'\n]+' from '[^'\n]+'(?: \([^)\n]*\))?"),
+    ("AttributeError", r"(?:'[\w.]+' object|module '[\w.]+') has no attribute '[^'\n]+'(?:\. Did you mean: '\w+'\?)?"),
+    ("NameError", r"name '\w+' is not defined(?:\. Did you mean: '\w+'\?)?"),
+    ("TypeError", r"(?:unsupported operand type\(s\) for [^:\n]+: '[\w.]+' and '[\w.]+'"
+                  r"|'[\w.]+' object is not (?:subscriptable|callable|iterable)"
+                  r"|\w+\(\) got an unexpected keyword argument '\w+'"
+                  r"|\w+\(\) missing \d+ required (?:positional|keyword-only) arguments?: '\w+'(?:(?:, | and |, and )'\w+')*"
+                  r"|argument of type '[\w.]+' is not (?:a container or )?iterable"
+                  r"|cannot unpack non-iterable \S+ object)"),
+)
+_PYTHON_TAILS: list = []  # (name, the line's pattern compiled to match backwards), built once
+# a first line read as the end of such a message: this long, and so many characters of its own words
+PYTHON_TAIL_MIN = 16
+PYTHON_TAIL_WORDS = 10
+
 
 def python_message_type(etype: str, message: str) -> str | None:
     """The built-in exception a CUT_MARK'd type's tail can end whose message, as CPython
@@ -232,6 +256,31 @@ def python_message_type(etype: str, message: str) -> str | None:
     ImportError); None when there is none."""
     for name, rx in _PYTHON_MESSAGES:
         if rx.match(message) and cut_type_matches(etype, (name,)):
+            return name
+    return None
+
+
+def python_message_tail(text: str) -> str | None:
+    """The built-in exception whose message, as CPython words it, is the whole of ``text``
+    or its end (a paste that began inside it: ``pe' object has no attribute 'cpu'``, ``me
+    'ModelRunner' is not defined``), or None: the message's form run backwards from the line's
+    end to its start (``regex``'s REVERSE flag, partial there), PYTHON_TAIL_MIN characters or
+    more of which PYTHON_TAIL_WORDS are the form's own words.  A line that only ends with such
+    a message (``Failed: 'X' object has no attribute 'y'``) is another record quoting it."""
+    text = text.strip()
+    if len(text) < PYTHON_TAIL_MIN:
+        return None
+    if not _PYTHON_TAILS:
+        import regex
+
+        _PYTHON_TAILS.extend((name, regex.compile(rf"(?:{source})$", regex.REVERSE))
+                             for name, source in _PYTHON_MESSAGE_LINES)
+    from sglang_doctor.incidents.cut_match import held_words
+
+    for name, back in _PYTHON_TAILS:
+        m = back.search(text, partial=True)
+        if m is not None and m.start() == 0 and m.end() == len(text) \
+                and held_words(back.pattern, text) >= PYTHON_TAIL_WORDS:
             return name
     return None
 
