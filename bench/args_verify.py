@@ -67,7 +67,7 @@ _INT_VALUES = ("0", "-1", "1", "2", "3", "8", "1000000")
 _FLOAT_VALUES = ("0", "-1", "0.5", "1.5")
 _PER_FLAG = 8    # values per flag tried in a pair
 _NAMED = 4       # named flags whose pairs are tried
-_BUDGET = 60     # argvs tried per site and model
+_BUDGET = 24     # argvs tried per site on the llama (a third of them on the hybrid)
 
 
 def venv_python() -> Path | None:
@@ -199,8 +199,9 @@ def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, k
     for site in sites:
         if site_id(site) in found:
             continue
+        tried = candidates(site, catalog)
         for kind in MODELS:
-            for extra in candidates(site, catalog):
+            for extra in tried if kind == "llama" else tried[:_BUDGET // 3]:
                 template = base_argv(kind) + extra
                 hit = which_site(driver.check(concrete_argv(template, models)), by_function)
                 if hit is not None and hit not in found:
@@ -209,6 +210,8 @@ def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, k
                     break
             if site_id(site) in found:
                 break
+        print(f"searched {site_id(site)}: {'reached' if site_id(site) in found else 'not reached'}; "
+              f"{len(found)} sites reached so far", file=sys.stderr, flush=True)
     return found
 
 
