@@ -30,7 +30,7 @@ change.  This does, with the real SGLang 0.5.23 installed by ``scripts/install-r
 Per site: reached / named args.invalid / primary passes / first alternative passes.
 
 Usage: ``python bench/args_verify.py [--search] [--sites FILE[:LINE] ...] [--with-command]
-[--verbose]``
+[--logs DIR] [--verbose]``
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def try_change(change: dict | None, argv: list[str], fired: str, driver: Driver,
 
 
 def verify(sites: list[dict], triggers: dict, driver: Driver, models: dict[str, str], catalog,
-           with_command: bool) -> list[dict]:
+           with_command: bool, logs: Path | None = None) -> list[dict]:
     by_function = functions_of(sites)
     rows = []
     for site in sites:
@@ -273,6 +273,9 @@ def verify(sites: list[dict], triggers: dict, driver: Driver, models: dict[str, 
         if which_site(answer, by_function) != sid:
             row["reached"] = False  # the table is stale for this release
             continue
+        if logs is not None:  # the refusal as printed, to read or to explain by hand
+            logs.mkdir(parents=True, exist_ok=True)
+            (logs / (sid.replace("/", "_").replace(":", "_") + ".log")).write_text(answer["log"], encoding="utf-8")
         incident = explain(answer["log"], ["python", "-m", "sglang.launch_server"] + argv if with_command else None)
         if incident is None:
             continue
@@ -316,7 +319,7 @@ def save_triggers(triggers: dict) -> None:
 
 
 def run(selected: list[str] | None = None, do_search: bool = False, with_command: bool = False,
-        python: Path | None = None) -> list[dict]:
+        python: Path | None = None, logs: Path | None = None) -> list[dict]:
     from sglang_doctor.remedy import flags as flags_mod
 
     python = python or venv_python()
@@ -334,7 +337,7 @@ def run(selected: list[str] | None = None, do_search: bool = False, with_command
             if do_search:
                 triggers = search(sites, driver, models, catalog, triggers)
                 save_triggers(triggers)
-            return verify(sites, triggers, driver, models, catalog, with_command)
+            return verify(sites, triggers, driver, models, catalog, with_command, logs)
     finally:
         driver.close()
 
@@ -344,9 +347,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--search", action="store_true", help="search argvs for unreached sites; update triggers.json")
     ap.add_argument("--sites", nargs="*", help="only these sites (file:line) or files")
     ap.add_argument("--with-command", action="store_true", help="give the engine the argv, as `run` does")
+    ap.add_argument("--logs", type=Path, help="write each reached site's refusal log into this directory")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    rows = run(args.sites, args.search, args.with_command)
+    rows = run(args.sites, args.search, args.with_command, logs=args.logs)
     if args.verbose:
         for r in rows:
             if r["reached"]:

@@ -231,7 +231,7 @@ def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
 
 
 _REQUIRES = re.compile(r"\b(?:requires?|needs?|(?:currently )?(?:supports? only|only supports?)|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
-                       r"implemented) (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
+                       r"implemented|valid|applies|meaningful|allowed) (?:with|when|if)|(?:applies|valid|allowed) only (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
                        re.I)
 # "B is required for A", "Please enable B when setting A", "please set B when using A"
 _REQUIRED_FOR = re.compile(r"\b(?:is|are) required (?:for|when|with|by)\b", re.I)
@@ -334,7 +334,7 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
                     typed = int(value) if spec.type != "float" else float(value)
                 except ValueError:
                     continue
-            elif not spec.choices and not re.search(r"[`'\"]" + re.escape(value), text):
+            elif flags.free_text(spec) and not flags.quoted_in(text, value):
                 continue  # a free-text flag: only a quoted value is the message's
             if ctx.catalog.validate(n.flag, typed) is not None:
                 continue
@@ -653,6 +653,41 @@ def _assert_words(ctx: Context) -> str:
     return ""
 
 
+def _same_change(a: Remediation, b: Remediation) -> bool:
+    return a.set == b.set and sorted(a.unset) == sorted(b.unset) and a.env == b.env
+
+
+def _undoes(rem: Remediation, others: list[Remediation]) -> bool:
+    """``rem`` turns on a switch one of ``others`` removes, or removes one they turn on."""
+    return any(f in o.unset for o in others for f, v in rem.set.items() if v is True) or \
+        any(o.set.get(f) is True for o in others for f in rem.unset)
+
+
+def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
+    """The concrete changes the message's shape implies (module docstring), validated, each
+    declared log-named advice; at most three, the first reading of a setting standing."""
+    named = named_settings(ctx, text)
+    found: list[Remediation] = []
+    if named or any(p.search(text) for p, _ in _SIZE_PROSE):
+        first, second = _values(ctx, text, named)
+        found = (_relation(ctx, text, named) + first + _combination(ctx, text, named) + _alone(ctx, text, named)
+                 + second)
+    out: list[Remediation] = []
+    for rem in found:
+        if any(rem.set == o.set and rem.unset == o.unset for o in out):
+            continue
+        if _undoes(rem, out):
+            continue  # the opposite of a change an earlier shape gave: the earlier reading stands
+        rem.safe, rem.needs_human = False, True
+        rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
+        rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
+                                                  "your workload")
+        value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
+                      else "log" if any(v is not True for v in rem.set.values()) else None)
+        out.append(trust.declare_log_named(rem, value_from=value_from))
+    return out[:3]
+
+
 @remedy("refusal_fix")
 def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     """The changes an argument check's message implies by its shape (module docstring): a
@@ -669,32 +704,17 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     named_result = flag_named(ctx, {})
     after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
     advised = _advises_a_flag(ctx, text)
+    out = _shape_changes(ctx, text, params)
     if advised and any(_concrete(rem) for rem in after[:1]):
-        return after  # "use --x y", "please set --x": the message's own advice leads
+        # "use --x y", "A requires --b": the message's own advice leads; the shape's other way out
+        # ("else turn A off") is the first alternative when the advice has no concrete one of its own
+        lead = after[0]
+        other = [r for r in out if _concrete(r) and not _same_change(r, lead) and not _undoes(r, [lead])]
+        at = 1 if len(after) == 1 or not _concrete(after[1]) else len(after)
+        return after[:at] + other[:1] + after[at:]
     # the advice names a flag but not its value ("--a requires --b to be set", "set --x to 'v'",
     # "pass --b or --c"): the shape's concrete changes (the value it states, the refused setting
     # removed) come first and the advised flag's question after them
-    named = named_settings(ctx, text)
-    found: list[Remediation] = []
-    if named or any(p.search(text) for p, _ in _SIZE_PROSE):
-        first, second = _values(ctx, text, named)
-        found = (_relation(ctx, text, named) + first + _combination(ctx, text, named) + _alone(ctx, text, named)
-                 + second)
-    out: list[Remediation] = []
-    for rem in found:
-        if any(rem.set == o.set and rem.unset == o.unset for o in out):
-            continue
-        if any(f in o.unset for o in out for f, v in rem.set.items() if v is True) or \
-                any(o.set.get(f) is True for o in out for f in rem.unset):
-            continue  # the opposite of a change an earlier shape gave: the earlier reading stands
-        rem.safe, rem.needs_human = False, True
-        rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
-        rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
-                                                  "your workload")
-        value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
-                      else "log" if any(v is not True for v in rem.set.values()) else None)
-        out.append(trust.declare_log_named(rem, value_from=value_from))
-    out = out[:3]
     removed = {f for o in out for f in o.unset}
     turned_on = {f for o in out for f, v in o.set.items() if v is True}
     kept: list[Remediation] = []

@@ -1075,6 +1075,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     removal (a check on a switch fails because the launch turned it on).  Always advice
     (asked about, never applied by ``run --yes``): which of the named flags to move is the
     user's choice, so each named flag is one alternative, in the message's order."""
+    from sglang_doctor.remedy import flags
+
     inc = ctx.diagnosis.incident
     text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
     text = _parallel_named(text[:4000])
@@ -1091,6 +1093,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         value: Any = True if spec is not None and not spec.takes_value else given or None
         if value is not None and value is not True and ctx.catalog.validate(flag, value) is not None:
             value = None
+        if isinstance(value, str) and spec is not None and flags.free_text(spec) and not flags.quoted_in(text, value):
+            value = None  # a path or name flag: only a quoted word is the message's value, not prose
         if value is not None:
             rem = Remediation(set={flag: value}, safe=False,
                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
