@@ -238,7 +238,7 @@ _REQUIRED_FOR = re.compile(r"\b(?:is|are) required (?:for|when|with|by)\b", re.I
 _ENABLE_WHEN = re.compile(r"\b(?:please )?(?:enable|set|use|specify|add|pass) (?P<b>[^.;,\n]{2,80}?) "
                           r"(?:when|if|while) (?:setting|using|enabling|passing|specifying)\b", re.I)
 _CONFLICT = re.compile(r"\b(?:not (?:yet )?(?:supported|compatible|allowed) (?:with|together|when|in combination|for)|"
-                       r"incompatible with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
+                       r"incompatible with|conflicts? with|(?:has|have) no effect with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
                        r"cannot (?:be )?(?:used|combined|enabled|set) (?:with|together)|is not supported in|"
                        r"does not work with)\b", re.I)
 _EXCLUSIVE = re.compile(r"\b(?:mutually exclusive|are incompatible|cannot be (?:used|enabled|set) (?:at the same time|together)|"
