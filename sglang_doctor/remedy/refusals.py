@@ -234,7 +234,9 @@ _REQUIRES = re.compile(r"\b(?:requires?|needs?|(?:currently )?(?:supports? only|
                        r"implemented|valid|applies|meaningful|allowed) (?:with|when|if)|(?:applies|valid|allowed) only (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
                        re.I)
 # "B is required for A", "Please enable B when setting A", "please set B when using A"
-_REQUIRED_FOR = re.compile(r"\b(?:is|are) required (?:for|when|with|by)\b", re.I)
+# ("--cp-strategy must be set when --enable-prefill-cp is enabled": B before, A after)
+_REQUIRED_FOR = re.compile(r"\b(?:(?:is|are) required|must be (?:set|specified|given|provided|enabled)) (?:for|when|with|by|if)\b",
+                           re.I)
 _ENABLE_WHEN = re.compile(r"\b(?:please )?(?:enable|set|use|specify|add|pass) (?P<b>[^.;,\n]{2,80}?) "
                           r"(?:when|if|while) (?:setting|using|enabling|passing|specifying)\b", re.I)
 _CONFLICT = re.compile(r"\b(?:not (?:yet )?(?:supported|compatible|allowed) (?:with|together|when|in combination|for)|"
@@ -362,6 +364,27 @@ def _refused(text: str, value: str) -> bool:
                                 for at in places)
 
 
+# "disable --enable-two-batch-overlap and --enable-single-batch-overlap": the message's own way
+# out, every switch it lists off at once ("or": each one apart)
+_DISABLE = re.compile(r"\b(?:please )?(?:disable|remove|unset|drop|turn off)\s+(?P<list>[`'\"]?--[a-z][a-z0-9-]*[`'\"]?"
+                      r"(?:\s*(?:,|\band\b|\bor\b)\s*[`'\"]?--[a-z][a-z0-9-]*[`'\"]?)*)", re.I)
+
+
+def _disable(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
+    out: list[Remediation] = []
+    for m in _DISABLE.finditer(text):
+        if _NEGATION.search(text[max(0, m.start() - 20):m.start()]):
+            continue  # "do not remove --x"
+        listed = [n for n in _in_span(named, m.start("list"), m.end("list")) if not n.prose]
+        off = [n.flag for n in listed if ctx.catalog.spec(n.flag) is not None and not _equal(ctx.stated(n.flag), False)]
+        if not off:
+            continue
+        groups = [off] if not re.search(r"\bor\b", m.group("list")) else [[f] for f in off]
+        for flags_off in groups:
+            out.append(Remediation(unset=flags_off, note=f"remove {', '.join(flags_off)}, as the message says"))
+    return out
+
+
 def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """Turn the required setting on / a conflicting one off, as the message's shape says."""
     out: list[Remediation] = []
@@ -410,7 +433,10 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
 
 
 _ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|cannot be|"
-                    r"must be (?:non-negative|positive|a positive (?:integer|number))|should be (?:non-negative|positive)|"
+                    r"(?:must|should) be (?:an? )?(?:non-negative|positive)|"
+                    # "--x is only supported on a PD decode server / for Kimi-K3": the setting outside
+                    # the one place it works (the place is no setting: nothing else to turn on)
+                    r"(?:is|are) only (?:supported|valid|available) (?:on|for|in)|"
                     r"(?:must|should) be (?:in (?:the )?range|between|within)|(?:is )?out of (?:the )?range|"
                     r"must be a power of (?:2|two))\b",
                     re.I)
@@ -670,8 +696,8 @@ def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
     found: list[Remediation] = []
     if named or any(p.search(text) for p, _ in _SIZE_PROSE):
         first, second = _values(ctx, text, named)
-        found = (_relation(ctx, text, named) + first + _combination(ctx, text, named) + _alone(ctx, text, named)
-                 + second)
+        found = (_disable(ctx, text, named) + _relation(ctx, text, named) + first + _combination(ctx, text, named)
+                 + _alone(ctx, text, named) + second)
     out: list[Remediation] = []
     for rem in found:
         if any(rem.set == o.set and rem.unset == o.unset for o in out):
