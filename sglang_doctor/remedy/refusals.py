@@ -239,6 +239,8 @@ _REQUIRED_FOR = re.compile(r"\b(?:(?:is|are) required|must be (?:set|specified|g
                            re.I)
 _ENABLE_WHEN = re.compile(r"\b(?:please )?(?:enable|set|use|specify|add|pass) (?P<b>[^.;,\n]{2,80}?) "
                           r"(?:when|if|while) (?:setting|using|enabling|passing|specifying)\b", re.I)
+# "--enable-page-major-kv-layout without --enable-unified-memory is temporarily unsupported"
+_WITHOUT = re.compile(r"(?P<w>\bwithout\b)[^.;:\n]{1,80}?\b(?:is|are) (?:\w+ )?(?:unsupported|not (?:yet )?supported)\b", re.I)
 _CONFLICT = re.compile(r"\b(?:not (?:yet )?(?:supported|compatible|allowed) (?:with|together|when|in combination|for)|"
                        r"incompatible with|conflicts? with|(?:has|have) no effect with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
                        r"cannot (?:be )?(?:used|combined|enabled|set) (?:with|together)|is not supported in|"
@@ -401,6 +403,13 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
         a = _in_span(named, m.end(), m.end() + len(_clause(text, m.end(), True)))
         out += [r for r in (_change(ctx, n, True) for n in b[-1:]) if r]
         out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        return out
+    m = _WITHOUT.search(text)
+    if m is not None:  # "A without B is unsupported": B on, else A off
+        b = _in_span(named, m.end("w"), m.end("w") + len(_clause(text, m.end("w"), True)))
+        a = _in_span(named, m.start("w") - len(_clause(text, m.start("w"), False)), m.start("w"))
+        out += [r for r in (_change(ctx, n, True) for n in b[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in a[-1:]) if r]
         return out
     m = _REQUIRES.search(text)
     if m is not None:
