@@ -37,6 +37,10 @@ VERIFIED = {
     "srt/arg_groups/serving_hook.py:260": "primary",    # "conflicts with --x=v": v is the conflict
     "srt/arg_groups/layernorm_sp_hook.py:25": "alt1",   # A requires B: else A off
     "srt/arg_groups/kv_cache_hook.py:41": "alt1",       # "applies only with": a requirement
+    "srt/arg_groups/kv_cache_hook.py:357": "primary",   # "only supported on a PD decode server": removed
+    "srt/arg_groups/kv_cache_hook.py:431": "primary",   # "should be a non-negative integer": removed
+    "srt/arg_groups/parallel_hook.py:152": "primary",   # "B must be set when A": A off, not A on again
+    "srt/arg_groups/kv_cache_hook.py:783": "alt1",      # "A without B is unsupported": else A off
 }
 
 
