@@ -280,6 +280,21 @@ class FlagSpec:
         return self.action.startswith("Deprecated")
 
 
+def free_text(spec: FlagSpec) -> bool:
+    """A flag whose value is free text (a path, a name, JSON): it takes a value that is neither a
+    number nor one of listed choices.  Its parser accepts any word, so the catalogue's validation
+    cannot tell a value from prose: a value a log's message gives it is only the message's when
+    the message quotes it ("--ssl-certfile and --ssl-keyfile" names two flags, not the file
+    "and")."""
+    return spec.takes_value and spec.choices is None and not (
+        spec.type in ("int", "float") or spec.type.endswith("_int"))
+
+
+def quoted_in(text: str, value: str) -> bool:
+    """``value`` appears in ``text`` between quotes or backticks (``'x'``, ``"x"``, `` `x` ``)."""
+    return re.search(r"[`'\"]" + re.escape(value) + r"[`'\"]", text) is not None
+
+
 def _field_name(option: str) -> str:
     return option.lstrip("-").replace("-", "_")
 

@@ -231,14 +231,18 @@ def _change(ctx: Context, named: Named, turn_on: bool) -> Remediation | None:
 
 
 _REQUIRES = re.compile(r"\b(?:requires?|needs?|(?:currently )?(?:supports? only|only supports?)|depends on|must be used with|(?:is |are )?not (?:yet )?supported unless|only (?:supported|works|compatible|available|"
-                       r"implemented) (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
+                       r"implemented|valid|applies|meaningful|allowed) (?:with|when|if)|(?:applies|valid|allowed) only (?:with|when|if)|(?:is|are) only supported (?:with|when|if)|supported only (?:with|when))\b",
                        re.I)
 # "B is required for A", "Please enable B when setting A", "please set B when using A"
-_REQUIRED_FOR = re.compile(r"\b(?:is|are) required (?:for|when|with|by)\b", re.I)
+# ("--cp-strategy must be set when --enable-prefill-cp is enabled": B before, A after)
+_REQUIRED_FOR = re.compile(r"\b(?:(?:is|are) required|must be (?:set|specified|given|provided|enabled)) (?:for|when|with|by|if)\b",
+                           re.I)
 _ENABLE_WHEN = re.compile(r"\b(?:please )?(?:enable|set|use|specify|add|pass) (?P<b>[^.;,\n]{2,80}?) "
                           r"(?:when|if|while) (?:setting|using|enabling|passing|specifying)\b", re.I)
+# "--enable-page-major-kv-layout without --enable-unified-memory is temporarily unsupported"
+_WITHOUT = re.compile(r"(?P<w>\bwithout\b)[^.;:\n]{1,80}?\b(?:is|are) (?:\w+ )?(?:unsupported|not (?:yet )?supported)\b", re.I)
 _CONFLICT = re.compile(r"\b(?:not (?:yet )?(?:supported|compatible|allowed) (?:with|together|when|in combination|for)|"
-                       r"incompatible with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
+                       r"incompatible with|conflicts? with|(?:has|have) no effect with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
                        r"cannot (?:be )?(?:used|combined|enabled|set) (?:with|together)|is not supported in|"
                        r"does not work with)\b", re.I)
 _EXCLUSIVE = re.compile(r"\b(?:mutually exclusive|are incompatible|cannot be (?:used|enabled|set) (?:at the same time|together)|"
@@ -334,7 +338,7 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
                     typed = int(value) if spec.type != "float" else float(value)
                 except ValueError:
                     continue
-            elif not spec.choices and not re.search(r"[`'\"]" + re.escape(value), text):
+            elif flags.free_text(spec) and not flags.quoted_in(text, value):
                 continue  # a free-text flag: only a quoted value is the message's
             if ctx.catalog.validate(n.flag, typed) is not None:
                 continue
@@ -362,6 +366,27 @@ def _refused(text: str, value: str) -> bool:
                                 for at in places)
 
 
+# "disable --enable-two-batch-overlap and --enable-single-batch-overlap": the message's own way
+# out, every switch it lists off at once ("or": each one apart)
+_DISABLE = re.compile(r"\b(?:please )?(?:disable|remove|unset|drop|turn off)\s+(?P<list>[`'\"]?--[a-z][a-z0-9-]*[`'\"]?"
+                      r"(?:\s*(?:,|\band\b|\bor\b)\s*[`'\"]?--[a-z][a-z0-9-]*[`'\"]?)*)", re.I)
+
+
+def _disable(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
+    out: list[Remediation] = []
+    for m in _DISABLE.finditer(text):
+        if _NEGATION.search(text[max(0, m.start() - 20):m.start()]):
+            continue  # "do not remove --x"
+        listed = [n for n in _in_span(named, m.start("list"), m.end("list")) if not n.prose]
+        off = [n.flag for n in listed if ctx.catalog.spec(n.flag) is not None and not _equal(ctx.stated(n.flag), False)]
+        if not off:
+            continue
+        groups = [off] if not re.search(r"\bor\b", m.group("list")) else [[f] for f in off]
+        for flags_off in groups:
+            out.append(Remediation(unset=flags_off, note=f"remove {', '.join(flags_off)}, as the message says"))
+    return out
+
+
 def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """Turn the required setting on / a conflicting one off, as the message's shape says."""
     out: list[Remediation] = []
@@ -378,6 +403,13 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
         a = _in_span(named, m.end(), m.end() + len(_clause(text, m.end(), True)))
         out += [r for r in (_change(ctx, n, True) for n in b[-1:]) if r]
         out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        return out
+    m = _WITHOUT.search(text)
+    if m is not None:  # "A without B is unsupported": B on, else A off
+        b = _in_span(named, m.end("w"), m.end("w") + len(_clause(text, m.end("w"), True)))
+        a = _in_span(named, m.start("w") - len(_clause(text, m.start("w"), False)), m.start("w"))
+        out += [r for r in (_change(ctx, n, True) for n in b[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in a[-1:]) if r]
         return out
     m = _REQUIRES.search(text)
     if m is not None:
@@ -410,7 +442,10 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
 
 
 _ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|cannot be|"
-                    r"must be (?:non-negative|positive|a positive (?:integer|number))|should be (?:non-negative|positive)|"
+                    r"(?:must|should) be (?:an? )?(?:non-negative|positive)|"
+                    # "--x is only supported on a PD decode server / for Kimi-K3": the setting outside
+                    # the one place it works (the place is no setting: nothing else to turn on)
+                    r"(?:is|are) only (?:supported|valid|available) (?:on|for|in)|"
                     r"(?:must|should) be (?:in (?:the )?range|between|within)|(?:is )?out of (?:the )?range|"
                     r"must be a power of (?:2|two))\b",
                     re.I)
@@ -653,6 +688,41 @@ def _assert_words(ctx: Context) -> str:
     return ""
 
 
+def _same_change(a: Remediation, b: Remediation) -> bool:
+    return a.set == b.set and sorted(a.unset) == sorted(b.unset) and a.env == b.env
+
+
+def _undoes(rem: Remediation, others: list[Remediation]) -> bool:
+    """``rem`` turns on a switch one of ``others`` removes, or removes one they turn on."""
+    return any(f in o.unset for o in others for f, v in rem.set.items() if v is True) or \
+        any(o.set.get(f) is True for o in others for f in rem.unset)
+
+
+def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
+    """The concrete changes the message's shape implies (module docstring), validated, each
+    declared log-named advice; at most three, the first reading of a setting standing."""
+    named = named_settings(ctx, text)
+    found: list[Remediation] = []
+    if named or any(p.search(text) for p, _ in _SIZE_PROSE):
+        first, second = _values(ctx, text, named)
+        found = (_disable(ctx, text, named) + _relation(ctx, text, named) + first + _combination(ctx, text, named)
+                 + _alone(ctx, text, named) + second)
+    out: list[Remediation] = []
+    for rem in found:
+        if any(rem.set == o.set and rem.unset == o.unset for o in out):
+            continue
+        if _undoes(rem, out):
+            continue  # the opposite of a change an earlier shape gave: the earlier reading stands
+        rem.safe, rem.needs_human = False, True
+        rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
+        rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
+                                                  "your workload")
+        value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
+                      else "log" if any(v is not True for v in rem.set.values()) else None)
+        out.append(trust.declare_log_named(rem, value_from=value_from))
+    return out[:3]
+
+
 @remedy("refusal_fix")
 def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     """The changes an argument check's message implies by its shape (module docstring): a
@@ -669,32 +739,17 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     named_result = flag_named(ctx, {})
     after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
     advised = _advises_a_flag(ctx, text)
+    out = _shape_changes(ctx, text, params)
     if advised and any(_concrete(rem) for rem in after[:1]):
-        return after  # "use --x y", "please set --x": the message's own advice leads
+        # "use --x y", "A requires --b": the message's own advice leads; the shape's other way out
+        # ("else turn A off") is the first alternative when the advice has no concrete one of its own
+        lead = after[0]
+        other = [r for r in out if _concrete(r) and not _same_change(r, lead) and not _undoes(r, [lead])]
+        at = 1 if len(after) == 1 or not _concrete(after[1]) else len(after)
+        return after[:at] + other[:1] + after[at:]
     # the advice names a flag but not its value ("--a requires --b to be set", "set --x to 'v'",
     # "pass --b or --c"): the shape's concrete changes (the value it states, the refused setting
     # removed) come first and the advised flag's question after them
-    named = named_settings(ctx, text)
-    found: list[Remediation] = []
-    if named or any(p.search(text) for p, _ in _SIZE_PROSE):
-        first, second = _values(ctx, text, named)
-        found = (_relation(ctx, text, named) + first + _combination(ctx, text, named) + _alone(ctx, text, named)
-                 + second)
-    out: list[Remediation] = []
-    for rem in found:
-        if any(rem.set == o.set and rem.unset == o.unset for o in out):
-            continue
-        if any(f in o.unset for o in out for f, v in rem.set.items() if v is True) or \
-                any(o.set.get(f) is True for o in out for f in rem.unset):
-            continue  # the opposite of a change an earlier shape gave: the earlier reading stands
-        rem.safe, rem.needs_human = False, True
-        rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
-        rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
-                                                  "your workload")
-        value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
-                      else "log" if any(v is not True for v in rem.set.values()) else None)
-        out.append(trust.declare_log_named(rem, value_from=value_from))
-    out = out[:3]
     removed = {f for o in out for f in o.unset}
     turned_on = {f for o in out for f, v in o.set.items() if v is True}
     kept: list[Remediation] = []

@@ -1056,7 +1056,7 @@ _ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|addi
 # words before an advised-looking flag that make it the conflict, not the advice
 # ("is not supported with --enable-dp-attention", "cannot be used with --x")
 # (a clause ends at a comma or "please": "FA3 is not supported on this GPU, please use --x" advises --x)
-_NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without)\b"
+_NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without|no effect|conflicts?|conflicting)\b"
                       r"(?:(?!\bplease\b)[^.;:,\n])*$",
                       re.IGNORECASE)
 # a message's words that make a named switch the thing to turn on, not off
@@ -1075,6 +1075,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     removal (a check on a switch fails because the launch turned it on).  Always advice
     (asked about, never applied by ``run --yes``): which of the named flags to move is the
     user's choice, so each named flag is one alternative, in the message's order."""
+    from sglang_doctor.remedy import flags
+
     inc = ctx.diagnosis.incident
     text = inc.exception.message if inc.exception is not None else "\n".join(line.text for line in inc.signals)
     text = _parallel_named(text[:4000])
@@ -1091,6 +1093,8 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
         value: Any = True if spec is not None and not spec.takes_value else given or None
         if value is not None and value is not True and ctx.catalog.validate(flag, value) is not None:
             value = None
+        if isinstance(value, str) and spec is not None and flags.free_text(spec) and not flags.quoted_in(text, value):
+            value = None  # a path or name flag: only a quoted word is the message's value, not prose
         if value is not None:
             rem = Remediation(set={flag: value}, safe=False,
                               note=f"the message names {flag} and its value (valid in SGLang {ctx.version})",
@@ -1188,6 +1192,28 @@ _ONE_OF = re.compile(
 _ITEM = re.compile(r"[`'\"]?([\w.+-]+)[`'\"]?")
 
 
+_INTERVAL = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*")
+
+
+def _inside(kind: str, opening: str, body: str, closing: str) -> str | None:
+    """A value inside an interval a message writes, ``(0, 1]`` or ``[1, 8)``: a closed end (the
+    upper first), else the midpoint of a float range, else the integer after the lower end."""
+    lo, hi = (float(x) for x in _INTERVAL.fullmatch(body).groups())
+    if lo >= hi:
+        return None
+    if closing == "]":
+        value = hi
+    elif opening == "[":
+        value = lo
+    elif kind == "float":
+        value = (lo + hi) / 2
+    elif lo + 1 < hi:
+        value = lo + 1
+    else:
+        return None
+    return str(int(value)) if kind == "int" or value.is_integer() else str(value)
+
+
 def _listed_choice(ctx: Context, text: str) -> "list[Remediation] | None":
     for m in _ONE_OF.finditer(text):
         word = m.group(1) if m.group(1).startswith("--") else "--" + m.group(1).replace("_", "-")
@@ -1197,6 +1223,10 @@ def _listed_choice(ctx: Context, text: str) -> "list[Remediation] | None":
             continue
         got = (m.group(3) or "").strip("`'\".")
         items = [i for i in _ITEM.findall(m.group(2)) if i]
+        if spec.type in ("int", "float") and _INTERVAL.fullmatch(m.group(2)):
+            # "must be in (0, 1]": an interval of a number, not a list of two values
+            inside = _inside(spec.type, text[m.start(2) - 1], m.group(2), text[m.end(2)])
+            items = [inside] if inside is not None else []
         valid = [i for i in dict.fromkeys(items)
                  if i != got and not _equal(ctx.stated(flag), i) and ctx.catalog.validate(flag, i) is None]
         if not valid:

@@ -1,0 +1,84 @@
+"""The fixes proposed for real SGLang 0.5.23 argument refusals get past its checks (bench/args_verify.py).
+
+Slow tier: the real-SGLang venv runs the argument checks (``prepare_server_args`` and
+``resolve_once``, nothing launched) on the argv fixtures/args_verify/triggers.json holds for
+each site, the engine explains the refusal, and the change it proposes is applied and checked
+again.  Skipped when the venv is missing, unless SGLANG_DOCTOR_REQUIRE_SGLANG=1 (then it fails).
+The fast tests check the verifier's own pieces without SGLang.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _verifier():
+    spec = importlib.util.spec_from_file_location("args_verify", ROOT / "bench" / "args_verify.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("args_verify", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+# site -> the column that must say "pass": the primary change, or the first alternative when
+# the primary is the message's advice that only moves the launch to the next check
+VERIFIED = {
+    "srt/arg_groups/mamba_hook.py:158": "primary",      # no_buffer needs --disable-overlap-schedule
+    "srt/arg_groups/mamba_hook.py:84": "primary",       # int8 checkpoint vs hierarchical cache: one removed
+    "srt/arg_groups/serving_hook.py:84": "primary",     # --enable-ssl-refresh without the files: not 'and'
+    "srt/arg_groups/hicache_hook.py:117": "primary",    # (0, 1]: the closed end, not 0
+    "srt/arg_groups/serving_hook.py:260": "primary",    # "conflicts with --x=v": v is the conflict
+    "srt/arg_groups/layernorm_sp_hook.py:25": "alt1",   # A requires B: else A off
+    "srt/arg_groups/kv_cache_hook.py:41": "alt1",       # "applies only with": a requirement
+    "srt/arg_groups/kv_cache_hook.py:357": "primary",   # "only supported on a PD decode server": removed
+    "srt/arg_groups/kv_cache_hook.py:431": "primary",   # "should be a non-negative integer": removed
+    "srt/arg_groups/parallel_hook.py:152": "primary",   # "B must be set when A": A off, not A on again
+    "srt/arg_groups/kv_cache_hook.py:783": "alt1",      # "A without B is unsupported": else A off
+}
+
+
+def test_named_flags_are_catalogue_flags_the_message_names():
+    from sglang_doctor.remedy import flags
+
+    av = _verifier()
+    catalog = flags.load_catalog("0.5.23", prefer_shipped=True)
+    site = {"template": "--enable-ssl-refresh requires --ssl-certfile and --ssl-keyfile; model_path is fine",
+            "full": None}
+    assert av.named_flags(site, catalog) == ["--enable-ssl-refresh", "--ssl-certfile", "--ssl-keyfile"]
+
+
+def test_which_site_takes_the_nearest_site_line_above_the_frame():
+    av = _verifier()
+    by_function = {("srt/arg_groups/x.py", "check"): [10, 20]}
+    assert av.which_site({"site": ["srt/arg_groups/x.py", 22, "check"]}, by_function) == "srt/arg_groups/x.py:20"
+    assert av.which_site({"site": ["srt/arg_groups/x.py", 9, "check"]}, by_function) is None
+    assert av.which_site({"site": ["srt/arg_groups/x.py", 22, "other"]}, by_function) is None
+    assert av.which_site({"site": None}, by_function) is None
+
+
+def test_the_verified_sites_have_triggers():
+    triggers = _verifier().load_triggers()
+    assert set(VERIFIED) <= set(triggers)
+
+
+@pytest.mark.slow
+def test_proposed_fixes_pass_real_sglang_checks():
+    av = _verifier()
+    python = av.venv_python()
+    if python is None:
+        if os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1":
+            pytest.fail("SGLANG_DOCTOR_REQUIRE_SGLANG=1 but the real-SGLang venv is missing")
+        pytest.skip("the real-SGLang venv is not installed (scripts/install-real-sglang)")
+    rows = {r["site"]: r for r in av.run(sorted(VERIFIED), python=python)}
+    for site, column in VERIFIED.items():
+        row = rows[site]
+        assert row["reached"], site
+        assert row["category"] == "args.invalid", (site, row["rule"])
+        assert row[column] == "pass", (site, row)
