@@ -578,8 +578,10 @@ def deepgemm_off(ctx: Context, params: dict) -> Remediation | None:
     """``SGLANG_ENABLE_JIT_DEEPGEMM=0`` (and the 0.4.x spelling) when the failure is in DeepGEMM:
     its package or SGLang's wrapper in the frames, or its name in the failure's own words (the
     words only decide whether the step applies; the variable and value are this operation's).
-    Nothing otherwise.  Advice (``safe`` False): a class-level step, as the others here."""
-    if not _deepgemm_failed(ctx):
+    ``known: true``: the rule's own match is DeepGEMM's failure (its JIT compiler's assertion,
+    ``.../jit/compiler.hpp``, names no package), so no further evidence is asked for.  Nothing
+    otherwise.  Advice (``safe`` False): a class-level step, as the others here."""
+    if not (params.get("known") or _deepgemm_failed(ctx)):
         return None
     rem = Remediation(env={name: "0" for name in DEEPGEMM_ENV}, safe=False,
                       tradeoff=params.get("tradeoff") or DEEPGEMM_TRADEOFF,
