@@ -554,6 +554,11 @@ def expert_parallel(ctx: Context, params: dict) -> Remediation | None:
 # via SGLANG_ENABLE_JIT_DEEPGEMM=0", fp8_utils.py).
 _DEEPGEMM_MODULES = ("/deep_gemm/", "/deep_gemm_wrapper/", "quantization/deep_gemm.py", "layers/deep_gemm.py")
 _DEEPGEMM_WORDS = re.compile(r"deep_?gemm", re.IGNORECASE)
+# DeepGEMM's JIT compiler (csrc/jit/compiler.hpp) prints nvcc's output after its own words
+# "NVCC compilation failed: " (sgl-project/sglang#9340, deepseek-ai/DeepGEMM#173); FlashInfer's
+# and tvm-ffi's builds report through ninja ("FAILED:", "ninja exited with status") and torch's
+# as "Error building extension", so in an SGLang log these words are DeepGEMM's (case kept)
+_DEEPGEMM_NVCC = re.compile(r"\bNVCC compilation failed: ")
 DEEPGEMM_ENV = ("SGLANG_ENABLE_JIT_DEEPGEMM", "SGL_ENABLE_JIT_DEEPGEMM")
 DEEPGEMM_TRADEOFF = (
     "SGLang's Triton / CUTLASS FP8 kernels instead of DeepGEMM: no nvcc JIT build at start-up, somewhat slower "
@@ -570,7 +575,8 @@ def _deepgemm_failed(ctx: Context) -> bool:
 
     inc = ctx.diagnosis.incident
     root = f"{inc.exception.type}: {inc.exception.message}" if inc.exception is not None else ""
-    return bool(_DEEPGEMM_WORDS.search(root[:20000]) or _DEEPGEMM_WORDS.search(failure_words(inc)[:20000]))
+    words = failure_words(inc)[:20000]
+    return bool(_DEEPGEMM_WORDS.search(root[:20000]) or _DEEPGEMM_WORDS.search(words) or _DEEPGEMM_NVCC.search(words))
 
 
 @remedy("deepgemm_off")
@@ -578,8 +584,10 @@ def deepgemm_off(ctx: Context, params: dict) -> Remediation | None:
     """``SGLANG_ENABLE_JIT_DEEPGEMM=0`` (and the 0.4.x spelling) when the failure is in DeepGEMM:
     its package or SGLang's wrapper in the frames, or its name in the failure's own words (the
     words only decide whether the step applies; the variable and value are this operation's).
-    Nothing otherwise.  Advice (``safe`` False): a class-level step, as the others here."""
-    if not _deepgemm_failed(ctx):
+    ``known: true``: the rule's own match is DeepGEMM's failure (its JIT compiler's assertion,
+    ``.../jit/compiler.hpp``, names no package), so no further evidence is asked for.  Nothing
+    otherwise.  Advice (``safe`` False): a class-level step, as the others here."""
+    if not (params.get("known") or _deepgemm_failed(ctx)):
         return None
     rem = Remediation(env={name: "0" for name in DEEPGEMM_ENV}, safe=False,
                       tradeoff=params.get("tradeoff") or DEEPGEMM_TRADEOFF,
