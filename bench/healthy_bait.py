@@ -68,7 +68,9 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     huggingface_hub / tokenizers warnings, flashinfer JIT loading, NCCL INFO of a healthy init)
     interleaved: each run whole (``whole``), each piece at the run's start, middle and end
     (``piece``), every piece at once (``all``), and that last text under every robustness
-    transform (docker compose / kubectl / ray prefixes, cuts, ...).
+    transform (docker compose / kubectl / ray prefixes, cuts, ...).  A piece goes before one of
+    SGLang's log records (``_boundaries``), never inside one: logging writes a record, its
+    traceback included, in one write.
 
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
@@ -84,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -371,10 +374,20 @@ def _insert(lines: list[str], at: int, piece: list[str]) -> list[str]:
     return lines[:at] + piece + lines[at:]
 
 
+_RECORD_START = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def _boundaries(lines: list[str]) -> list[int]:
+    """Indices of the lines that start one of SGLang's log records: where another process's
+    output can land.  Python's logging writes a record (its traceback too) in one write, so a
+    foreign line does not split one; the noise goes between records, never inside a traceback."""
+    return [i for i, line in enumerate(lines) if _RECORD_START.match(line)] or [0]
+
+
 def _positions(lines: list[str]) -> dict[str, int]:
-    """Where a piece goes: after the first line, in the middle, before the last line."""
-    n = len(lines)
-    return {"start": min(1, n), "middle": n // 2, "end": max(n - 1, 0)}
+    """Where a piece goes: before the second record, the middle one, the last one."""
+    starts = _boundaries(lines)
+    return {"start": starts[min(1, len(starts) - 1)], "middle": starts[len(starts) // 2], "end": starts[-1]}
 
 
 def noise_texts(runs: Path = REAL_RUNS, path: Path = NOISE):
@@ -389,8 +402,9 @@ def noise_texts(runs: Path = REAL_RUNS, path: Path = NOISE):
             for where, at in _positions(lines).items():
                 yield "piece", f"{name}+{pname}@{where}", "\n".join(_insert(lines, at, piece)) + "\n"
         mixed = list(lines)
-        for k, (_pname, piece) in enumerate(reversed(pieces)):
-            mixed = _insert(mixed, (len(lines) * (len(pieces) - k)) // (len(pieces) + 1), piece)
+        starts = _boundaries(lines)
+        for k, (_pname, piece) in enumerate(reversed(pieces)):  # from the end: indices stay valid
+            mixed = _insert(mixed, starts[(len(starts) * (len(pieces) - k)) // (len(pieces) + 1)], piece)
         mixed_text = "\n".join(mixed) + "\n"
         yield "all", f"{name}+all", mixed_text
         for tname in robustness.TRANSFORMS:
