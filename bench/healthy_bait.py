@@ -60,6 +60,17 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     "not initialized from checkpoint", logged and served), one request's exception answered by
     uvicorn ("Exception in ASGI application", an ExceptionGroup cut inside its sub-traceback).
     The texts are byte for byte what the thread shows, a search excerpt's cut end included.
+(f) ``noise``: real healthy runs of SGLang 0.5.23 (``fixtures/healthy/real-0.5.23/``, recorded by
+    scripts/record_healthy_runs.py: request-level errors, client disconnects, aborts, a burst, a
+    SIGTERM or SIGINT stop) with the third-party lines people paste around SGLang
+    (``fixtures/healthy/noise/pieces.txt``: ray's ``(pid=N)`` / ``(raylet)`` lines, wandb's summary
+    and retry, urllib3's retry while the server is not up, torch's TORCH_CUDA_ARCH_LIST warning,
+    huggingface_hub / tokenizers warnings, flashinfer JIT loading, NCCL INFO of a healthy init)
+    interleaved: each run whole (``whole``), each piece at the run's start, middle and end
+    (``piece``), every piece at once (``all``), and that last text under every robustness
+    transform (docker compose / kubectl / ray prefixes, cuts, ...).  A piece goes before one of
+    SGLang's log records (``_boundaries``), never inside one: logging writes a record, its
+    traceback included, in one write.
 
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
@@ -67,6 +78,7 @@ Figures: per measure, texts and false alarms (a text with any incident), with th
     python bench/healthy_bait.py --only bait --show 20
     python bench/healthy_bait.py --only nccl
     python bench/healthy_bait.py --only real
+    python bench/healthy_bait.py --only noise
     python bench/healthy_bait.py --json
 """
 
@@ -74,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -298,7 +311,8 @@ def measure_corpus(engine: Engine) -> tuple[dict, list]:
             _count(per, f"{part}/{lab['file']}", rules, "")
             if not rules:
                 quiet.append((f"{part}/{lab['file']}", text))
-    for path in sorted((ROOT / "fixtures" / "healthy").glob("*.log")):
+    healthy = ROOT / "fixtures" / "healthy"
+    for path in sorted(healthy.glob("*.log")) + sorted(REAL_RUNS.glob("*.log")):
         text = path.read_bytes().decode("utf-8", "replace")
         if not engine.incidents(text):
             quiet.append((str(path.relative_to(ROOT)), text))
@@ -339,15 +353,83 @@ def measure_transforms(engine: Engine, quiet: list) -> dict:
     return per
 
 
+# -- (f) real healthy runs with third-party noise -------------------------------------------------
+
+REAL_RUNS = ROOT / "fixtures" / "healthy" / "real-0.5.23"
+NOISE = ROOT / "fixtures" / "healthy" / "noise" / "pieces.txt"
+
+
+def noise_pieces(path: Path = NOISE) -> list[tuple[str, list[str]]]:
+    """(name, lines) of each piece of ``pieces.txt`` ('### name | source' headers, '#' comments)."""
+    pieces: list[tuple[str, list[str]]] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("### "):
+            pieces.append((line[4:].split("|", 1)[0].strip(), []))
+        elif pieces:
+            pieces[-1][1].append(line)
+    return pieces
+
+
+def _insert(lines: list[str], at: int, piece: list[str]) -> list[str]:
+    return lines[:at] + piece + lines[at:]
+
+
+_RECORD_START = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def _boundaries(lines: list[str]) -> list[int]:
+    """Indices of the lines that start one of SGLang's log records: where another process's
+    output can land.  Python's logging writes a record (its traceback too) in one write, so a
+    foreign line does not split one; the noise goes between records, never inside a traceback."""
+    return [i for i, line in enumerate(lines) if _RECORD_START.match(line)] or [0]
+
+
+def _positions(lines: list[str]) -> dict[str, int]:
+    """Where a piece goes: before the second record, the middle one, the last one."""
+    starts = _boundaries(lines)
+    return {"start": starts[min(1, len(starts) - 1)], "middle": starts[len(starts) // 2], "end": starts[-1]}
+
+
+def noise_texts(runs: Path = REAL_RUNS, path: Path = NOISE):
+    """(group, name, text) of measure (f)."""
+    pieces = noise_pieces(path)
+    for log in sorted(runs.glob("*.log")):
+        text = log.read_bytes().decode("utf-8", "replace")
+        lines = robustness._split_lines(text)
+        name = str(log.relative_to(ROOT)) if log.is_relative_to(ROOT) else str(log)
+        yield "whole", name, text
+        for pname, piece in pieces:
+            for where, at in _positions(lines).items():
+                yield "piece", f"{name}+{pname}@{where}", "\n".join(_insert(lines, at, piece)) + "\n"
+        mixed = list(lines)
+        starts = _boundaries(lines)
+        for k, (_pname, piece) in enumerate(reversed(pieces)):  # from the end: indices stay valid
+            mixed = _insert(mixed, starts[(len(starts) * (len(pieces) - k)) // (len(pieces) + 1)], piece)
+        mixed_text = "\n".join(mixed) + "\n"
+        yield "all", f"{name}+all", mixed_text
+        for tname in robustness.TRANSFORMS:
+            sample = robustness.Sample(name, "tune", mixed, 0, "none", healthy=True)
+            out = robustness.apply(tname, sample)
+            if out is not None:
+                yield f"all:{tname}", f"{name}+all", out
+
+
+def measure_noise(engine: Engine) -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    for group, name, text in noise_texts():
+        _count(per[group.split(":")[0]], name, engine.incidents(text), text)
+    return per
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real"), action="append")
+    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise"), action="append")
     ap.add_argument("--bait", choices=("warnings", "requests"), action="append",
                     help="which bait to generate (default: both)")
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real"))
+    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise"))
     engine = Engine()
     result: dict = {}
     corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
@@ -361,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         result["nccl"] = measure_nccl(engine)
     if "real" in only:
         result["real"] = measure_nccl(engine, REAL_SHAPES)
+    if "noise" in only:
+        result["noise"] = measure_noise(engine)
     if args.json:
         print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
                               for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))

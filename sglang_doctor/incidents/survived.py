@@ -267,7 +267,11 @@ DRIVER_SHUTTING_DOWN = re.compile(r"(?:CUDA error|Cuda failure(?: \d+)?):? '?dri
 def goes_on_after(incident: Incident) -> str | None:
     """What printed ``incident`` when every failure line of it is a warning of a thread that
     goes on ("NCCL's proxy / teardown", "torch's heartbeat monitor"), with no exception and
-    nothing of a death in it; else None (above)."""
+    nothing of a death in it; else None (above).  Also some HTTP client's refused connection
+    (``_client_connect_only``: a script polling ``/health``, a benchmark, a router; never the PD
+    bootstrap's): another process's line, printed while the server was not listening (loading,
+    or already stopped) and retried; it is no failure of the server, whose own lines (its death,
+    its exception) are what says it failed."""
     if incident.exception is not None or incident.chain or not incident.signals or is_death(incident):
         return None
     heartbeat = any(HEARTBEAT_CHECK.search(line.text) or _HEARTBEAT_FRAMES.search(line.text)
@@ -280,6 +284,9 @@ def goes_on_after(incident: Incident) -> str | None:
             kinds.add("a process whose CUDA runtime was unloading at its exit")
         elif NONFATAL_NCCL_WARN.search(line.text):
             kinds.add("NCCL's proxy thread or teardown")
+        elif _client_connect_only(line.text):
+            kinds.add("an HTTP client whose connection was refused (it retries; the server's own lines say "
+                      "whether it was up)")
         elif (heartbeat or only_store) and (_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text)):
             kinds.add("torch's TCPStore client (the store's host had gone)")
         else:

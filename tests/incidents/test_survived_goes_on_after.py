@@ -152,3 +152,30 @@ def test_the_pd_bootstraps_refused_connection_stays_the_transports(pack):
 
     events = _events(pack, DUMP + START + PD_FETCH + CAPTURED + SCHEDULER_UP + UVICORN + WARMUP + READY)
     assert [e["category"] for e in _incidents(events)] == ["nccl"]
+
+
+
+def _signal_incident(text: str):
+    from sglang_doctor.model import Incident, Line
+
+    line = Line(1, text.rstrip("\n"))
+    return Incident("signal", 1, 1, lines=[line], signals=[line], signal_names=["transfer_error"])
+
+
+def test_a_clients_refused_connection_alone_is_a_warning(pack):
+    # a script's /health poll pasted with the server's log, after its stop or from before it was up
+    # (bench/healthy_bait.py (f) noise): another process's retried line, not the server's failure
+    events = _events(pack, POLL)
+    assert _incidents(events) == []
+    (warning,) = _warnings(events)
+    assert "HTTP client" in warning["message"]
+    assert "HTTP client" in survived.goes_on_after(_signal_incident(POLL))
+
+
+def test_a_clients_refused_connection_before_a_death_keeps_the_incident(pack):
+    events = _events(pack, POLL + SIGQUIT)
+    assert _incidents(events) and _warnings(events) == []
+
+
+def test_the_pd_bootstraps_refused_connection_is_no_clients_line():
+    assert survived.goes_on_after(_signal_incident(PD_FETCH)) is None
