@@ -419,6 +419,21 @@ _HTML_CHARS = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;
                "&lt;": "<", "&gt;": ">", "&amp;": "&"}
 _HTML_ESCAPE = re.compile("|".join(map(re.escape, _HTML_CHARS)))
 
+def as_written(text: str) -> str:
+    """A line's text as SGLang wrote it, when a paste or a log store wrapped it: a container's
+    log file as Docker's json-file driver writes it (the line's own text), markdown's inline
+    code around it (`RuntimeError: ...`, its backticks left on the first and last lines), HTML's
+    escapes left in by a copy from a web page's source or an API body (``File &quot;/usr/...``).
+    An incident's lines carry this text; everything else is the reader's."""
+    if text.startswith('{"log":') and (logged := _docker_json_log(text)) is not None:
+        text = logged
+    if "`" in text and (unquoted := _markdown_code_span(text)) is not None:
+        text = unquoted
+    if "&" in text and _HTML_ESCAPE.search(text):
+        text = _HTML_ESCAPE.sub(lambda m: _HTML_CHARS[m.group(0)], text)
+    return text
+
+
 def _markdown_code_span(text: str) -> str | None:
     """``text`` without the backticks of markdown's inline code that a paste left on it: a
     pair around the whole line, or one opening the line (not a fence's ```) or closing it when
@@ -604,17 +619,8 @@ class Assembler:
         return any(lit in text for lit in (strong if records.is_record_start(text) else every))
 
     def _feed_line(self, line: Line) -> list[Event]:
-        if line.text.startswith('{"log":') and (logged := _docker_json_log(line.text)) is not None:
-            # a container's log file as Docker's json-file driver writes it: the line's own text
-            line = Line(line.number, logged, line.raw, line.cut)
-        if "`" in line.text and (unquoted := _markdown_code_span(line.text)) is not None:
-            # a paste that wrapped the log in markdown's inline code (`RuntimeError: ...`, its
-            # backticks left on the first and last lines): read as SGLang wrote it
-            line = Line(line.number, unquoted, line.raw, line.cut)
-        if "&" in line.text and _HTML_ESCAPE.search(line.text):
-            # a log copied from a web page's source or an API body with HTML's escapes left in
-            # (``File &quot;/usr/...&quot;, line 9``): read as SGLang wrote it
-            line = Line(line.number, _HTML_ESCAPE.sub(lambda m: _HTML_CHARS[m.group(0)], line.text), line.raw, line.cut)
+        if (text := as_written(line.text)) != line.text:
+            line = Line(line.number, text, line.raw, line.cut)
         if "batch" in line.text and serving.is_batch(line.text):
             batches = self._batches
             if not batches or batches[-1][0] < line.number:

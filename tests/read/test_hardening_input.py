@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from sglang_doctor.incidents import assemble, request_errors, tracebacks
 from sglang_doctor.incidents.assemble import Assembler
 from sglang_doctor.pipeline import StreamPipeline
+from sglang_doctor.incidents import assemble
 from sglang_doctor.read.reader import LineSplitter
 from sglang_doctor.diagnose.rules_engine import RuleSet
 
@@ -224,7 +225,8 @@ def check_invariants(data: bytes, placed, pipe, events) -> None:
         nums = [ln.number for ln in inc.lines]
         assert nums == sorted(set(nums)), "an incident repeats or reorders lines"
         for ln in inc.lines:
-            assert ln.text == texts[ln.number], "an incident's line differs from the input's"
+            # the input's line, or the same line unwrapped from a paste's markdown / HTML / Docker JSON
+            assert ln.text == assemble.as_written(texts[ln.number]), "an incident's line differs from the input's"
             assert ln.number not in owner, f"line {ln.number} is in two incidents"
             owner[ln.number] = idx
     reported_ends = sorted(inc.last_line for inc in incidents)
