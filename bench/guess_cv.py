@@ -228,19 +228,8 @@ def leave_one_repo_out(parts=None, prior_parts=None) -> tuple[list, dict]:
     from threads nobody counted, often of repositories no tuned part has; a part of the tuned corpus
     shares its repository (mostly sgl-project/sglang) with the others, which leave-one-part-out does
     not take away.  Returns (rows, per-repository report)."""
-    parts = CV_PARTS if parts is None else tuple(parts)
-    prior_parts = TUNED_PARTS if prior_parts is None else tuple(prior_parts)
-    by_repo: dict[str, list] = {}
-    for part in parts:
-        for lab in no_cause(part):
-            by_repo.setdefault(source_repo(lab), []).append((part, lab))
-    rows, report = [], {}
-    for repo, items in sorted(by_repo.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        held_rows = measure_labels(items, count(prior_parts, skip_repo=repo), phase_prior.PRIOR_WEIGHT)
-        rows += held_rows
-        h, n = hits(held_rows)
-        report[repo] = {"right": h, "total": n}
-    return rows, report
+    return _leave_one_group_out(parts, prior_parts, source_repo, "skip_repo",
+                                order=lambda kv: (-len(kv[1]), kv[0]))
 
 
 def leave_one_release_out(parts=None, prior_parts=None) -> tuple[list, dict]:
@@ -248,18 +237,25 @@ def leave_one_release_out(parts=None, prior_parts=None) -> tuple[list, dict]:
     fold (``guess_prior.release_family``: about five patch releases, "unknown" when the label names
     none): every no-cause fragment of a family is scored with the phase prior counted without any
     label of that family.  A held-back part may come from releases the tuned parts hold few of."""
+    return _leave_one_group_out(parts, prior_parts, release_family, "skip_release", order=lambda kv: kv[0])
+
+
+def _leave_one_group_out(parts, prior_parts, group_of, skip: str, order) -> tuple[list, dict]:
+    """The no-cause fragments of ``parts`` grouped by ``group_of(label)``; each group scored with the
+    phase prior counted from ``prior_parts`` without that group's labels (``count(..., **{skip: group})``),
+    at the shipped weight.  Returns (rows, per-group report), the groups in ``order``."""
     parts = CV_PARTS if parts is None else tuple(parts)
     prior_parts = TUNED_PARTS if prior_parts is None else tuple(prior_parts)
-    by_release: dict[str, list] = {}
+    groups: dict[str, list] = {}
     for part in parts:
         for lab in no_cause(part):
-            by_release.setdefault(release_family(lab), []).append((part, lab))
+            groups.setdefault(group_of(lab), []).append((part, lab))
     rows, report = [], {}
-    for family, items in sorted(by_release.items()):
-        held_rows = measure_labels(items, count(prior_parts, skip_release=family), phase_prior.PRIOR_WEIGHT)
+    for group, items in sorted(groups.items(), key=order):
+        held_rows = measure_labels(items, count(prior_parts, **{skip: group}), phase_prior.PRIOR_WEIGHT)
         rows += held_rows
         h, n = hits(held_rows)
-        report[family] = {"right": h, "total": n}
+        report[group] = {"right": h, "total": n}
     return rows, report
 
 

@@ -57,6 +57,18 @@ def only_incident(pack, text: str) -> dict:
     return ev
 
 
+def script_module(path: Path, name: str):
+    """A script of the repository (bench/, scripts/) imported as module ``name``, registered in
+    sys.modules (its dataclasses and pickling look themselves up there)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
 def streamed_incidents(text: str):
     """The incidents a fresh default pipeline forms from ``text`` fed as one chunk, and the pipeline."""
     from sglang_doctor.pipeline import StreamPipeline

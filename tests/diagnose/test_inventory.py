@@ -12,16 +12,14 @@ byte.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, script_module
 from sglang_doctor.diagnose.rules_engine import RuleSet
 
 INVENTORY = ROOT / "data" / "inventory"
@@ -34,11 +32,7 @@ OLDER = INVENTORY / "sglang-0.4.6.post5.json"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("inventory_failures", ROOT / "scripts" / "inventory_failures.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("inventory_failures", module)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(ROOT / "scripts" / "inventory_failures.py", "inventory_failures")
 
 
 inv = _script()

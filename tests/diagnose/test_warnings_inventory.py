@@ -13,13 +13,12 @@ every library line, and check the shape of the healthy log.
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import json
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, script_module
 from sglang_doctor.incidents import signals
 
 INVENTORY = ROOT / "data" / "inventory"
@@ -37,11 +36,7 @@ MIN_SITES = {"0.4.3.post2": 150, "0.4.6.post5": 250}
 
 def _script():
     sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("inventory_warnings", ROOT / "scripts" / "inventory_warnings.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("inventory_warnings", module)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(ROOT / "scripts" / "inventory_warnings.py", "inventory_warnings")
 
 
 inv = _script()

@@ -9,22 +9,17 @@ The fast tests check the verifier's own pieces without SGLang.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import script_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _verifier():
-    spec = importlib.util.spec_from_file_location("args_verify", ROOT / "bench" / "args_verify.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("args_verify", module)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(ROOT / "bench" / "args_verify.py", "args_verify")
 
 
 # site -> the column that must say "pass": the primary change, or the first alternative when
