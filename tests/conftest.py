@@ -69,6 +69,20 @@ def script_module(path: Path, name: str):
     return module
 
 
+def incident_events(pack, text: str, whole_log: bool = False) -> list[dict]:
+    """The incident events a fresh pipeline of ``pack`` (no remedies) gives ``text`` fed as one chunk."""
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline(pack, remediate=False, whole_log=whole_log)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    return [e for e in events if e["event"] == "incident"]
+
+
+def best_guess(ev: dict) -> dict:
+    """The honest fallback's best guess of an incident event."""
+    return ev["fallback"]["best_guess"]
+
+
 def streamed_incidents(text: str):
     """The incidents a fresh default pipeline forms from ``text`` fed as one chunk, and the pipeline."""
     from sglang_doctor.pipeline import StreamPipeline

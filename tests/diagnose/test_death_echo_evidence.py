@@ -7,7 +7,7 @@ in native code rather than being killed from outside; torch's fatal-signal handl
 
 import pytest
 
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import incident_events, best_guess
 
 DEAD = "[2026-01-23 09:10:40] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
 RESET = ("[rank1]:[W123 09:10:40.029953638 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=59, "
@@ -15,14 +15,10 @@ RESET = ("[rank1]:[W123 09:10:40.029953638 TCPStore.cpp:125] [c10d] recvValue fa
 NATIVE_BOTTOM = '  File "<unknown>", line 0, in 0xffffffffffffffff\n'
 
 
-def incidents(pack, text):
-    pipe = StreamPipeline(pack, remediate=False)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e for e in events if e["event"] == "incident"]
+incidents = incident_events
 
 
-def guess(ev):
-    return ev["fallback"]["best_guess"]
+guess = best_guess
 
 
 def names(ev):

@@ -5,15 +5,12 @@ milestone that left almost no free GPU memory for the next step."""
 import pytest
 
 from sglang_doctor.diagnose import phase_prior
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import incident_events
 
 CUT = "[2025-06-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
 
 
-def incidents(pack, text):
-    pipe = StreamPipeline(pack, remediate=False)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e for e in events if e["event"] == "incident"]
+incidents = incident_events
 
 
 @pytest.mark.parametrize("line", [

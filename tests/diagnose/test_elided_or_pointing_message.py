@@ -6,7 +6,7 @@ session 22 a class rule that matched such a traceback by its frames (CUDA graph 
 with no fallback block, as if the cause line were there."""
 
 from sglang_doctor.diagnose import fallback
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import incident_events
 
 HEADER = "[2025-01-01 00:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
 CAPTURE = ('  File "/usr/lib/python3/site-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 300, in capture\n'
@@ -17,9 +17,7 @@ LAUNCHER = ("Traceback (most recent call last):\n"
 
 
 def incidents(pack, text: str) -> list[dict]:
-    pipe = StreamPipeline(pack, remediate=False, whole_log=True)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e for e in events if e["event"] == "incident"]
+    return incident_events(pack, text, whole_log=True)
 
 
 def test_a_class_answer_on_an_elided_message_carries_the_fallback(pack):

@@ -10,7 +10,7 @@ crash there.  SIGILL (a CPU without the instruction: the hardware's refusal) is 
 
 from pathlib import Path
 
-from sglang_doctor.pipeline import StreamPipeline
+from conftest import incident_events, best_guess
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
@@ -38,14 +38,10 @@ THREAD = "Thread 0x00007f1363bff640 (most recent call first):\n"
 CURRENT = "Current thread 0x00007f1363bff640 (most recent call first):\n"
 
 
-def incidents(pack, text):
-    pipe = StreamPipeline(pack, remediate=False)
-    events = pipe.feed(text.encode()) + pipe.finish()
-    return [e for e in events if e["event"] == "incident"]
+incidents = incident_events
 
 
-def guess(ev):
-    return ev["fallback"]["best_guess"]
+guess = best_guess
 
 
 def pieces(ev):
