@@ -709,7 +709,7 @@ def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
                  + _alone(ctx, text, named) + second)
     out: list[Remediation] = []
     for rem in found:
-        if any(rem.set == o.set and rem.unset == o.unset for o in out):
+        if any(_same_change(rem, o) for o in out):
             continue
         if _undoes(rem, out):
             continue  # the opposite of a change an earlier shape gave: the earlier reading stands
