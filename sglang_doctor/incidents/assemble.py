@@ -823,8 +823,11 @@ class Assembler:
             return
         found = self._literals.found(text)
         sig = self._classify(text, found)
+        # an indented line is inside a traceback or a message, except the text's first line:
+        # nothing is above it, so its indent is the paste's (an exception line quoted with
+        # markdown indentation in an issue's prose)
         exc = (tracebacks.bare_exception(text.strip())
-               if ((":" in text or "(" in text) and not text[:1].isspace()) else None)
+               if ((":" in text or "(" in text) and (not text[:1].isspace() or line.number == 1)) else None)
         if exc is None and text.endswith((":", ": ")) and not text[:1].isspace():
             exc = tracebacks.open_exception(text.strip())  # "ImportError: " + message lines below
         if exc is not None and exc.type.endswith("Warning"):
@@ -857,6 +860,8 @@ class Assembler:
             self._signal(line, ranks, sig, events)
             return
         if exc is not None:
+            if text[:1].isspace():  # the first line's paste indent (above)
+                line = Line(line.number, text.strip(), line.raw, line.cut)
             self._exception_line(line, ranks, sig, events)
             return
         group = self._group
