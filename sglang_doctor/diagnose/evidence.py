@@ -1452,19 +1452,35 @@ def _points(pieces: list[Evidence], category: str) -> bool:
     return any(p.category == category and p.weight > 0 and not p.support for p in pieces)
 
 
+_MEMORY = ("memory.cuda_oom", "memory.kv_pool", "memory.host_oom")
+
+
 def _in_kernel(inc: Incident, pieces: list[Evidence]) -> bool:
     """The failure's own pieces show a kernel's code: a piece for kernel.unsupported_hw (an attention,
     quantization or MoE place, a word of a capability or a platform), a kernel place under CUDA graph
-    capture (``CAPTURE_KERNEL_PLACE``: read as the capture phase), or a CUDA error before ready; not a
-    process killed by a fatal signal (a crash there, ``fatal_dump``)."""
-    if fatal_dump(inc):
-        return False
+    capture (``CAPTURE_KERNEL_PLACE``: read as the capture phase), a deepest frame whose name names a
+    kernel (``_KERNEL_PLACE_NAMES``), or a CUDA error before ready; not a process killed by a fatal
+    signal (a crash there, ``fatal_dump``), nor a failure whose own pieces read as memory (an
+    allocation the traceback stopped at: the machine must not outweigh it)."""
+    if fatal_dump(inc) or any(_points(pieces, c) for c in _MEMORY):
+        return False  # a crash, or a failure its own pieces read as memory: the GPU's generation is not it
     if _points(pieces, "kernel.unsupported_hw"):
         return True
     place = _place(inc)
     if place is not None and place.name == CAPTURE_KERNEL_PLACE:
         return True
+    ours = sglang_frames(inc.frames)
+    if ours and _KERNEL_PLACE_NAMES.search(f"{_short(ours[-1])} {ours[-1].function}"):
+        return True
     return "cuda_error" in inc.signal_names and not inc.after_ready
+
+
+# A deepest SGLang frame whose module or function names a kernel or the choice of one: the attention
+# and linear-attention backends and their resolution (0.5.23 srt/arg_groups/attention_hook.py
+# handle_attention_backend_compatibility, server_args' _handle_*_backend steps), quantization and MoE
+# kernels, the platform back ends (srt/hardware_backend/*), GEMM / MLA kernels
+_KERNEL_PLACE_NAMES = re.compile(r"(?i)attention|attn|quantiz|/moe/|_moe|moe_|backend|kernel|fp8|fp4|mla|gemm|"
+                                 r"marlin|flashinfer|triton|cutlass")
 
 
 def from_hardware(diagnosis: Diagnosis, pieces: list[Evidence]) -> list[Evidence]:

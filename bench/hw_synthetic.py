@@ -1,0 +1,116 @@
+"""A synthetic check, from SGLang's source, of what the machine's facts add to the best guess.
+
+Not real data: the fragments are rendered here.  For each of SGLang 0.5.23's own failure sites
+whose message is a capability / platform refusal and whose shipped disposition names
+kernel.unsupported_hw (data/inventory/sglang-0.5.23.json: the site's rule or class rule), a
+fragment is rendered as a paste that lost the traceback's last line: a scheduler frame, then the
+site's own frame (its file, line and function), and no exception line.  Each fragment is read
+with no machine lines (the baseline), then with lines that name a machine SGLang's kernels often
+leave out (a T4 in nvidia-smi's table; an RTX 5090 in ``python -m sglang.check_env``'s output),
+then with a machine they cover (an H100, check_env): the control, whose guess must not move.
+Prints, per variant, how often the honest fallback's best guess names the site's category.
+
+Usage: ``python bench/hw_synthetic.py [--json] [--limit N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sglang_doctor.diagnose.rules_engine import RuleSet  # noqa: E402
+from sglang_doctor.pipeline import StreamPipeline  # noqa: E402
+
+INVENTORY = ROOT / "data" / "inventory" / "sglang-0.5.23.json"
+TARGET = "kernel.unsupported_hw"
+PREFIX = "/usr/local/lib/python3.12/dist-packages/sglang/"
+
+# the machine lines, as the tools print them (hardware.py's docstring names each source)
+MACHINES: dict[str, list[str]] = {
+    "none": [],
+    "T4 (nvidia-smi)": [
+        "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |",
+        "|   0  Tesla T4                       Off | 00000000:00:1E.0 Off |                    0 |",
+        "| N/A   34C    P8               9W /  70W |      5MiB / 15360MiB |      0%      Default |",
+    ],
+    "RTX 5090 (check_env)": [
+        "Python: 3.12.3 (main, Feb  4 2025, 14:48:35) [GCC 13.3.0]",
+        "CUDA available: True",
+        "GPU 0,1: NVIDIA GeForce RTX 5090",
+        "GPU 0,1 Compute Capability: 12.0",
+    ],
+    "H100 (check_env, control)": [
+        "Python: 3.12.3 (main, Feb  4 2025, 14:48:35) [GCC 13.3.0]",
+        "CUDA available: True",
+        "GPU 0,1: NVIDIA H100 80GB HBM3",
+        "GPU 0,1 Compute Capability: 9.0",
+    ],
+}
+
+
+def sites(pack: RuleSet) -> list[tuple[str, int, str, str]]:
+    """(file, line, function, message) of the inventory's sites whose disposition is a rule of TARGET."""
+    inventory = json.loads(INVENTORY.read_text())
+    out = []
+    for path, rows in inventory["files"].items():
+        for line, function, _kind, _exc, message, disposition in rows:
+            kind, _, rule_id = disposition.partition(":")
+            rule = pack.get(rule_id) if kind in ("rule", "class") else None
+            if rule is not None and rule.category == TARGET:
+                out.append((path, line, function.rsplit(".", 1)[-1], message or ""))
+    return out
+
+
+def render(path: str, line: int, function: str, machine: list[str]) -> str:
+    frames = [
+        "Traceback (most recent call last):",
+        f'  File "{PREFIX}srt/managers/scheduler.py", line 3120, in run_scheduler_process',
+        "    scheduler = Scheduler(",
+        f'  File "{PREFIX}{path}", line {line}, in {function}',
+    ]
+    return "\n".join(machine + frames) + "\n"
+
+
+def guess(pack: RuleSet, text: str) -> str | None:
+    pipe = StreamPipeline(pack, remediate=False)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    incidents = [e for e in events if e["event"] == "incident"]
+    if not incidents:
+        note = pipe.summary().get("fallback")
+        return note["best_guess"]["category"] if note else None
+    ev = max(incidents, key=lambda e: e["confidence"])
+    fb = ev.get("fallback")
+    return fb["best_guess"]["category"] if fb else ev["category"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N sites (0: all)")
+    args = ap.parse_args(argv)
+    pack = RuleSet.load(user=False)
+    found = sites(pack)
+    if args.limit:
+        found = found[:args.limit]
+    report: dict[str, dict] = {}
+    for name, machine in MACHINES.items():
+        answers = Counter(guess(pack, render(path, line, function, machine)) for path, line, function, _ in found)
+        report[name] = {"right": answers.get(TARGET, 0), "total": len(found), "answers": dict(answers.most_common())}
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"synthetic (rendered from SGLang 0.5.23's {TARGET} sites, traceback cut above its exception line; "
+          "not real data)")
+    for name, r in report.items():
+        print(f"  machine {name:28} best guess {TARGET} {r['right']}/{r['total']}  answers {r['answers']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
