@@ -1420,8 +1420,13 @@ WEIGHTS_FIT = 0.95  # the share of a GPU's memory the weights may take before th
 
 def machine(diagnosis: Diagnosis) -> hardware.Hardware:
     """The facts about the machine the log's lines that name it (``Launch.machine_lines``), the
-    incident's lines, the launch's dump and its milestones give."""
-    return launch_machine(diagnosis.launch, [line.text for line in diagnosis.incident.lines])
+    incident's lines, the launch's dump and its milestones give.  A traceback's frame lines and
+    indented source lines are code, whose names (``torch_npu.npu_format_cast``) say what the code
+    can call, not which machine ran it: left out."""
+    inc = diagnosis.incident
+    lines = [line.text for line in inc.lines
+             if not (inc.kind == "traceback" and (line.text[:1].isspace() or 'File "' in line.text))]
+    return launch_machine(diagnosis.launch, lines)
 
 
 def launch_machine(launch, lines) -> hardware.Hardware:
@@ -1486,7 +1491,13 @@ _KERNEL_PLACE_NAMES = re.compile(r"(?i)attention|attn|quantiz|/moe/|_moe|moe_|ba
 def from_hardware(diagnosis: Diagnosis, pieces: list[Evidence]) -> list[Evidence]:
     """What the machine's facts add to the failure's own pieces ``pieces`` (see above)."""
     launch = diagnosis.launch
-    return machine_pieces(machine(diagnosis), pieces, _in_kernel(diagnosis.incident, pieces),
+    hw = machine(diagnosis)
+    ours = sglang_frames(diagnosis.incident.frames)
+    if ours and "srt/hardware_backend/" in ours[-1].file.replace("\\", "/") and hw.get("platform") not in (None, "cuda"):
+        # the platform's own back end (srt/hardware_backend/npu, .../xpu) failing on that platform: its
+        # code is meant for it, so the platform is no gap of SGLang's CUDA kernels
+        return []
+    return machine_pieces(hw, pieces, _in_kernel(diagnosis.incident, pieces),
                           diagnosis.incident.after_ready, launch.server_args if launch is not None else None)
 
 
