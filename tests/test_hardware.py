@@ -174,3 +174,35 @@ def test_pcie_piece_needs_a_distributed_piece():
     # NVLink between the GPUs: no piece
     linked = hardware.read(["GPU 0,1: NVIDIA GeForce RTX 4090", "GPU0     X      NV4     0-31    0"])
     assert evidence.machine_pieces(linked, nccl, False, False, None) == []
+
+
+# -- a remedy that depends on the platform (remedy/class_remedies.py switch_backend) -----------
+
+
+def _backend_diagnosis(machine_lines: list[str]):
+    from sglang_doctor.model import Diagnosis, Frame, Incident, Launch
+
+    inc = Incident(kind="traceback", first_line=5, last_line=5,
+                   frames=[Frame(file=f"{_PREFIX}layers/attention/triton_backend.py", line=1, function="forward")])
+    launch = Launch(index=0, line=1, server_args={}, machine_lines=machine_lines)
+    return Diagnosis(incident=inc, rule="class.test", category="kernel.unsupported_hw",
+                     remedies=[{"switch_backend": {}}], launch=launch)
+
+
+def _remedy(d):
+    from sglang_doctor.remedy import flags, remedies
+
+    catalog = flags.load_catalog("0.5.23")
+    return remedies.remediate(d, command=None, version=catalog.version, catalog=catalog, hardware=None,
+                              model_config=None)
+
+
+def test_switch_backend_reads_the_platform_from_the_machine_lines():
+    # the log said ROCm before the incident: FlashInfer (CUDA-only) is not proposed, and Triton is the
+    # backend that failed, so no switch is left
+    assert _remedy(_backend_diagnosis(["ROCM available: True"])) is None
+    # an NVIDIA GPU named: FlashInfer, with no "if these are NVIDIA GPUs" hedge
+    rem = _remedy(_backend_diagnosis(["GPU 0: NVIDIA GeForce RTX 4090"]))
+    assert rem.set == {"--attention-backend": "flashinfer"} and "on ROCm use" not in rem.note
+    # nothing said: the hedge stays
+    assert "on ROCm use triton or aiter" in _remedy(_backend_diagnosis([])).note
