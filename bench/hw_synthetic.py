@@ -10,7 +10,12 @@ leave out (a T4 in nvidia-smi's table; an RTX 5090 in ``python -m sglang.check_e
 then with a machine they cover (an H100, check_env): the control, whose guess must not move.
 Prints, per variant, how often the honest fallback's best guess names the site's category.
 
-Usage: ``python bench/hw_synthetic.py [--json] [--limit N]``.
+With ``--tuned``, the census of the real side instead: over the tuned parts' no-cause fragments
+(scripts/guess_prior.py ``TUNED_PARTS``; never a held-back part), how many name the machine at
+all (any fact of diagnose/hardware.py in the lines the pipeline kept, the incident's lines, the
+launch's dump and milestones), and how many best guesses rest on a ``hardware:*`` piece.
+
+Usage: ``python bench/hw_synthetic.py [--json] [--limit N] [--tuned]``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from sglang_doctor.diagnose.rules_engine import RuleSet  # noqa: E402
 from sglang_doctor.pipeline import StreamPipeline  # noqa: E402
@@ -89,11 +95,53 @@ def guess(pack: RuleSet, text: str) -> str | None:
     return fb["best_guess"]["category"] if fb else ev["category"]
 
 
+def tuned_census() -> dict:
+    """Machine facts and hardware pieces on the tuned parts' no-cause fragments (see the docstring)."""
+    from guess_prior import TUNED_PARTS, no_cause, run
+
+    from sglang_doctor.diagnose import evidence
+    from sglang_doctor.diagnose import fallback as fallback_mod
+
+    out = {"fragments": 0, "with_facts": 0, "facts": Counter(), "hardware_pieces": Counter(), "files": []}
+    for part in TUNED_PARTS:
+        for lab in no_cause(part):
+            pipe, diagnoses, primary = run(ROOT / "corpus" / part / lab["file"])
+            out["fragments"] += 1
+            names: set[str] = set()
+            for d in diagnoses:
+                names |= set(evidence.machine(d).facts)
+            if not diagnoses:
+                # a text with no incident: the facts fallback.no_incident reads (the kept lines, the last lines)
+                launch = pipe.launches[-1] if pipe.launches else None
+                tail = fallback_mod._last_lines(pipe._tail, 40)
+                names |= set(evidence.launch_machine(launch, tail).facts)
+            fb = (primary.fallback if primary is not None else pipe.summary().get("fallback")) or {}
+            pieces = [ev["name"] for ev in (fb.get("best_guess") or {}).get("evidence", ())
+                      if ev["name"].startswith("hardware:")]
+            if names or pieces:
+                out["with_facts"] += 1
+                out["facts"].update(names)
+                out["files"].append(f"{part}/{lab['file'][:60]}: {sorted(names)} {pieces}")
+            out["hardware_pieces"].update(pieces)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--limit", type=int, default=0, help="only the first N sites (0: all)")
+    ap.add_argument("--tuned", action="store_true", help="the census of the tuned parts' no-cause fragments")
     args = ap.parse_args(argv)
+    if args.tuned:
+        census = tuned_census()
+        if args.json:
+            print(json.dumps(census, indent=1, default=dict))
+            return 0
+        print(f"tuned no-cause fragments {census['fragments']}: naming the machine {census['with_facts']} "
+              f"(facts {dict(census['facts'])}); hardware pieces in the best guess {dict(census['hardware_pieces'])}")
+        for line in census["files"]:
+            print("  " + line)
+        return 0
     pack = RuleSet.load(user=False)
     found = sites(pack)
     if args.limit:

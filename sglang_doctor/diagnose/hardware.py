@@ -207,17 +207,25 @@ def _server_args(hw: Hardware, args: dict) -> None:
         hw.add("platform", device, f"server_args: device={device!r}")
 
 
+def _gb(value) -> float | None:
+    """A milestone's figure in GB, or None when it has none (or one that is not a positive number)."""
+    try:
+        gb = float(value)
+    except (TypeError, ValueError):
+        return None
+    return gb if gb > 0 else None
+
+
 def read(lines, server_args: dict | None = None, milestones=()) -> Hardware:
     """The facts the text's lines, the launch's ``server_args`` and its start-up milestones give."""
     hw = Hardware()
     for text in lines:
         read_line(hw, text)
     for ms in milestones:
-        figures = ms.figures
-        if ms.name == "load_weights_begin" and figures.get("avail_mem_gb") is not None:
-            hw.add("free_gb", float(figures["avail_mem_gb"]), ms.text or f"line {ms.line}")
-        if ms.name == "load_weights_end" and figures.get("mem_usage_gb") is not None:
-            hw.add("weights_gb", float(figures["mem_usage_gb"]), ms.text or f"line {ms.line}")
+        if ms.name == "load_weights_begin":
+            hw.add("free_gb", _gb(ms.figures.get("avail_mem_gb")), ms.text or f"line {ms.line}")
+        if ms.name == "load_weights_end":
+            hw.add("weights_gb", _gb(ms.figures.get("mem_usage_gb")), ms.text or f"line {ms.line}")
     if server_args:
         _server_args(hw, server_args)
     return hw
