@@ -206,3 +206,17 @@ def test_switch_backend_reads_the_platform_from_the_machine_lines():
     assert rem.set == {"--attention-backend": "flashinfer"} and "on ROCm use" not in rem.note
     # nothing said: the hedge stays
     assert "on ROCm use triton or aiter" in _remedy(_backend_diagnosis([])).note
+
+
+def test_sglangs_own_lines_about_the_gpu():
+    # load_model_utils.py maybe_downgrade_dtype_for_legacy_gpu; custom_all_reduce_utils.py's P2P / PCIe checks
+    got = facts("[2025-05-01 10:00:03 TP0] Compute capability below sm80. Use float16 due to lack of bfloat16 support.")
+    assert got == {"pre_ampere": True}
+    assert "below SM80" in hardware.capability_gap(hardware.read(
+        ["Compute capability below sm80. Use float16 due to lack of bfloat16 support."]))
+    no_p2p = ("[2025-05-01 10:00:04 TP1] Custom allreduce is disabled because your platform lacks GPU P2P capability "
+              "or P2P test failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.")
+    assert facts(no_p2p)["link"] == "no_p2p"
+    nccl = [evidence.Evidence("deepest_frame", "nccl", 0.4, "it stopped in torch distributed")]
+    assert [p.name for p in evidence.machine_pieces(hardware.read([no_p2p]), nccl, False, False, None)] == ["hardware:pcie"]
+    assert facts("Setting KV cache dtype to bfloat16 for DeepSeek DSA on SM9 device.")["sm"] == 90

@@ -1522,11 +1522,13 @@ def machine_pieces(hw: hardware.Hardware, pieces: list[Evidence], in_kernel: boo
         out.append(Evidence("hardware:weights", "memory.cuda_oom", HW_WEIGHTS,
                             f"the weights alone take about {fit[0]:.0f} GB a GPU ({fit[1]}), more than the "
                             f"{room:g} GB {source} the log shows ({hw.says('free_gb', 'memory_gb')})"))
-    several = (hw.get("gpu_count") or 0) > 1 or (hw.get("gpus_per_model") or 0) > 1
-    pcie = hw.get("link") == "pcie" or (hw.get("link") is None and hw.get("nvlink_capable") is False)
+    # (a link fact is about several GPUs: nvidia-smi's matrix, SGLang's all-reduce checks between ranks)
+    link = hw.get("link")
+    several = (hw.get("gpu_count") or 0) > 1 or (hw.get("gpus_per_model") or 0) > 1 or link is not None
+    pcie = link in ("pcie", "no_p2p") or (link is None and hw.get("nvlink_capable") is False)
     if several and pcie and _points(pieces, "nccl"):
-        how = ("nvidia-smi's topology shows PCIe links only" if hw.get("link") == "pcie"
-               else f"{hw.gpu_label()} has no NVLink")
+        how = {"pcie": "the log shows PCIe links only between them",
+               "no_p2p": "SGLang found no GPU peer-to-peer access between them"}.get(link, f"{hw.gpu_label()} has no NVLink")
         out.append(Evidence("hardware:pcie", "nccl", HW_PCIE,
                             f"several GPUs and {how}: peer-to-peer over PCIe (or none, through the host) is where "
                             f"NCCL fails most ({hw.says('link', 'gpu', 'gpu_count', 'gpus_per_model')})"))

@@ -629,10 +629,10 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
-    # what the text says of the machine (torch's warning that it has no kernels for this GPU; a GPU
-    # SGLang's kernels leave out when the last lines name a kernel's words), as for a failure
-    kernel_words = any(p.category == "kernel.unsupported_hw" and p.weight > 0 for p in pieces)
-    pieces += evidence.machine_pieces(evidence.launch_machine(launch, _last_lines(tail, 40)), pieces, kernel_words,
+    # what the text says of the machine: with no failure in the text, no kernel's code failed, so only
+    # torch's own warning that it has no kernels for this GPU (every kernel would fail) and weights larger
+    # than the GPUs count; a GPU SGLang's kernels leave out is no piece without a kernel's failure
+    pieces += evidence.machine_pieces(evidence.launch_machine(launch, _last_lines(tail, 40)), pieces, False,
                                       phase == "serving", launch.server_args if launch is not None else None)
     found = evidence.weigh(pieces, context_known=True)
     guess = found if found is not None else {"category": "other", "confidence": 0.1,

@@ -104,6 +104,16 @@ _VENDOR_NAME = re.compile(r"\b(?P<device>(?:NVIDIA|Tesla|AMD Instinct)[ _](?:GeF
                           r"(?:[ _][\w-]{1,10}){0,3})")
 _CAPACITY = re.compile(r"GPU (?P<id>\d+) has a total capacity of (?P<gb>[\d.]+) ?GiB|"
                        r"\(GPU (?P<id2>\d+); (?P<gb2>[\d.]+) ?GiB total capacity")
+# SGLang's own start-up lines that tell the GPU's generation or its links, in every launch on such a
+# machine: load_model_utils.py (model_runner.py before 0.5.2x) ``maybe_downgrade_dtype_for_legacy_gpu``
+# "Compute capability below sm80. Use float16 due to lack of bfloat16 support."; custom_all_reduce_utils.py
+# "... is disabled because your platform lacks GPU P2P capability or P2P test failed." and "... not
+# supported on more than two PCIe-only GPUs." (custom / quick all-reduce, vLLM's wording in 0.4.x);
+# arg_groups/overrides.py "Setting KV cache dtype to ... for DeepSeek DSA on SM{major} device."
+_BELOW_SM80 = re.compile(r"Compute capability below sm80")
+_NO_P2P = re.compile(r"lacks GPU P2P capability")
+_PCIE_ONLY = re.compile(r"more than two PCIe-only GPUs")
+_SM_MAJOR = re.compile(r"DeepSeek DSA on SM(?P<major>\d{1,2}) device")
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+(?:(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)\s+){2,}")
 _PLATFORMS = (
     ("rocm", re.compile(r"\bROCM available\b|\+rocm\d|\bgfx9\d\w\b|\bHIP version\b|\bhipErr\w+|\bROCm\b")),
@@ -142,14 +152,16 @@ def _device(hw: Hardware, device: str, line: str, sm: int | None = None) -> None
 
 # every line read_line reads holds one of these (a cheap test before the patterns)
 _HINT = re.compile(r"capability|GPU|NVIDIA|Tesla|AMD|MiB|device_name|ROCM|ROCm|rocm|gfx9|HIP|hipErr|npu|Ascend|910B|"
-                   r"xpu|XPU|intel_extension|Jetson|tegra|L4T|Instinct")
+                   r"xpu|XPU|intel_extension|Jetson|tegra|L4T|Instinct|DSA on SM")
 
 
 # The literals of the lines above (as the block scanner searches them, case and all): the pipeline
 # passes a line holding one to ``names_machine`` and keeps it for the launch (``KEEP`` at most)
 LITERALS: tuple[str, ...] = ("with CUDA capability", "which is of cuda capability", "which is of compute capability",
                              "Compute Capability:", "NVIDIA", "Tesla", "Instinct", "device_name=", "MiB /",
-                             "total capacity", "ROCM available", "torch_npu", "Ascend", "Jetson", "GPU0 ")
+                             "total capacity", "ROCM available", "torch_npu", "Ascend", "Jetson", "GPU0 ",
+                             "Compute capability below sm80", "lacks GPU P2P capability", "PCIe-only GPUs",
+                             "DeepSeek DSA on SM")
 KEEP = 64
 
 
@@ -179,6 +191,14 @@ def read_line(hw: Hardware, text: str) -> None:
         _device(hw, m.group("device"), text)
     elif (m := _VENDOR_NAME.search(text)) is not None and lookup(m.group("device").replace("_", " ")):
         _device(hw, m.group("device"), text)
+    if _BELOW_SM80.search(text):
+        hw.add("pre_ampere", True, text)
+    if (m := _SM_MAJOR.search(text)) is not None:
+        hw.add("sm", int(m.group("major")) * 10, text)
+    if _NO_P2P.search(text):
+        hw.add("link", "no_p2p", text)
+    elif _PCIE_ONLY.search(text):
+        hw.add("link", "pcie", text)
     if (m := _SMI_MEM.search(text)) is not None:
         hw.add("memory_gb", round(int(m.group("mib")) / 1024, 1), text)
     if (m := _CAPACITY.search(text)) is not None:
@@ -250,6 +270,9 @@ def capability_gap(hw: Hardware) -> str | None:
         return f"torch's own warning says this torch has no kernels for {hw.gpu_label()}"
     if platform in ("rocm", "npu", "xpu"):
         return f"the log shows {hw.gpu_label()}, a non-CUDA platform where SGLang's CUDA kernels do not run"
+    if hw.get("pre_ampere") and not isinstance(sm, int):
+        return ("SGLang's own start-up line says the GPU's compute capability is below SM80 (older than Ampere), "
+                "which most of SGLang's kernels require")
     if isinstance(sm, int) and sm < PRE_AMPERE:
         return f"the log shows {hw.gpu_label()}, older than Ampere (SM80), which most of SGLang's kernels require"
     if sm in CONSUMER_BLACKWELL:
