@@ -6,7 +6,8 @@ kernel.unsupported_hw (data/inventory/sglang-0.5.23.json: the site's rule or cla
 fragment is rendered as a paste that lost the traceback's last line: a scheduler frame, then the
 site's own frame (its file, line and function), and no exception line.  Each fragment is read
 with no machine lines (the baseline), then with lines that name a machine SGLang's kernels often
-leave out (a T4 in nvidia-smi's table; an RTX 5090 in ``python -m sglang.check_env``'s output),
+leave out (a T4 in nvidia-smi's table; SGLang's own "Compute capability below sm80" start-up line; an
+RTX 5090 in ``python -m sglang.check_env``'s output),
 then with a machine they cover (an H100, check_env): the control, whose guess must not move.
 Prints, per variant, how often the honest fallback's best guess names the site's category.
 
@@ -44,6 +45,9 @@ MACHINES: dict[str, list[str]] = {
         "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |",
         "|   0  Tesla T4                       Off | 00000000:00:1E.0 Off |                    0 |",
         "| N/A   34C    P8               9W /  70W |      5MiB / 15360MiB |      0%      Default |",
+    ],
+    "below SM80 (SGLang's own line)": [
+        "[2025-05-01 10:00:03 TP0] Compute capability below sm80. Use float16 due to lack of bfloat16 support.",
     ],
     "RTX 5090 (check_env)": [
         "Python: 3.12.3 (main, Feb  4 2025, 14:48:35) [GCC 13.3.0]",

@@ -220,3 +220,19 @@ def test_sglangs_own_lines_about_the_gpu():
     nccl = [evidence.Evidence("deepest_frame", "nccl", 0.4, "it stopped in torch distributed")]
     assert [p.name for p in evidence.machine_pieces(hardware.read([no_p2p]), nccl, False, False, None)] == ["hardware:pcie"]
     assert facts("Setting KV cache dtype to bfloat16 for DeepSeek DSA on SM9 device.")["sm"] == 90
+
+
+def test_synthetic_check_moves_with_an_old_gpu_and_not_with_a_covered_one(pack):
+    from conftest import ROOT, script_module
+
+    synthetic = script_module(ROOT / "bench" / "hw_synthetic.py", "hw_synthetic")
+    sites = [s for s in synthetic.sites(pack) if "attention_hook" in s[0]][:4]
+    assert sites  # 0.5.23's attention-backend checks are kernel.unsupported_hw sites of the inventory
+
+    def right(machine: str) -> int:
+        return sum(synthetic.guess(pack, synthetic.render(path, line, function, synthetic.MACHINES[machine]))
+                   == synthetic.TARGET for path, line, function, _ in sites)
+
+    none = right("none")
+    assert right("T4 (nvidia-smi)") > none
+    assert right("H100 (check_env, control)") == none
