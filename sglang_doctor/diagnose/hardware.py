@@ -166,7 +166,11 @@ KEEP = 64
 
 
 def names_machine(text: str) -> bool:
-    """The line may say something about the machine (a cheap test before ``read_line``'s patterns)."""
+    """The line may say something about the machine (a cheap test before ``read_line``'s patterns);
+    a traceback's frame line or indented source line is code, whose names (``torch_npu.npu_format_cast``)
+    say what it can call, not which machine ran it."""
+    if text[:1].isspace() or 'File "' in text:
+        return False
     return bool(_HINT.search(text))
 
 
