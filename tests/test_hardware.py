@@ -236,3 +236,10 @@ def test_synthetic_check_moves_with_an_old_gpu_and_not_with_a_covered_one(pack):
     none = right("none")
     assert right("T4 (nvidia-smi)") > none
     assert right("H100 (check_env, control)") == none
+
+
+def test_torch_arch_warning_counts_before_ready_only():
+    hw = hardware.read(["NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+                        "PyTorch installation."])
+    assert [p.name for p in evidence.machine_pieces(hw, [], False, False, None)] == ["hardware:torch_arch"]
+    assert evidence.machine_pieces(hw, [], True, True, None) == []  # it served: its kernels ran on this GPU

@@ -1509,10 +1509,11 @@ def machine_pieces(hw: hardware.Hardware, pieces: list[Evidence], in_kernel: boo
         return []
     out: list[Evidence] = []
     gap = hardware.capability_gap(hw)
-    if hw.get("torch_lacks_arch"):
+    if hw.get("torch_lacks_arch") and not after_ready:
+        # (after ready the server had run its kernels on this GPU: the warning did not hold, PTX carried it)
         out.append(Evidence("hardware:torch_arch", "kernel.unsupported_hw", HW_TORCH_ARCH,
                             f"{gap}: every CUDA kernel of this process fails on it ({hw.says('torch_lacks_arch')})"))
-    elif gap and in_kernel:
+    elif gap and in_kernel and not hw.get("torch_lacks_arch"):
         out.append(Evidence("hardware:capability", "kernel.unsupported_hw", HW_CAPABILITY,
                             f"{gap}, and the failure is in a kernel's code ({hw.says('gpu', 'sm', 'platform')})"))
     fit = weights_per_gpu(hw, server_args)
