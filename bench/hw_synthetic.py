@@ -16,7 +16,10 @@ With ``--tuned``, the census of the real side instead: over the tuned parts' no-
 all (any fact of diagnose/hardware.py in the lines the pipeline kept, the incident's lines, the
 launch's dump and milestones), and how many best guesses rest on a ``hardware:*`` piece.
 
-Usage: ``python bench/hw_synthetic.py [--json] [--limit N] [--tuned]``.
+``--target nccl`` does the same for the distributed sites (disposition nccl), with SGLang's own
+line for GPUs without peer-to-peer access, and two GPUs on NVLink as the control.
+
+Usage: ``python bench/hw_synthetic.py [--json] [--limit N] [--target kernel.unsupported_hw|nccl] [--tuned]``.
 """
 
 from __future__ import annotations
@@ -64,15 +67,31 @@ MACHINES: dict[str, list[str]] = {
 }
 
 
-def sites(pack: RuleSet) -> list[tuple[str, int, str, str]]:
-    """(file, line, function, message) of the inventory's sites whose disposition is a rule of TARGET."""
+# for ``--target nccl``: the distributed sites, with SGLang's own all-reduce line for GPUs without
+# peer-to-peer access (custom_all_reduce_utils.py), and the control, two GPUs on NVLink (nvidia-smi topo -m)
+NCCL_MACHINES: dict[str, list[str]] = {
+    "none": [],
+    "2x RTX 4090, no P2P (SGLang's line)": [
+        "GPU 0,1: NVIDIA GeForce RTX 4090",
+        "[2025-05-01 10:00:04 TP1] Custom allreduce is disabled because your platform lacks GPU P2P capability or "
+        "P2P test failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+    ],
+    "2x H100 on NVLink (control)": [
+        "GPU 0,1: NVIDIA H100 80GB HBM3",
+        "GPU0     X      NV18    0-55    0",
+    ],
+}
+
+
+def sites(pack: RuleSet, target: str = TARGET) -> list[tuple[str, int, str, str]]:
+    """(file, line, function, message) of the inventory's sites whose disposition is a rule of ``target``."""
     inventory = json.loads(INVENTORY.read_text())
     out = []
     for path, rows in inventory["files"].items():
         for line, function, _kind, _exc, message, disposition in rows:
             kind, _, rule_id = disposition.partition(":")
             rule = pack.get(rule_id) if kind in ("rule", "class") else None
-            if rule is not None and rule.category == TARGET:
+            if rule is not None and rule.category == target:
                 out.append((path, line, function.rsplit(".", 1)[-1], message or ""))
     return out
 
@@ -134,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--limit", type=int, default=0, help="only the first N sites (0: all)")
+    ap.add_argument("--target", choices=(TARGET, "nccl"), default=TARGET,
+                    help="the sites' category: kernel.unsupported_hw (GPUs the kernels leave out) or nccl (links)")
     ap.add_argument("--tuned", action="store_true", help="the census of the tuned parts' no-cause fragments")
     args = ap.parse_args(argv)
     if args.tuned:
@@ -147,20 +168,21 @@ def main(argv: list[str] | None = None) -> int:
             print("  " + line)
         return 0
     pack = RuleSet.load(user=False)
-    found = sites(pack)
+    target = args.target
+    found = sites(pack, target)
     if args.limit:
         found = found[:args.limit]
     report: dict[str, dict] = {}
-    for name, machine in MACHINES.items():
+    for name, machine in (NCCL_MACHINES if target == "nccl" else MACHINES).items():
         answers = Counter(guess(pack, render(path, line, function, machine)) for path, line, function, _ in found)
-        report[name] = {"right": answers.get(TARGET, 0), "total": len(found), "answers": dict(answers.most_common())}
+        report[name] = {"right": answers.get(target, 0), "total": len(found), "answers": dict(answers.most_common())}
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(f"synthetic (rendered from SGLang 0.5.23's {TARGET} sites, traceback cut above its exception line; "
+    print(f"synthetic (rendered from SGLang 0.5.23's {target} sites, traceback cut above its exception line; "
           "not real data)")
     for name, r in report.items():
-        print(f"  machine {name:28} best guess {TARGET} {r['right']}/{r['total']}  answers {r['answers']}")
+        print(f"  machine {name:36} best guess {target} {r['right']}/{r['total']}  answers {r['answers']}")
     return 0
 
 
