@@ -88,6 +88,10 @@ class Launch:
     # line numbers of the launch's last scheduler batch lines (incidents/serving.py, at most
     # serving.KEEP): after ready, lines that show it still serving (incidents/survived.py)
     batch_lines: list[int] = field(default_factory=list)
+    # the log's lines so far that name the machine (a GPU's model or capability, its memory, the
+    # platform: diagnose/hardware.py), attached by the pipeline before a failure is diagnosed; the
+    # best guess reads them as evidence (diagnose/evidence.py from_hardware)
+    machine_lines: list[str] = field(default_factory=list)
 
     def milestone(self, name: str) -> Milestone | None:
         """The last milestone of that name (several ranks may each report it)."""

@@ -22,6 +22,7 @@ from sglang_doctor.incidents import serving
 from sglang_doctor.incidents import signals
 from sglang_doctor.incidents import survived as survived_mod
 from sglang_doctor.diagnose.fallback import unknown_diagnosis
+from sglang_doctor.diagnose import hardware as hardware_facts
 from sglang_doctor.incidents.tracebacks import parse_frame
 from sglang_doctor.model import Diagnosis, Frame, Incident, Launch, Line
 from sglang_doctor.read import records
@@ -123,7 +124,8 @@ class StreamPipeline:
         self._capacity_done: set[int] = set()
         extra: tuple[signals.Signal, ...] = ()
         rule_literals: tuple[str, ...] = ()
-        literals = set(incidents_mod.TRIGGER_LITERALS)
+        literals = set(incidents_mod.TRIGGER_LITERALS) | set(hardware_facts.LITERALS)
+        self._machine_lines: list[str] = []  # lines that name the machine (diagnose/hardware.py), the first KEEP
         if ruleset is not None and hasattr(ruleset, "line_literals"):
             rule_literals = tuple(sorted(ruleset.line_literals()))
             literals |= set(rule_literals)
@@ -258,6 +260,8 @@ class StreamPipeline:
             # no failure in the text: for a fragment, say so and where its cause would be
             from sglang_doctor.diagnose.fallback import no_incident
 
+            if self.assembler.launches:
+                self.assembler.launches[-1].machine_lines = list(self._machine_lines)
             note = no_incident(self.assembler.launches, self._tail, self.lines_seen)
             if note is not None:
                 guarded = self._guarded_step(note)
@@ -330,6 +334,8 @@ class StreamPipeline:
             # (but for a held incident and what follows it): a ``confirmed`` event decided from
             # now on comes after those, however the bytes came in (one read or byte by byte)
             self._released = self._release_point()
+        if len(self._machine_lines) < hardware_facts.KEEP and hardware_facts.names_machine(line.text):
+            self._machine_lines.append(line.text)
         self._line = line  # the line whose events are being converted (the ready line's time)
         self._convert(self.assembler.feed(line))
         self._line = None
@@ -809,6 +815,8 @@ class StreamPipeline:
                 self._before_ready.append(out)
 
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
+        if launch is not None:
+            launch.machine_lines = list(self._machine_lines)  # what the log said of the machine so far
         if self.ruleset is not None:
             diagnosis = self.ruleset.diagnose(incident, launch)
             rule_warnings = getattr(self.ruleset, "warnings", None)

@@ -60,6 +60,11 @@ The collectors, by name (the weights are stated where each piece is made):
   memory (also for a text with no failure, fallback.no_incident: what the step after it would have had).
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
   pool (nearly) full, or requests retracted (incidents/serving.py).
+- ``hardware:NAME``: what the text says about the machine (diagnose/hardware.py: the GPU's model,
+  SM and memory, the GPU count, the platform, the links), agreeing with the failure's own pieces: a
+  GPU SGLang's kernels leave out with a kernel's piece (``capability``), torch's warning that it has
+  no kernels for the GPU (``torch_arch``), weights larger than the GPUs (``weights``), several GPUs
+  on PCIe with a distributed piece (``pcie``).  Weights and conditions: ``from_hardware``.
 - ``words:NAME``: a word of ``WORD_SOURCES`` (an architecture, a platform, NCCL, the KV transport,
   an argument, the transformers version, the hub, OOM, the KV pool, CUDA graphs, a kernel
   build, a quantization method, a port) in the failure's own message (full weight), in the
@@ -74,7 +79,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from sglang_doctor.diagnose import phase_prior
+from sglang_doctor.diagnose import hardware, phase_prior
 from sglang_doctor.incidents import milestones, progress
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import last_before, phase_after
@@ -1389,11 +1394,154 @@ def from_serving(inc: Incident) -> list[Evidence]:
     return [Evidence(name, category, weight, why) for name, category, weight, why in serving.evidence(inc.serving)]
 
 
+# -- what the text says about the machine (diagnose/hardware.py) ----------------------------
+#
+# A fact about the machine says nothing of a failure by itself: a T4 runs many launches that fail of
+# something else, and most held-back fragments name no GPU at all.  So each piece below counts only when
+# the failure's own pieces already point the same way (a kernel's place or word, an allocation or a
+# model larger than the GPUs, a distributed place or word), and then it agrees: it makes that reading
+# more likely than a competing one (a cut traceback in an attention kernel under CUDA graph capture on
+# a T4 is the kernel refusing SM75 more often than capture failing).  The one exception is torch's own
+# warning that its wheel has no kernels for this GPU: every CUDA kernel of that process fails, whatever
+# the failure's shape (torch/cuda/__init__.py ``_check_cubins`` / ``_warn_unsupported_code``).
+# Never a veto, never an incident: the pieces are read only where a failure (or a text's end,
+# fallback.no_incident) is already being weighed.
+HW_CAPABILITY = 0.25  # a GPU (or platform) SGLang's kernels often leave out, with a kernel's piece
+HW_TORCH_ARCH = 0.4  # torch's warning that this wheel has no kernels for the GPU
+HW_WEIGHTS = 0.3  # a model whose weights alone exceed the GPUs' memory, with a start-up failure
+HW_PCIE = 0.15  # several GPUs on PCIe (no NVLink), with a distributed piece
+# what this model's weights take per parameter, by the quantization its name or the launch names
+_BYTES_PER_PARAM = ((re.compile(r"(?i)awq|gptq|int4|4bit|w4a16|nvfp4|mxfp4|\bfp4\b|bnb|bitsandbytes|q4_"), 0.5),
+                    (re.compile(r"(?i)fp8|int8|w8a8|8bit"), 1.0))
+# the parameter count a model's name prints ("Qwen2.5-72B-Instruct", "Qwen3-30B-A3B": the total, first)
+_PARAMS = re.compile(r"(?<![\w.])(\d{1,4}(?:\.\d)?)[Bb](?![\w.])")
+WEIGHTS_FIT = 0.95  # the share of a GPU's memory the weights may take before they cannot fit with the rest
+
+
+def machine(diagnosis: Diagnosis) -> hardware.Hardware:
+    """The facts about the machine the log's lines that name it (``Launch.machine_lines``), the
+    incident's lines, the launch's dump and its milestones give.  A traceback's frame lines and
+    indented source lines are code, whose names (``torch_npu.npu_format_cast``) say what the code
+    can call, not which machine ran it: left out."""
+    inc = diagnosis.incident
+    lines = [line.text for line in inc.lines
+             if not (inc.kind == "traceback" and (line.text[:1].isspace() or 'File "' in line.text))]
+    return launch_machine(diagnosis.launch, lines)
+
+
+def launch_machine(launch, lines) -> hardware.Hardware:
+    """The facts of ``launch`` (its machine lines, dump and milestones; None: none) and ``lines``."""
+    if launch is None:
+        return hardware.read(lines)
+    return hardware.read(list(launch.machine_lines) + list(lines), launch.server_args, launch.milestones)
+
+
+def weights_per_gpu(hw: hardware.Hardware, server_args: dict | None) -> tuple[float, str] | None:
+    """The weights' size on one GPU, estimated from the parameter count the model's name prints, the
+    bytes per parameter its quantization takes (bf16: 2) and the GPUs it is split over; None when the
+    name prints no count or the text does not give the split.  A log's model name is read for a number
+    only: it chooses no value of a remedy."""
+    args = server_args or {}
+    path = str(args.get("model_path") or "").strip("'\" ")
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    m = _PARAMS.search(name)
+    gpus = hw.get("gpus_per_model")
+    if m is None or not gpus:
+        return None
+    named = f"{name} {args.get('quantization') or ''} {args.get('dtype') or ''}"
+    per = next((b for rx, b in _BYTES_PER_PARAM if rx.search(named)), 2.0)
+    return float(m.group(1)) * per / gpus, (f"{name}: {m.group(1)}B parameters x {per:g} bytes over {gpus} GPU(s)")
+
+
+def _points(pieces: list[Evidence], category: str) -> bool:
+    return any(p.category == category and p.weight > 0 and not p.support for p in pieces)
+
+
+_MEMORY = ("memory.cuda_oom", "memory.kv_pool", "memory.host_oom")
+
+
+def _in_kernel(inc: Incident, pieces: list[Evidence]) -> bool:
+    """The failure's own pieces show a kernel's code: a piece for kernel.unsupported_hw (an attention,
+    quantization or MoE place, a word of a capability or a platform), a kernel place under CUDA graph
+    capture (``CAPTURE_KERNEL_PLACE``: read as the capture phase), a deepest frame whose name names a
+    kernel (``_KERNEL_PLACE_NAMES``), or a CUDA error before ready; not a process killed by a fatal
+    signal (a crash there, ``fatal_dump``), nor a failure whose own pieces read as memory (an
+    allocation the traceback stopped at: the machine must not outweigh it)."""
+    if fatal_dump(inc) or any(_points(pieces, c) for c in _MEMORY):
+        return False  # a crash, or a failure its own pieces read as memory: the GPU's generation is not it
+    if _points(pieces, "kernel.unsupported_hw"):
+        return True
+    place = _place(inc)
+    if place is not None and place.name == CAPTURE_KERNEL_PLACE:
+        return True
+    ours = sglang_frames(inc.frames)
+    if ours and _KERNEL_PLACE_NAMES.search(f"{_short(ours[-1])} {ours[-1].function}"):
+        return True
+    return "cuda_error" in inc.signal_names and not inc.after_ready
+
+
+# A deepest SGLang frame whose module or function names a kernel or the choice of one: the attention
+# and linear-attention backends and their resolution (0.5.23 srt/arg_groups/attention_hook.py
+# handle_attention_backend_compatibility, server_args' _handle_*_backend steps), quantization and MoE
+# kernels, the platform back ends (srt/hardware_backend/*), GEMM / MLA kernels
+_KERNEL_PLACE_NAMES = re.compile(r"(?i)attention|attn|quantiz|/moe/|_moe|moe_|backend|kernel|fp8|fp4|mla|gemm|"
+                                 r"marlin|flashinfer|triton|cutlass")
+
+
+def from_hardware(diagnosis: Diagnosis, pieces: list[Evidence]) -> list[Evidence]:
+    """What the machine's facts add to the failure's own pieces ``pieces`` (see above)."""
+    launch = diagnosis.launch
+    hw = machine(diagnosis)
+    ours = sglang_frames(diagnosis.incident.frames)
+    if ours and "srt/hardware_backend/" in ours[-1].file.replace("\\", "/") and hw.get("platform") not in (None, "cuda"):
+        # the platform's own back end (srt/hardware_backend/npu, .../xpu) failing on that platform: its
+        # code is meant for it, so the platform is no gap of SGLang's CUDA kernels
+        return []
+    return machine_pieces(hw, pieces, _in_kernel(diagnosis.incident, pieces),
+                          diagnosis.incident.after_ready, launch.server_args if launch is not None else None)
+
+
+def machine_pieces(hw: hardware.Hardware, pieces: list[Evidence], in_kernel: bool, after_ready: bool,
+                   server_args: dict | None) -> list[Evidence]:
+    """The ``hardware:*`` pieces for the facts ``hw``, given the failure's pieces ``pieces`` and whether
+    they show a kernel's code (``in_kernel``) and a failure after ready (see above)."""
+    if not hw.facts:
+        return []
+    out: list[Evidence] = []
+    gap = hardware.capability_gap(hw)
+    if hw.get("torch_lacks_arch") and not after_ready:
+        # (after ready the server had run its kernels on this GPU: the warning did not hold, PTX carried it)
+        out.append(Evidence("hardware:torch_arch", "kernel.unsupported_hw", HW_TORCH_ARCH,
+                            f"{gap}: every CUDA kernel of this process fails on it ({hw.says('torch_lacks_arch')})"))
+    elif gap and in_kernel and not hw.get("torch_lacks_arch"):
+        out.append(Evidence("hardware:capability", "kernel.unsupported_hw", HW_CAPABILITY,
+                            f"{gap}, and the failure is in a kernel's code ({hw.says('gpu', 'sm', 'platform')})"))
+    fit = weights_per_gpu(hw, server_args)
+    room = hw.get("free_gb") or hw.get("memory_gb")
+    if fit is not None and room and fit[0] > WEIGHTS_FIT * room and not after_ready:
+        source = "free before the weights" if hw.get("free_gb") else "of memory"
+        out.append(Evidence("hardware:weights", "memory.cuda_oom", HW_WEIGHTS,
+                            f"the weights alone take about {fit[0]:.0f} GB a GPU ({fit[1]}), more than the "
+                            f"{room:g} GB {source} the log shows ({hw.says('free_gb', 'memory_gb')})"))
+    # (a link fact is about several GPUs: nvidia-smi's matrix, SGLang's all-reduce checks between ranks)
+    link = hw.get("link")
+    several = (hw.get("gpu_count") or 0) > 1 or (hw.get("gpus_per_model") or 0) > 1 or link is not None
+    pcie = link in ("pcie", "no_p2p") or (link is None and hw.get("nvlink_capable") is False)
+    if several and pcie and _points(pieces, "nccl"):
+        how = {"pcie": "the log shows PCIe links only between them",
+               "no_p2p": "SGLang found no GPU peer-to-peer access between them"}.get(link, f"{hw.gpu_label()} has no NVLink")
+        out.append(Evidence("hardware:pcie", "nccl", HW_PCIE,
+                            f"several GPUs and {how}: peer-to-peer over PCIe (or none, through the host) is where "
+                            f"NCCL fails most ({hw.says('link', 'gpu', 'gpu_count', 'gpus_per_model')})"))
+    return out
+
+
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
               + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
               + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
+    pieces += from_hardware(diagnosis, pieces)
     if fatal_dump(inc):
         pieces = [_crashed_in(p) if p.category == "kernel.unsupported_hw" and p.name in FRAME_PLACES else p
                   for p in pieces]

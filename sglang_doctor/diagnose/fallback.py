@@ -487,10 +487,18 @@ def attach(diagnosis: Diagnosis) -> Diagnosis:
         rests = (f" It rests on {guess['rests_on']}." if guess.get("grounds") in ("phase", "around", "none")
                  and guess.get("rests_on") else "")
         diagnosis.explanation = (f"{diagnosis.explanation} Best guess ({where}): {guess['category']}, "
-                                 f"confidence {guess['confidence']}{basis}.{rests}").strip()
+                                 f"confidence {guess['confidence']}{basis}.{rests}{machine_note(guess)}").strip()
     diagnosis.fallback = {"missing": missing, "best_guess": calibration.calibrate(guess),
                           "next_step": next_step(inc, missing, fragment, guess.get("category"))}
     return diagnosis
+
+
+def machine_note(guess: dict[str, Any]) -> str:
+    """What the text showed of the machine, when a fact of it is among the pieces for the guess
+    (diagnose/evidence.py ``hardware:*``): " The machine: <why>." or "" ."""
+    whys = [ev["why"] for ev in guess.get("evidence", ()) if ev["name"].startswith("hardware:")
+            and ev["category"] == guess.get("category") and ev["weight"] > 0]
+    return f" The machine: {whys[0]}." if whys else ""
 
 
 # -- a text with no failure in it ---------------------------------------------------------
@@ -621,6 +629,11 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
+    # what the text says of the machine: with no failure in the text, no kernel's code failed, so only
+    # torch's own warning that it has no kernels for this GPU (every kernel would fail) and weights larger
+    # than the GPUs count; a GPU SGLang's kernels leave out is no piece without a kernel's failure
+    pieces += evidence.machine_pieces(evidence.launch_machine(launch, _last_lines(tail, 40)), pieces, False,
+                                      phase == "serving", launch.server_args if launch is not None else None)
     found = evidence.weigh(pieces, context_known=True)
     guess = found if found is not None else {"category": "other", "confidence": 0.1,
                                              "why": "the text shows no failure and no phase", "grounds": "none",

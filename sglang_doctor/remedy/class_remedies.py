@@ -102,10 +102,23 @@ def _message_backend(ctx: Context, *, about_attention: bool = False) -> str | No
     return min(found)[1] if found else None
 
 
+def machine_platform(ctx: Context) -> str | None:
+    """The platform the log's lines about the machine show (diagnose/hardware.py: an NVIDIA GPU's
+    name, ``ROCM available``, a ``+rocm`` torch, an Ascend NPU ...): ``cuda`` / ``rocm`` / ``npu`` /
+    ``xpu`` / ``jetson``, or None when they show none.  Read only to choose among the rule's own
+    choices, never to name a value."""
+    from sglang_doctor.diagnose import evidence
+
+    return evidence.machine(ctx.diagnosis).get("platform")
+
+
 def _on_rocm(ctx: Context) -> bool:
     vendor = str(getattr(ctx.hardware, "vendor", "") or "").lower()
     if vendor:
         return vendor in ("amd", "rocm")
+    platform = machine_platform(ctx)
+    if platform is not None:
+        return platform == "rocm"
     inc = ctx.diagnosis.incident
     text = "\n".join(line.text for line in inc.lines[:400]) + "\n" + "\n".join(f.file for f in inc.frames)
     return bool(_ROCM.search(text))
@@ -146,7 +159,8 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
         note = f"set {flag} {choice}: {was}; {CLASS_NOTE}"
         if params.get("plain_note"):  # a guarded step: the guess's own wording says the rest
             note = f"set {flag} {choice}" + (f" (the {shown} backend is the one in use)" if shown else "")
-        if choice in cuda_only and getattr(ctx.hardware, "gpu_name", None) is None:
+        if choice in cuda_only and getattr(ctx.hardware, "gpu_name", None) is None \
+                and machine_platform(ctx) not in ("cuda", "jetson"):
             # the platform is not known from the incident alone (ROCm's marks are often elsewhere)
             note += f" (if these are NVIDIA GPUs: {choice} is CUDA-only; on ROCm use triton or aiter)"
         rem = Remediation(set={flag: choice}, safe=False, note=note,
