@@ -557,6 +557,7 @@ class Assembler:
         self._structured: str | None = None  # the structured header of the record being read (records.parse_structured)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
+        self._rich = tracebacks.RichBox()  # rich's traceback box, read as Python's lines (tracebacks.RichBox)
 
     # -- public ------------------------------------------------------------------------
 
@@ -663,6 +664,9 @@ class Assembler:
                 # ...'``): one space is no indentation Python or SGLang prints; read it from its word
                 line = Line(line.number, line.text[1:], line.raw, line.cut)
             text = line.text
+            if (self._rich.open or text.lstrip()[:1] == "╭") and (unboxed := self._rich.line(text)) is not None:
+                line = Line(line.number, unboxed, line.raw, line.cut)
+                text = unboxed
             if text[:1].isdigit():
                 if _HEADER_ONLY.match(text):
                     return events  # a viewer's header line for the line below it

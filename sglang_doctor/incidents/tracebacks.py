@@ -347,6 +347,61 @@ def loose_exception(text: str) -> ExceptionInfo:
     return ExceptionInfo("", text.strip())
 
 
+# rich's traceback (rich.traceback: Typer's and other CLIs' pretty errors, a wrapper that called
+# rich.traceback.install() before running SGLang): a box instead of Python's lines.  The header
+# is the box's top, ``╭──── Traceback (most recent call last) ────╮``; each frame is a row
+# ``│ /path/to/file.py:413 in __init__ │`` (folded mid-path or wrapped before the function when
+# the terminal is narrow: ``│ .../model_runn │`` / ``│ er.py:413 in __init__ │``), then a few
+# numbered source rows, the current one marked ``❱  413 │   │   self.initialize()`` (``│`` as the
+# indentation guides), an optional nested ``locals`` box, and the box's bottom ``╰────╯``; the
+# exception line follows the box as Python writes it (rich 15, rich/traceback.py _render_stack).
+_RICH_TOP = re.compile(r"^\s*╭─+ ?Traceback \(most recent call last\) ?─+╮\s*$")
+_RICH_ROW = re.compile(r"^\s*│(?P<body>.*)│\s*$")
+_RICH_FRAME = re.compile(r"^(?P<file>[^\s│]+):(?P<line>\d+) in (?P<func>[\w<>.]+)$")
+_RICH_CURRENT = re.compile(r"^❱ *\d+ (?P<code>.*)$")
+# a frame row's first piece when the terminal folded it: one token (the path, or the path and
+# ``:N in``), never a numbered source row
+_RICH_PIECE = re.compile(r"^[^\s\d│❱╭╰][^\s│]*(?: in)?$")
+
+
+class RichBox:
+    """Turns the lines of rich's traceback box (above) into the lines Python would have written:
+    the top into the header, a frame row into ``  File "...", line N, in f``, the current source
+    row into the source line, every other row of the box (context rows, blank rows, locals) and
+    its bottom into a blank line.  ``line`` returns None for a line that is no part of a box."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self._piece: str | None = None  # a frame row's first piece, waiting for its rest
+
+    def line(self, text: str) -> str | None:
+        if not self.open:
+            if IPYTHON_HEADER_TEXT in text and _RICH_TOP.match(text):
+                self.open, self._piece = True, None
+                return HEADER
+            return None
+        stripped = text.strip()
+        if stripped.startswith("╰") and stripped.endswith("╯"):
+            self.open, self._piece = False, None
+            return ""
+        m = _RICH_ROW.match(text)
+        if m is None:  # the box ended without its bottom (a cut paste): not a row
+            self.open, self._piece = False, None
+            return None
+        body = m.group("body").strip()
+        piece, self._piece = self._piece, None
+        for joined in ((piece + body, piece + " " + body) if piece is not None else ()) + (body,):
+            frame = _RICH_FRAME.match(joined)
+            if frame is not None:
+                return f'  File "{frame.group("file")}", line {frame.group("line")}, in {frame.group("func")}'
+        current = _RICH_CURRENT.match(body)
+        if current is not None:
+            return "    " + current.group("code").replace("│", " ").strip()
+        if _RICH_PIECE.match(body):
+            self._piece = body if piece is None else piece + body
+        return ""
+
+
 @dataclass
 class TracebackPart:
     """One traceback of a chain: its frames and its exception."""

@@ -278,8 +278,9 @@ WRAP_SAMPLE = 1 << 20  # bytes of the text's start the width is judged on
 
 
 # what starts a line of its own: a bracket or a time stamp (a record's, a log viewer's), an
-# upper-case word and a colon (``INFO:``, ``FAILED:``, ``WARNING:``), a traceback, a frame
-_OWN_START = re.compile(r"[\[(<]|\d{1,4}[-/:.]\d|[A-Z][A-Z_]+:|Traceback \(|File \"|During handling|The above exception")
+# upper-case word and a colon (``INFO:``, ``FAILED:``, ``WARNING:``), a traceback, a frame, a
+# box-drawing border (rich's traceback box: its rows all have the box's width, none is a fold)
+_OWN_START = re.compile(r"[\[(<│╭╰┃┏┗]|\d{1,4}[-/:.]\d|[A-Z][A-Z_]+:|Traceback \(|File \"|During handling|The above exception")
 
 
 def starts_own_line(text: str, previous: str = "") -> bool:

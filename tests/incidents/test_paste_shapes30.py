@@ -1,0 +1,110 @@
+"""Shapes of real pastes incident forming got wrong (session 30), each with a counter-example:
+
+- rich's traceback box (tracebacks.RichBox): a wrapper or CLI that installed rich's traceback
+  handler prints ``╭── Traceback (most recent call last) ──╮``, a row per frame
+  ``│ /path/file.py:N in func │`` (folded mid-path or before the function on a narrow
+  terminal), numbered source rows, ``locals`` boxes, then the exception line under the box.
+  The box is read as Python's traceback: its frames (so the class rules see where it failed)
+  and its exception.  The texts are rendered by the installed rich itself, from a module at an
+  installed SGLang's path.  A rich panel that is no traceback stays text, and its rows of the
+  box's width are no hard-wrapped lines (records.starts_own_line).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from conftest import incidents_of_lines
+from sglang_doctor.incidents import tracebacks
+from sglang_doctor.read import records
+
+MODEL_RUNNER = '''class ModelRunner:
+    def __init__(self, min_per_gpu_memory):
+        self.initialize(min_per_gpu_memory)
+
+    def initialize(self, min_per_gpu_memory):
+        self.init_memory_pool(min_per_gpu_memory)
+
+    def init_memory_pool(self, total_gpu_memory):
+        self.max_total_num_tokens = 0
+        if self.max_total_num_tokens <= 0:
+            raise RuntimeError(
+                "Not enough memory. Please try to increase --mem-fraction-static."
+            )
+'''
+
+
+def rich_traceback(tmp_path, width: int, show_locals: bool = False) -> list[str]:
+    """rich's rendering of an exception raised in ``sglang/srt/model_executor/model_runner.py``."""
+    from rich.console import Console
+    from rich.traceback import Traceback
+
+    path = tmp_path / "usr/local/lib/python3.10/dist-packages/sglang/srt/model_executor/model_runner.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(MODEL_RUNNER)
+    spec = importlib.util.spec_from_file_location("rich_shape_model_runner", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    console = Console(width=width, color_system=None, force_terminal=False, record=True)
+    try:
+        module.ModelRunner(80)
+    except RuntimeError:
+        with console.capture() as capture:
+            console.print(Traceback(show_locals=show_locals, width=width))
+    sys.modules.pop("rich_shape_model_runner", None)
+    return capture.get().rstrip("\n").split("\n")
+
+
+@pytest.mark.parametrize("width,show_locals", [(140, False), (100, False), (72, False), (100, True)])
+def test_a_rich_box_is_read_as_its_traceback(tmp_path, width, show_locals):
+    lines = rich_traceback(tmp_path, width, show_locals)
+    assert lines[0].startswith("╭") and any(line.startswith("│ ❱") for line in lines)
+    incs = incidents_of_lines(tmp_path, ["[2026-01-01 10:00:00] Load weight end. type=X"] + lines)
+    assert len(incs) == 1
+    inc = incs[0]
+    assert inc.kind == "traceback" and not inc.truncated
+    assert inc.exception.type == "RuntimeError" and inc.exception.message.startswith("Not enough memory.")
+    functions = [f.function for f in inc.frames if f.file.endswith("sglang/srt/model_executor/model_runner.py")]
+    assert functions == ["__init__", "initialize", "init_memory_pool"]
+    assert [f.source for f in inc.frames][-1] == "raise RuntimeError("
+
+
+def test_behind_a_launchers_prefix(tmp_path):
+    lines = rich_traceback(tmp_path, 100)
+    incs = incidents_of_lines(tmp_path, ["(WorkerDict pid=4012) " + line for line in lines])
+    assert len(incs) == 1 and [f.function for f in incs[0].frames][-1] == "init_memory_pool"
+
+
+def test_the_box_rows_are_python_lines():
+    box = tracebacks.RichBox()
+    assert box.line("│ /x/sglang/srt/a.py:3 in f │") is None  # no box open: not a row
+    assert box.line("╭──── Traceback (most recent call last) ────╮") == tracebacks.HEADER
+    assert box.line("│ /x/dist-packages/sg                  │") == ""  # a folded path's first piece
+    assert box.line("│ lang/srt/a.py:3 in                   │") == ""
+    assert box.line("│ forward                              │") == '  File "/x/dist-packages/sglang/srt/a.py", line 3, in forward'
+    assert box.line("│    2 │   def forward(self):          │") == ""  # a context row
+    assert box.line("│ ❱  3 │   │   return self.run()       │") == "    return self.run()"
+    assert box.line("╰──────────────────────────────────────╯") == ""
+    assert box.line("RuntimeError: boom") is None and not box.open
+
+
+def test_a_panel_that_is_no_traceback_stays_quiet(tmp_path):
+    panel = ["╭──────────────── SGLang launcher ────────────────╮",
+             "│ model: /models/Qwen3-8B                          │",
+             "│ error: none                                      │",
+             "╰──────────────────────────────────────────────────╯",
+             "[2026-01-01 10:00:00] The server is fired up and ready to roll!"]
+    assert incidents_of_lines(tmp_path, panel) == []
+    assert tracebacks.RichBox().line(panel[0]) is None
+
+
+def test_box_rows_of_one_width_are_no_folded_lines(tmp_path):
+    lines = rich_traceback(tmp_path, 100)
+    assert records.wrap_width(("\n".join(lines) + "\n").encode()) is None
+    # a real fold is still one: a line cut at the width and its rest
+    folded = ["[2026-01-01 10:00:00 TP0] " + "x" * 74, "continues here", "[2026-01-01 10:00:01 TP0] " + "y" * 74,
+              "and here too"]
+    assert records.wrap_width(("\n".join(folded) + "\n").encode()) == 100
