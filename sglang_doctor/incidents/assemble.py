@@ -558,6 +558,9 @@ class Assembler:
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
         self._rich = tracebacks.RichBox()  # rich's traceback box, read as Python's lines (tracebacks.RichBox)
+        # the logger prefix before every line of a traceback logged line by line (tracebacks.logger_prefix)
+        self._logger_prefix: re.Pattern | None = None
+        self._logged = False  # lines of such a traceback were read with the prefix taken off
 
     # -- public ------------------------------------------------------------------------
 
@@ -645,9 +648,29 @@ class Assembler:
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         return self._feed(line)
 
+    def _logged_line(self, line: Line, events: list[Event]) -> Line:
+        """The line without the logger prefix a traceback logged line by line has before every
+        line (tracebacks.logger_prefix, learnt from its header's line); a line without it, or
+        one that starts another traceback, ends it."""
+        text = line.text
+        if self._logger_prefix is not None and text.strip():
+            m = self._logger_prefix.match(text)
+            if m is not None and tracebacks.HEADER not in text[m.end():]:
+                self._logged = True  # a line of the logged traceback was read
+                return Line(line.number, text[m.end():], line.raw, line.cut)
+            self._logger_prefix = None
+            if self._logged and self._record is not None and self._record.builder is not None:
+                self._end_traceback(events)  # what the logger wrote next is not the traceback's
+        if tracebacks.HEADER in text:
+            self._logger_prefix = tracebacks.logger_prefix(text)
+        self._logged = False
+        return line
+
     def _feed(self, line: Line) -> list[Event]:
         events: list[Event] = []
         self._last_fed = None
+        if self._logger_prefix is not None or tracebacks.HEADER in line.text:
+            line = self._logged_line(line, events)
         # SGLang's own header at the line's start, the common case: no outer prefix, no
         # leading space, no digit; a record starts (one match of the header, not three)
         prefix = records.sglang_prefix(line.text)
@@ -779,6 +802,14 @@ class Assembler:
             self._watchdog_dump = []
         self._normal(line, prefix.ranks, message, events, found, request_header=False)
 
+    def _end_traceback(self, events: list[Event]) -> None:
+        """The open record's traceback ended before the line being read."""
+        rec = self._record
+        rec.builder.finish()
+        rec.builder.release()
+        self._release_held(events)
+        self._record = _Record(rec.ranks, "normal")
+
     def _continue_record(self, line: Line, events: list[Event]) -> None:
         text = line.text
         rec = self._record
@@ -791,11 +822,7 @@ class Assembler:
             if not text.strip():
                 self._held.append(line)
                 return
-            # the traceback ended before this line (and before any held blank lines)
-            rec.builder.finish()
-            rec.builder.release()
-            self._release_held(events)
-            self._record = _Record(rec.ranks, "normal")
+            self._end_traceback(events)  # it ended before this line (and before any held blank lines)
         elif rec is not None and rec.kind == "signal":
             if _SIGNAL_CONTINUATION.match(text) or (not text.strip() and self._group is not None):
                 self._group.lines.append(line)

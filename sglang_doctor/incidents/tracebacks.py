@@ -402,6 +402,27 @@ class RichBox:
         return ""
 
 
+# A traceback printed through another program's logger one line at a time (a wrapper that logs
+# ``traceback.format_exc()`` line by line, ``print_exc`` into a logging stream, vLLM-style and
+# loguru formats): the same logger prefix before every line, the header's
+# (``ERROR:root:Traceback (most recent call last):``, ``2025-06-01 08:15:02.123 | ERROR    |
+# rollout:init:42 - Traceback ...``, ``E0601 08:15:02.123456 4012 rollout.py:42] Traceback ...``).
+# The text before the header is that prefix; the lines after it that start with it, its numbers
+# (time, line, pid) any, are the traceback's lines once it is taken off.
+_PREFIX_END = re.compile(r"[\s:\]|>)-]$")
+_MAX_LOGGER_PREFIX = 160
+
+
+def logger_prefix(text: str) -> re.Pattern | None:
+    """The pattern of the logger prefix before a traceback header on ``text`` (above), or None
+    when the header starts the line or what stands before it does not end as a prefix does."""
+    at = text.find(HEADER)
+    prefix = text[:at]
+    if at <= 0 or at > _MAX_LOGGER_PREFIX or not prefix.strip() or not _PREFIX_END.search(prefix):
+        return None
+    return re.compile("".join(r"\d+" if piece.isdigit() else re.escape(piece) for piece in re.split(r"(\d+)", prefix)))
+
+
 @dataclass
 class TracebackPart:
     """One traceback of a chain: its frames and its exception."""

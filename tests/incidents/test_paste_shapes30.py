@@ -8,6 +8,12 @@
   and its exception.  The texts are rendered by the installed rich itself, from a module at an
   installed SGLang's path.  A rich panel that is no traceback stays text, and its rows of the
   box's width are no hard-wrapped lines (records.starts_own_line).
+- a traceback logged line by line through another program's logger (tracebacks.logger_prefix):
+  the same prefix before every line (``ERROR:root:``, loguru's, glog's, hydra's
+  ``[time][name][LEVEL] - `` that starts like SGLang's own header, vLLM's, behind a ray
+  prefix), its numbers changing from line to line.  The prefix learnt from the header's line is
+  taken off the lines after it; a line without it ends it, and SGLang's own ``... hit an
+  exception: Traceback`` records of two ranks stay two records.
 """
 
 from __future__ import annotations
@@ -108,3 +114,51 @@ def test_box_rows_of_one_width_are_no_folded_lines(tmp_path):
     folded = ["[2026-01-01 10:00:00 TP0] " + "x" * 74, "continues here", "[2026-01-01 10:00:01 TP0] " + "y" * 74,
               "and here too"]
     assert records.wrap_width(("\n".join(folded) + "\n").encode()) == 100
+
+
+SERVER_ARGS_TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.10/dist-packages/sglang/launch_server.py", line 14, in <module>',
+    "    server_args = prepare_server_args(sys.argv[1:])",
+    '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/server_args.py", line 2011, in check_server_args',
+    '    assert self.foo_bar_baz is None, "odd combination here"',
+    "AssertionError: odd combination here",
+]
+
+
+@pytest.mark.parametrize("prefix", [
+    "ERROR:root:",
+    "2025-06-01 08:15:0{n}.12{n} | ERROR    | verl.workers.rollout:init:4{n} - ",
+    "E0601 08:15:0{n}.12345{n} 4012 rollout.py:42] ",
+    "[2025-06-01 08:15:0{n},12{n}][verl][ERROR] - ",
+    "ERROR 06-01 08:15:0{n} [rollout.py:42] ",
+    "(RolloutWorker pid=4012) ERROR 06-01 08:15:0{n} [rollout.py:42] ",
+])
+def test_a_traceback_logged_line_by_line(tmp_path, prefix):
+    lines = [prefix.format(n=i % 10) + line for i, line in enumerate(SERVER_ARGS_TRACEBACK)]
+    incs = incidents_of_lines(tmp_path, lines + ["INFO:root:relaunching in 10 s"])
+    assert len(incs) == 1
+    inc = incs[0]
+    assert inc.kind == "traceback" and inc.exception.type == "AssertionError"
+    assert [f.function for f in inc.frames] == ["<module>", "check_server_args"]
+    assert inc.last_line == len(SERVER_ARGS_TRACEBACK)
+
+
+def test_the_prefix_is_the_text_before_the_header():
+    rx = tracebacks.logger_prefix("E0601 08:15:02.123456 4012 rollout.py:42] Traceback (most recent call last):")
+    assert rx.match("E0601 08:15:03.000001 4012 rollout.py:42]   File \"x.py\", line 1, in f")
+    assert not rx.match("I0601 08:15:03.000001 4012 rollout.py:42] ok")
+    assert tracebacks.logger_prefix("Traceback (most recent call last):") is None
+
+
+def test_two_ranks_records_stay_two(tmp_path):
+    """SGLang's own records: the second rank's header line is no line of the first's traceback."""
+    lines = []
+    for rank in (0, 1):
+        lines += [f"[2025-06-01 10:00:0{rank} TP{rank}] Scheduler hit an exception: Traceback (most recent call last):",
+                  '  File "/x/dist-packages/sglang/srt/managers/scheduler.py", line 3, in run_scheduler_process',
+                  "    scheduler.event_loop_normal()",
+                  "RuntimeError: NCCL error: unhandled system error"]
+    incs = incidents_of_lines(tmp_path, lines)
+    assert {r for inc in incs for r in inc.ranks} == {"TP0", "TP1"}
+    assert all(inc.exception.type == "RuntimeError" for inc in incs)
