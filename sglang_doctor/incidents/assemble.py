@@ -659,8 +659,9 @@ class Assembler:
                 self._logged = True  # a line of the logged traceback was read
                 return Line(line.number, text[m.end():], line.raw, line.cut)
             self._logger_prefix = None
-            if self._logged and self._record is not None and self._record.builder is not None:
-                self._end_traceback(events)  # what the logger wrote next is not the traceback's
+            rec = self._record
+            if self._logged and rec is not None and rec.builder is not None and rec.builder.complete:
+                self._end_traceback(events)  # what the logger wrote next is not the exception's message
         if tracebacks.HEADER in text:
             self._logger_prefix = tracebacks.logger_prefix(text)
         self._logged = False

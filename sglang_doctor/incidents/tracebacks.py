@@ -418,8 +418,8 @@ def logger_prefix(text: str) -> re.Pattern | None:
     when the header starts the line or what stands before it does not end as a prefix does."""
     at = text.find(HEADER)
     prefix = text[:at]
-    if at <= 0 or at > _MAX_LOGGER_PREFIX or not prefix.strip() or not _PREFIX_END.search(prefix):
-        return None
+    if at <= 0 or at > _MAX_LOGGER_PREFIX or not _PREFIX_END.search(prefix) or not any(c.isalnum() for c in prefix):
+        return None  # (an exception group's "    | " is its decoration, not a logger's)
     return re.compile("".join(r"\d+" if piece.isdigit() else re.escape(piece) for piece in re.split(r"(\d+)", prefix)))
 
 

@@ -149,6 +149,7 @@ def test_the_prefix_is_the_text_before_the_header():
     assert rx.match("E0601 08:15:03.000001 4012 rollout.py:42]   File \"x.py\", line 1, in f")
     assert not rx.match("I0601 08:15:03.000001 4012 rollout.py:42] ok")
     assert tracebacks.logger_prefix("Traceback (most recent call last):") is None
+    assert tracebacks.logger_prefix("    | Traceback (most recent call last):") is None  # an exception group's decoration
 
 
 def test_two_ranks_records_stay_two(tmp_path):
