@@ -561,6 +561,7 @@ class Assembler:
         # the logger prefix before every line of a traceback logged line by line (tracebacks.logger_prefix)
         self._logger_prefix: re.Pattern | None = None
         self._logged = False  # lines of such a traceback were read with the prefix taken off
+        self._bar_line: tuple[int, str] | None = None  # (line, bar) of the last line split after a bar (records.split_bar)
 
     # -- public ------------------------------------------------------------------------
 
@@ -635,6 +636,14 @@ class Assembler:
                 if not numbers or numbers[-1] < line.number:
                     numbers.append(line.number)
                     del numbers[:-serving.KEEP]
+        if ("it/s]" in line.text or "s/it]" in line.text) and (bar := records.split_bar(line.text)) is not None:
+            # a line written onto a progress bar's line: the bar (a progress line), then the line;
+            # inside an open traceback the bar is another writer's (a rank's loading bar in a
+            # tee'd log), no line of the traceback
+            self._bar_line = (line.number, bar[0])
+            in_traceback = self._record is not None and self._record.builder is not None
+            parts = bar[1:] if in_traceback else bar
+            return [ev for part in parts for ev in self._feed_line(Line(line.number, part, line.raw, line.cut))]
         if " pid=" in line.text:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
@@ -903,7 +912,8 @@ class Assembler:
         if group is None and self._watchdog_dump and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP:
             self._watchdog_dump.append(line)  # a line of the dump a watchdog line will follow
             return
-        if line.number == 1 and text.strip() and not text[:1].isspace():
+        if line.number == 1 and text.strip() and not text[:1].isspace() and (
+                self._bar_line is None or self._bar_line[1] != text):  # (a bar split off its line is no message's end)
             self._first_unread = (line, ranks)
         self._normal(line, ranks, text, events, found)
 
@@ -1390,20 +1400,29 @@ class Assembler:
             hint = startup_hints.words_reason(incident)
             if hint:
                 incident.captures.setdefault("startup_hint", hint)
-        run_into = progress.bar_run_into(lines[0].text)
+        first = lines[0].text
+        if self._bar_line is not None and self._bar_line[0] == lines[0].number and not first.startswith(self._bar_line[1]):
+            first = self._bar_line[1] + first  # the line was written onto this bar (records.split_bar)
+        run_into = progress.bar_run_into(first)
         if run_into is not None:
             # the failure's first line was written onto a progress bar (progress.bar_run_into):
             # that bar is the step the server was in, newer than any line before it
             incident.captures.setdefault("progress_phase", run_into)
             incident.captures.setdefault("progress_line", str(lines[0].number))
-            incident.captures.setdefault("progress_text", lines[0].text[:200])
+            incident.captures.setdefault("progress_text", first[:200])
         elif self._progress is not None and self._progress[0] < lines[0].number and not any(
-                self._progress[0] < ms.line < lines[0].number for ms in launch.milestones):
+                self._progress_before(ms.line) and ms.line < lines[0].number for ms in launch.milestones):
             # the step the server was in when it failed, when no milestone came after it
             incident.captures.setdefault("progress_phase", self._progress[1])
             incident.captures.setdefault("progress_line", str(self._progress[0]))
             incident.captures.setdefault("progress_text", self._progress[2])
         return incident
+
+    def _progress_before(self, number: int) -> bool:
+        """The last progress line came before line ``number``: on an earlier line, or it is the
+        bar that line was written onto (records.split_bar)."""
+        at = self._progress[0]
+        return at < number or (at == number and self._bar_line is not None and self._bar_line[0] == number)
 
     def _add_serving(self, incident: Incident, lines: list[Line]) -> None:
         """The serving state the launch's last batch lines before the incident show

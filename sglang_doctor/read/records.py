@@ -265,6 +265,25 @@ def split_joined(text: str) -> list[str] | None:
     return [strip_outer(p) for p in parts]
 
 
+# -- a line written onto a progress bar's ---------------------------------------------------
+# tqdm ends each redraw of its bar with a carriage return, not a line end: what the process (or
+# another one writing to the same terminal or ``tee``'d file) writes next lands on the bar's
+# line, after its ``n/total [elapsed<remaining, rate]`` field (the reader keeps a ``\r``
+# rewrite's last segment, reader.clean_text): ``Loading safetensors checkpoint shards:  75%
+# Completed | 6/8 [00:12<00:04,  1.52it/s][2025-06-01 10:00:00 TP0] Scheduler hit an
+# exception: ...``, ``Capturing batches (bs=4 ...):  50%|█████     | 26/52 [00:03<00:03,
+# 7.2it/s]RuntimeError: ...``.  That text is a line of its own.
+_BAR_THEN_TEXT = re.compile(r"\d{1,3}%[^\n]{0,200}?\d+/\d+ \[[0-9:]+<[^\]\n]{0,40}?(?:it/s|s/it)\](?=\s*\S)")
+
+
+def split_bar(text: str) -> tuple[str, str] | None:
+    """(the progress bar, the text written onto its line after it), or None (see above)."""
+    m = _BAR_THEN_TEXT.search(text)
+    if m is None:
+        return None
+    return text[:m.end()], text[m.end():]
+
+
 # -- lines hard-wrapped at a terminal's width ----------------------------------------------
 # A log copied from tmux/screen, a narrow ``kubectl logs`` window or a web console comes with
 # a real newline wherever the terminal folded a long line: every line longer than the width W

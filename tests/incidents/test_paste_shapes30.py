@@ -14,6 +14,11 @@
   prefix), its numbers changing from line to line.  The prefix learnt from the header's line is
   taken off the lines after it; a line without it ends it, and SGLang's own ``... hit an
   exception: Traceback`` records of two ranks stay two records.
+- a line written onto a tqdm bar's line (records.split_bar): tqdm ends a redraw with ``\\r``, so
+  in a ``tee``'d log what comes next (another rank's record, an exception line) follows the bar's
+  ``[elapsed<remaining, rate]`` on the same line.  It is read as a line of its own; the bar is a
+  progress line before it, except inside an open traceback (another writer's bar) and never
+  the end of a message cut at the paste's first line; a milestone on the bar's line is newer.
 """
 
 from __future__ import annotations
@@ -163,3 +168,52 @@ def test_two_ranks_records_stay_two(tmp_path):
     incs = incidents_of_lines(tmp_path, lines)
     assert {r for inc in incs for r in inc.ranks} == {"TP0", "TP1"}
     assert all(inc.exception.type == "RuntimeError" for inc in incs)
+
+
+BAR = "Loading safetensors checkpoint shards:  75% Completed | 6/8 [00:12<00:04,  1.52it/s]"
+TQDM = "Capturing batches (bs=4 avail_mem=20.1 GB):  50%|█████     | 26/52 [00:03<00:03,  7.20it/s]"
+SCHED_TB = [
+    "[2025-06-01 10:00:00 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/x/dist-packages/sglang/srt/managers/scheduler.py", line 3, in run_scheduler_process',
+    "    scheduler = Scheduler(",
+    '  File "/x/dist-packages/sglang/srt/model_executor/model_runner.py", line 20, in init_memory_pool',
+    "    raise RuntimeError(",
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+]
+
+
+def test_the_bar_is_split_off_what_follows_it():
+    assert records.split_bar(BAR + SCHED_TB[0]) == (BAR, SCHED_TB[0])
+    assert records.split_bar(TQDM + "RuntimeError: boom") == (TQDM, "RuntimeError: boom")
+    assert records.split_bar(BAR) is None and records.split_bar(BAR + "   ") is None
+    assert records.split_bar("[2025-06-01 10:00:00] Decode batch, #running-req: 3, gen throughput (token/s): 7.20it/s]") is None
+
+
+def test_a_record_written_onto_a_bar_is_read(tmp_path):
+    incs = incidents_of_lines(tmp_path, ["\r" + BAR.replace("75%", "62%") + "\r" + BAR + SCHED_TB[0]] + SCHED_TB[1:])
+    assert len(incs) == 1
+    inc = incs[0]
+    assert inc.ranks == ["TP1"] and inc.exception.type == "RuntimeError"
+    assert inc.captures.get("progress_phase") == "startup.load_weights"
+
+
+def test_a_bar_inside_a_traceback_is_no_line_of_it(tmp_path):
+    lines = SCHED_TB[:3] + [BAR + SCHED_TB[3]] + SCHED_TB[4:]
+    (inc,) = incidents_of_lines(tmp_path, lines)
+    assert inc.exception.type == "RuntimeError" and inc.exception.message.startswith("Not enough memory")
+    assert [f.function for f in inc.frames] == ["run_scheduler_process", "init_memory_pool"]
+
+
+def test_a_bar_on_the_first_line_is_no_cut_message(tmp_path):
+    sigquit = "[2025-06-01 10:00:01] Received sigquit from a child process. It usually means the child failed."
+    incs = incidents_of_lines(tmp_path, [BAR + sigquit])
+    assert all(inc.exception is None or "Loading safetensors" not in (inc.exception.message or "") for inc in incs)
+
+
+def test_a_milestone_on_the_bars_line_is_newer_than_the_bar(tmp_path):
+    lines = [BAR + "[2025-06-01 10:00:00 TP0] Init torch distributed begin.",
+             "Fatal Python error: Segmentation fault", "",
+             'Thread 0x00007f39a0232b80 (most recent call first):',
+             '  File "/x/dist-packages/sglang/srt/distributed/parallel_state.py", line 20 in init_world_group']
+    incs = incidents_of_lines(tmp_path, lines)
+    assert incs and all(inc.captures.get("progress_phase") != "startup.load_weights" for inc in incs)
