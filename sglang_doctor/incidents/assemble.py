@@ -644,6 +644,9 @@ class Assembler:
             in_traceback = self._record is not None and self._record.builder is not None
             parts = bar[1:] if in_traceback else bar
             return [ev for part in parts for ev in self._feed_line(Line(line.number, part, line.raw, line.cut))]
+        if "  [" in line.text and (joined := records.split_joined_records(line.text)) is not None:
+            # records a copy joined with two spaces: each as its own line
+            return [ev for part in joined for ev in self._feed_line(Line(line.number, part, line.raw, line.cut))]
         if " pid=" in line.text:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line

@@ -846,8 +846,12 @@ def split_joined_traceback(text: str) -> list[str] | None:
             return [head, rest.strip()] if exc is not None and exc.message else None
     else:
         head, rest = None, text.lstrip()
-        first = _JOINED_FRAME.match(rest)
+        first = _JOINED_FRAME.search(rest)
         if first is None or (rest.count('File "') < 2 and _JOINED_EXC.search(rest, first.end()) is None):
+            return None
+        if first.start() and not (text[:1].isspace() and rest[:first.start()].endswith("  ")):
+            # only a frame starts the line, or the source line of the frame above it (indented, as
+            # a traceback's source lines are) with the frame after it on the same line
             return None
     lines = [head] if head is not None else []
     pos = 0

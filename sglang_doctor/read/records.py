@@ -265,6 +265,22 @@ def split_joined(text: str) -> list[str] | None:
     return [strip_outer(p) for p in parts]
 
 
+# -- records whose line ends a copy lost -------------------------------------------------------
+# A log copied from a browser page that showed it as wrapped text (a rendered comment without a
+# code fence, a web log viewer's cell) comes with runs of lines on one line, two spaces where
+# each line break was.  An SGLang record header after two spaces is the start of a line of its
+# own: ``... ready to roll!  [2025-06-01 10:00:01 TP0] Scheduler hit an exception: ...``.
+_JOINED_RECORD = re.compile(r"  (?=" + _SGLANG.pattern.removesuffix(" ?") + " )")
+
+
+def split_joined_records(text: str) -> list[str] | None:
+    """The lines of a line that holds several SGLang records joined by two spaces, or None."""
+    cuts = [m.start() for m in _JOINED_RECORD.finditer(text)]
+    if not cuts:
+        return None
+    return [text[a:b] for a, b in zip([0] + [c + 2 for c in cuts], cuts + [len(text)])]
+
+
 # -- a line written onto a progress bar's ---------------------------------------------------
 # tqdm ends each redraw of its bar with a carriage return, not a line end: what the process (or
 # another one writing to the same terminal or ``tee``'d file) writes next lands on the bar's

@@ -19,6 +19,11 @@
   ``[elapsed<remaining, rate]`` on the same line.  It is read as a line of its own; the bar is a
   progress line before it, except inside an open traceback (another writer's bar) and never
   the end of a message cut at the paste's first line; a milestone on the bar's line is newer.
+- a browser copy of a log shown as wrapped text: runs of lines joined by two spaces.  An SGLang
+  record header after two spaces starts a line of its own (records.split_joined_records), and
+  a joined traceback's continuation that starts with the source line of the frame above it
+  (indented, then two spaces and the next frame) is split like one that starts at a frame
+  (tracebacks.split_joined_traceback).
 """
 
 from __future__ import annotations
@@ -217,3 +222,26 @@ def test_a_milestone_on_the_bars_line_is_newer_than_the_bar(tmp_path):
              '  File "/x/dist-packages/sglang/srt/distributed/parallel_state.py", line 20 in init_world_group']
     incs = incidents_of_lines(tmp_path, lines)
     assert incs and all(inc.captures.get("progress_phase") != "startup.load_weights" for inc in incs)
+
+
+def test_records_joined_by_two_spaces_are_lines_again(tmp_path):
+    joined = ("[2025-06-01 10:00:00 TP0] Load weight end. type=X, avail mem=20.00 GB  "
+              "[2025-06-01 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):")
+    assert records.split_joined_records(joined) == [joined.split("  ")[0], joined.split("  ")[1]]
+    assert records.split_joined_records("[2025-06-01 10:00:00] nvcc fatal   : Unsupported gpu architecture") is None
+    assert records.split_joined_records("[2025-06-01 10:00:00] a  [x] b") is None  # no record header after the spaces
+
+
+def test_a_joined_continuation_that_starts_with_a_source_line(tmp_path):
+    lines = ['Process Process-6:  Traceback (most recent call last):    File "/usr/lib/python3.10/multiprocessing/'
+             'process.py", line 314, in _bootstrap      self.run()',
+             '    self._target(*self._args, **self._kwargs)    File "/usr/local/lib/python3.10/dist-packages/sglang/'
+             'srt/managers/scheduler.py", line 1984, in run_scheduler_process      faulthandler.enable()  '
+             'OSError: [Errno 12] Cannot allocate memory']
+    got = tracebacks.split_joined_traceback(lines[1])
+    assert got is not None and got[0] == "    self._target(*self._args, **self._kwargs)"
+    assert got[-1] == "OSError: [Errno 12] Cannot allocate memory"
+    (inc,) = incidents_of_lines(tmp_path, lines)
+    assert inc.exception.type == "OSError" and [f.function for f in inc.frames][-1] == "run_scheduler_process"
+    # a line of prose that mentions a frame is no traceback's continuation
+    assert tracebacks.split_joined_traceback('see  File "/x/y.py", line 3, in f  ValueError: z') is None
