@@ -512,6 +512,26 @@ def t_rank_copy(lines, key, rng):
     return "\n".join(list(lines[:at]) + copy + list(lines[at:])) + "\n"
 
 
+def t_logger(lines, key, rng):
+    """A wrapper that relayed the server's output through its own logger, one logger line per
+    output line (a rollout framework's process pump, ``logger.error(line)`` over
+    ``traceback.format_exc().splitlines()``): the same prefix before every line, its time
+    advancing: Python logging's ``ERROR:name:``, loguru's ``2025-06-01 08:15:02.123 | ERROR    |
+    module:func:42 - ``, glog's ``E0601 08:15:02.123456 4012 file.py:42] ``, hydra's
+    ``[2025-06-01 08:15:02,123][name][ERROR] - ``."""
+    kind = rng.choice(["logging", "loguru", "glog", "hydra"])
+    pid = rng.randint(1000, 99999)
+    out = []
+    for i, line in enumerate(lines):
+        s, ms = (2 + i // 7) % 60, (37 * i) % 1000
+        pref = {"logging": "ERROR:rollout.server:",
+                "loguru": f"2025-06-01 08:15:{s:02d}.{ms:03d} | ERROR    | rollout.server:_pump:88 - ",
+                "glog": f"E0601 08:15:{s:02d}.{ms * 1000:06d} {pid} server.py:88] ",
+                "hydra": f"[2025-06-01 08:15:{s:02d},{ms:03d}][rollout][ERROR] - "}[kind]
+        out.append(pref + line)
+    return "\n".join(out) + "\n"
+
+
 TRANSFORMS: dict[str, Callable] = {
     "crlf": t_crlf, "tabs": t_tabs, "dedent": t_dedent, "wrap": t_wrap, "compose": t_compose,
     "kubectl": t_kubectl, "journald": t_journald, "ray": t_ray, "ansi": t_ansi, "quote": t_quote,
@@ -521,7 +541,7 @@ TRANSFORMS: dict[str, Callable] = {
     "cut_record_head": t_cut_record_head, "cut_key_message": t_cut_key_message, "cut_frame": t_cut_frame,
     "html": t_html,
     "fence": t_fence, "browser_join": t_browser_join, "cr_overwrite": t_cr_overwrite, "tqdm_tee": t_tqdm_tee,
-    "rank_copy": t_rank_copy,
+    "rank_copy": t_rank_copy, "logger": t_logger,
 }
 
 CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail", "cut_record_head", "cut_key_message", "cut_frame")

@@ -661,9 +661,9 @@ class Assembler:
         return self._feed(line)
 
     def _logged_line(self, line: Line, events: list[Event]) -> Line:
-        """The line without the logger prefix a traceback logged line by line has before every
-        line (tracebacks.logger_prefix, learnt from its header's line); a line without it, or
-        one that starts another traceback, ends it."""
+        """The line without the logger prefix a wrapper's logger put before every line it relayed
+        (tracebacks.logger_prefix, learnt from a traceback header's line or an SGLang record's);
+        a line without it, or one that starts another traceback, ends it."""
         text = line.text
         if self._logger_prefix is not None and text.strip():
             m = self._logger_prefix.match(text)
@@ -674,15 +674,21 @@ class Assembler:
             rec = self._record
             if self._logged and rec is not None and rec.builder is not None and rec.builder.complete:
                 self._end_traceback(events)  # what the logger wrote next is not the exception's message
-        if tracebacks.HEADER in text:
-            self._logger_prefix = tracebacks.logger_prefix(text)
         self._logged = False
+        learnt = tracebacks.logger_prefix(text)
+        if learnt is None:
+            return line
+        self._logger_prefix, before_record = learnt
+        if before_record:  # the line is SGLang's record, its logger prefix taken off
+            m = self._logger_prefix.match(text)
+            return Line(line.number, text[m.end():], line.raw, line.cut)
         return line
 
     def _feed(self, line: Line) -> list[Event]:
         events: list[Event] = []
         self._last_fed = None
-        if self._logger_prefix is not None or tracebacks.HEADER in line.text:
+        if self._logger_prefix is not None or tracebacks.HEADER in line.text or (
+                line.text[:1] != "[" and "[" in line.text and tracebacks.has_record_inside(line.text)):
             line = self._logged_line(line, events)
         # SGLang's own header at the line's start, the common case: no outer prefix, no
         # leading space, no digit; a record starts (one match of the header, not three)

@@ -409,18 +409,30 @@ class RichBox:
 # rollout:init:42 - Traceback ...``, ``E0601 08:15:02.123456 4012 rollout.py:42] Traceback ...``).
 # The text before the header is that prefix; the lines after it that start with it, its numbers
 # (time, line, pid) any, are the traceback's lines once it is taken off.
+_RECORD_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")  # SGLang's record header's start
 _PREFIX_END = re.compile(r"[\s:\]|>)-]$")
 _MAX_LOGGER_PREFIX = 160
 
 
-def logger_prefix(text: str) -> re.Pattern | None:
-    """The pattern of the logger prefix before a traceback header on ``text`` (above), or None
-    when the header starts the line or what stands before it does not end as a prefix does."""
+def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
+    """The pattern of the logger prefix before a traceback header or an SGLang record header on
+    ``text`` (above), and whether it stands before a record header (the line is that record's,
+    read without the prefix); None when the header starts the line or what stands before it
+    does not end as a prefix does."""
     at = text.find(HEADER)
+    record = _RECORD_HEADER.search(text, 1, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 20))
+    if record is not None:  # SGLang's own record logged by the wrapper: the prefix is what stands before it
+        at = record.start()
     prefix = text[:at]
     if at <= 0 or at > _MAX_LOGGER_PREFIX or not _PREFIX_END.search(prefix) or not any(c.isalnum() for c in prefix):
         return None  # (an exception group's "    | " is its decoration, not a logger's)
-    return re.compile("".join(r"\d+" if piece.isdigit() else re.escape(piece) for piece in re.split(r"(\d+)", prefix)))
+    pattern = "".join(r"\d+" if piece.isdigit() else re.escape(piece) for piece in re.split(r"(\d+)", prefix))
+    return re.compile(pattern), record is not None
+
+
+def has_record_inside(text: str) -> bool:
+    """An SGLang record header stands inside ``text``, not at its start (see logger_prefix)."""
+    return _RECORD_HEADER.search(text, 1, _MAX_LOGGER_PREFIX + 20) is not None
 
 
 @dataclass

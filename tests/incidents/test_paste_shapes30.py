@@ -155,7 +155,8 @@ def test_a_traceback_logged_line_by_line(tmp_path, prefix):
 
 
 def test_the_prefix_is_the_text_before_the_header():
-    rx = tracebacks.logger_prefix("E0601 08:15:02.123456 4012 rollout.py:42] Traceback (most recent call last):")
+    rx, before_record = tracebacks.logger_prefix("E0601 08:15:02.123456 4012 rollout.py:42] Traceback (most recent call last):")
+    assert not before_record
     assert rx.match("E0601 08:15:03.000001 4012 rollout.py:42]   File \"x.py\", line 1, in f")
     assert not rx.match("I0601 08:15:03.000001 4012 rollout.py:42] ok")
     assert tracebacks.logger_prefix("Traceback (most recent call last):") is None
@@ -245,3 +246,17 @@ def test_a_joined_continuation_that_starts_with_a_source_line(tmp_path):
     assert inc.exception.type == "OSError" and [f.function for f in inc.frames][-1] == "run_scheduler_process"
     # a line of prose that mentions a frame is no traceback's continuation
     assert tracebacks.split_joined_traceback('see  File "/x/y.py", line 3, in f  ValueError: z') is None
+
+
+def test_a_wrappers_logger_before_sglangs_own_records(tmp_path):
+    """A wrapper that relayed SGLang's output through its logger: the prefix stands before SGLang's
+    record header, learnt there, taken off that line and the traceback's lines after it."""
+    pref = "E0601 08:15:0{n}.12345{n} 4012 server.py:88] "
+    lines = [pref.format(n=i % 10) + line for i, line in enumerate(SCHED_TB)]
+    (inc,) = incidents_of_lines(tmp_path, lines)
+    assert inc.ranks == ["TP1"] and inc.exception.type == "RuntimeError"
+    assert [f.function for f in inc.frames] == ["run_scheduler_process", "init_memory_pool"]
+    got = tracebacks.logger_prefix(lines[0])
+    assert got is not None and got[1] is True
+    # a warning glued before a record is no logger's prefix: its end is no separator
+    assert tracebacks.logger_prefix("x.py:3: UserWarning: deprecated[2025-06-01 10:00:00] ok") is None
