@@ -574,6 +574,7 @@ class Assembler:
         return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
         ) or self._first_unread is not None or self._request_error_next or (  # every line until the next non-blank one
+            self._logger_prefix is not None) or (  # a wrapper's logger prefix: whether a line has it decides
             self._watchdog_dump != [] and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP)  # a py-spy dump's lines
 
     def feed(self, line: Line) -> list[Event]:
