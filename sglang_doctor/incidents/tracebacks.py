@@ -409,7 +409,8 @@ class RichBox:
 # rollout:init:42 - Traceback ...``, ``E0601 08:15:02.123456 4012 rollout.py:42] Traceback ...``).
 # The text before the header is that prefix; the lines after it that start with it, its numbers
 # (time, line, pid) any, are the traceback's lines once it is taken off.
-_RECORD_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")  # SGLang's record header's start
+# SGLang's whole record header (read/records.py's), then its message
+_RECORD_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] ")
 _PREFIX_END = re.compile(r"[\s:\]|>)-]$")
 _MAX_LOGGER_PREFIX = 160
 
@@ -420,7 +421,7 @@ def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
     read without the prefix); None when the header starts the line or what stands before it
     does not end as a prefix does."""
     at = text.find(HEADER)
-    record = _RECORD_HEADER.search(text, 1, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 20))
+    record = _RECORD_HEADER.search(text, 1, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 50))
     if record is not None:  # SGLang's own record logged by the wrapper: the prefix is what stands before it
         at = record.start()
     prefix = text[:at]
@@ -432,7 +433,7 @@ def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
 
 def has_record_inside(text: str) -> bool:
     """An SGLang record header stands inside ``text``, not at its start (see logger_prefix)."""
-    return _RECORD_HEADER.search(text, 1, _MAX_LOGGER_PREFIX + 20) is not None
+    return _RECORD_HEADER.search(text, 1, _MAX_LOGGER_PREFIX + 50) is not None
 
 
 @dataclass
