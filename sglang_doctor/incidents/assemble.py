@@ -677,8 +677,8 @@ class Assembler:
                 self._end_traceback(events)  # what the logger wrote next is not the exception's message
         self._logged = False
         learnt = tracebacks.logger_prefix(text)
-        if learnt is None:
-            return line
+        if learnt is None or records.outer_prefix_end(text) >= learnt[0].match(text).end():
+            return line  # (a container's or launcher's prefix that records.outer_prefix_end takes off anyway)
         self._logger_prefix, before_record = learnt
         if before_record:  # the line is SGLang's record, its logger prefix taken off
             m = self._logger_prefix.match(text)
