@@ -558,9 +558,9 @@ class Assembler:
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
         self._rich = tracebacks.RichBox()  # rich's traceback box, read as Python's lines (tracebacks.RichBox)
-        # the logger prefix before every line of a traceback logged line by line (tracebacks.logger_prefix)
+        # a wrapper's logger prefix before every line it relayed (tracebacks.logger_prefix), while it lasts
         self._logger_prefix: re.Pattern | None = None
-        self._logged = False  # lines of such a traceback were read with the prefix taken off
+        self._logged = False  # lines were read with that prefix taken off
         self._bar_line: tuple[int, str] | None = None  # (line, bar) of the last line split after a bar (records.split_bar)
 
     # -- public ------------------------------------------------------------------------
