@@ -33,7 +33,7 @@ its first four words and at least half of it when the tail is cut.  On healthy t
 cut around a seeded line.
 
 Usage: ``python bench/robustness.py [--split tune|untuned|all] [--transform NAME ...]
-[--verbose] [--json] [--subprocess]``.  By default the tool runs in this process (the same
+[--verbose] [--json] [--subprocess] [--corpus-only]`` (``--corpus-only``: no rule fixtures).  By default the tool runs in this process (the same
 click command ``python -m sglang_doctor explain --format json`` runs, with the rule pack
 loaded once); ``--subprocess`` runs the real CLI per text as bench/accuracy.py does (slow).
 """
@@ -423,6 +423,115 @@ def t_combo(lines, key, rng):
     return "\r\n".join(out) + "\r\n"
 
 
+def t_fence(lines, key, rng):
+    """A GitHub issue's paste: the command that showed the log on a ``$ `` line in a fence of its
+    own, then the log in a fence with a language tag (```` ```log ````, ```` ```shell ````,
+    ```` ```console ````, ...), optionally inside ``<details>``; issue templates ask for
+    "reproduction" and "logs" this way.  The command only reads the log (``docker logs``,
+    ``tail``, ``kubectl logs``), so it changes nothing the log says."""
+    cmd = rng.choice(["$ docker logs sglang 2>&1 | tail -n 300", "$ tail -n 200 server.log",
+                      "$ kubectl logs sglang-0 --tail=300", "$ journalctl -u sglang --no-pager | tail -300"])
+    lang = rng.choice(["log", "shell", "console", "bash", "text", "python", "sh"])
+    body = [f"```{rng.choice(['bash', 'shell', 'sh'])}", cmd, "```", "", f"```{lang}"] + lines + ["```"]
+    if rng.random() < 0.5:
+        body = ["<details>", "<summary>server log</summary>", ""] + body + ["", "</details>"]
+    return "\n".join(body) + "\n"
+
+
+def t_browser_join(lines, key, rng):
+    """A log copied from a browser page that rendered it as wrapped text: runs of 2-5 lines
+    come out as one line, joined by two spaces where the line breaks were (a rendered issue
+    comment without a code fence, a web log viewer's soft-wrapped cell).  Blank lines stay."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():
+            out.append(lines[i])
+            i += 1
+            continue
+        n = rng.randint(2, 5)
+        run = []
+        while i < len(lines) and len(run) < n and lines[i].strip():
+            run.append(lines[i])
+            i += 1
+        out.append("  ".join(run))
+    return "\n".join(out) + "\n"
+
+
+_BAR = "Loading safetensors checkpoint shards: {p:3d}% Completed | {n}/8 [00:{s:02d}<00:{r:02d},  1.52it/s]"
+
+
+def _bar_segments(rng) -> list[str]:
+    steps = sorted(rng.sample(range(0, 9), rng.randint(2, 4)))
+    return [_BAR.format(p=100 * n // 8, n=n, s=2 * n, r=2 * (8 - n)) for n in steps]
+
+
+def t_cr_overwrite(lines, key, rng):
+    """A Windows terminal's copy: ``\\r\\n`` line ends, and a progress bar that redrew itself
+    with ``\\r`` on one line that the next line was then written over: the screen copy holds the
+    new line and, when it is shorter than the bar, the bar's tail after it (what the terminal
+    still showed), at one line 0-6 above the key line (the key line itself too)."""
+    at = max(0, key - rng.randint(0, 6))
+    bar = _bar_segments(rng)[-1]
+    line = lines[at]
+    lines = list(lines)
+    lines[at] = line + bar[len(line):] if len(line) < len(bar) else line
+    return "\r\n".join(lines) + "\r\n"
+
+
+def t_tqdm_tee(lines, key, rng):
+    """A ``tee``'d log with a tqdm bar's carriage returns: the bar's redraws (``\\r`` before each,
+    no line end) stand before one line 0-8 above the key line, and that line's text follows the
+    bar's last redraw on the same line (another process wrote it while the bar was open)."""
+    at = max(0, key - rng.randint(0, 8))
+    lines = list(lines)
+    lines[at] = "".join("\r" + seg for seg in _bar_segments(rng)) + lines[at]
+    return "\n".join(lines) + "\n"
+
+
+_RANK_HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:)(\d\d)((?:[.,]\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\]")
+
+
+def t_rank_copy(lines, key, rng):
+    """A second copy of the key line's record from another rank, shifted: the record that
+    holds the key line (from the nearest SGLang header at or up to 40 lines above it to the
+    key line) again, its header's TP rank another and its time a second later, printed
+    after the first copy, or (a third of the texts) in the middle of it, as two processes'
+    stderr meet in one terminal.  Only texts with such a header."""
+    start = next((i for i in range(key, max(-1, key - 41), -1) if _RANK_HEADER.match(lines[i])), None)
+    if start is None:
+        return None
+    m = _RANK_HEADER.match(lines[start])
+    ranks = m.group(4)
+    other = re.sub(r"TP(\d+)", lambda r: f"TP{int(r.group(1)) + 1}", ranks) if "TP" in ranks else ranks + " TP1"
+    sec = (int(m.group(2)) + 1) % 60
+    copy = [f"[{m.group(1)}{sec:02d}{m.group(3)}{other}]" + lines[start][m.end():]] + list(lines[start + 1:key + 1])
+    at = key + 1
+    if key > start + 1 and rng.random() < 1 / 3:
+        at = rng.randint(start + 1, key)
+    return "\n".join(list(lines[:at]) + copy + list(lines[at:])) + "\n"
+
+
+def t_logger(lines, key, rng):
+    """A wrapper that relayed the server's output through its own logger, one logger line per
+    output line (a rollout framework's process pump, ``logger.error(line)`` over
+    ``traceback.format_exc().splitlines()``): the same prefix before every line, its time
+    advancing: Python logging's ``ERROR:name:``, loguru's ``2025-06-01 08:15:02.123 | ERROR    |
+    module:func:42 - ``, glog's ``E0601 08:15:02.123456 4012 file.py:42] ``, hydra's
+    ``[2025-06-01 08:15:02,123][name][ERROR] - ``."""
+    kind = rng.choice(["logging", "loguru", "glog", "hydra"])
+    pid = rng.randint(1000, 99999)
+    out = []
+    for i, line in enumerate(lines):
+        s, ms = (2 + i // 7) % 60, (37 * i) % 1000
+        pref = {"logging": "ERROR:rollout.server:",
+                "loguru": f"2025-06-01 08:15:{s:02d}.{ms:03d} | ERROR    | rollout.server:_pump:88 - ",
+                "glog": f"E0601 08:15:{s:02d}.{ms * 1000:06d} {pid} server.py:88] ",
+                "hydra": f"[2025-06-01 08:15:{s:02d},{ms:03d}][rollout][ERROR] - "}[kind]
+        out.append(pref + line)
+    return "\n".join(out) + "\n"
+
+
 TRANSFORMS: dict[str, Callable] = {
     "crlf": t_crlf, "tabs": t_tabs, "dedent": t_dedent, "wrap": t_wrap, "compose": t_compose,
     "kubectl": t_kubectl, "journald": t_journald, "ray": t_ray, "ansi": t_ansi, "quote": t_quote,
@@ -431,6 +540,8 @@ TRANSFORMS: dict[str, Callable] = {
     "excerpt": t_excerpt, "cut_key_head": t_cut_key_head, "cut_key_tail": t_cut_key_tail,
     "cut_record_head": t_cut_record_head, "cut_key_message": t_cut_key_message, "cut_frame": t_cut_frame,
     "html": t_html,
+    "fence": t_fence, "browser_join": t_browser_join, "cr_overwrite": t_cr_overwrite, "tqdm_tee": t_tqdm_tee,
+    "rank_copy": t_rank_copy, "logger": t_logger,
 }
 
 CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail", "cut_record_head", "cut_key_message", "cut_frame")
@@ -584,11 +695,11 @@ def fixture_samples(runner: Runner) -> tuple[list[Sample], list[Sample], dict]:
 # -- the report ------------------------------------------------------------------------------
 
 
-def run(split: str, names: list[str], runner: Runner, verbose: bool, log=print) -> dict:
+def run(split: str, names: list[str], runner: Runner, verbose: bool, log=print, fixtures: bool = True) -> dict:
     parts = {"tune": TUNE_PARTS, "untuned": UNTUNED_PARTS, "all": TUNE_PARTS + UNTUNED_PARTS}[split]
     right, healthy, counts = corpus_samples(parts, runner, log)
     fcounts = None
-    if split in ("tune", "all"):
+    if split in ("tune", "all") and fixtures:
         fr, fh, fcounts = fixture_samples(runner)
         right += fr
         healthy += fh
@@ -664,10 +775,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verbose", action="store_true", help="list every miss (not on the untuned split's details while tuning)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--subprocess", action="store_true", help="run the real CLI per text (slow)")
+    ap.add_argument("--corpus-only", action="store_true",
+                    help="leave out the rule fixtures (the tune split's largest input): a quicker run")
     args = ap.parse_args(argv)
     names = args.transform or list(TRANSFORMS)
     out = run(args.split, names, Runner(args.subprocess), args.verbose and not args.json,
-              log=None if args.json else print)
+              log=None if args.json else print, fixtures=not args.corpus_only)
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
     else:

@@ -557,6 +557,11 @@ class Assembler:
         self._structured: str | None = None  # the structured header of the record being read (records.parse_structured)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
         self._handled: list[str] = []
+        self._rich = tracebacks.RichBox()  # rich's traceback box, read as Python's lines (tracebacks.RichBox)
+        # a wrapper's logger prefix before every line it relayed (tracebacks.logger_prefix), while it lasts
+        self._logger_prefix: re.Pattern | None = None
+        self._logged = False  # lines were read with that prefix taken off
+        self._bar_line: tuple[int, str] | None = None  # (line, bar) of the last line split after a bar (records.split_bar)
 
     # -- public ------------------------------------------------------------------------
 
@@ -569,6 +574,7 @@ class Assembler:
         return self._group is not None or self._held != [] or self._wrapped is not None or (
             self._record is not None and self._record.kind != "normal"
         ) or self._first_unread is not None or self._request_error_next or (  # every line until the next non-blank one
+            self._logger_prefix is not None) or (  # a wrapper's logger prefix: whether a line has it decides
             self._watchdog_dump != [] and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP)  # a py-spy dump's lines
 
     def feed(self, line: Line) -> list[Event]:
@@ -631,6 +637,17 @@ class Assembler:
                 if not numbers or numbers[-1] < line.number:
                     numbers.append(line.number)
                     del numbers[:-serving.KEEP]
+        if ("it/s]" in line.text or "s/it]" in line.text) and (bar := records.split_bar(line.text)) is not None:
+            # a line written onto a progress bar's line: the bar (a progress line), then the line;
+            # inside an open traceback the bar is another writer's (a rank's loading bar in a
+            # tee'd log), no line of the traceback
+            self._bar_line = (line.number, bar[0])
+            in_traceback = self._record is not None and self._record.builder is not None
+            parts = bar[1:] if in_traceback else bar
+            return [ev for part in parts for ev in self._feed_line(Line(line.number, part, line.raw, line.cut))]
+        if "  [" in line.text and (joined := records.split_joined_records(line.text)) is not None:
+            # records a copy joined with two spaces: each as its own line
+            return [ev for part in joined for ev in self._feed_line(Line(line.number, part, line.raw, line.cut))]
         if " pid=" in line.text:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
@@ -644,9 +661,36 @@ class Assembler:
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         return self._feed(line)
 
+    def _logged_line(self, line: Line, events: list[Event]) -> Line:
+        """The line without the logger prefix a wrapper's logger put before every line it relayed
+        (tracebacks.logger_prefix, learnt from a traceback header's line or an SGLang record's);
+        a line without it, or one that starts another traceback, ends it."""
+        text = line.text
+        if self._logger_prefix is not None and text.strip():
+            m = self._logger_prefix.match(text)
+            if m is not None and tracebacks.HEADER not in text[m.end():]:
+                self._logged = True  # a line of the logged traceback was read
+                return Line(line.number, text[m.end():], line.raw, line.cut)
+            self._logger_prefix = None
+            rec = self._record
+            if self._logged and rec is not None and rec.builder is not None and rec.builder.complete:
+                self._end_traceback(events)  # what the logger wrote next is not the exception's message
+        self._logged = False
+        learnt = tracebacks.logger_prefix(text)
+        if learnt is None or records.outer_prefix_end(text) >= learnt[0].match(text).end():
+            return line  # (a container's or launcher's prefix that records.outer_prefix_end takes off anyway)
+        self._logger_prefix, before_record = learnt
+        if before_record:  # the line is SGLang's record, its logger prefix taken off
+            m = self._logger_prefix.match(text)
+            return Line(line.number, text[m.end():], line.raw, line.cut)
+        return line
+
     def _feed(self, line: Line) -> list[Event]:
         events: list[Event] = []
         self._last_fed = None
+        if self._logger_prefix is not None or tracebacks.HEADER in line.text or (
+                line.text[:1] != "[" and "[" in line.text and tracebacks.has_record_inside(line.text)):
+            line = self._logged_line(line, events)
         # SGLang's own header at the line's start, the common case: no outer prefix, no
         # leading space, no digit; a record starts (one match of the header, not three)
         prefix = records.sglang_prefix(line.text)
@@ -663,6 +707,9 @@ class Assembler:
                 # ...'``): one space is no indentation Python or SGLang prints; read it from its word
                 line = Line(line.number, line.text[1:], line.raw, line.cut)
             text = line.text
+            if (self._rich.open or text.lstrip()[:1] == "╭") and (unboxed := self._rich.line(text)) is not None:
+                line = Line(line.number, unboxed, line.raw, line.cut)
+                text = unboxed
             if text[:1].isdigit():
                 if _HEADER_ONLY.match(text):
                     return events  # a viewer's header line for the line below it
@@ -775,6 +822,14 @@ class Assembler:
             self._watchdog_dump = []
         self._normal(line, prefix.ranks, message, events, found, request_header=False)
 
+    def _end_traceback(self, events: list[Event]) -> None:
+        """The open record's traceback ended before the line being read."""
+        rec = self._record
+        rec.builder.finish()
+        rec.builder.release()
+        self._release_held(events)
+        self._record = _Record(rec.ranks, "normal")
+
     def _continue_record(self, line: Line, events: list[Event]) -> None:
         text = line.text
         rec = self._record
@@ -787,11 +842,7 @@ class Assembler:
             if not text.strip():
                 self._held.append(line)
                 return
-            # the traceback ended before this line (and before any held blank lines)
-            rec.builder.finish()
-            rec.builder.release()
-            self._release_held(events)
-            self._record = _Record(rec.ranks, "normal")
+            self._end_traceback(events)  # it ended before this line (and before any held blank lines)
         elif rec is not None and rec.kind == "signal":
             if _SIGNAL_CONTINUATION.match(text) or (not text.strip() and self._group is not None):
                 self._group.lines.append(line)
@@ -876,7 +927,8 @@ class Assembler:
         if group is None and self._watchdog_dump and len(self._watchdog_dump) < _MAX_WATCHDOG_DUMP:
             self._watchdog_dump.append(line)  # a line of the dump a watchdog line will follow
             return
-        if line.number == 1 and text.strip() and not text[:1].isspace():
+        if line.number == 1 and text.strip() and not text[:1].isspace() and (
+                self._bar_line is None or self._bar_line[1] != text):  # (a bar split off its line is no message's end)
             self._first_unread = (line, ranks)
         self._normal(line, ranks, text, events, found)
 
@@ -1363,20 +1415,29 @@ class Assembler:
             hint = startup_hints.words_reason(incident)
             if hint:
                 incident.captures.setdefault("startup_hint", hint)
-        run_into = progress.bar_run_into(lines[0].text)
+        first = lines[0].text
+        if self._bar_line is not None and self._bar_line[0] == lines[0].number and not first.startswith(self._bar_line[1]):
+            first = self._bar_line[1] + first  # the line was written onto this bar (records.split_bar)
+        run_into = progress.bar_run_into(first)
         if run_into is not None:
             # the failure's first line was written onto a progress bar (progress.bar_run_into):
             # that bar is the step the server was in, newer than any line before it
             incident.captures.setdefault("progress_phase", run_into)
             incident.captures.setdefault("progress_line", str(lines[0].number))
-            incident.captures.setdefault("progress_text", lines[0].text[:200])
+            incident.captures.setdefault("progress_text", first[:200])
         elif self._progress is not None and self._progress[0] < lines[0].number and not any(
-                self._progress[0] < ms.line < lines[0].number for ms in launch.milestones):
+                self._progress_before(ms.line) and ms.line < lines[0].number for ms in launch.milestones):
             # the step the server was in when it failed, when no milestone came after it
             incident.captures.setdefault("progress_phase", self._progress[1])
             incident.captures.setdefault("progress_line", str(self._progress[0]))
             incident.captures.setdefault("progress_text", self._progress[2])
         return incident
+
+    def _progress_before(self, number: int) -> bool:
+        """The last progress line came before line ``number``: on an earlier line, or it is the
+        bar that line was written onto (records.split_bar)."""
+        at = self._progress[0]
+        return at < number or (at == number and self._bar_line is not None and self._bar_line[0] == number)
 
     def _add_serving(self, incident: Incident, lines: list[Line]) -> None:
         """The serving state the launch's last batch lines before the incident show

@@ -347,6 +347,95 @@ def loose_exception(text: str) -> ExceptionInfo:
     return ExceptionInfo("", text.strip())
 
 
+# rich's traceback (rich.traceback: Typer's and other CLIs' pretty errors, a wrapper that called
+# rich.traceback.install() before running SGLang): a box instead of Python's lines.  The header
+# is the box's top, ``╭──── Traceback (most recent call last) ────╮``; each frame is a row
+# ``│ /path/to/file.py:413 in __init__ │`` (folded mid-path or wrapped before the function when
+# the terminal is narrow: ``│ .../model_runn │`` / ``│ er.py:413 in __init__ │``), then a few
+# numbered source rows, the current one marked ``❱  413 │   │   self.initialize()`` (``│`` as the
+# indentation guides), an optional nested ``locals`` box, and the box's bottom ``╰────╯``; the
+# exception line follows the box as Python writes it (rich 15, rich/traceback.py _render_stack).
+_RICH_TOP = re.compile(r"^\s*╭─+ ?Traceback \(most recent call last\) ?─+╮\s*$")
+_RICH_ROW = re.compile(r"^\s*│(?P<body>.*)│\s*$")
+_RICH_FRAME = re.compile(r"^(?P<file>[^\s│]+):(?P<line>\d+) in (?P<func>[\w<>.]+)$")
+_RICH_CURRENT = re.compile(r"^❱ *\d+ (?P<code>.*)$")
+# a frame row's first piece when the terminal folded it: one token (the path, or the path and
+# ``:N in``), never a numbered source row
+_RICH_PIECE = re.compile(r"^[^\s\d│❱╭╰][^\s│]*(?: in)?$")
+
+
+class RichBox:
+    """Turns the lines of rich's traceback box (above) into the lines Python would have written:
+    the top into the header, a frame row into ``  File "...", line N, in f``, the current source
+    row into the source line, every other row of the box (context rows, blank rows, locals) and
+    its bottom into a blank line.  ``line`` returns None for a line that is no part of a box."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self._piece: str | None = None  # a frame row's first piece, waiting for its rest
+
+    def line(self, text: str) -> str | None:
+        if not self.open:
+            if IPYTHON_HEADER_TEXT in text and _RICH_TOP.match(text):
+                self.open, self._piece = True, None
+                return HEADER
+            return None
+        stripped = text.strip()
+        if stripped.startswith("╰") and stripped.endswith("╯"):
+            self.open, self._piece = False, None
+            return ""
+        m = _RICH_ROW.match(text)
+        if m is None:  # the box ended without its bottom (a cut paste): not a row
+            self.open, self._piece = False, None
+            return None
+        body = m.group("body").strip()
+        piece, self._piece = self._piece, None
+        for joined in ((piece + body, piece + " " + body) if piece is not None else ()) + (body,):
+            frame = _RICH_FRAME.match(joined)
+            if frame is not None:
+                return f'  File "{frame.group("file")}", line {frame.group("line")}, in {frame.group("func")}'
+        current = _RICH_CURRENT.match(body)
+        if current is not None:
+            return "    " + current.group("code").replace("│", " ").strip()
+        if _RICH_PIECE.match(body):
+            self._piece = body if piece is None else piece + body
+        return ""
+
+
+# A traceback printed through another program's logger one line at a time (a wrapper that logs
+# ``traceback.format_exc()`` line by line, ``print_exc`` into a logging stream, vLLM-style and
+# loguru formats): the same logger prefix before every line, the header's
+# (``ERROR:root:Traceback (most recent call last):``, ``2025-06-01 08:15:02.123 | ERROR    |
+# rollout:init:42 - Traceback ...``, ``E0601 08:15:02.123456 4012 rollout.py:42] Traceback ...``).
+# The text before the header is that prefix; the lines after it that start with it, its numbers
+# (time, line, pid) any, are the traceback's lines once it is taken off.
+# SGLang's whole record header (read/records.py's), then its message
+_RECORD_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] ")
+_PREFIX_END = re.compile(r"[\s:\]|>)-]$")
+_MAX_LOGGER_PREFIX = 160
+
+
+def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
+    """The pattern of the logger prefix before a traceback header or an SGLang record header on
+    ``text`` (above), and whether it stands before a record header (the line is that record's,
+    read without the prefix); None when the header starts the line or what stands before it
+    does not end as a prefix does."""
+    at = text.find(HEADER)
+    record = _RECORD_HEADER.search(text, 1, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 50))
+    if record is not None:  # SGLang's own record logged by the wrapper: the prefix is what stands before it
+        at = record.start()
+    prefix = text[:at]
+    if at <= 0 or at > _MAX_LOGGER_PREFIX or not _PREFIX_END.search(prefix) or not any(c.isalnum() for c in prefix):
+        return None  # (an exception group's "    | " is its decoration, not a logger's)
+    pattern = "".join(r"\d+" if piece.isdigit() else re.escape(piece) for piece in re.split(r"(\d+)", prefix))
+    return re.compile(pattern), record is not None
+
+
+def has_record_inside(text: str) -> bool:
+    """An SGLang record header stands inside ``text``, not at its start (see logger_prefix)."""
+    return _RECORD_HEADER.search(text, 1, _MAX_LOGGER_PREFIX + 50) is not None
+
+
 @dataclass
 class TracebackPart:
     """One traceback of a chain: its frames and its exception."""
@@ -770,8 +859,12 @@ def split_joined_traceback(text: str) -> list[str] | None:
             return [head, rest.strip()] if exc is not None and exc.message else None
     else:
         head, rest = None, text.lstrip()
-        first = _JOINED_FRAME.match(rest)
+        first = _JOINED_FRAME.search(rest)
         if first is None or (rest.count('File "') < 2 and _JOINED_EXC.search(rest, first.end()) is None):
+            return None
+        if first.start() and not (text[:1].isspace() and rest[:first.start()].endswith("  ")):
+            # only a frame starts the line, or the source line of the frame above it (indented, as
+            # a traceback's source lines are) with the frame after it on the same line
             return None
     lines = [head] if head is not None else []
     pos = 0

@@ -265,6 +265,41 @@ def split_joined(text: str) -> list[str] | None:
     return [strip_outer(p) for p in parts]
 
 
+# -- records whose line ends a copy lost -------------------------------------------------------
+# A log copied from a browser page that showed it as wrapped text (a rendered comment without a
+# code fence, a web log viewer's cell) comes with runs of lines on one line, two spaces where
+# each line break was.  An SGLang record header after two spaces is the start of a line of its
+# own: ``... ready to roll!  [2025-06-01 10:00:01 TP0] Scheduler hit an exception: ...``.
+_JOINED_RECORD = re.compile(r"  (?=" + _SGLANG.pattern.removesuffix(" ?") + " )")
+
+
+def split_joined_records(text: str) -> list[str] | None:
+    """The lines of a line that holds several SGLang records joined by two spaces, or None."""
+    cuts = [m.start() for m in _JOINED_RECORD.finditer(text)]
+    if not cuts:
+        return None
+    return [text[a:b] for a, b in zip([0] + [c + 2 for c in cuts], cuts + [len(text)])]
+
+
+# -- a line written onto a progress bar's ---------------------------------------------------
+# tqdm ends each redraw of its bar with a carriage return, not a line end: what the process (or
+# another one writing to the same terminal or ``tee``'d file) writes next lands on the bar's
+# line, after its ``n/total [elapsed<remaining, rate]`` field (the reader keeps a ``\r``
+# rewrite's last segment, reader.clean_text): ``Loading safetensors checkpoint shards:  75%
+# Completed | 6/8 [00:12<00:04,  1.52it/s][2025-06-01 10:00:00 TP0] Scheduler hit an
+# exception: ...``, ``Capturing batches (bs=4 ...):  50%|█████     | 26/52 [00:03<00:03,
+# 7.2it/s]RuntimeError: ...``.  That text is a line of its own.
+_BAR_THEN_TEXT = re.compile(r"\d{1,3}%[^\n]{0,200}?\d+/\d+ \[[0-9:]+<[^\]\n]{0,40}?(?:it/s|s/it)\](?=\s*\S)")
+
+
+def split_bar(text: str) -> tuple[str, str] | None:
+    """(the progress bar, the text written onto its line after it), or None (see above)."""
+    m = _BAR_THEN_TEXT.search(text)
+    if m is None:
+        return None
+    return text[:m.end()], text[m.end():]
+
+
 # -- lines hard-wrapped at a terminal's width ----------------------------------------------
 # A log copied from tmux/screen, a narrow ``kubectl logs`` window or a web console comes with
 # a real newline wherever the terminal folded a long line: every line longer than the width W
@@ -278,8 +313,9 @@ WRAP_SAMPLE = 1 << 20  # bytes of the text's start the width is judged on
 
 
 # what starts a line of its own: a bracket or a time stamp (a record's, a log viewer's), an
-# upper-case word and a colon (``INFO:``, ``FAILED:``, ``WARNING:``), a traceback, a frame
-_OWN_START = re.compile(r"[\[(<]|\d{1,4}[-/:.]\d|[A-Z][A-Z_]+:|Traceback \(|File \"|During handling|The above exception")
+# upper-case word and a colon (``INFO:``, ``FAILED:``, ``WARNING:``), a traceback, a frame, a
+# box-drawing border (rich's traceback box: its rows all have the box's width, none is a fold)
+_OWN_START = re.compile(r"[\[(<│╭╰┃┏┗]|\d{1,4}[-/:.]\d|[A-Z][A-Z_]+:|Traceback \(|File \"|During handling|The above exception")
 
 
 def starts_own_line(text: str, previous: str = "") -> bool:
