@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from sglang_doctor.incidents import assemble, request_errors, tracebacks
 from sglang_doctor.incidents.assemble import Assembler
 from sglang_doctor.pipeline import StreamPipeline
-from sglang_doctor.incidents import assemble
+from sglang_doctor.read import records
 from sglang_doctor.read.reader import LineSplitter
 from sglang_doctor.diagnose.rules_engine import RuleSet
 
@@ -214,6 +214,15 @@ def _inner_error_aftermath(block: list[str], first: int, ends: list[int]) -> boo
     return any(0 < first - end <= assemble.INNER_ERROR_AFTER_REPORTED for end in ends)
 
 
+def _written_forms(text: str) -> tuple[str, ...]:
+    """What an incident may carry for an input line: the line as written (assemble.as_written),
+    or, for a line that starts with SGLang's record header, the record's message (an exception
+    logged behind the header opens or joins an incident as its message: assemble's record path)."""
+    written = assemble.as_written(text)
+    prefix = records.sglang_prefix(written)
+    return (written,) if prefix is None else (written, prefix.message)
+
+
 def check_invariants(data: bytes, placed, pipe, events) -> None:
     splitter = LineSplitter()
     ref_lines = splitter.feed(data) + splitter.finish()
@@ -225,8 +234,9 @@ def check_invariants(data: bytes, placed, pipe, events) -> None:
         nums = [ln.number for ln in inc.lines]
         assert nums == sorted(set(nums)), "an incident repeats or reorders lines"
         for ln in inc.lines:
-            # the input's line, or the same line unwrapped from a paste's markdown / HTML / Docker JSON
-            assert ln.text == assemble.as_written(texts[ln.number]), "an incident's line differs from the input's"
+            # the input's line, or the same line unwrapped from a paste's markdown / HTML / Docker JSON,
+            # or an SGLang record's exception message with its record header taken off
+            assert ln.text in _written_forms(texts[ln.number]), "an incident's line differs from the input's"
             assert ln.number not in owner, f"line {ln.number} is in two incidents"
             owner[ln.number] = idx
     reported_ends = sorted(inc.last_line for inc in incidents)
