@@ -176,6 +176,31 @@ def _client_killed_mid_stream(srv: Server) -> int:
     return client.wait(timeout=30)
 
 
+def _raw(srv: Server, data: bytes) -> int:
+    """Send ``data`` as it is on a fresh connection; the status of the answer (0: none)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(data)
+        try:
+            head = sock.recv(64)
+        except OSError:
+            return 0
+    found = re.match(rb"HTTP/1\.[01] (\d{3})", head)
+    return int(found.group(1)) if found else 0
+
+
+def _truncated_body(srv: Server) -> int:
+    """A POST whose Content-Length promises more body than the client sends before closing."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 500\r\n\r\n{\"text\": \"hel")
+        time.sleep(1)
+    return 0
+
+
 def start_in_flight(srv: Server, n: int) -> list[threading.Thread]:
     """``n`` long generations left running (for a stop signal that lands while they are)."""
     workers = [threading.Thread(target=_post_quietly, args=(srv, {
@@ -278,6 +303,11 @@ MORE_STEPS: list[Step] = [
     ("/v1/embeddings on a generation model", lambda p: _post(p, "/v1/embeddings", {
         "model": "default", "input": "hello"})),
     ("a client killed with SIGKILL mid-stream", _client_killed_mid_stream),
+    ("bytes that are not HTTP", lambda p: _raw(p, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n")),
+    ("a websocket upgrade request", lambda p: _raw(p, b"GET /generate HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                                                     b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                                     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")),
+    ("a body cut short by the client", _truncated_body),
     ("a good generation after it all", lambda p: _post(p, "/generate", {
         "text": "hello again", "sampling_params": {"max_new_tokens": 8}})),
 ]
@@ -307,6 +337,10 @@ RUNS = [
         signal.SIGTERM, tuple(name for name, _ in MORE_STEPS),
         flags=("--enable-metrics", "--api-key", "sk-bait-30", "--log-requests", "--log-requests-level", "1"),
         api_key="sk-bait-30", in_flight=3),
+    Run("raw_http_sigterm", "bytes that are not HTTP (a TLS hello), a websocket upgrade, a body the client "
+        "cut short, then SIGTERM", signal.SIGTERM,
+        ("a good generation", "bytes that are not HTTP", "a websocket upgrade request", "a body cut short by the client",
+         "a good generation after it all")),
     Run("sigint_in_flight", "a good generation and a bad one, then SIGINT (Ctrl-C) with 3 generations "
         "in flight", signal.SIGINT, ("a good generation", "temperature -1"), in_flight=3),
 ]
