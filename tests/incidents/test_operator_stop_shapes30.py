@@ -110,3 +110,29 @@ def test_a_warning_whose_header_was_cut_is_no_exception(tmp_path):
 def test_without_the_calls_source_line_the_cut_text_stays_what_it_was(tmp_path):
     incs = incidents_of_lines(tmp_path, WARNING_CUT)
     assert len(incs) == 1, incs
+
+
+# -- one client connection's errors, as uvicorn's ASGI stack raises them ----------------------
+
+H11_LINE = "h11._util.LocalProtocolError: Can't send data when our state is ERROR"
+
+
+def test_an_h11_protocol_error_of_one_connection_is_request_level(tmp_path):
+    assert incidents_of_lines(tmp_path, [H11_LINE]) == []
+    assert incidents_of_lines(tmp_path, ["Traceback (most recent call last):",
+                                         f'  File "{VENV}/h11/_connection.py", line 483, in send_with_data_passthrough',
+                                         "    raise LocalProtocolError(\"Can't send data when our state is ERROR\")",
+                                         H11_LINE]) == []
+
+
+def test_a_client_libraries_protocol_error_stays(tmp_path):
+    # httpcore's wrapper is what an HTTP *client* in SGLang raises (a PD peer that vanished)
+    incs = incidents_of_lines(tmp_path, ["httpcore.RemoteProtocolError: Server disconnected without sending a response."])
+    assert len(incs) == 1, incs
+
+
+def test_a_death_after_a_connections_error_is_still_caught(tmp_path):
+    lines = [H11_LINE,
+             "[2025-06-01 10:05:02] Received sigquit from a child process. It usually means the child failed.",
+             "Killed"]
+    assert incidents_of_lines(tmp_path, lines) != []

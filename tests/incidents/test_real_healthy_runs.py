@@ -7,7 +7,8 @@ context, bad sampling parameters, an invalid regex / json_schema, an unknown LoR
 405; client disconnects mid-stream; aborts; a cache flush; a burst; then a SIGTERM or SIGINT stop.
 Session 30 added /metrics scrapes, wrong and missing API keys (401), HEAD / OPTIONS, a bad
 logprob token id, a batch with one bad item, embeddings on a generation model, a client killed
-with SIGKILL mid-stream, ``--log-requests``, and SIGTERM / SIGINT with generations in flight."""
+with SIGKILL mid-stream, ``--log-requests``, bytes that are not HTTP, a websocket upgrade, a body
+cut short, and SIGTERM / SIGINT with generations in flight."""
 
 import sys
 from pathlib import Path
@@ -46,6 +47,9 @@ def test_the_session_30_runs_hold_their_probes_and_in_flight_stops():
     assert "Gracefully exiting... Remaining number of requests 3" in probes
     sigint = (ROOT / "fixtures/healthy/real-0.5.23/sigint_in_flight.log").read_text()
     assert "Waiting for connections to close. (CTRL+C to force quit)" in sigint
+    raw = (ROOT / "fixtures/healthy/real-0.5.23/raw_http_sigterm.log").read_text()
+    assert "WARNING:  Invalid HTTP request received." in raw
+    assert "WARNING:  Unsupported upgrade request." in raw
 
 
 def test_every_recorded_run_is_quiet_whole():
