@@ -62,10 +62,17 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     The texts are byte for byte what the thread shows, a search excerpt's cut end included.
 (f) ``noise``: real healthy runs of SGLang 0.5.23 (``fixtures/healthy/real-0.5.23/``, recorded by
     scripts/record_healthy_runs.py: request-level errors, client disconnects, aborts, a burst, a
-    SIGTERM or SIGINT stop) with the third-party lines people paste around SGLang
-    (``fixtures/healthy/noise/pieces.txt``: ray's ``(pid=N)`` / ``(raylet)`` lines, wandb's summary
-    and retry, urllib3's retry while the server is not up, torch's TORCH_CUDA_ARCH_LIST warning,
-    huggingface_hub / tokenizers warnings, flashinfer JIT loading, NCCL INFO of a healthy init)
+    SIGTERM or SIGINT stop; since session 30 also /metrics scrapes, wrong and missing API keys,
+    HEAD / OPTIONS, a bad logprob token id, a batch with one bad item, embeddings on a generation
+    model, a client killed with SIGKILL, ``--log-requests``, bytes that are not HTTP, a websocket
+    upgrade, and SIGTERM / SIGINT with generations in flight) with the third-party lines people
+    paste around SGLang (``fixtures/healthy/noise/pieces.txt``: ray's ``(pid=N)`` / ``(raylet)``
+    lines, wandb's summary and retry, urllib3's retry while the server is not up, torch's
+    TORCH_CUDA_ARCH_LIST warning, huggingface_hub / tokenizers warnings, flashinfer JIT loading,
+    NCCL INFO of a healthy init; and, from the libraries' source, torch dynamo's recompile-limit
+    warning and TypedStorage deprecation, xgrammar's stop-token warning, triton's autotuner
+    DeprecationWarning, huggingface_hub's disk-space warning, transformers' generation-flags
+    warning, CPython's resource_tracker leak warning, nanobind's exit-time leak report)
     interleaved: each run whole (``whole``), each piece at the run's start, middle and end
     (``piece``), every piece at once (``all``), and that last text under every robustness
     transform (docker compose / kubectl / ray prefixes, cuts, ...).  A piece goes before one of

@@ -14,7 +14,15 @@ The log is kept as SGLang wrote it (stdout + stderr) except:
 - the models' scratch directory is shown as ``/opt/models`` (as tests/realsglang/capture.py);
 - runs of consecutive batch lines (``Prefill batch`` / ``Decode batch``) keep their first
   ``KEEP_BATCH_HEAD`` lines and their last one (``trim_batch_lines``): the concurrency burst
-  and the long generations print hundreds of them.  Every other line is kept.
+  and the long generations print hundreds of them;
+- ``--log-requests`` records (``Receive: obj=...`` / ``Finish: obj=...``, a request's whole
+  input and output, 2-3 KB each) are cut after ``KEEP_REQUEST_CHARS`` characters
+  (``trim_request_lines``).  Every other line is kept whole.
+
+A run whose generations are still in flight when the stop signal comes (``Run.in_flight``)
+outlasts the recorder's 60 s grace: the recorder then sends SIGTERM to the main process and,
+5 s later, SIGKILL to the whole group (tests/realsglang/harness.py ``stop``), as ``docker
+stop`` or a supervisor does; the log ends where SGLang was killed, mid-line if it was.
 
 A launch that fails (the busy-port case) is not healthy and is not recorded here: it is
 fixtures/real/port_in_use_0523.log (tests/realsglang/capture.py).
@@ -31,6 +39,7 @@ import http.client
 import json
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -49,17 +58,34 @@ from tests.realsglang.make_tiny_model import write_model  # noqa: E402
 OUT = ROOT / "fixtures" / "healthy" / "real-0.5.23"
 KEEP_BATCH_HEAD = 3
 BATCH_LINE = re.compile(r"\] (Prefill|Decode) batch[,.]")
+KEEP_REQUEST_CHARS = 400
+REQUEST_LINE = re.compile(r"^\[[^\]]+\] (?:Receive|Finish): obj=")
 
 
 # --- one HTTP exchange, raw (a malformed body must reach the server as it is) ---------------
 
 
-def _request(port: int, method: str, path: str, body: bytes | None = None,
-             timeout: float = 120.0) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
+@dataclass(frozen=True)
+class Server:
+    """Where the steps send their requests, and the API key they send (None: no header)."""
+    port: int
+    api_key: str | None = None
+
+    def headers(self, body: bytes | None = None) -> dict[str, str]:
         headers = {"Content-Type": "application/json"} if body is not None else {}
-        conn.request(method, path, body=body, headers=headers)
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def with_key(self, api_key: str | None) -> "Server":
+        return Server(self.port, api_key)
+
+
+def _request(srv: Server, method: str, path: str, body: bytes | None = None,
+             timeout: float = 120.0) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=srv.headers(body))
         response = conn.getresponse()
         response.read()
         return response.status
@@ -67,15 +93,15 @@ def _request(port: int, method: str, path: str, body: bytes | None = None,
         conn.close()
 
 
-def _post(port: int, path: str, payload: dict, timeout: float = 120.0) -> int:
-    return _request(port, "POST", path, json.dumps(payload).encode(), timeout)
+def _post(srv: Server, path: str, payload: dict, timeout: float = 120.0) -> int:
+    return _request(srv, "POST", path, json.dumps(payload).encode(), timeout)
 
 
-def _disconnect_mid_stream(port: int, path: str, payload: dict) -> int:
+def _disconnect_mid_stream(srv: Server, path: str, payload: dict) -> int:
     """Open a streaming request, read its first chunk, then drop the connection."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    conn.request("POST", path, body=json.dumps(payload).encode(),
-                 headers={"Content-Type": "application/json"})
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+    body = json.dumps(payload).encode()
+    conn.request("POST", path, body=body, headers=srv.headers(body))
     response = conn.getresponse()
     response.read1(64) if hasattr(response, "read1") else response.fp.read(64)
     conn.sock.close()
@@ -83,39 +109,39 @@ def _disconnect_mid_stream(port: int, path: str, payload: dict) -> int:
     return response.status
 
 
-def _abort_running(port: int) -> int:
+def _abort_running(srv: Server) -> int:
     """Start a long generation with a known rid and abort it from a second connection."""
     rid = "healthy-bait-abort-1"
     payload = {"text": "tell me a story", "rid": rid,
                "sampling_params": {"max_new_tokens": 1500, "ignore_eos": True}}
-    worker = threading.Thread(target=_post, args=(port, "/generate", payload), daemon=True)
+    worker = threading.Thread(target=_post, args=(srv, "/generate", payload), daemon=True)
     worker.start()
     time.sleep(3)
-    status = _post(port, "/abort_request", {"rid": rid})
+    status = _post(srv, "/abort_request", {"rid": rid})
     worker.join(timeout=120)
     return status
 
 
-def _abort_all(port: int) -> int:
+def _abort_all(srv: Server) -> int:
     payloads = [{"text": f"once upon a time {i}",
                  "sampling_params": {"max_new_tokens": 1500, "ignore_eos": True}} for i in range(3)]
-    workers = [threading.Thread(target=_post, args=(port, "/generate", p), daemon=True)
+    workers = [threading.Thread(target=_post, args=(srv, "/generate", p), daemon=True)
                for p in payloads]
     for w in workers:
         w.start()
     time.sleep(3)
-    status = _post(port, "/abort_request", {"abort_all": True})
+    status = _post(srv, "/abort_request", {"abort_all": True})
     for w in workers:
         w.join(timeout=120)
     return status
 
 
-def _burst(port: int, n: int = 24) -> int:
+def _burst(srv: Server, n: int = 24) -> int:
     """``n`` concurrent short generations; the status of the last."""
     statuses: list[int] = []
 
     def one(i: int) -> None:
-        statuses.append(_post(port, "/generate", {
+        statuses.append(_post(srv, "/generate", {
             "text": f"what is the capital of france {i}",
             "sampling_params": {"max_new_tokens": 16, "temperature": 0.7}}))
 
@@ -127,13 +153,80 @@ def _burst(port: int, n: int = 24) -> int:
     return statuses[-1] if statuses else 0
 
 
+_STREAMING_CLIENT = """
+import http.client, json, sys
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=120)
+headers = {"Content-Type": "application/json"}
+if sys.argv[2]:
+    headers["Authorization"] = "Bearer " + sys.argv[2]
+conn.request("POST", "/generate", body=json.dumps({"text": "tell me a long story", "stream": True,
+    "sampling_params": {"max_new_tokens": 1500, "ignore_eos": True}}), headers=headers)
+response = conn.getresponse()
+while response.read1(256):
+    pass
+"""
+
+
+def _client_killed_mid_stream(srv: Server) -> int:
+    """A separate client process streams a long generation and is killed with SIGKILL after a
+    few seconds: its socket is closed by the kernel, no FIN from Python's side of it first."""
+    client = subprocess.Popen([sys.executable, "-c", _STREAMING_CLIENT, str(srv.port), srv.api_key or ""])
+    time.sleep(4)
+    client.send_signal(signal.SIGKILL)
+    return client.wait(timeout=30)
+
+
+def _raw(srv: Server, data: bytes) -> int:
+    """Send ``data`` as it is on a fresh connection; the status of the answer (0: none)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(data)
+        try:
+            head = sock.recv(64)
+        except OSError:
+            return 0
+    found = re.match(rb"HTTP/1\.[01] (\d{3})", head)
+    return int(found.group(1)) if found else 0
+
+
+def _truncated_body(srv: Server) -> int:
+    """A POST whose Content-Length promises more body than the client sends before closing."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 500\r\n\r\n{\"text\": \"hel")
+        time.sleep(1)
+    return 0
+
+
+def start_in_flight(srv: Server, n: int) -> list[threading.Thread]:
+    """``n`` long generations left running (for a stop signal that lands while they are)."""
+    workers = [threading.Thread(target=_post_quietly, args=(srv, {
+        "text": f"in flight {i}", "sampling_params": {"max_new_tokens": 1500, "ignore_eos": True}}),
+        daemon=True) for i in range(n)]
+    for w in workers:
+        w.start()
+    time.sleep(4)
+    return workers
+
+
+def _post_quietly(srv: Server, payload: dict) -> None:
+    """A request whose connection the stopping server may drop: its outcome is not the point."""
+    try:
+        _post(srv, "/generate", payload)
+    except (OSError, http.client.HTTPException):
+        pass
+
+
 def _chat(payload: dict) -> dict:
     return {"model": "default", "messages": [{"role": "user", "content": "hello"}], **payload}
 
 
 # --- the session: (what, call) -------------------------------------------------------------
 
-Step = tuple[str, Callable[[int], int]]
+Step = tuple[str, Callable[[Server], int]]
 
 SESSION: list[Step] = [
     ("a good generation", lambda p: _post(p, "/generate", {
@@ -187,13 +280,48 @@ SESSION: list[Step] = [
     ("health_generate", lambda p: _request(p, "GET", "/health_generate")),
 ]
 
+# Steps of the runs recorded in session 30 (the first two runs use SESSION only).  The ones that
+# need a flag say so (``Run.flags``): /metrics needs --enable-metrics, the key steps --api-key.
+MORE_STEPS: list[Step] = [
+    ("scrape /metrics", lambda p: _request(p, "GET", "/metrics")),
+    ("wrong API key", lambda p: _post(p.with_key("sk-wrong-key"), "/generate", {
+        "text": "hello", "sampling_params": {"max_new_tokens": 4}})),
+    ("no API key (OpenAI chat)", lambda p: _post(p.with_key(None), "/v1/chat/completions",
+                                                 _chat({"max_tokens": 4}))),
+    ("HEAD /", lambda p: _request(p, "HEAD", "/")),
+    ("OPTIONS /generate", lambda p: _request(p, "OPTIONS", "/generate")),
+    ("404 under /v1", lambda p: _request(p, "GET", "/v1/nothing-here")),
+    ("return_logprob with out-of-vocabulary token_ids_logprob", lambda p: _post(p, "/generate", {
+        "text": "hello", "return_logprob": True, "token_ids_logprob": [1, 99999999],
+        "sampling_params": {"max_new_tokens": 4}})),
+    ("return_logprob with top_logprobs_num", lambda p: _post(p, "/generate", {
+        "text": "hello", "return_logprob": True, "top_logprobs_num": 3, "logprob_start_len": 0,
+        "sampling_params": {"max_new_tokens": 4}})),
+    ("a batch with one bad item", lambda p: _post(p, "/generate", {
+        "text": ["hello", "world"],
+        "sampling_params": [{"max_new_tokens": 4}, {"max_new_tokens": 4, "temperature": -1}]})),
+    ("/v1/embeddings on a generation model", lambda p: _post(p, "/v1/embeddings", {
+        "model": "default", "input": "hello"})),
+    ("a client killed with SIGKILL mid-stream", _client_killed_mid_stream),
+    ("bytes that are not HTTP", lambda p: _raw(p, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n")),
+    ("a websocket upgrade request", lambda p: _raw(p, b"GET /generate HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                                                     b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                                     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")),
+    ("a body cut short by the client", _truncated_body),
+    ("a good generation after it all", lambda p: _post(p, "/generate", {
+        "text": "hello again", "sampling_params": {"max_new_tokens": 8}})),
+]
+
 
 @dataclass(frozen=True)
 class Run:
     name: str
     what: str
     stop_signal: int
-    session: tuple[str, ...] = ()  # step names; empty = the whole SESSION
+    session: tuple[str, ...] = ()  # step names (SESSION or MORE_STEPS); empty = the whole SESSION
+    flags: tuple[str, ...] = ()  # launch flags besides harness.DEFAULT_FLAGS
+    api_key: str | None = None  # the --api-key the steps send (it must be in ``flags`` too)
+    in_flight: int = 0  # long generations still running when the stop signal is sent
 
 
 RUNS = [
@@ -202,6 +330,19 @@ RUNS = [
         signal.SIGINT, ("a good generation", "a concurrent burst of 24 requests",
                         "streaming client disconnects mid-stream (/generate)",
                         "abort one running request", "temperature -1")),
+    Run("probes_sigterm_in_flight",
+        "--enable-metrics --api-key --log-requests: metrics scrapes, wrong and missing keys, HEAD/"
+        "OPTIONS/404, bad logprob token ids, a batch with one bad item, embeddings on a generation "
+        "model, a client killed with SIGKILL mid-stream; then SIGTERM with 3 generations in flight",
+        signal.SIGTERM, tuple(name for name, _ in MORE_STEPS),
+        flags=("--enable-metrics", "--api-key", "sk-bait-30", "--log-requests", "--log-requests-level", "1"),
+        api_key="sk-bait-30", in_flight=3),
+    Run("raw_http_sigterm", "bytes that are not HTTP (a TLS hello), a websocket upgrade, a body the client "
+        "cut short, then SIGTERM", signal.SIGTERM,
+        ("a good generation", "bytes that are not HTTP", "a websocket upgrade request", "a body cut short by the client",
+         "a good generation after it all")),
+    Run("sigint_in_flight", "a good generation and a bad one, then SIGINT (Ctrl-C) with 3 generations "
+        "in flight", signal.SIGINT, ("a good generation", "temperature -1"), in_flight=3),
 ]
 
 
@@ -224,14 +365,25 @@ def trim_batch_lines(text: str, head: int = KEEP_BATCH_HEAD) -> str:
     return "".join(out)
 
 
-def play(port: int, steps: list[Step], journal: list[str]) -> None:
+def trim_request_lines(text: str, keep: int = KEEP_REQUEST_CHARS) -> str:
+    """Cut each ``--log-requests`` record line after ``keep`` characters (its line end kept)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        if REQUEST_LINE.match(body) and len(body) > keep:
+            line = body[:keep] + line[len(body):]
+        out.append(line)
+    return "".join(out)
+
+
+def play(srv: Server, steps: list[Step], journal: list[str]) -> None:
     for what, call in steps:
         try:
-            status = call(port)
+            status = call(srv)
         except (OSError, http.client.HTTPException) as err:
             status = f"client error {type(err).__name__}"
         time.sleep(1)
-        health = harness.http_status(f"http://127.0.0.1:{port}/health", timeout=60)
+        health = harness.http_status(f"http://127.0.0.1:{srv.port}/health", timeout=60)
         journal.append(f"{what}: {status}, then /health {health}")
         print(f"   {journal[-1]}", flush=True)
         if health != 200:
@@ -252,14 +404,18 @@ def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
     model = scratch / "tiny"
     if not (model / "config.json").exists():
         write_model(model, kind="llama")
-    launch = harness.build_launch(model, python=python)
+    launch = harness.build_launch(model, python=python, extra_args=harness.DEFAULT_FLAGS + run.flags)
     log_path = scratch / "logs" / f"{run.name}.log"
     proc = harness.start(launch, log_path, cwd=scratch)
     journal: list[str] = []
     try:
         harness.wait_ready(proc, launch, log_path, timeout=1200)
-        steps = [s for s in SESSION if not run.session or s[0] in run.session]
-        play(launch.port, steps, journal)
+        steps = [s for s in SESSION + MORE_STEPS if s[0] in run.session] if run.session else SESSION
+        srv = Server(launch.port, run.api_key)
+        play(srv, steps, journal)
+        if run.in_flight:
+            start_in_flight(srv, run.in_flight)
+            journal.append(f"{run.in_flight} long generations in flight when the signal is sent")
         returncode = stop_with(proc, run.stop_signal)
     except Exception:
         failed = Path(tempfile.gettempdir()) / f"record-healthy-failed-{run.name}.log"
@@ -268,9 +424,10 @@ def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
         raise
     finally:
         harness.stop(proc, grace=5.0)
-    text = trim_batch_lines(sanitize(log_path.read_text(errors="replace"), scratch))
+    text = trim_request_lines(trim_batch_lines(sanitize(log_path.read_text(errors="replace"), scratch)))
     (out / f"{run.name}.log").write_text(text)
-    return {"name": run.name, "what": run.what, "returncode": returncode, "steps": journal}
+    return {"name": run.name, "what": run.what, "flags": list(run.flags), "returncode": returncode,
+            "steps": journal}
 
 
 def write_readme(out: Path, outcomes: list[dict]) -> None:
@@ -281,19 +438,24 @@ def write_readme(out: Path, outcomes: list[dict]) -> None:
         "CPU-only machine (tests/realsglang/harness.py: a tiny made-up Llama, `--device cpu",
         "--load-format dummy --max-total-tokens 20000`).  Each run plays a session of client",
         "mistakes and odd-but-legal requests at a ready server, checks `/health` answers 200",
-        "after every step, and stops it with a signal.  Nothing in these logs ended the server",
+        "after every step, and stops it with a signal (a run with generations still in flight",
+        "outlasts the 60 s grace: SIGTERM follows, then SIGKILL to the group 5 s later, and the",
+        "log ends where SGLang was killed).  Nothing in these logs ended the server",
         "by itself: `explain` must find no incident in any of them (tests/incidents/",
         "test_real_healthy_runs.py).  Logs are verbatim except the models' scratch directory",
-        "(`/opt/models`) and runs of consecutive Prefill/Decode batch lines (first "
-        f"{KEEP_BATCH_HEAD} and last kept).",
+        "(`/opt/models`), runs of consecutive Prefill/Decode batch lines (first "
+        f"{KEEP_BATCH_HEAD} and last kept) and `--log-requests` records (cut after "
+        f"{KEEP_REQUEST_CHARS} characters).",
         "",
         "The failing counterpart (a second launch on a busy port) is not healthy and lives in",
         "fixtures/real/port_in_use_0523.log.",
         "",
     ]
     for o in outcomes:
-        lines += [f"## {o['name']}.log", "", o["what"] + f"; exit code {o['returncode']}.", "",
-                  "Steps (HTTP status, then /health):", ""]
+        flags = " ".join(o.get("flags", []))
+        lines += [f"## {o['name']}.log", "", o["what"] + f"; exit code {o['returncode']}.", ""]
+        lines += [f"Launch flags besides the defaults: `{flags}`.", ""] if flags else []
+        lines += ["Steps (HTTP status, then /health):", ""]
         lines += [f"- {step}" for step in o["steps"]] + [""]
     (out / "README.md").write_text("\n".join(lines))
 

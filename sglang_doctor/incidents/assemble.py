@@ -1213,22 +1213,23 @@ class Assembler:
     def _interrupted_while_serving(self, group: _Group) -> bool:
         """Every traceback of the group ends in KeyboardInterrupt, after this launch's ready line,
         with nothing but the interrupt (and the cancellations it causes) in its chain: an error
-        the interrupt came on top of is still that error.  A text that holds none of the
-        launch's start (no launch header, no start-up milestone: a paste of its tail) shows it
-        serving by its batch lines instead; where the start is in the text and no ready line
-        came, the batches may be the warm-up request of a start-up that hung, which stays an
-        incident."""
+        the interrupt came on top of is still that error (survived.operator_interrupt).  A text
+        that holds none of the launch's start (no launch header, no start-up milestone: a paste
+        of its tail) shows it serving by its batch lines, or by the interrupt surfacing through
+        the HTTP server's loop, which runs only once every scheduler is up
+        (survived.through_http_loop); where the start is in the text and no ready line came,
+        the batches may be the warm-up request of a start-up that hung, which stays an
+        incident.  The group's signal lines, if any, are some HTTP client's failed connections
+        (a script polling the server as it goes down), not the server's."""
         launch = self.launch
         first = group.lines[0].number
         serving = launch.ready_line is not None and launch.ready_line < first
         if not serving and launch.ready_line is None and launch.line is None and not launch.milestones:
-            serving = any(n < first for n in launch.batch_lines)
+            serving = (any(n < first for n in launch.batch_lines)
+                       or any(survived.through_http_loop(b.frames) for b in group.builders))
         chains = [b.chain for b in group.builders if b.chain]
-        return (serving and bool(chains)
-                and len(chains) == len(group.builders)
-                and all(c[-1].type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
-                        and all(e.type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "CancelledError") for e in c)
-                        for c in chains))
+        return (serving and len(chains) == len(group.builders) and survived.operator_interrupt(chains)
+                and survived.client_lines_only([line.text for line in group.signal_lines]))
 
     def _peer_loss_after_reported(self, group: _Group, primary) -> bool:
         """Every traceback of ``group`` ends in a lost gloo peer, within TERMINAL_AFTER_REPORTED
@@ -1336,7 +1337,7 @@ class Assembler:
             exc = primary.chain[-1] if primary.chain else None
             if exc is None or exc.type.rsplit(".", 1)[-1] in _TEARDOWN_TYPES:
                 return None
-        if not group.signal_lines and self._interrupted_while_serving(group):
+        if self._interrupted_while_serving(group):
             # Ctrl-C (SIGINT) on a server that had come up: every process of the terminal's
             # group prints its KeyboardInterrupt traceback on the way down (SGLang never raises
             # one itself).  The operator's stop, and what follows is its teardown.  Before the
@@ -1347,6 +1348,8 @@ class Assembler:
                                        or _request_exception_group(builders)
                                        or _http_stack_sub_traceback(builders)):
             return None  # one request failed; the server went on (CONTRACT: not an incident)
+        if not group.signal_lines and primary is not None and survived.warning_text(primary.chain, tracebacks.CUT_MARK):
+            return None  # a Python warning whose header the paste cut (survived.warning_text)
         if not group.signal_lines and builders and all(not b.frames and not b.chain for b in builders) \
                 and _BARE_TRACEBACK_HEADER.match(group.lines[0].text) and "thread_func" not in group.captures:
             # only "Traceback (most recent call last):" headers, their frames and exception lost

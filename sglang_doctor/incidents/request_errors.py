@@ -128,16 +128,28 @@ def _messages() -> list[tuple[str, re.Pattern]]:
 # and answers 400).  Its message is the request's content, so the catalog's regexes do not cover
 # every filling of it.
 REQUEST_ONLY_TYPES = frozenset({"DS32EncodingError"})
+# ... and the HTTP server's own exceptions of ONE client connection, which its ASGI stack raises
+# only while it serves that connection: starlette's ``ClientDisconnect`` (requests.py
+# ``Request.stream``: the client went away before its body was read), h11's protocol errors as
+# uvicorn's h11 protocol meets them (h11_impl.py ``send`` / ``handle_events``: "Can't send data
+# when our state is ERROR" after the client vanished mid-response, a malformed request).  uvicorn
+# logs them with "Exception in ASGI application" (or, for a malformed request, answers 400) and
+# serves the other connections.  The qualified names only: an HTTP *client* in SGLang (httpx,
+# aiohttp: the PD router, a remote tokenizer) raises its own wrappers (httpcore's
+# RemoteProtocolError, aiohttp's ClientConnectionError), which say a peer is unreachable.
+CONNECTION_ONLY_TYPES = frozenset({"starlette.requests.ClientDisconnect", "ClientDisconnect",
+                                   "h11._util.LocalProtocolError", "h11._util.RemoteProtocolError",
+                                   "h11.LocalProtocolError", "h11.RemoteProtocolError"})
 
 
 def is_request_message(etype: str, message: str) -> bool:
     """Whether an exception (type, first line of its message) is one SGLang raises only while
-    validating or failing one request (request_messages.json, REQUEST_ONLY_TYPES): that request's
-    error.  A type the paste cut at the line's head (``…ueError``) is the catalog's type it can
+    validating or failing one request (request_messages.json, REQUEST_ONLY_TYPES), or one client
+    connection's (CONNECTION_ONLY_TYPES): that request's error.  A type the paste cut at the line's head (``…ueError``) is the catalog's type it can
     end, 5 of its characters or more left (tracebacks.cut_type_matches)."""
     first = message.split("\n", 1)[0].strip()
     name = etype.rsplit(".", 1)[-1].lstrip(CUT_MARK)
-    if not etype.startswith(CUT_MARK) and name in REQUEST_ONLY_TYPES:
+    if not etype.startswith(CUT_MARK) and (name in REQUEST_ONLY_TYPES or etype in CONNECTION_ONLY_TYPES):
         return True
     messages = _messages()
     ends = (set(cut_type_matches(CUT_MARK + name, {t for t, _ in messages}, min_tail=5))

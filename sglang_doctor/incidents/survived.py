@@ -84,7 +84,7 @@ _HTTP_CONNECT = "Failed to establish a new connection"
 _PD_WORDS = re.compile(r"bootstrap|prefill|decode|disaggregation|mooncake|nixl|kv ?transfer|kvcache", re.I)
 
 
-def _client_connect_only(text: str) -> bool:
+def client_connect_only(text: str) -> bool:
     """The line is some HTTP client's failed connection, not the PD side's (above)."""
     if _HTTP_CONNECT not in text or _PD_WORDS.search(text):
         return False
@@ -95,10 +95,72 @@ def _client_connect_only(text: str) -> bool:
     return m is not None and m.group(0) == _HTTP_CONNECT  # (a Mooncake glog line that quotes it stays)
 
 
+# -- the operator's Ctrl-C ------------------------------------------------------------------
+#
+# SGLang never raises KeyboardInterrupt itself: it is SIGINT, the operator's (or a supervisor's)
+# stop.  What 0.5.23 prints on Ctrl-C (launch_server.py ``try: run_server(...) finally:
+# kill_process_tree(os.getpid(), include_parent=False)``; recorded in fixtures/healthy/
+# real-0.5.23/session_sigint.log): uvicorn's "Shutting down" / "Finished server process", the
+# kill of the children ("Subprocess scheduler_0 (pid=N) crashed with exit code -9", the
+# parent's watchdog seeing its own SIGKILL), then the main process's traceback: uvicorn re-raises
+# the SIGINT it captured once it has shut down, asyncio's runner cancels the serving task
+# (``asyncio.exceptions.CancelledError``, "During handling of the above exception ...") and
+# raises ``KeyboardInterrupt()`` (asyncio/runners.py), through uvicorn's ``Server.run`` /
+# ``uvicorn.run`` (0.4.x's launch_server calls ``uvicorn.run`` the same way).  The HTTP server
+# runs only after every scheduler reported ready (engine.py ``_wait_for_scheduler_ready``), so a
+# Ctrl-C that surfaces through its loop came after the start-up the failures are in; a start-up
+# interrupted before that raises in the launch's own waits (engine.py), not through uvicorn.
+STOP_CHAIN = frozenset({"KeyboardInterrupt", "CancelledError"})
+HTTP_LOOP_FRAME = re.compile(r"(?:^|/)uvicorn/[\w/]+\.py$|(?:^|/)asyncio/runners\.py$|^uvloop/")
+
+
+def operator_interrupt(chains: list[list]) -> bool:
+    """Every chain (a traceback's exceptions, in order) ends in KeyboardInterrupt with nothing but
+    the interrupt and the cancellations it causes in it: an error the interrupt came on top of
+    is still that error."""
+    return bool(chains) and all(
+        chain and chain[-1].type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
+        and all(e.type.rsplit(".", 1)[-1] in STOP_CHAIN for e in chain) for chain in chains)
+
+
+def through_http_loop(frames: list) -> bool:
+    """The traceback passes through the HTTP server's event loop (uvicorn, asyncio's runner)."""
+    return any(HTTP_LOOP_FRAME.search(f.file or "") for f in frames)
+
+
+def client_lines_only(texts: list[str]) -> bool:
+    """Every line is some HTTP client's failed connection (``client_connect_only``): a script
+    polling the server prints it, not the server."""
+    return all(client_connect_only(t) for t in texts)
+
+
+# -- a Python warning whose header the paste cut -----------------------------------------------
+#
+# ``warnings.warn`` prints (warnings.py ``formatwarning``) ``FILE:LINE: CATEGORY: message``, the
+# message's further lines as they are, then the source line of the call, stripped and indented by
+# two spaces.  SGLang and its libraries warn with ``stacklevel=1`` from a call written over several
+# lines, so that source line is ``  warnings.warn(`` (0.5.23 launch_server.py: "'python -m
+# sglang.launch_server' is still supported, but 'sglang serve' is the recommended entrypoint.",
+# then "  Example: sglang serve --model-path <model> [options]", then "  warnings.warn(").  A
+# paste that begins inside the header has lost ``CATEGORY:``; what is left reads as an exception
+# whose type was cut, its message naming a flag.  With the call's own source line below it, it is
+# the warning's text, not an exception (a raised exception prints no source line after its
+# message).
+WARN_CALL_SOURCE = re.compile(r"^\s{2}(?:warnings\.)?warn(?:_explicit)?\((?:.*\))?\s*$")
+
+
+def warning_text(chain: list, cut_mark: str) -> bool:
+    """The chain is one exception whose type the paste cut entirely (``cut_mark``) and whose
+    message holds the source line of a ``warnings.warn(`` call: a warning's text (above)."""
+    if len(chain) != 1 or chain[0].type != cut_mark:
+        return False
+    return any(WARN_CALL_SOURCE.match(line) for line in (chain[0].message or "").splitlines()[1:])
+
+
 def is_transport(incident: Incident) -> bool:
     """The incident is the KV transport's between PD instances (NOT_PROVED_BY_READY)."""
     for name, line in zip(incident.signal_names, incident.signals):
-        if _client_connect_only(line.text):
+        if client_connect_only(line.text):
             continue
         if name in NOT_PROVED_BY_READY or any(lit in line.text for lit in TRANSPORT_LITERALS):
             return True
@@ -268,7 +330,7 @@ def goes_on_after(incident: Incident) -> str | None:
     """What printed ``incident`` when every failure line of it is a warning of a thread that
     goes on ("NCCL's proxy / teardown", "torch's heartbeat monitor"), with no exception and
     nothing of a death in it; else None (above).  Also some HTTP client's refused connection
-    (``_client_connect_only``: a script polling ``/health``, a benchmark, a router; never the PD
+    (``client_connect_only``: a script polling ``/health``, a benchmark, a router; never the PD
     bootstrap's): another process's line, printed while the server was not listening (loading,
     or already stopped) and retried; it is no failure of the server, whose own lines (its death,
     its exception) are what says it failed."""
@@ -284,7 +346,7 @@ def goes_on_after(incident: Incident) -> str | None:
             kinds.add("a process whose CUDA runtime was unloading at its exit")
         elif NONFATAL_NCCL_WARN.search(line.text):
             kinds.add("NCCL's proxy thread or teardown")
-        elif _client_connect_only(line.text):
+        elif client_connect_only(line.text):
             kinds.add("an HTTP client whose connection was refused (it retries; the server's own lines say "
                       "whether it was up)")
         elif (heartbeat or only_store) and (_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text)):

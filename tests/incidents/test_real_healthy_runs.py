@@ -4,7 +4,11 @@ incident in any run, whole (through ``explain`` as a user runs it) or with the n
 (bench/healthy_bait.py measure (f) ``noise``).  The runs hold what a healthy server answers and
 goes on after: 400s for malformed JSON, an unknown model, prompts and max_tokens beyond the
 context, bad sampling parameters, an invalid regex / json_schema, an unknown LoRA adapter; 404 /
-405; client disconnects mid-stream; aborts; a cache flush; a burst; then a SIGTERM or SIGINT stop."""
+405; client disconnects mid-stream; aborts; a cache flush; a burst; then a SIGTERM or SIGINT stop.
+Session 30 added /metrics scrapes, wrong and missing API keys (401), HEAD / OPTIONS, a bad
+logprob token id, a batch with one bad item, embeddings on a generation model, a client killed
+with SIGKILL mid-stream, ``--log-requests``, bytes that are not HTTP, a websocket upgrade, a body
+cut short, and SIGTERM / SIGINT with generations in flight."""
 
 import sys
 from pathlib import Path
@@ -31,6 +35,23 @@ def test_the_recorded_runs_are_there_and_hold_what_they_were_recorded_for():
     assert "SIGTERM received" in sigterm
 
 
+def test_the_session_30_runs_hold_their_probes_and_in_flight_stops():
+    names = {p.stem for p in RUNS}
+    assert {"probes_sigterm_in_flight", "sigint_in_flight"} <= names, names
+    probes = (ROOT / "fixtures/healthy/real-0.5.23/probes_sigterm_in_flight.log").read_text()
+    assert '"GET /metrics HTTP/1.1" 200 OK' in probes
+    assert '"POST /generate HTTP/1.1" 401 Unauthorized' in probes
+    assert '"OPTIONS /generate HTTP/1.1" 405 Method Not Allowed' in probes
+    assert "out-of-vocabulary token id" in probes
+    assert '"POST /v1/embeddings HTTP/1.1" 400 Bad Request' in probes
+    assert "Gracefully exiting... Remaining number of requests 3" in probes
+    sigint = (ROOT / "fixtures/healthy/real-0.5.23/sigint_in_flight.log").read_text()
+    assert "Waiting for connections to close. (CTRL+C to force quit)" in sigint
+    raw = (ROOT / "fixtures/healthy/real-0.5.23/raw_http_sigterm.log").read_text()
+    assert "WARNING:  Invalid HTTP request received." in raw
+    assert "WARNING:  Unsupported upgrade request." in raw
+
+
 def test_every_recorded_run_is_quiet_whole():
     for path in RUNS:
         assert explain_incidents(path) == [], path.name
@@ -47,19 +68,11 @@ def test_every_noise_piece_names_where_its_shape_comes_from():
     assert all(lines for _name, lines in pieces)
 
 
-# Open (session 29, for the assembler's owner): a client's refused-connection line right before the
-# KeyboardInterrupt traceback of a SIGINT stop opens a signal group the traceback then joins, so the
-# stop's "every traceback ends in KeyboardInterrupt" reading (assemble.py _interrupted_while_serving,
-# which wants no signal line in the group) does not apply.  Alone, the client's line is a warning
-# (survived.goes_on_after) and so is the interrupt.
-OPEN = {"fixtures/healthy/real-0.5.23/session_sigint.log+client_wait_retry@end"}
-
-
 def test_the_runs_with_third_party_noise_raise_no_incident():
     engine = healthy_bait.Engine()
     alarms = {name for group, name, text in healthy_bait.noise_texts()
               if group in ("whole", "piece", "all") and engine.incidents(text)}
-    assert alarms <= OPEN
+    assert alarms == set()
 
 
 def test_a_wrapped_nccl_plugin_probe_is_no_missing_header(tmp_path):
