@@ -84,7 +84,8 @@ class Package:
     git: tuple[str, str] | None = None  # (owner+name mirror, tag) when PyPI has no wheel
     # where SGLang calls the library from: the SGLang frame above the library's in a traceback
     caller: tuple[str, str, str] = ("srt/model_executor/model_runner.py", "load_model", "self.model = get_model(")
-    # (glob on the library's module, SGLang frame) where another SGLang module calls that part
+    # (glob on "module::function" of the library, SGLang frame) where another SGLang module
+    # calls that part; the first that matches
     callers: tuple[tuple[str, tuple[str, str, str]], ...] = ()
     skip: tuple[str, ...] = field(default=_SKIP)
 
@@ -110,7 +111,17 @@ PACKAGES = (
     # (vllm/config.py is imported by attention/layer.py for the CacheConfig type alone: the
     # engine configs it checks are vLLM's, SGLang never builds them)
     Package("vllm", "0.6.4.post1", "vllm", sglang=SGLANG_04, skip=_SKIP + ("vllm/config.py",),
-            callers=(("vllm/model_executor/layers/quantization/*",
+            callers=(("vllm/model_executor/*::*weight_loader*",
+                      ("srt/models/llama.py", "load_weights", "weight_loader(param, loaded_weight, shard_id)")),
+                     ("vllm/model_executor/*::*_load_*",
+                      ("srt/models/llama.py", "load_weights", "weight_loader(param, loaded_weight, shard_id)")),
+                     ("vllm/model_executor/layers/quantization/*::*create_weights",
+                      ("srt/layers/linear.py", "__init__", "self.quant_method.create_weights(")),
+                     ("vllm/model_executor/layers/quantization/*::*.apply",
+                      ("srt/layers/linear.py", "forward", "output_parallel = self.quant_method.apply(self, input_, bias)")),
+                     ("vllm/model_executor/layers/quantization/*::*process_weights_after_loading",
+                      ("srt/model_loader/loader.py", "load_model", "quant_method.process_weights_after_loading(module)")),
+                     ("vllm/model_executor/layers/quantization/*",
                       ("srt/model_loader/loader.py", "_get_quantization_config", "quant_config = get_quant_config(")),
                      ("vllm/distributed/*",
                       ("srt/model_executor/model_runner.py", "init_torch_distributed", "initialize_model_parallel(tensor_model_parallel_size=self.tp_size)")),
@@ -355,7 +366,8 @@ def traceback_log(site: dict, pkg: Package, message: str, phase: str) -> str:
         exc = "RuntimeError"
         head += f"[{stamp} TP0] {message}\n"
     caller_file, caller_func, caller_line = next(
-        (c for glob, c in pkg.callers if fnmatch.fnmatchcase(site["file"], glob)), pkg.caller)
+        (c for glob, c in pkg.callers if fnmatch.fnmatchcase(f"{site['file']}::{site['function']}", glob + ("" if "::" in glob else "::*"))),
+        pkg.caller)
     loop = (f'  File "{invf.PREFIX}srt/managers/scheduler.py", line 1201, in event_loop_overlap\n'
             f"    batch_result = self.run_batch(batch)\n") if phase == "serving" else ""
     return (head + f"[{stamp} TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
