@@ -351,6 +351,9 @@ def iter_sites(inv: dict):
 # -- measuring: the site's message under an SGLang launch --------------------------------------
 
 LIB_PREFIX = "/usr/local/lib/python3.12/dist-packages/"
+# the classes that name a site by where it failed (the SGLang frame above the library's), not by
+# its words: a bare line, without frames, cannot show them
+WHERE_CLASSES = {"class:class.feature.attention_backend", "class:class.model.load"}
 
 
 def traceback_log(site: dict, pkg: Package, message: str, phase: str) -> str:
@@ -420,7 +423,8 @@ def measure(inv: dict, pkg: Package, disp: invf.Dispositions, every: int = 1, ve
             continue
         message = invf.fillings(site["full"] or site["template"])[0]
         forms = [("traceback", traceback_log(site, pkg, message, phase))]
-        if site["disposition"].split(":")[0] in ("rule", "class") or want == "none":
+        if (site["disposition"].split(":")[0] in ("rule", "class") and site["disposition"] not in WHERE_CLASSES) \
+                or want == "none":
             # a bare line carries no phase and no frames: only a category the message itself
             # names (a rule's, a class's by message words) or no incident can be right there
             forms.append(("bare", bare_log(site, message)))
