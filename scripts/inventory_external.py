@@ -422,7 +422,12 @@ def measure(inv: dict, pkg: Package, disp: invf.Dispositions, every: int = 1, ve
             excluded += 1
             continue
         message = invf.fillings(site["full"] or site["template"])[0]
-        forms = [("traceback", traceback_log(site, pkg, message, phase))]
+        if want == "none" and not site["kind"].startswith("log"):
+            # a request the library refuses (a grammar xgrammar cannot compile): SGLang answers
+            # the request with an error and serves on, as for its own request-level errors
+            forms = [("traceback", invf.synthetic_log(site, phase, want, message))]
+        else:
+            forms = [("traceback", traceback_log(site, pkg, message, phase))]
         if (site["disposition"].split(":")[0] in ("rule", "class") and site["disposition"] not in WHERE_CLASSES) \
                 or want == "none":
             # a bare line carries no phase and no frames: only a category the message itself
