@@ -55,7 +55,8 @@ def test_the_right_category_count_holds_on_a_sample():
     right answers as recorded by the script."""
     data = _data()
     recorded = data["sample"]
-    result = between.measure(data["sites"], inv.Dispositions.load(), every=recorded["every"])
+    records = [{k: v for k, v in r.items() if k not in ("right", "measured")} for r in data["sites"]]
+    result = between.measure(records, inv.Dispositions.load(), every=recorded["every"])
     assert result["user_facing"] == recorded["user_facing"]
     assert result["right"] >= recorded["right"], result
     assert data["full"]["right"] >= 0.95 * data["full"]["user_facing"]
