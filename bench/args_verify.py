@@ -59,7 +59,10 @@ DRIVER = HERE / "driver.py"
 TRIGGERS = HERE / "triggers.json"
 STUBS = ROOT / "tests" / "realsglang" / "stubs"
 ARGUMENT_CHECKS = ("srt/server_args.py", "srt/arg_groups/", "srt/utils/server_args_config_parser.py")
-MODELS = ("llama", "hybrid")
+MODELS = ("llama", "hybrid")             # tests/realsglang/make_tiny_model's kinds
+FAMILY_MODELS = ("mla", "gpt_oss")       # fixtures/args_verify/models/<kind>/config.json on the llama's tokenizer
+GPU_PROFILES = HERE / "gpu_profiles.json"
+CPU = "cpu"
 
 _FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*[a-z0-9]")
 _FIELD = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
@@ -81,8 +84,11 @@ def venv_python() -> Path | None:
 class Driver:
     """fixtures/args_verify/driver.py running in the real venv: one argv in, one answer out."""
 
-    def __init__(self, python: Path):
+    def __init__(self, python: Path, profile: str = CPU):
         env = dict(os.environ)
+        env.pop("SGLANG_DOCTOR_GPU_PROFILE", None)
+        if profile != CPU:  # the checks see this GPU (fixtures/args_verify/gpu_profile.py)
+            env["SGLANG_DOCTOR_GPU_PROFILE"] = profile
         env["PYTHONPATH"] = os.pathsep.join([str(STUBS)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env["PYTHONUNBUFFERED"] = "1"
         self.proc = subprocess.Popen([str(python), str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -106,24 +112,36 @@ class Driver:
 
 
 def make_models(where: Path) -> dict[str, str]:
-    """The tiny model directories (config + tokenizer, no weights) the argvs name."""
+    """The tiny model directories (config + tokenizer, no weights) the argvs name: the
+    make_tiny_model kinds, and the model families of fixtures/args_verify/models/ (their
+    config.json beside the llama's tokenizer)."""
+    import shutil
+
     from tests.realsglang.make_tiny_model import write_model
 
     out = {}
-    for kind in MODELS:
+    for kind in MODELS + FAMILY_MODELS:
         path = where / kind
         if not (path / "config.json").is_file():
-            write_model(path, kind=kind)
+            write_model(path, kind=kind if kind in MODELS else "llama")
+            if kind in FAMILY_MODELS:
+                shutil.copyfile(HERE / "models" / kind / "config.json", path / "config.json")
         out[kind] = str(path)
     return out
 
 
 def concrete_argv(template: list[str], models: dict[str, str]) -> list[str]:
-    return [models[t[1:-1]] if t in ("{llama}", "{hybrid}") else t for t in template]
+    return [models[t[1:-1]] if t.startswith("{") and t[1:-1] in models else t for t in template]
 
 
-def base_argv(kind: str) -> list[str]:
-    return ["--model-path", "{%s}" % kind, "--device", "cpu"]
+def base_argv(kind: str, profile: str = CPU) -> list[str]:
+    """A launch of ``kind``'s tiny model: ``--device cpu`` on the CPU; on a described GPU,
+    SGLang's own default device (cuda)."""
+    return ["--model-path", "{%s}" % kind] + (["--device", "cpu"] if profile == CPU else [])
+
+
+def gpu_profiles() -> list[str]:
+    return list(json.loads(GPU_PROFILES.read_text(encoding="utf-8"))["profiles"])
 
 
 # --- sites -------------------------------------------------------------------------------------
@@ -192,17 +210,19 @@ def candidates(site: dict, catalog) -> list[list[str]]:
     return out[:_BUDGET]
 
 
-def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, known: dict) -> dict:
-    """site id -> argv template that reaches it (``known`` first: what earlier searches found)."""
+def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, known: dict,
+           profile: str = CPU) -> dict:
+    """site id -> argv template that reaches it (``known`` first: what earlier searches found).
+    On a GPU profile the model families of fixtures/args_verify/models/ are tried too."""
     by_function = functions_of(sites)
     found = dict(known)
     for site in sites:
         if site_id(site) in found:
             continue
         tried = candidates(site, catalog)
-        for kind in MODELS:
+        for kind in MODELS + (FAMILY_MODELS if profile != CPU else ()):
             for extra in tried if kind == "llama" else tried[:_BUDGET // 3]:
-                template = base_argv(kind) + extra
+                template = base_argv(kind, profile) + extra
                 hit = which_site(driver.check(concrete_argv(template, models)), by_function)
                 if hit is not None and hit not in found:
                     found[hit] = template
@@ -303,23 +323,36 @@ def summary(rows: list[dict]) -> dict:
     }
 
 
-def load_triggers() -> dict:
+def _triggers_doc() -> dict:
     if TRIGGERS.is_file():
-        return json.loads(TRIGGERS.read_text(encoding="utf-8"))["triggers"]
+        return json.loads(TRIGGERS.read_text(encoding="utf-8"))
     return {}
 
 
-def save_triggers(triggers: dict) -> None:
-    doc = {"sglang_version": VERSION,
-           "about": "site (file:line of the 0.5.23 inventory) -> launch argv that reaches it on CPU; "
-                    "{llama}/{hybrid} name tests/realsglang/make_tiny_model's models. Made by "
-                    "bench/args_verify.py --search.",
-           "triggers": dict(sorted(triggers.items()))}
+def load_triggers(profile: str = CPU) -> dict:
+    doc = _triggers_doc()
+    if profile == CPU:
+        return doc.get("triggers", {})
+    return doc.get("gpu_triggers", {}).get(profile, {})
+
+
+def save_triggers(triggers: dict, profile: str = CPU) -> None:
+    doc = _triggers_doc()
+    doc["sglang_version"] = VERSION
+    doc["about"] = ("site (file:line of the 0.5.23 inventory) -> launch argv that reaches it: 'triggers' on "
+                    "CPU (--device cpu), 'gpu_triggers' per GPU profile of fixtures/args_verify/gpu_profiles.json "
+                    "(described to SGLang, not present); {llama}/{hybrid} name tests/realsglang/make_tiny_model's "
+                    "models, {mla}/{gpt_oss} fixtures/args_verify/models/. Made by bench/args_verify.py --search.")
+    if profile == CPU:
+        doc["triggers"] = dict(sorted(triggers.items()))
+    else:
+        doc.setdefault("gpu_triggers", {})[profile] = dict(sorted(triggers.items()))
+        doc["gpu_triggers"] = dict(sorted(doc["gpu_triggers"].items()))
     TRIGGERS.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 def run(selected: list[str] | None = None, do_search: bool = False, with_command: bool = False,
-        python: Path | None = None, logs: Path | None = None) -> list[dict]:
+        python: Path | None = None, logs: Path | None = None, profile: str = CPU) -> list[dict]:
     from sglang_doctor.remedy import flags as flags_mod
 
     python = python or venv_python()
@@ -329,14 +362,14 @@ def run(selected: list[str] | None = None, do_search: bool = False, with_command
     sites = argument_sites()
     if selected:
         sites = [s for s in sites if any(site_id(s) == x or s["file"] == x for x in selected)]
-    driver = Driver(python)
+    driver = Driver(python, profile)
     try:
         with tempfile.TemporaryDirectory(prefix="args-verify-") as tmp:
             models = make_models(Path(tmp))
-            triggers = load_triggers()
+            triggers = load_triggers(profile)
             if do_search:
-                triggers = search(sites, driver, models, catalog, triggers)
-                save_triggers(triggers)
+                triggers = search(sites, driver, models, catalog, triggers, profile)
+                save_triggers(triggers, profile)
             return verify(sites, triggers, driver, models, catalog, with_command, logs)
     finally:
         driver.close()
@@ -348,20 +381,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sites", nargs="*", help="only these sites (file:line) or files")
     ap.add_argument("--with-command", action="store_true", help="give the engine the argv, as `run` does")
     ap.add_argument("--logs", type=Path, help="write each reached site's refusal log into this directory")
+    ap.add_argument("--profile", default=CPU,
+                    help="cpu (default), a GPU profile of fixtures/args_verify/gpu_profiles.json, or 'all'")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    rows = run(args.sites, args.search, args.with_command, logs=args.logs)
-    if args.verbose:
+    profiles = [CPU] + gpu_profiles() if args.profile == "all" else [args.profile]
+    for profile in profiles:
+        logs = args.logs / profile if args.logs is not None and len(profiles) > 1 else args.logs
+        rows = run(args.sites, args.search, args.with_command, logs=logs, profile=profile)
+        report(rows, profile, args.verbose)
+    return 0
+
+
+def report(rows: list[dict], profile: str, verbose: bool) -> None:
+    if verbose:
         for r in rows:
             if r["reached"]:
                 print(f"{r['site']:<48} {str(r['category']):<22} primary {r['primary']:<11} alt1 {r['alt1']:<11} "
                       f"{r.get('change')} | {r.get('alt_change')}  <- {r['message'][:90]!r}")
     s = summary(rows)
-    print(f"sglang {VERSION}: argument-check sites {s['sites']}, reached on CPU {s['reached']}, "
+    print(f"sglang {VERSION} [{profile}]: argument-check sites {s['sites']}, reached {s['reached']}, "
           f"named args.invalid {s['args_invalid']}; fix passes the real checks: primary {s['primary_pass']}, "
           f"first alternative {s['alt1_pass']}, either {s['either_pass']} of {s['args_invalid']}; "
-          f"primary outcomes {s['primary_outcomes']}")
-    return 0
+          f"primary outcomes {s['primary_outcomes']}", flush=True)
 
 
 if __name__ == "__main__":
