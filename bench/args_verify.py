@@ -71,6 +71,7 @@ _FLOAT_VALUES = ("0", "-1", "0.5", "1.5")
 _PER_FLAG = 8    # values per flag tried in a pair
 _NAMED = 4       # named flags whose pairs are tried
 _BUDGET = 24     # argvs tried per site on the llama (a third of them on the hybrid)
+_GENERIC_CHOICES = {"auto", "none", "default", "true", "false", "disabled", "enabled", "all", "model"}
 
 
 def venv_python() -> Path | None:
@@ -198,10 +199,33 @@ def values_for(spec) -> list[list[str]]:
     return []
 
 
+def _words(text: str) -> str:
+    """A message as ``_``-joined lower-case words: "TRTLLM MLA backend" -> "_trtllm_mla_backend_"."""
+    return "_" + "_".join(re.findall(r"[a-z0-9]+", text.lower())) + "_"
+
+
+def named_choices(site: dict, catalog) -> list[list[str]]:
+    """``[flag, choice]`` for each choice of a backend/kernel flag the message names by value,
+    spelt as SGLang's messages spell backends ("TRTLLM MLA backend", "FlashMLA", "fa3"): how a
+    GPU-only check that names no flag is reached."""
+    text = _words(site.get("full") or site["template"])
+    out: list[list[str]] = []
+    for spec in catalog.specs:
+        if not spec.choices or not spec.name.endswith(("-backend", "-kernel", "-dtype")):
+            continue
+        for choice in spec.choices:
+            word = _words(str(choice)) if choice is not None else "__"
+            if word.strip("_") not in _GENERIC_CHOICES and len(word) >= 5 and word in text:
+                out.append([spec.name, str(choice)])
+    return out[:_NAMED * 2]
+
+
 def candidates(site: dict, catalog) -> list[list[str]]:
     flags = named_flags(site, catalog)
     pieces = {f: values_for(catalog.spec(f)) for f in flags}
-    out: list[list[str]] = []
+    chosen = named_choices(site, catalog)
+    out: list[list[str]] = list(chosen)
+    out.extend(a + b for a, b in itertools.combinations(chosen, 2) if a[0] != b[0])
     for f in flags:
         out.extend(pieces[f])
     for a, b in itertools.combinations(flags, 2):
@@ -220,6 +244,8 @@ def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, k
         if site_id(site) in found:
             continue
         tried = candidates(site, catalog)
+        if profile != CPU and site_id(site) in load_triggers(CPU):  # what reached it on the CPU, on the GPU
+            tried = [cpu_argv_on_gpu(load_triggers(CPU)[site_id(site)])] + tried
         for kind in MODELS + (FAMILY_MODELS if profile != CPU else ()):
             for extra in tried if kind == "llama" else tried[:_BUDGET // 3]:
                 template = base_argv(kind, profile) + extra
@@ -233,6 +259,12 @@ def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, k
         print(f"searched {site_id(site)}: {'reached' if site_id(site) in found else 'not reached'}; "
               f"{len(found)} sites reached so far", file=sys.stderr, flush=True)
     return found
+
+
+def cpu_argv_on_gpu(template: list[str]) -> list[str]:
+    """A CPU trigger's flags past its model and ``--device cpu``."""
+    return [t for i, t in enumerate(template)
+            if i >= 2 and not (t == "--device" or (i > 0 and template[i - 1] == "--device"))]
 
 
 def functions_of(sites: list[dict]) -> dict[tuple[str, str], list[int]]:
@@ -320,6 +352,10 @@ def summary(rows: list[dict]) -> dict:
         "alt1_pass": sum(r["alt1"] == "pass" for r in named),
         "either_pass": sum("pass" in (r["primary"], r["alt1"]) for r in named),
         "primary_outcomes": dict(Counter(r["primary"] for r in named)),
+        # a described GPU's refusals are often kernel.unsupported_hw: every named site counts here
+        "named": len([r for r in reached if r["category"]]),
+        "any_either_pass": sum("pass" in (r["primary"], r["alt1"]) for r in reached if r["category"]),
+        "categories": dict(Counter(r["category"] for r in reached)),
     }
 
 
@@ -403,7 +439,8 @@ def report(rows: list[dict], profile: str, verbose: bool) -> None:
     print(f"sglang {VERSION} [{profile}]: argument-check sites {s['sites']}, reached {s['reached']}, "
           f"named args.invalid {s['args_invalid']}; fix passes the real checks: primary {s['primary_pass']}, "
           f"first alternative {s['alt1_pass']}, either {s['either_pass']} of {s['args_invalid']}; "
-          f"primary outcomes {s['primary_outcomes']}", flush=True)
+          f"primary outcomes {s['primary_outcomes']}; any category: fix passes {s['any_either_pass']} of "
+          f"{s['named']} named {s['categories']}", flush=True)
 
 
 if __name__ == "__main__":
