@@ -244,8 +244,8 @@ def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, k
         if site_id(site) in found:
             continue
         tried = candidates(site, catalog)
-        if profile != CPU and site_id(site) in load_triggers(CPU):  # what reached it on the CPU, on the GPU
-            tried = [cpu_argv_on_gpu(load_triggers(CPU)[site_id(site)])] + tried
+        if profile != CPU:  # what reached it on the CPU or another GPU, first
+            tried = seeds(site_id(site), profile) + tried
         for kind in MODELS + (FAMILY_MODELS if profile != CPU else ()):
             for extra in tried if kind == "llama" else tried[:_BUDGET // 3]:
                 template = base_argv(kind, profile) + extra
@@ -259,6 +259,18 @@ def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, k
         print(f"searched {site_id(site)}: {'reached' if site_id(site) in found else 'not reached'}; "
               f"{len(found)} sites reached so far", file=sys.stderr, flush=True)
     return found
+
+
+def seeds(sid: str, profile: str) -> list[list[str]]:
+    """The flags (past model and device) that reached ``sid`` on the CPU or another GPU profile."""
+    doc = _triggers_doc()
+    found = [doc.get("triggers", {}).get(sid)]
+    found += [t.get(sid) for name, t in sorted(doc.get("gpu_triggers", {}).items()) if name != profile]
+    out: list[list[str]] = []
+    for template in found:
+        if template and cpu_argv_on_gpu(template) not in out:
+            out.append(cpu_argv_on_gpu(template))
+    return out
 
 
 def cpu_argv_on_gpu(template: list[str]) -> list[str]:
