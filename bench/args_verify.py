@@ -27,10 +27,24 @@ change.  This does, with the real SGLang 0.5.23 installed by ``scripts/install-r
    catalogue's validation).  Re-run the checks: the fix *passes* when the argv now gets
    through every check; *moved* when the site that fired is gone but another check fires.
 
-Per site: reached / named args.invalid / primary passes / first alternative passes.
+Per site: reached / named args.invalid / primary passes / first alternative passes (and, for any
+category, either passes: a described GPU's refusals are often kernel.unsupported_hw).
+
+**GPU profiles** (``--profile NAME|all``): the same checks with a GPU described to SGLang, not
+present (fixtures/args_verify/gpu_profiles.json: A6000 SM86, 4090 SM89, H100 SM90, B200 SM100,
+5090 SM120, T4 SM75, V100 SM70; fixtures/args_verify/gpu_profile.py patches torch.cuda /
+torch.version before sglang imports, stands in for sgl_kernel, and sets SGLang's has_flashinfer
+platform fact).  On a profile the launch has no ``--device cpu``, the search also tries the tiny
+models of fixtures/args_verify/models/ (a DeepSeek-V3 MLA MoE, a GPT-OSS), the backend choices a
+message names by their words ("TRTLLM MLA backend" -> ``--attention-backend trtllm_mla``), and
+first what reached the site on the CPU or another profile.  Sites stay unreached when their
+condition is not in the flags or backend words the message names (most of the 758: model
+architectures the tiny configs are not, environment variables, multi-node / PD / EP
+deployments, combinations of three or more settings), or when reaching them needs more than a
+description of the device (a ROCm profile: SGLang reads AMD memory from rocm-smi).
 
 Usage: ``python bench/args_verify.py [--search] [--sites FILE[:LINE] ...] [--with-command]
-[--logs DIR] [--verbose]``
+[--logs DIR] [--profile cpu|a6000|...|all] [--verbose]``
 """
 
 from __future__ import annotations
