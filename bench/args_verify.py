@@ -27,10 +27,24 @@ change.  This does, with the real SGLang 0.5.23 installed by ``scripts/install-r
    catalogue's validation).  Re-run the checks: the fix *passes* when the argv now gets
    through every check; *moved* when the site that fired is gone but another check fires.
 
-Per site: reached / named args.invalid / primary passes / first alternative passes.
+Per site: reached / named args.invalid / primary passes / first alternative passes (and, for any
+category, either passes: a described GPU's refusals are often kernel.unsupported_hw).
+
+**GPU profiles** (``--profile NAME|all``): the same checks with a GPU described to SGLang, not
+present (fixtures/args_verify/gpu_profiles.json: A6000 SM86, 4090 SM89, H100 SM90, B200 SM100,
+5090 SM120, T4 SM75, V100 SM70; fixtures/args_verify/gpu_profile.py patches torch.cuda /
+torch.version before sglang imports, stands in for sgl_kernel, and sets SGLang's has_flashinfer
+platform fact).  On a profile the launch has no ``--device cpu``, the search also tries the tiny
+models of fixtures/args_verify/models/ (a DeepSeek-V3 MLA MoE, a GPT-OSS), the backend choices a
+message names by their words ("TRTLLM MLA backend" -> ``--attention-backend trtllm_mla``), and
+first what reached the site on the CPU or another profile.  Sites stay unreached when their
+condition is not in the flags or backend words the message names (most of the 758: model
+architectures the tiny configs are not, environment variables, multi-node / PD / EP
+deployments, combinations of three or more settings), or when reaching them needs more than a
+description of the device (a ROCm profile: SGLang reads AMD memory from rocm-smi).
 
 Usage: ``python bench/args_verify.py [--search] [--sites FILE[:LINE] ...] [--with-command]
-[--logs DIR] [--verbose]``
+[--logs DIR] [--profile cpu|a6000|...|all] [--verbose]``
 """
 
 from __future__ import annotations
@@ -59,7 +73,10 @@ DRIVER = HERE / "driver.py"
 TRIGGERS = HERE / "triggers.json"
 STUBS = ROOT / "tests" / "realsglang" / "stubs"
 ARGUMENT_CHECKS = ("srt/server_args.py", "srt/arg_groups/", "srt/utils/server_args_config_parser.py")
-MODELS = ("llama", "hybrid")
+MODELS = ("llama", "hybrid")             # tests/realsglang/make_tiny_model's kinds
+FAMILY_MODELS = ("mla", "gpt_oss")       # fixtures/args_verify/models/<kind>/config.json on the llama's tokenizer
+GPU_PROFILES = HERE / "gpu_profiles.json"
+CPU = "cpu"
 
 _FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*[a-z0-9]")
 _FIELD = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
@@ -68,6 +85,7 @@ _FLOAT_VALUES = ("0", "-1", "0.5", "1.5")
 _PER_FLAG = 8    # values per flag tried in a pair
 _NAMED = 4       # named flags whose pairs are tried
 _BUDGET = 24     # argvs tried per site on the llama (a third of them on the hybrid)
+_GENERIC_CHOICES = {"auto", "none", "default", "true", "false", "disabled", "enabled", "all", "model"}
 
 
 def venv_python() -> Path | None:
@@ -81,8 +99,11 @@ def venv_python() -> Path | None:
 class Driver:
     """fixtures/args_verify/driver.py running in the real venv: one argv in, one answer out."""
 
-    def __init__(self, python: Path):
+    def __init__(self, python: Path, profile: str = CPU):
         env = dict(os.environ)
+        env.pop("SGLANG_DOCTOR_GPU_PROFILE", None)
+        if profile != CPU:  # the checks see this GPU (fixtures/args_verify/gpu_profile.py)
+            env["SGLANG_DOCTOR_GPU_PROFILE"] = profile
         env["PYTHONPATH"] = os.pathsep.join([str(STUBS)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env["PYTHONUNBUFFERED"] = "1"
         self.proc = subprocess.Popen([str(python), str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -106,24 +127,36 @@ class Driver:
 
 
 def make_models(where: Path) -> dict[str, str]:
-    """The tiny model directories (config + tokenizer, no weights) the argvs name."""
+    """The tiny model directories (config + tokenizer, no weights) the argvs name: the
+    make_tiny_model kinds, and the model families of fixtures/args_verify/models/ (their
+    config.json beside the llama's tokenizer)."""
+    import shutil
+
     from tests.realsglang.make_tiny_model import write_model
 
     out = {}
-    for kind in MODELS:
+    for kind in MODELS + FAMILY_MODELS:
         path = where / kind
         if not (path / "config.json").is_file():
-            write_model(path, kind=kind)
+            write_model(path, kind=kind if kind in MODELS else "llama")
+            if kind in FAMILY_MODELS:
+                shutil.copyfile(HERE / "models" / kind / "config.json", path / "config.json")
         out[kind] = str(path)
     return out
 
 
 def concrete_argv(template: list[str], models: dict[str, str]) -> list[str]:
-    return [models[t[1:-1]] if t in ("{llama}", "{hybrid}") else t for t in template]
+    return [models[t[1:-1]] if t.startswith("{") and t[1:-1] in models else t for t in template]
 
 
-def base_argv(kind: str) -> list[str]:
-    return ["--model-path", "{%s}" % kind, "--device", "cpu"]
+def base_argv(kind: str, profile: str = CPU) -> list[str]:
+    """A launch of ``kind``'s tiny model: ``--device cpu`` on the CPU; on a described GPU,
+    SGLang's own default device (cuda)."""
+    return ["--model-path", "{%s}" % kind] + (["--device", "cpu"] if profile == CPU else [])
+
+
+def gpu_profiles() -> list[str]:
+    return list(json.loads(GPU_PROFILES.read_text(encoding="utf-8"))["profiles"])
 
 
 # --- sites -------------------------------------------------------------------------------------
@@ -180,10 +213,33 @@ def values_for(spec) -> list[list[str]]:
     return []
 
 
+def _words(text: str) -> str:
+    """A message as ``_``-joined lower-case words: "TRTLLM MLA backend" -> "_trtllm_mla_backend_"."""
+    return "_" + "_".join(re.findall(r"[a-z0-9]+", text.lower())) + "_"
+
+
+def named_choices(site: dict, catalog) -> list[list[str]]:
+    """``[flag, choice]`` for each choice of a backend/kernel flag the message names by value,
+    spelt as SGLang's messages spell backends ("TRTLLM MLA backend", "FlashMLA", "fa3"): how a
+    GPU-only check that names no flag is reached."""
+    text = _words(site.get("full") or site["template"])
+    out: list[list[str]] = []
+    for spec in catalog.specs:
+        if not spec.choices or not spec.name.endswith(("-backend", "-kernel", "-dtype")):
+            continue
+        for choice in spec.choices:
+            word = _words(str(choice)) if choice is not None else "__"
+            if word.strip("_") not in _GENERIC_CHOICES and len(word) >= 5 and word in text:
+                out.append([spec.name, str(choice)])
+    return out[:_NAMED * 2]
+
+
 def candidates(site: dict, catalog) -> list[list[str]]:
     flags = named_flags(site, catalog)
     pieces = {f: values_for(catalog.spec(f)) for f in flags}
-    out: list[list[str]] = []
+    chosen = named_choices(site, catalog)
+    out: list[list[str]] = list(chosen)
+    out.extend(a + b for a, b in itertools.combinations(chosen, 2) if a[0] != b[0])
     for f in flags:
         out.extend(pieces[f])
     for a, b in itertools.combinations(flags, 2):
@@ -192,17 +248,21 @@ def candidates(site: dict, catalog) -> list[list[str]]:
     return out[:_BUDGET]
 
 
-def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, known: dict) -> dict:
-    """site id -> argv template that reaches it (``known`` first: what earlier searches found)."""
+def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, known: dict,
+           profile: str = CPU) -> dict:
+    """site id -> argv template that reaches it (``known`` first: what earlier searches found).
+    On a GPU profile the model families of fixtures/args_verify/models/ are tried too."""
     by_function = functions_of(sites)
     found = dict(known)
     for site in sites:
         if site_id(site) in found:
             continue
         tried = candidates(site, catalog)
-        for kind in MODELS:
+        if profile != CPU:  # what reached it on the CPU or another GPU, first
+            tried = seeds(site_id(site), profile) + tried
+        for kind in MODELS + (FAMILY_MODELS if profile != CPU else ()):
             for extra in tried if kind == "llama" else tried[:_BUDGET // 3]:
-                template = base_argv(kind) + extra
+                template = base_argv(kind, profile) + extra
                 hit = which_site(driver.check(concrete_argv(template, models)), by_function)
                 if hit is not None and hit not in found:
                     found[hit] = template
@@ -213,6 +273,24 @@ def search(sites: list[dict], driver: Driver, models: dict[str, str], catalog, k
         print(f"searched {site_id(site)}: {'reached' if site_id(site) in found else 'not reached'}; "
               f"{len(found)} sites reached so far", file=sys.stderr, flush=True)
     return found
+
+
+def seeds(sid: str, profile: str) -> list[list[str]]:
+    """The flags (past model and device) that reached ``sid`` on the CPU or another GPU profile."""
+    doc = _triggers_doc()
+    found = [doc.get("triggers", {}).get(sid)]
+    found += [t.get(sid) for name, t in sorted(doc.get("gpu_triggers", {}).items()) if name != profile]
+    out: list[list[str]] = []
+    for template in found:
+        if template and cpu_argv_on_gpu(template) not in out:
+            out.append(cpu_argv_on_gpu(template))
+    return out
+
+
+def cpu_argv_on_gpu(template: list[str]) -> list[str]:
+    """A CPU trigger's flags past its model and ``--device cpu``."""
+    return [t for i, t in enumerate(template)
+            if i >= 2 and not (t == "--device" or (i > 0 and template[i - 1] == "--device"))]
 
 
 def functions_of(sites: list[dict]) -> dict[tuple[str, str], list[int]]:
@@ -300,26 +378,43 @@ def summary(rows: list[dict]) -> dict:
         "alt1_pass": sum(r["alt1"] == "pass" for r in named),
         "either_pass": sum("pass" in (r["primary"], r["alt1"]) for r in named),
         "primary_outcomes": dict(Counter(r["primary"] for r in named)),
+        # a described GPU's refusals are often kernel.unsupported_hw: every named site counts here
+        "named": len([r for r in reached if r["category"]]),
+        "any_either_pass": sum("pass" in (r["primary"], r["alt1"]) for r in reached if r["category"]),
+        "categories": dict(Counter(r["category"] for r in reached)),
     }
 
 
-def load_triggers() -> dict:
+def _triggers_doc() -> dict:
     if TRIGGERS.is_file():
-        return json.loads(TRIGGERS.read_text(encoding="utf-8"))["triggers"]
+        return json.loads(TRIGGERS.read_text(encoding="utf-8"))
     return {}
 
 
-def save_triggers(triggers: dict) -> None:
-    doc = {"sglang_version": VERSION,
-           "about": "site (file:line of the 0.5.23 inventory) -> launch argv that reaches it on CPU; "
-                    "{llama}/{hybrid} name tests/realsglang/make_tiny_model's models. Made by "
-                    "bench/args_verify.py --search.",
-           "triggers": dict(sorted(triggers.items()))}
+def load_triggers(profile: str = CPU) -> dict:
+    doc = _triggers_doc()
+    if profile == CPU:
+        return doc.get("triggers", {})
+    return doc.get("gpu_triggers", {}).get(profile, {})
+
+
+def save_triggers(triggers: dict, profile: str = CPU) -> None:
+    doc = _triggers_doc()
+    doc["sglang_version"] = VERSION
+    doc["about"] = ("site (file:line of the 0.5.23 inventory) -> launch argv that reaches it: 'triggers' on "
+                    "CPU (--device cpu), 'gpu_triggers' per GPU profile of fixtures/args_verify/gpu_profiles.json "
+                    "(described to SGLang, not present); {llama}/{hybrid} name tests/realsglang/make_tiny_model's "
+                    "models, {mla}/{gpt_oss} fixtures/args_verify/models/. Made by bench/args_verify.py --search.")
+    if profile == CPU:
+        doc["triggers"] = dict(sorted(triggers.items()))
+    else:
+        doc.setdefault("gpu_triggers", {})[profile] = dict(sorted(triggers.items()))
+        doc["gpu_triggers"] = dict(sorted(doc["gpu_triggers"].items()))
     TRIGGERS.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 def run(selected: list[str] | None = None, do_search: bool = False, with_command: bool = False,
-        python: Path | None = None, logs: Path | None = None) -> list[dict]:
+        python: Path | None = None, logs: Path | None = None, profile: str = CPU) -> list[dict]:
     from sglang_doctor.remedy import flags as flags_mod
 
     python = python or venv_python()
@@ -329,14 +424,14 @@ def run(selected: list[str] | None = None, do_search: bool = False, with_command
     sites = argument_sites()
     if selected:
         sites = [s for s in sites if any(site_id(s) == x or s["file"] == x for x in selected)]
-    driver = Driver(python)
+    driver = Driver(python, profile)
     try:
         with tempfile.TemporaryDirectory(prefix="args-verify-") as tmp:
             models = make_models(Path(tmp))
-            triggers = load_triggers()
+            triggers = load_triggers(profile)
             if do_search:
-                triggers = search(sites, driver, models, catalog, triggers)
-                save_triggers(triggers)
+                triggers = search(sites, driver, models, catalog, triggers, profile)
+                save_triggers(triggers, profile)
             return verify(sites, triggers, driver, models, catalog, with_command, logs)
     finally:
         driver.close()
@@ -348,20 +443,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sites", nargs="*", help="only these sites (file:line) or files")
     ap.add_argument("--with-command", action="store_true", help="give the engine the argv, as `run` does")
     ap.add_argument("--logs", type=Path, help="write each reached site's refusal log into this directory")
+    ap.add_argument("--profile", default=CPU,
+                    help="cpu (default), a GPU profile of fixtures/args_verify/gpu_profiles.json, or 'all'")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    rows = run(args.sites, args.search, args.with_command, logs=args.logs)
-    if args.verbose:
+    profiles = [CPU] + gpu_profiles() if args.profile == "all" else [args.profile]
+    for profile in profiles:
+        logs = args.logs / profile if args.logs is not None and len(profiles) > 1 else args.logs
+        rows = run(args.sites, args.search, args.with_command, logs=logs, profile=profile)
+        report(rows, profile, args.verbose)
+    return 0
+
+
+def report(rows: list[dict], profile: str, verbose: bool) -> None:
+    if verbose:
         for r in rows:
             if r["reached"]:
                 print(f"{r['site']:<48} {str(r['category']):<22} primary {r['primary']:<11} alt1 {r['alt1']:<11} "
                       f"{r.get('change')} | {r.get('alt_change')}  <- {r['message'][:90]!r}")
     s = summary(rows)
-    print(f"sglang {VERSION}: argument-check sites {s['sites']}, reached on CPU {s['reached']}, "
+    print(f"sglang {VERSION} [{profile}]: argument-check sites {s['sites']}, reached {s['reached']}, "
           f"named args.invalid {s['args_invalid']}; fix passes the real checks: primary {s['primary_pass']}, "
           f"first alternative {s['alt1_pass']}, either {s['either_pass']} of {s['args_invalid']}; "
-          f"primary outcomes {s['primary_outcomes']}")
-    return 0
+          f"primary outcomes {s['primary_outcomes']}; any category: fix passes {s['any_either_pass']} of "
+          f"{s['named']} named {s['categories']}", flush=True)
 
 
 if __name__ == "__main__":

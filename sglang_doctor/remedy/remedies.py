@@ -1059,9 +1059,18 @@ _ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|addi
 _NEGATED = re.compile(r"\b(?:not|cannot|can't|incompatible|unsupported|don't|do not|no longer|without|no effect|conflicts?|conflicting)\b"
                       r"(?:(?!\bplease\b)[^.;:,\n])*$",
                       re.IGNORECASE)
-# a message's words that make a named switch the thing to turn on, not off
-_TURN_ON = re.compile(r"\b(?:requires?|required|needs?|must be (?:set|enabled|on|true)|please (?:set|enable|add))\b",
-                      re.IGNORECASE)
+# a message's words that make a named switch the thing to turn on, not off: a switch named
+# after "requires" / "needs" / "please enable" is asked for; one named before "must be set" is
+# too ("--x must be enabled"); one named before "requires" is the subject that failed
+# ("--enable-x requires SM100 GPUs": a switch this GPU refuses is removed, not turned on again)
+_TURN_ON = re.compile(r"\b(?:requires?|required|needs?|please (?:set|enable|add))\b", re.IGNORECASE)
+_MUST_BE_ON = re.compile(r"\bmust be (?:set|enabled|on|true)\b", re.IGNORECASE)
+
+
+def _asked_on(text: str, at: int) -> bool:
+    """The switch named at ``at`` is one the message asks to turn on."""
+    return (any(m.start() < at for m in _TURN_ON.finditer(text))
+            or any(m.start() > at for m in _MUST_BE_ON.finditer(text)))
 
 
 @remedy("flag_named")
@@ -1110,12 +1119,14 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     required = _required_values(ctx, text)
     bounded = {f: v for f, v in _bound_values(ctx, text).items() if f not in required}
     named: list[str] = []
+    at: dict[str, int] = {}  # flag -> where the message first names it
     direction: dict[str, bool] = {}  # flag -> up, for "increase --x" / "reduce --x"
     for m in _NAMED_FLAG.finditer(text):
         word = m.group(1) or "--" + m.group(2).replace("_", "-")
         flag = ctx.flag(word)
         if flag is not None and flag not in named:
             named.append(flag)
+            at[flag] = m.start()
             way = _DIRECTION.search(text[max(0, m.start() - 40):m.start()])
             if way is not None:
                 direction[flag] = way.group(1).lower().startswith(_UP_WORDS)
@@ -1125,7 +1136,6 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
     # the ones it only names (the setting that failed the check): the advice is the way out
     named.sort(key=lambda f: f not in advised)  # stable: the message's order within each
     listed = ", ".join(named[:3])
-    turn_on = bool(_TURN_ON.search(text))
     out: list[Remediation] = []
     for flag in named[:3]:
         spec = ctx.catalog.spec(flag)
@@ -1144,7 +1154,7 @@ def flag_named(ctx: Context, params: dict) -> "Remediation | list[Remediation] |
             rem, value_from = stepped, None
         elif spec is not None and not spec.takes_value:
             value_from = None
-            if turn_on:
+            if _asked_on(text, at[flag]):
                 rem = Remediation(set={flag: True}, note=f"turn {flag} on (the message asks for it)")
             else:
                 rem = Remediation(unset=[flag], note=f"remove {flag} if your launch turns it on (the message "

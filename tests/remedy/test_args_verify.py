@@ -39,6 +39,20 @@ VERIFIED = {
 }
 
 
+# (GPU profile, site) -> (category, the column that must say "pass"): sites reached only with
+# the GPU described to SGLang (fixtures/args_verify/gpu_profile.py), or on a family's model
+GPU_VERIFIED = {
+    ("a6000", "srt/arg_groups/kv_cache_hook.py:302"): ("args.invalid", "primary"),   # fp4 KV on an MLA model
+    ("a6000", "srt/arg_groups/kv_cache_hook.py:313"): ("args.invalid", "primary"),
+    ("a6000", "srt/arg_groups/kv_cache_hook.py:601"): ("args.invalid", "primary"),   # unified memory vs topk 0
+    ("a6000", "srt/arg_groups/kv_cache_hook.py:663"): ("args.invalid", "alt1"),
+    ("a6000", "srt/arg_groups/model_hook.py:536"): ("args.invalid", "primary"),      # GPT-OSS attention backend
+    ("a6000", "srt/arg_groups/attention_hook.py:418"): ("args.invalid", "alt1"),     # Qwen3.5 hybrid replay SSM
+    ("a6000", "srt/arg_groups/attention_hook.py:203"): ("kernel.unsupported_hw", "primary"),  # TRTLLM MHA on SM86
+    ("a6000", "srt/arg_groups/serving_hook.py:467"): ("kernel.unsupported_hw", "primary"),    # FP4 indexer on SM86
+}
+
+
 def test_named_flags_are_catalogue_flags_the_message_names():
     from sglang_doctor.remedy import flags
 
@@ -63,14 +77,49 @@ def test_the_verified_sites_have_triggers():
     assert set(VERIFIED) <= set(triggers)
 
 
-@pytest.mark.slow
-def test_proposed_fixes_pass_real_sglang_checks():
+def test_the_gpu_verified_sites_have_triggers_and_the_profiles_exist():
     av = _verifier()
+    for profile, site in GPU_VERIFIED:
+        assert profile in av.gpu_profiles()
+        assert site in av.load_triggers(profile), (profile, site)
+
+
+def test_a_backend_a_message_names_by_its_words_is_tried():
+    from sglang_doctor.remedy import flags
+
+    catalog = flags.load_catalog("0.5.23", prefer_shipped=True)
+    site = {"template": "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x).", "full": None}
+    assert ["--attention-backend", "trtllm_mla"] in _verifier().named_choices(site, catalog)
+
+
+def _real_python(av):
     python = av.venv_python()
     if python is None:
         if os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1":
             pytest.fail("SGLANG_DOCTOR_REQUIRE_SGLANG=1 but the real-SGLang venv is missing")
         pytest.skip("the real-SGLang venv is not installed (scripts/install-real-sglang)")
+    return python
+
+
+@pytest.mark.slow
+def test_proposed_fixes_pass_real_sglang_checks_on_a_described_gpu():
+    av = _verifier()
+    python = _real_python(av)
+    for profile in sorted({p for p, _ in GPU_VERIFIED}):
+        sites = sorted(s for p, s in GPU_VERIFIED if p == profile)
+        rows = {r["site"]: r for r in av.run(sites, python=python, profile=profile)}
+        for site in sites:
+            category, column = GPU_VERIFIED[(profile, site)]
+            row = rows[site]
+            assert row["reached"], (profile, site)
+            assert row["category"] == category, (profile, site, row["rule"])
+            assert row[column] == "pass", (profile, site, row)
+
+
+@pytest.mark.slow
+def test_proposed_fixes_pass_real_sglang_checks():
+    av = _verifier()
+    python = _real_python(av)
     rows = {r["site"]: r for r in av.run(sorted(VERIFIED), python=python)}
     for site, column in VERIFIED.items():
         row = rows[site]

@@ -13,10 +13,10 @@ from sglang_doctor.remedy import flags, remedies
 V0523 = flags.load_catalog("0.5.23")
 
 
-def _changes(message: str, exc: str = "ValueError") -> list[tuple[dict, list]]:
+def _changes(message: str, exc: str = "ValueError", remedy: str = "refusal_fix") -> list[tuple[dict, list]]:
     incident = Incident(kind="traceback", first_line=1, last_line=1)
     incident.exception = ExceptionInfo(exc, message)
-    d = Diagnosis(incident=incident, rule="test.rule", category="args.invalid", remedies=[{"refusal_fix": {}}],
+    d = Diagnosis(incident=incident, rule="test.rule", category="args.invalid", remedies=[{remedy: {}}],
                   launch=Launch(index=0, line=1, server_args={}))
     rem = remedies.remediate(d, command=None, version="0.5.23", catalog=V0523, hardware=None,
                              model_config=None, warnings=[])
@@ -80,3 +80,16 @@ def test_a_without_b_is_unsupported_turns_b_on_else_a_off():
     assert _changes("--enable-page-major-kv-layout without --enable-unified-memory is temporarily unsupported: "
                     "the strided views were removed.", exc="AssertionError")[:2] == [
         ({"--enable-unified-memory": True}, []), ({}, ["--enable-page-major-kv-layout"])]
+
+
+def test_a_switch_that_requires_a_gpu_is_removed_not_turned_on_again():
+    # serving_hook.py:467 on an SM86 profile (bench/args_verify.py --profile a6000): the switch is
+    # the subject of "requires", the launch already has it on
+    changes = _changes("--enable-deepseek-v4-fp4-indexer requires SM100, SM120, or gfx95 GPUs with FP4 indexer "
+                       "support.", remedy="flag_named")
+    assert changes[0] == ({}, ["--enable-deepseek-v4-fp4-indexer"])
+    # the object of "requires", and the subject of "must be enabled", are still asked for
+    assert _changes("--enable-megamoe-for-layernorm-sp requires --enable-layernorm-sp.",
+                    remedy="flag_named")[0] == ({"--enable-layernorm-sp": True}, [])
+    assert ({"--enable-layernorm-sp": True}, []) in _changes(
+        "--enable-layernorm-sp must be enabled for this model.", remedy="flag_named")
