@@ -862,9 +862,11 @@ def split_joined_traceback(text: str) -> list[str] | None:
         first = _JOINED_FRAME.search(rest)
         if first is None or (rest.count('File "') < 2 and _JOINED_EXC.search(rest, first.end()) is None):
             return None
-        if first.start() and not (text[:1].isspace() and rest[:first.start()].endswith("  ")):
+        if first.start() and not (text[:1].isspace() and rest[:first.start()].endswith("  ")
+                                  and 'File "' not in rest[:first.start()]):
             # only a frame starts the line, or the source line of the frame above it (indented, as
-            # a traceback's source lines are) with the frame after it on the same line
+            # a traceback's source lines are) with the frame after it on the same line; a frame's
+            # own start cut short before it (``File "  File "/x.py", ...``) is no source line
             return None
     lines = [head] if head is not None else []
     pos = 0

@@ -246,6 +246,9 @@ def test_a_joined_continuation_that_starts_with_a_source_line(tmp_path):
     assert inc.exception.type == "OSError" and [f.function for f in inc.frames][-1] == "run_scheduler_process"
     # a line of prose that mentions a frame is no traceback's continuation
     assert tracebacks.split_joined_traceback('see  File "/x/y.py", line 3, in f  ValueError: z') is None
+    # a frame's start cut short before the next frame is no source line (the fuzz suite's find: the
+    # piece came out re-indented, a text the input does not hold)
+    assert tracebacks.split_joined_traceback('  File "  File "/x/sglang/srt/a.py", line 100, in f') is None
 
 
 def test_a_wrappers_logger_before_sglangs_own_records(tmp_path):
