@@ -156,12 +156,15 @@ _HINT = re.compile(r"capability|GPU|NVIDIA|Tesla|AMD|MiB|device_name|ROCM|ROCm|r
 
 
 # The literals of the lines above (as the block scanner searches them, case and all): the pipeline
-# passes a line holding one to ``names_machine`` and keeps it for the launch (``KEEP`` at most)
-LITERALS: tuple[str, ...] = ("with CUDA capability", "which is of cuda capability", "which is of compute capability",
-                             "Compute Capability:", "NVIDIA", "Tesla", "Instinct", "device_name=", "MiB /",
-                             "total capacity", "ROCM available", "torch_npu", "Ascend", "Jetson", "GPU0 ",
-                             "Compute capability below sm80", "lacks GPU P2P capability", "PCIe-only GPUs",
-                             "DeepSeek DSA on SM")
+# passes a line holding one to ``names_machine`` and keeps it for the launch (``KEEP`` at most).
+# Each is long enough to be rare in a block: a short one ("GPU0 ", "Tesla") made the block search
+# of bench/run.py's 1 GB log 10-25% slower (session 30, docs/PERFORMANCE.md), so torch's
+# "Found GPU0 ..." is found by its capability words and nvidia-smi's table by its "Tesla X" names,
+# and ``nvidia-smi topo -m``'s rows only where the scanner hands lines over anyway (its header's
+# "CPU Affinity" passes).
+LITERALS: tuple[str, ...] = ("apability", "NVIDIA", "Tesla T", "Tesla V", "Tesla P", "Tesla K", "Tesla M", "Tesla A",
+                             "Instinct", "device_name=", "MiB /", "total capacity", "ROCM available", "torch_npu",
+                             "Ascend", "Jetson", "CPU Affinity", "PCIe-only GPUs", "DeepSeek DSA on SM")
 KEEP = 64
 
 
