@@ -2,7 +2,7 @@
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
 corpus/sealed13, corpus/sealed14, corpus/sealed15, corpus/sealed16, corpus/sealed17, corpus/sealed18, corpus/sealed19, corpus/sealed20, corpus/sealed21, corpus/sealed22, corpus/sealed23, corpus/sealed24, corpus/sealed25, corpus/sealed26, corpus/sealed27, corpus/sealed28, corpus/sealed29, corpus/sealed30, corpus/sealed31, corpus/sealed32, corpus/sealed33, corpus/sealed34, corpus/sealed35, corpus/sealed36, corpus/field,
-corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24, corpus/field25, corpus/field26, corpus/field27, corpus/field28, corpus/field29, corpus/field30, corpus/field31, corpus/field32 and corpus/field33).
+corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24, corpus/field25, corpus/field26, corpus/field27, corpus/field28, corpus/field29, corpus/field30, corpus/field31, corpus/field32, corpus/field33 and corpus/field34).
 
 For each part that exists: every *.log file has exactly one label, every label names an
 existing file, the keys are those of CORPUS.md, categories and phases are valid, the
@@ -71,6 +71,7 @@ field30: the same split as field13 (even N, numberless owners n-z or a digit);
 field31: the same split as field13 (even N, numberless owners n-z or a digit);
 field32: the same split as field13 (even N, numberless owners n-z or a digit);
 field33: the same split as field13 (even N, numberless owners n-z or a digit);
+field34: the same split as field13 (even N, numberless owners n-z or a digit);
 numberless sources are allowed in every other part), and no source URL appears in two parts.
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
@@ -149,6 +150,7 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "field31": lambda n: n % 2 == 0,
          "field32": lambda n: n % 2 == 0,
          "field33": lambda n: n % 2 == 0,
+         "field34": lambda n: n % 2 == 0,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
@@ -193,7 +195,8 @@ NUMBERLESS_OWNER_SPLIT = {"sealed13": "abcdefghijklm", "sealed14": "abcdefghijkl
                           "field30": "nopqrstuvwxyz0123456789",
                           "field31": "nopqrstuvwxyz0123456789",
                           "field32": "nopqrstuvwxyz0123456789",
-                          "field33": "nopqrstuvwxyz0123456789"}
+                          "field33": "nopqrstuvwxyz0123456789",
+                          "field34": "nopqrstuvwxyz0123456789"}
 
 
 # Parts whose numberless web pages (no repository) are split first by the last number in the URL path: the
