@@ -3,7 +3,7 @@
 
 SGLang's own failure sites are inventoried by scripts/inventory_failures.py; launches die as
 often inside the libraries SGLang calls (vLLM's quantization methods in 0.4.x, FlashInfer,
-sgl-kernel, Triton, transformers' config and tokenizer loading, xgrammar).  For a pinned
+sgl-kernel, DeepGEMM, Triton, transformers' config and tokenizer loading, xgrammar).  For a pinned
 release of each library this reads the modules an SGLang launch or server reaches (with
 ``ast``: nothing is imported or executed), lists their user-facing failure sites with
 inventory_failures' finder (``raise X(message)``, ``assert cond, message``,
@@ -15,7 +15,7 @@ inventory_failures' finder (``raise X(message)``, ``assert cond, message``,
    words, and waivers (internal invariants, training-only paths, request-level errors);
 4. otherwise ``unaccounted`` (tests/diagnose/test_external_inventory.py allows none).
 
-Which modules are read: for vLLM, FlashInfer, sgl-kernel and xgrammar, the modules SGLang's
+Which modules are read: for vLLM, FlashInfer, sgl-kernel, DeepGEMM and xgrammar, the modules SGLang's
 own source imports from the package (``from vllm.x import y`` in the SGLang releases named
 below; a name a package's ``__init__`` re-exports is followed to the submodule that defines
 it), and the modules those import from the same package (one more step): the code a launch
@@ -105,28 +105,41 @@ _FLASHINFER_CALLERS = (
     ("flashinfer/*quantization*", ("srt/layers/quantization/modelopt_quant.py", "apply", "x_fp4, x_scale_interleaved = fp4_quantize(")),
 )
 
+# where SGLang 0.4.x calls vLLM's parts (sglang 0.4.3.post2 srt/...)
+_VLLM_CALLERS = (("vllm/model_executor/*::*weight_loader*",
+                  ("srt/models/llama.py", "load_weights", "weight_loader(param, loaded_weight, shard_id)")),
+                 ("vllm/model_executor/*::*_load_*",
+                  ("srt/models/llama.py", "load_weights", "weight_loader(param, loaded_weight, shard_id)")),
+                 ("vllm/model_executor/layers/quantization/*::*create_weights",
+                  ("srt/layers/linear.py", "__init__", "self.quant_method.create_weights(")),
+                 ("vllm/model_executor/layers/quantization/*::*.apply",
+                  ("srt/layers/linear.py", "forward", "output_parallel = self.quant_method.apply(self, input_, bias)")),
+                 ("vllm/model_executor/layers/quantization/*::*process_weights_after_loading",
+                  ("srt/model_loader/loader.py", "load_model", "quant_method.process_weights_after_loading(module)")),
+                 ("vllm/model_executor/layers/quantization/*",
+                  ("srt/model_loader/loader.py", "_get_quantization_config", "quant_config = get_quant_config(")),
+                 ("vllm/distributed/*",
+                  ("srt/model_executor/model_runner.py", "init_torch_distributed", "initialize_model_parallel(tensor_model_parallel_size=self.tp_size)")),
+                 ("vllm/model_executor/layers/fused_moe/*",
+                  ("srt/layers/moe/fused_moe_triton/layer.py", "forward", "final_hidden_states = self.quant_method.apply(")))
+
 PACKAGES = (
     # sglang 0.4.3.post2 pins vllm>=0.6.4.post1,<=0.7.2: its quantization methods, custom ops,
     # distributed helpers; 0.4.6.post5 still imports them when vllm is installed
     # (vllm/config.py is imported by attention/layer.py for the CacheConfig type alone: the
     # engine configs it checks are vLLM's, SGLang never builds them)
     Package("vllm", "0.6.4.post1", "vllm", sglang=SGLANG_04, skip=_SKIP + ("vllm/config.py",),
-            callers=(("vllm/model_executor/*::*weight_loader*",
-                      ("srt/models/llama.py", "load_weights", "weight_loader(param, loaded_weight, shard_id)")),
-                     ("vllm/model_executor/*::*_load_*",
-                      ("srt/models/llama.py", "load_weights", "weight_loader(param, loaded_weight, shard_id)")),
-                     ("vllm/model_executor/layers/quantization/*::*create_weights",
-                      ("srt/layers/linear.py", "__init__", "self.quant_method.create_weights(")),
-                     ("vllm/model_executor/layers/quantization/*::*.apply",
-                      ("srt/layers/linear.py", "forward", "output_parallel = self.quant_method.apply(self, input_, bias)")),
-                     ("vllm/model_executor/layers/quantization/*::*process_weights_after_loading",
-                      ("srt/model_loader/loader.py", "load_model", "quant_method.process_weights_after_loading(module)")),
-                     ("vllm/model_executor/layers/quantization/*",
-                      ("srt/model_loader/loader.py", "_get_quantization_config", "quant_config = get_quant_config(")),
-                     ("vllm/distributed/*",
-                      ("srt/model_executor/model_runner.py", "init_torch_distributed", "initialize_model_parallel(tensor_model_parallel_size=self.tp_size)")),
-                     ("vllm/model_executor/layers/fused_moe/*",
-                      ("srt/layers/moe/fused_moe_triton/layer.py", "forward", "final_hidden_states = self.quant_method.apply(")))),
+            callers=_VLLM_CALLERS),
+    # 0.7.2: the upper end of the same pin (sglang 0.4.2.post4 / 0.4.3.post2: vllm>=0.6.4.post1,
+    # <=0.7.2; no later SGLang release pins vLLM for CUDA, 0.4.4+ name it only for ROCm)
+    Package("vllm", "0.7.2", "vllm", sglang=SGLANG_04, skip=_SKIP + ("vllm/config.py",),
+            callers=_VLLM_CALLERS),
+    # sglang 0.5.23 pins sgl-deep-gemm==0.2.3.post2 (import name deep_gemm; its kernels' own
+    # checks are C++ DG_HOST_ASSERTs, raised as RuntimeError from the extension: only the
+    # Python wrappers' sites are here); SGLang calls it through srt/layers/deep_gemm_wrapper
+    Package("sgl-deep-gemm", "0.2.3.post2", "deep_gemm", sglang=SGLANG_05,
+            caller=("srt/layers/deep_gemm_wrapper/entrypoint.py", "grouped_gemm_nt_f8f8bf16_contig",
+                    "deep_gemm.m_grouped_fp8_gemm_nt_contiguous(")),
     # 0.2.5: sglang 0.4.6.post5's pin (PyPI has only the sdist: the tag of the git mirror)
     Package("flashinfer-python", "0.2.5", "flashinfer", sglang=SGLANG_04, git=("flashinfer-ai+flashinfer", "v0.2.5"),
             caller=("srt/layers/attention/flashinfer_backend.py", "init_forward_metadata", "self.indices_updater_decode.update("),

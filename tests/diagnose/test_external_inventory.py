@@ -99,3 +99,44 @@ def test_a_library_frame_under_sglang_is_what_the_measure_reads():
     assert "sglang/srt/model_loader/loader.py" in frames[-2]
     assert frames[-1].startswith(f'  File "{ext.LIB_PREFIX}vllm/model_executor/layers/quantization/awq.py"')
     assert text.rstrip().endswith("ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got 3 bits.")
+
+
+def _incidents(text: str) -> list[tuple[str, str]]:
+    from sglang_doctor.pipeline import StreamPipeline
+
+    pipe = StreamPipeline(RuleSet.load(builtin=True, user=False), remediate=False)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    return [(ev["rule"], ev["category"]) for ev in events if ev["event"] == "incident"]
+
+
+def test_flashinfer_refusing_sglangs_tensors_is_not_a_refused_flag():
+    """A FlashInfer GEMM wrapper's check on the tensors SGLang's quantization method passes
+    (flashinfer-python 0.7.2 gemm_base.py) is the library's API contract: other, not the
+    quantization method refusing a flag (args.invalid)."""
+    pkg = PACKAGES["flashinfer-python-0.7.2"]
+    site = {"file": "flashinfer/gemm/gemm_base.py", "line": 10702, "kind": "raise", "exception": "ValueError",
+            "function": "_check_group_gemm_nvfp4_nt_groupwise_problem_size"}
+    text = ext.traceback_log(site, pkg, "b must be a uint8 tensor, but got torch.bfloat16", "unknown")
+    assert _incidents(text) == [("class.library.flashinfer_call_refused", "other")]
+
+
+def test_flashinfer_refusing_the_models_head_shape_is_the_kernel_not_a_flag():
+    """FlashInfer's MLA wrapper refusing the model's MLA dimensions (mla/_core.py) names the
+    kernel's head shapes: kernel.unsupported_hw, as the C++ dispatch's "Unsupported head_dim"."""
+    pkg = PACKAGES["flashinfer-python-0.7.2"]
+    site = {"file": "flashinfer/mla/_core.py", "line": 799, "kind": "raise", "exception": "ValueError",
+            "function": "_check_trtllm_gen_mla_shape"}
+    text = ext.traceback_log(site, pkg, "Unsupported MLA dimensions, got kv_lora_rank=384 and qk_rope_head_dim=32, "
+                             "supported dimensions are: [...]", "unknown")
+    assert _incidents(text) == [("kernel.unsupported_hw.flashinfer_attention_shape", "kernel.unsupported_hw")]
+
+
+def test_vllm_refusing_a_checkpoint_scheme_by_assert_is_the_model_not_its_files():
+    """vLLM's compressed-tensors MoE method asserting a symmetric scheme (SGLang 0.4.x builds the
+    model with it): the checkpoint's quantization is not supported (model.unsupported), its
+    files load (not model.load)."""
+    pkg = PACKAGES["vllm-0.7.2"]
+    site = {"file": "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py",
+            "line": 263, "kind": "assert", "exception": "", "function": "CompressedTensorsWNA16MoEMethod.__init__"}
+    text = ext.traceback_log(site, pkg, "Only symmetric quantization is supported for MoE", "startup.load_weights")
+    assert _incidents(text) == [("model.unsupported.vllm_quant_scheme", "model.unsupported")]
