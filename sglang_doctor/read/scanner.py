@@ -1278,8 +1278,10 @@ class LiteralIndex:
         if self._matcher is not None and len(text) <= self.LONG_TEXT:
             # (offset, literal id) of each literal's first occurrence on each line of the text
             data = text.encode("utf-8", "surrogatepass")
-            pairs = memoryview(self._matcher.scan(data, 0, len(data))[0]).cast("q")
-            return {lits[i] for i in pairs[1::2]}
+            pairs = self._matcher.scan(data, 0, len(data))[0]
+            if not pairs:  # (most lines the assembler asks about: the memoryview costs more than the scan)
+                return set()
+            return {lits[i] for i in memoryview(pairs).cast("q")[1::2]}
         if self._ac is None or len(text) > self.LONG_TEXT:
             return {lit for lit in self.literals if lit in text}
         if len(text) >= self.BYTES_TEXT:
