@@ -31,12 +31,17 @@ from pathlib import Path
 from sglang_doctor import program_cache  # (imported before install(): its own patterns compile as usual)
 
 FORMAT = 1
-# programs kept at most (file and run together): the CLI's own are ~170; a pattern built from
-# varying text (none is now) would otherwise grow the file with every run
+# programs kept at most (in the file; recorded in one run): the CLI's own are ~500; a pattern
+# built from varying text (none is now) would otherwise grow the file with every run.  When the
+# file is full, the programs a run used or recorded are kept and the others go, in the file's
+# order (save): a file filled by earlier releases' patterns (or other checkouts') no longer
+# leaves this release's new ones compiled by re on every run (session 31: 37 of them, 5-10 ms of
+# explain's start-up on the benchmark host, whose file had been full for hours)
 MAX_PROGRAMS = 1024
 _lock = threading.Lock()
 _stored: dict[str, list] | None = None  # key -> arguments, from the cache file (loaded once)
 _new: dict[str, list] = {}  # recorded in this run, not in the file yet
+_used: set[str] = set()  # keys of the file's programs this run compiled from
 _installed = False
 
 
@@ -62,10 +67,12 @@ def install() -> None:
         args = _programs().get(key) or _new.get(key)
         if args is not None:
             try:
-                return _sre.compile(p, *_unpack(args))
+                pattern = _sre.compile(p, *_unpack(args))
+                _used.add(key)
+                return pattern
             except Exception:  # noqa: BLE001 - not arguments this engine takes: compiled anew
                 pass
-        if len(_programs()) + len(_new) >= MAX_PROGRAMS:
+        if len(_new) >= MAX_PROGRAMS:
             return original(p, flags)
         pattern, recorded = _record(_compiler, _sre, original, p, flags)
         if recorded is not None:
@@ -141,12 +148,23 @@ def save() -> None:
     path = _cache_path()
     if path is None:
         return
-    programs = dict(_programs())
-    programs.update(_new)
+    programs = kept(_programs(), _new, _used)
     if program_cache.save(path, FORMAT, programs, "re-programs-*.json"):  # other interpreters' files go
         _new.clear()
         global _stored
         _stored = programs
+
+
+def kept(stored: dict[str, list], new: dict[str, list], used: set[str]) -> dict[str, list]:
+    """What the file holds after a run: the programs it recorded and used first, then the file's
+    others in its order, MAX_PROGRAMS at most."""
+    programs: dict[str, list] = {}
+    for source in (new, {k: args for k, args in stored.items() if k in used}, stored):
+        for k, args in source.items():
+            if len(programs) >= MAX_PROGRAMS:
+                return programs
+            programs.setdefault(k, args)
+    return programs
 
 
 def _programs() -> dict[str, list]:

@@ -113,16 +113,44 @@ LIMIT = r"""
 import json, re
 import sglang_doctor.cli.app
 from sglang_doctor.cli import re_programs as r
-r.MAX_PROGRAMS = len(r._programs()) + len(r._new)
+r.MAX_PROGRAMS = len(r._new)
 before = len(r._new)
 assert re.compile("a pattern no module has (?P<n>[0-9]+)").match("a pattern no module has 12").group("n") == "12"
 print(json.dumps({"recorded": len(r._new) - before}))
 """
 
 
-def test_no_more_than_max_programs_are_kept(tmp_path):
+def test_no_more_than_max_programs_are_recorded_in_a_run(tmp_path):
     child(REPORT, tmp_path)
     assert child(LIMIT, tmp_path) == {"recorded": 0}  # (compiled by re, and not kept)
+
+
+def test_a_full_file_keeps_what_the_run_used_and_recorded(monkeypatch):
+    """The file's others go first: a file filled with stale programs (an earlier release's,
+    another checkout's) does not keep a run's new patterns out of it."""
+    from sglang_doctor.cli import re_programs as r
+
+    monkeypatch.setattr(r, "MAX_PROGRAMS", 4)
+    stored = {f"s0:old{i}": [i] for i in range(4)}
+    got = r.kept(stored, {"s0:new": [9]}, {"s0:old3"})
+    assert list(got) == ["s0:new", "s0:old3", "s0:old0", "s0:old1"]
+    assert len(r.kept(stored, {f"s0:new{i}": [i] for i in range(6)}, set(stored))) == 4
+    assert r.kept({"s0:a": [1]}, {"s0:b": [2]}, set()) == {"s0:b": [2], "s0:a": [1]}  # room: all kept
+
+
+def test_a_cache_full_of_stale_programs_takes_the_runs_own(tmp_path):
+    child(REPORT, tmp_path)
+    path = cache_file(tmp_path)
+    blob = json.loads(path.read_text())
+    ours = len(blob["programs"])
+    stale = {f"s0:a stale pattern {i}": args for i, args in enumerate([next(iter(blob["programs"].values()))] * 1024)}
+    blob["programs"] = stale  # full (MAX_PROGRAMS), none of them this release's
+    path.write_text(json.dumps(blob))
+    path.chmod(0o600)
+    child(REPORT, tmp_path)  # compiled by re, recorded, and kept at exit in place of stale ones
+    kept = json.loads(path.read_text())["programs"]
+    assert len(kept) == 1024 and sum(k not in stale for k in kept) == ours
+    assert child(REPORT, tmp_path)["new"] == 0  # the next run compiles them from the file
 
 
 def test_off_with_the_caches(tmp_path):
