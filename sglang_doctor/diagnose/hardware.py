@@ -151,8 +151,8 @@ def _device(hw: Hardware, device: str, line: str, sm: int | None = None) -> None
 
 
 # every line read_line reads holds one of these (a cheap test before the patterns)
-_HINT = re.compile(r"capability|GPU|NVIDIA|Tesla|AMD|MiB|device_name|ROCM|ROCm|rocm|gfx9|HIP|hipErr|npu|Ascend|910B|"
-                   r"xpu|XPU|intel_extension|Jetson|tegra|L4T|Instinct|DSA on SM")
+_HINT = re.compile(r"capability|GPU|NVIDIA|Tesla|AMD|MiB|device_name|ROCM|ROCm|rocm|gfx9|HIP|hipErr|(?<![A-Za-z])npu|"
+                   r"Ascend|910B|(?<![A-Za-z])xpu|XPU|intel_extension|Jetson|tegra|L4T|Instinct|DSA on SM")
 
 
 # The literals of the lines above (as the block scanner searches them, case and all): the pipeline
@@ -171,7 +171,9 @@ KEEP = 64
 
 
 def names_machine(text: str) -> bool:
-    """The line may say something about the machine (a cheap test before ``read_line``'s patterns);
+    """The line may say something about the machine (a cheap test before ``read_line``'s patterns;
+    "npu" / "xpu" only where no letter runs into them: every batch line's "input throughput" held
+    "npu", and 64 of them (``KEEP``) pushed a serving log's later machine lines out);
     a traceback's frame line or indented source line is code, whose names (``torch_npu.npu_format_cast``)
     say what it can call, not which machine ran it."""
     if text[:1].isspace() or 'File "' in text:

@@ -243,3 +243,15 @@ def test_torch_arch_warning_counts_before_ready_only():
                         "PyTorch installation."])
     assert [p.name for p in evidence.machine_pieces(hw, [], False, False, None)] == ["hardware:torch_arch"]
     assert evidence.machine_pieces(hw, [], True, True, None) == []  # it served: its kernels ran on this GPU
+
+
+def test_batch_lines_do_not_fill_the_machine_lines(pack):
+    # "input throughput" holds "npu": every prefill batch line was taken for a machine line, and
+    # the first KEEP of them pushed a later nvidia-smi row out
+    assert not hardware.names_machine("Prefill batch. #new-seq: 1, #new-token: 7, input throughput (token/s): 0.00")
+    assert hardware.names_machine("[2025-05-01 10:00:01] torch_npu 2.1.0 found")
+    batches = "".join(f"[2025-05-01 10:00:{i % 60:02d}] Prefill batch. #new-seq: 1, #new-token: {i}, #cached-token: 0, "
+                      f"token usage: 0.00, #running-req: 0, #queue-req: 0, input throughput (token/s): 9.{i}\n"
+                      for i in range(hardware.KEEP + 10))
+    _, guess = _guess(pack, batches + T4_ROW + CAPTURE_KERNEL_CUT)
+    assert any(p["name"] == "hardware:capability" for p in guess["evidence"])
