@@ -36,6 +36,8 @@ class GPUProfile:
     nvlink: bool
     fp8: bool  # FP8 tensor cores (SM89+)
     fa3: bool  # FlashAttention 3 (SM90)
+    # "log" when the GPU's model / SM / links are the log's own (``with_machine``), not an assumed profile's
+    source: str = "profile"
 
     @property
     def total_mib(self) -> int:
@@ -364,8 +366,27 @@ def with_machine(base: GPUProfile | None, machine: LogMachine) -> GPUProfile | N
                       usable_gb=round(max(machine.memory_gb - _CUDA_CONTEXT_GB, 0.5), 2))
     if machine.link is not None:
         out = replace(out, nvlink=machine.link == "nvlink")
-    return replace(out, name=f"{base.name} (the log's machine)" if not base.name.startswith("from-log")
-                   else base.name)
+    return replace(out, source="log", name="from-log")
+
+
+# The SMs an attention backend's kernels run on, where SGLang's own check (or the library's) says:
+# FA3 "requires SM>=80 and SM<=90" (0.5.23 layers/attention/attention_registry.py
+# create_flashattention_v3_backend: major 8 without MLA, or 9); FlashInfer's CUDA kernels are built
+# for SM75 and up (its docs; remedy/guarded.py's tradeoff); Triton's attention runs on any CUDA GPU.
+_BACKEND_SM = {"fa3": (80, 90), "flashinfer": (75, 999)}
+
+
+def refuses_backend(profile: GPUProfile | None, backend: str) -> bool:
+    """The GPU the log itself names cannot run ``backend``'s attention kernels.  False when the
+    SM is not the log's (an assumed ``--gpus`` profile) or unknown: unknown is no refusal."""
+    if profile is None or getattr(profile, "source", "profile") != "log" or profile.compute_capability == (0, 0):
+        return False
+    span = _BACKEND_SM.get(backend)
+    if span is None:
+        return False
+    major, minor = profile.compute_capability
+    sm = major * 10 + minor
+    return not span[0] <= sm <= span[1] + 9  # (80, 90): SM80 .. SM99
 
 
 def _label(machine: LogMachine, cc: tuple[int, int]) -> str:
