@@ -416,3 +416,12 @@ def for_diagnosis(diagnosis, base: GPUProfile | None, warnings: list[str] | None
     if warnings is not None:
         warnings.extend(n for n in machine.disagreements if n not in warnings)
     return with_machine(base, machine)
+
+
+_BACKEND_FLAGS = ("--attention-backend", "--prefill-attention-backend", "--decode-attention-backend")
+
+
+def refuses_change(profile: GPUProfile | None, changes: dict | None) -> bool:
+    """A change that sets an attention backend the log's own GPU cannot run (``refuses_backend``)."""
+    return any(isinstance(changes.get(flag), str) and refuses_backend(profile, changes[flag])
+               for flag in _BACKEND_FLAGS) if changes else False

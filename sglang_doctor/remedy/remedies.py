@@ -1783,6 +1783,8 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         advice = bool(params.pop("advice", False))
         result = op(ctx, params)
         for rem in result if isinstance(result, list) else [result] if result else []:
+            if hardware_mod.refuses_change(ctx.hardware, rem.set):  # a backend the log's own GPU cannot run
+                continue
             rem.remedy = rem.remedy or name
             if advice:  # ``advice: true``: a change only the user can confirm (their GPU count): never unattended
                 rem.needs_human, rem.safe = True, False
