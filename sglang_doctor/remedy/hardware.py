@@ -275,6 +275,7 @@ class LogMachine:
     memory_gb: float | None = None  # per GPU
     link: str | None = None  # "nvlink" / "pcie" (SGLang's no-P2P line counts as pcie)
     platform: str | None = None  # cuda / rocm / npu / xpu / jetson
+    count: int | None = None  # GPUs check_env lists ("GPU 0,1: ...")
     disagreements: tuple[str, ...] = ()
 
     @property
@@ -310,7 +311,7 @@ def read_machine(lines) -> LogMachine:
     """The machine facts ``lines`` agree on (each line read on its own by diagnose/hardware.py)."""
     from sglang_doctor.diagnose import hardware as facts
 
-    models, sms, memories, links, platforms = [], [], [], [], []
+    models, sms, memories, links, platforms, counts = [], [], [], [], [], []
     for text in lines:
         hw = facts.Hardware()
         facts.read_line(hw, text)
@@ -330,6 +331,8 @@ def read_machine(lines) -> LogMachine:
             links.append("pcie" if link == "no_p2p" else link)
         if hw.get("platform") in ("cuda", "rocm", "npu", "xpu", "jetson"):
             platforms.append(hw.get("platform"))
+        if isinstance(hw.get("gpu_count"), int) and 1 <= hw.get("gpu_count") <= _MAX_COUNT:
+            counts.append(hw.get("gpu_count"))
     notes: list[str] = []
     model = _one(models, "GPU models", notes)
     sm = _one(sms, "compute capabilities", notes)
@@ -342,7 +345,9 @@ def read_machine(lines) -> LogMachine:
     # a mixed topology (some pairs on NVLink, some not) is no one answer
     link = _one(links, "GPU links", notes)
     platform = _one(platforms, "platforms", notes)
-    return LogMachine(model, sm, memory, link, platform, tuple(notes))
+    # check_env lists GPUs of one model on one line ("GPU 0,1: ..."): several lines are several models
+    count = counts[0] if len(counts) == 1 else None
+    return LogMachine(model, sm, memory, link, platform, count, tuple(notes))
 
 
 def with_machine(base: GPUProfile | None, machine: LogMachine) -> GPUProfile | None:
@@ -366,6 +371,8 @@ def with_machine(base: GPUProfile | None, machine: LogMachine) -> GPUProfile | N
                       usable_gb=round(max(machine.memory_gb - _CUDA_CONTEXT_GB, 0.5), 2))
     if machine.link is not None:
         out = replace(out, nvlink=machine.link == "nvlink")
+    if machine.count is not None:
+        out = replace(out, count=machine.count)
     return replace(out, source="log", name="from-log")
 
 
@@ -373,7 +380,7 @@ def with_machine(base: GPUProfile | None, machine: LogMachine) -> GPUProfile | N
 # FA3 "requires SM>=80 and SM<=90" (0.5.23 layers/attention/attention_registry.py
 # create_flashattention_v3_backend: major 8 without MLA, or 9); FlashInfer's CUDA kernels are built
 # for SM75 and up (its docs; remedy/guarded.py's tradeoff); Triton's attention runs on any CUDA GPU.
-_BACKEND_SM = {"fa3": (80, 90), "flashinfer": (75, 999)}
+_BACKEND_SM = {"fa3": (80, 99), "flashinfer": (75, 999)}  # lowest and highest SM, both included
 
 
 def refuses_backend(profile: GPUProfile | None, backend: str) -> bool:
@@ -385,8 +392,7 @@ def refuses_backend(profile: GPUProfile | None, backend: str) -> bool:
     if span is None:
         return False
     major, minor = profile.compute_capability
-    sm = major * 10 + minor
-    return not span[0] <= sm <= span[1] + 9  # (80, 90): SM80 .. SM99
+    return not span[0] <= major * 10 + minor <= span[1]
 
 
 def _label(machine: LogMachine, cc: tuple[int, int]) -> str:

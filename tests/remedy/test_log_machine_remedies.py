@@ -114,3 +114,28 @@ def test_nccl_p2p_off_is_not_proposed_for_gpus_the_topology_shows_on_nvlink():
     assert "NCCL_P2P_DISABLE" in _nccl_remediation([])
     assert "NCCL_P2P_DISABLE" in _nccl_remediation(TOPO_PCIE)
     assert "NCCL_P2P_DISABLE" not in _nccl_remediation(TOPO_NVLINK)
+
+
+def test_from_log_keeps_the_measured_memory_and_adds_the_named_gpu():
+    from dataclasses import replace
+
+    from sglang_doctor.pipeline import read_incidents
+
+    launches, _ = read_incidents(FIXTURES / "seed" / "seed_full.log")
+    seed = launches[0]
+    plain = hardware.from_log(seed)
+    named = hardware.from_log(replace(seed, machine_lines=["GPU 0,1: NVIDIA RTX A6000",
+                                                           "GPU 0,1 Compute Capability: 8.6"]))
+    assert plain.compute_capability == (0, 0)  # the seed's log names no GPU: as before
+    assert (named.usable_gb, named.count) == (plain.usable_gb, plain.count)  # the measured figures stay
+    assert (named.compute_capability, named.fp8, named.fa3, named.source) == ((8, 6), False, False, "log")
+    # a GPU whose size the measured free memory exceeds is not this launch's: left unknown
+    small = hardware.from_log(replace(seed, machine_lines=["GPU 0,1: NVIDIA GeForce RTX 4090"]))
+    assert small.compute_capability == (0, 0) and small.gpu_name.startswith("unknown")
+
+
+def test_check_env_says_how_many_gpus():
+    m = hardware.read_machine(["GPU 0,1,2,3: NVIDIA GeForce RTX 4090", "GPU 0,1,2,3 Compute Capability: 8.9"])
+    assert (m.model, m.sm, m.count) == ("GeForce RTX 4090", 89, 4)
+    assert hardware.with_machine(hardware.get_profile("a6000x2"), m).count == 4
+    assert hardware.read_machine(["GPU 0: NVIDIA H100 80GB HBM3", "GPU 1: NVIDIA H100 80GB HBM3"]).count is None
