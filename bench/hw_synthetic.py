@@ -28,7 +28,8 @@ session 31).  ``--backend NAME`` adds a ``server_args`` line stating the attenti
 (the guarded switch then moves away from it).
 
 Usage: ``python bench/hw_synthetic.py [--json] [--limit N] [--target kernel.unsupported_hw|nccl] [--tuned]
-[--fixes [--backend NAME]]``.
+[--fixes [--backend NAME]]``; ``--tuned --fixes`` lists the tuned parts' files (every label) whose first change
+or first alternative the machine remedies move.
 """
 
 from __future__ import annotations
@@ -179,6 +180,57 @@ def fix_report(pack: RuleSet, found, machines: dict[str, list[str]], backend: st
     return out
 
 
+def _tuned_answer(pack: RuleSet, path: Path) -> tuple:
+    """The primary incident's changes and its first alternative's, as ``explain`` (--gpus a6000x2) gives them."""
+    from sglang_doctor.pipeline import open_log
+    from sglang_doctor.remedy import hardware
+
+    pipe = StreamPipeline(pack, whole_log=True, hardware=hardware.get_profile(hardware.DEFAULT_PROFILE))
+    events = []
+    for block in open_log(path):
+        events += pipe.feed(block)
+    events += pipe.finish()
+    incidents = [e for e in events if e["event"] == "incident"]
+    rem = (max(incidents, key=lambda e: e["confidence"]).get("remediation") if incidents
+           else (pipe.summary().get("fallback") or {}).get("guarded")) or {}
+    return tuple(_shown({"set": r.get("set") or {}, "unset": r.get("unset") or [], "env": r.get("env") or {}})
+                 for r in [rem, *(rem.get("alternatives") or [])[:1]])
+
+
+def tuned_fix_changes() -> dict:
+    """Over every labelled file of the tuned parts (scripts/guess_prior.py ``TUNED_PARTS``; never a
+    held-back part): the files whose first change or first alternative moves when the machine
+    remedies are turned off (the tool before session 31)."""
+    import yaml
+    from guess_prior import TUNED_PARTS
+
+    from sglang_doctor.remedy import hardware
+
+    pack = RuleSet.load(user=False)
+    out = {"files": 0, "moved": []}
+    for part in TUNED_PARTS:
+        labels = yaml.safe_load((ROOT / "corpus" / part / "labels.yaml").read_text()) or []
+        for lab in labels:
+            path = ROOT / "corpus" / part / str(lab.get("file"))
+            if not isinstance(lab, dict) or not path.is_file():
+                continue
+            out["files"] += 1
+            after = _tuned_answer(pack, path)
+            saved = (hardware.for_diagnosis, hardware.refuses_change, hardware.refuses_backend)
+            hardware.for_diagnosis = lambda diagnosis, base, warnings=None: base
+            hardware.refuses_change = lambda profile, changes: False
+            hardware.refuses_backend = lambda profile, backend: False
+            try:
+                before = _tuned_answer(pack, path)
+            finally:
+                hardware.for_diagnosis, hardware.refuses_change, hardware.refuses_backend = saved
+            if before != after:
+                out["moved"].append({"file": f"{part}/{lab['file']}", "label": lab.get("category"),
+                                     "fix_label": lab.get("fix_flags") or lab.get("fix_env"),
+                                     "before": before, "after": after})
+    return out
+
+
 def tuned_census() -> dict:
     """Machine facts and hardware pieces on the tuned parts' no-cause fragments (see the docstring)."""
     from guess_prior import TUNED_PARTS, no_cause, run
@@ -221,6 +273,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default=None, choices=("triton", "flashinfer", "fa3"),
                     help="with --fixes: a server_args line naming the attention backend in use")
     args = ap.parse_args(argv)
+    if args.tuned and args.fixes:
+        moved = tuned_fix_changes()
+        if args.json:
+            print(json.dumps(moved, indent=1))
+            return 0
+        print(f"tuned files {moved['files']}: first change or first alternative moved by the machine remedies "
+              f"{len(moved['moved'])}")
+        for m in moved["moved"]:
+            print(f"  {m['file'][:70]} [{m['label']}; fix {m['fix_label']}]: {m['before']} -> {m['after']}")
+        return 0
     if args.tuned:
         census = tuned_census()
         if args.json:
