@@ -14,6 +14,11 @@ Capabilities matter for remedies: SM86 (A6000, 3090) has no FP8 tensor cores and
 SM90, so e.g. ``--kv-cache-dtype fp8_e4m3`` or ``--attention-backend fa3`` are not offered there.
 
 ``auto`` reads the real GPUs through NVML (nvidia-ml-py) or torch, imported only when asked.
+
+When the log itself names its machine (nvidia-smi's table, ``python -m sglang.check_env``, torch's
+capability warning, ``nvidia-smi topo -m``), the remedies use that GPU instead of the profile's
+(``for_diagnosis``, below): its SM decides which attention backends are offered, its memory the
+defaults a step starts from, its links whether NCCL's P2P switch is advice.
 """
 
 from __future__ import annotations
