@@ -19,7 +19,17 @@ launch's dump and milestones), and how many best guesses rest on a ``hardware:*`
 ``--target nccl`` does the same for the distributed sites (disposition nccl), with SGLang's own
 line for GPUs without peer-to-peer access, and two GPUs on NVLink as the control.
 
-Usage: ``python bench/hw_synthetic.py [--json] [--limit N] [--target kernel.unsupported_hw|nccl] [--tuned]``.
+``--fixes`` scores the fix as well (remedy/hardware.py: the remedies use the GPU the log names):
+per variant, the first change proposed (the incident's remediation, or the fallback's guarded step),
+and how many of those set an attention backend the variant's GPU cannot run by SGLang's own checks
+(``hardware.refuses_backend`` on the machine the variant's lines name), each with the machine
+remedies on and off (``for_diagnosis`` / ``refuses_change`` replaced by no-ops: the tool before
+session 31).  ``--backend NAME`` adds a ``server_args`` line stating the attention backend in use
+(the guarded switch then moves away from it).
+
+Usage: ``python bench/hw_synthetic.py [--json] [--limit N] [--target kernel.unsupported_hw|nccl] [--tuned]
+[--fixes [--backend NAME]]``; ``--tuned --fixes`` lists the tuned parts' files (every label) whose first change
+or first alternative the machine remedies move.
 """
 
 from __future__ import annotations
@@ -57,6 +67,10 @@ MACHINES: dict[str, list[str]] = {
         "CUDA available: True",
         "GPU 0,1: NVIDIA GeForce RTX 5090",
         "GPU 0,1 Compute Capability: 12.0",
+    ],
+    "V100 (nvidia-smi)": [
+        "|   0  Tesla V100-SXM2-32GB           On  | 00000000:00:1E.0 Off |                    0 |",
+        "| N/A   33C    P0              42W / 300W |      0MiB / 32768MiB |      0%      Default |",
     ],
     "H100 (check_env, control)": [
         "Python: 3.12.3 (main, Feb  4 2025, 14:48:35) [GCC 13.3.0]",
@@ -96,14 +110,16 @@ def sites(pack: RuleSet, target: str = TARGET) -> list[tuple[str, int, str, str]
     return out
 
 
-def render(path: str, line: int, function: str, machine: list[str]) -> str:
+def render(path: str, line: int, function: str, machine: list[str], backend: str | None = None) -> str:
+    dump = ([f"[2025-05-01 10:00:00] server_args=ServerArgs(model_path='/models/m', tp_size=1, "
+             f"attention_backend='{backend}')"] if backend else [])
     frames = [
         "Traceback (most recent call last):",
         f'  File "{PREFIX}srt/managers/scheduler.py", line 3120, in run_scheduler_process',
         "    scheduler = Scheduler(",
         f'  File "{PREFIX}{path}", line {line}, in {function}',
     ]
-    return "\n".join(machine + frames) + "\n"
+    return "\n".join(machine + dump + frames) + "\n"
 
 
 def guess(pack: RuleSet, text: str) -> str | None:
@@ -116,6 +132,103 @@ def guess(pack: RuleSet, text: str) -> str | None:
     ev = max(incidents, key=lambda e: e["confidence"])
     fb = ev.get("fallback")
     return fb["best_guess"]["category"] if fb else ev["category"]
+
+
+def first_change(pack: RuleSet, text: str) -> dict:
+    """The first change the tool proposes for a text: the primary incident's remediation, or the
+    fallback's guarded step when no incident formed ({} when none)."""
+    pipe = StreamPipeline(pack)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    incidents = [e for e in events if e["event"] == "incident"]
+    if incidents:
+        rem = max(incidents, key=lambda e: e["confidence"]).get("remediation") or {}
+    else:
+        rem = (pipe.summary().get("fallback") or {}).get("guarded") or {}
+    return {"set": dict(rem.get("set") or {}), "unset": list(rem.get("unset") or []), "env": dict(rem.get("env") or {})}
+
+
+def _shown(change: dict) -> str:
+    parts = [f"{k} {v}" for k, v in change["set"].items()] + [f"-{k}" for k in change["unset"]]
+    parts += [f"{k}={v}" for k, v in change["env"].items()]
+    return ", ".join(parts) or "no change"
+
+
+def fix_report(pack: RuleSet, found, machines: dict[str, list[str]], backend: str | None) -> dict:
+    """Per machine variant: the first changes proposed and how many set a backend its GPU cannot
+    run, with the machine remedies on (this tree) and off (before session 31)."""
+    from sglang_doctor.remedy import hardware
+
+    proposed: dict[tuple[str, str], list[dict]] = {}
+    for mode in ("before", "after"):
+        saved = (hardware.for_diagnosis, hardware.refuses_change, hardware.refuses_backend)
+        if mode == "before":
+            hardware.for_diagnosis = lambda diagnosis, base, warnings=None: base
+            hardware.refuses_change = lambda profile, changes: False
+            hardware.refuses_backend = lambda profile, backend: False
+        try:
+            for name, machine in machines.items():
+                proposed[name, mode] = [first_change(pack, render(path, line, function, machine, backend))
+                                        for path, line, function, _ in found]
+        finally:
+            hardware.for_diagnosis, hardware.refuses_change, hardware.refuses_backend = saved
+    out: dict[str, dict] = {}
+    for (name, mode), changes in proposed.items():
+        gpu = hardware.with_machine(None, hardware.read_machine(machines[name]))
+        row = out.setdefault(name, {"total": len(found)})
+        row[mode] = {"refused_by_gpu": sum(hardware.refuses_change(gpu, c["set"]) for c in changes),
+                     "changes": dict(Counter(_shown(c) for c in changes).most_common())}
+    return out
+
+
+def _tuned_answer(pack: RuleSet, path: Path) -> tuple:
+    """The primary incident's changes and its first alternative's, as ``explain`` (--gpus a6000x2) gives them."""
+    from sglang_doctor.pipeline import open_log
+    from sglang_doctor.remedy import hardware
+
+    pipe = StreamPipeline(pack, whole_log=True, hardware=hardware.get_profile(hardware.DEFAULT_PROFILE))
+    events = []
+    for block in open_log(path):
+        events += pipe.feed(block)
+    events += pipe.finish()
+    incidents = [e for e in events if e["event"] == "incident"]
+    rem = (max(incidents, key=lambda e: e["confidence"]).get("remediation") if incidents
+           else (pipe.summary().get("fallback") or {}).get("guarded")) or {}
+    return tuple(_shown({"set": r.get("set") or {}, "unset": r.get("unset") or [], "env": r.get("env") or {}})
+                 for r in [rem, *(rem.get("alternatives") or [])[:1]])
+
+
+def tuned_fix_changes() -> dict:
+    """Over every labelled file of the tuned parts (scripts/guess_prior.py ``TUNED_PARTS``; never a
+    held-back part): the files whose first change or first alternative moves when the machine
+    remedies are turned off (the tool before session 31)."""
+    import yaml
+    from guess_prior import TUNED_PARTS
+
+    from sglang_doctor.remedy import hardware
+
+    pack = RuleSet.load(user=False)
+    out = {"files": 0, "moved": []}
+    for part in TUNED_PARTS:
+        labels = yaml.safe_load((ROOT / "corpus" / part / "labels.yaml").read_text()) or []
+        for lab in labels:
+            path = ROOT / "corpus" / part / str(lab.get("file"))
+            if not isinstance(lab, dict) or not path.is_file():
+                continue
+            out["files"] += 1
+            after = _tuned_answer(pack, path)
+            saved = (hardware.for_diagnosis, hardware.refuses_change, hardware.refuses_backend)
+            hardware.for_diagnosis = lambda diagnosis, base, warnings=None: base
+            hardware.refuses_change = lambda profile, changes: False
+            hardware.refuses_backend = lambda profile, backend: False
+            try:
+                before = _tuned_answer(pack, path)
+            finally:
+                hardware.for_diagnosis, hardware.refuses_change, hardware.refuses_backend = saved
+            if before != after:
+                out["moved"].append({"file": f"{part}/{lab['file']}", "label": lab.get("category"),
+                                     "fix_label": lab.get("fix_flags") or lab.get("fix_env"),
+                                     "before": before, "after": after})
+    return out
 
 
 def tuned_census() -> dict:
@@ -156,7 +269,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", choices=(TARGET, "nccl"), default=TARGET,
                     help="the sites' category: kernel.unsupported_hw (GPUs the kernels leave out) or nccl (links)")
     ap.add_argument("--tuned", action="store_true", help="the census of the tuned parts' no-cause fragments")
+    ap.add_argument("--fixes", action="store_true", help="score the first change proposed, machine remedies on/off")
+    ap.add_argument("--backend", default=None, choices=("triton", "flashinfer", "fa3"),
+                    help="with --fixes: a server_args line naming the attention backend in use")
     args = ap.parse_args(argv)
+    if args.tuned and args.fixes:
+        moved = tuned_fix_changes()
+        if args.json:
+            print(json.dumps(moved, indent=1))
+            return 0
+        print(f"tuned files {moved['files']}: first change or first alternative moved by the machine remedies "
+              f"{len(moved['moved'])}")
+        for m in moved["moved"]:
+            print(f"  {m['file'][:70]} [{m['label']}; fix {m['fix_label']}]: {m['before']} -> {m['after']}")
+        return 0
     if args.tuned:
         census = tuned_census()
         if args.json:
@@ -172,8 +298,21 @@ def main(argv: list[str] | None = None) -> int:
     found = sites(pack, target)
     if args.limit:
         found = found[:args.limit]
+    machines = NCCL_MACHINES if target == "nccl" else MACHINES
+    if args.fixes:
+        fixes = fix_report(pack, found, machines, args.backend)
+        if args.json:
+            print(json.dumps(fixes, indent=1))
+            return 0
+        print(f"synthetic fixes (SGLang 0.5.23's {target} sites, cut above the exception line"
+              f"{'; backend in use ' + args.backend if args.backend else ''}; not real data)")
+        for name, r in fixes.items():
+            for mode in ("before", "after"):
+                print(f"  machine {name:36} {mode:6} backend the GPU cannot run {r[mode]['refused_by_gpu']}/{r['total']}"
+                      f"  first changes {r[mode]['changes']}")
+        return 0
     report: dict[str, dict] = {}
-    for name, machine in (NCCL_MACHINES if target == "nccl" else MACHINES).items():
+    for name, machine in machines.items():
         answers = Counter(guess(pack, render(path, line, function, machine)) for path, line, function, _ in found)
         report[name] = {"right": answers.get(target, 0), "total": len(found), "answers": dict(answers.most_common())}
     if args.json:

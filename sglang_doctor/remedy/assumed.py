@@ -118,6 +118,7 @@ def default_for(spec: Any, version: str, hardware: Any, server_args: dict[str, A
         return None
     tp = settings.tp
     gpu = (f"the {gpu_gib:g} GiB GPU torch reports" if gpu_gib is not None
+           else f"a {hardware.total_gb:.0f} GiB GPU ({hardware.gpu_name})" if getattr(hardware, "source", "") == "log"
            else f"a {hardware.total_gb:.0f} GiB GPU (--gpus {hardware.name})")
     on = (f"for {gpu} "
           f"at tp {tp}{'' if server_args.get('tp_size') else ' (tp not in the log either)'}")

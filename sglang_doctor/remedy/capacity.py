@@ -284,7 +284,9 @@ def from_launch(launch: Launch, model_config: dict | None = None, version: str |
             from sglang_doctor.remedy import hardware as hardware_mod
 
             shape = planner.model_shape(model_config)
-            hw_used = hardware_mod.from_log(launch) or hw
+            # the launch's measured memory, else the --gpus profile; either with the GPU the log names
+            hw_used = hardware_mod.from_log(launch) or hardware_mod.with_machine(
+                hw, hardware_mod.read_machine(launch.machine_lines))
             if hw_used is not None:
                 st = planner.resolve(shape, hw_used, args, version)
                 plan = planner.plan(model_config, hw_used, args, version, observed(launch))

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from sglang_doctor.model import Remediation
-from sglang_doctor.remedy import trust
+from sglang_doctor.remedy import hardware, trust
 from sglang_doctor.remedy.remedies import Context, _equal, remedy
 
 # srt/layers/attention/<module> -> the --attention-backend value that runs it
@@ -149,7 +149,7 @@ def switch_backend(ctx: Context, params: dict) -> Remediation | None:
     shown = in_use if in_use is not None and ctx.catalog.validate(flag, in_use) is None else None
     rocm = _on_rocm(ctx)
     for choice in choices:
-        if choice == in_use or (rocm and choice in cuda_only):
+        if choice == in_use or (rocm and choice in cuda_only) or hardware.refuses_backend(ctx.hardware, choice):
             continue
         if _equal(ctx.stated(flag), choice):
             continue

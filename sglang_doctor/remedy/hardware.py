@@ -14,6 +14,11 @@ Capabilities matter for remedies: SM86 (A6000, 3090) has no FP8 tensor cores and
 SM90, so e.g. ``--kv-cache-dtype fp8_e4m3`` or ``--attention-backend fa3`` are not offered there.
 
 ``auto`` reads the real GPUs through NVML (nvidia-ml-py) or torch, imported only when asked.
+
+When the log itself names its machine (nvidia-smi's table, ``python -m sglang.check_env``, torch's
+capability warning, ``nvidia-smi topo -m``), the remedies use that GPU instead of the profile's
+(``for_diagnosis``, below): its SM decides which attention backends are offered, its memory the
+defaults a step starts from, its links whether NCCL's P2P switch is advice.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ class GPUProfile:
     nvlink: bool
     fp8: bool  # FP8 tensor cores (SM89+)
     fa3: bool  # FlashAttention 3 (SM90)
+    # "log" when the GPU's model / SM / links are the log's own (``with_machine``), not an assumed profile's
+    source: str = "profile"
 
     @property
     def total_mib(self) -> int:
@@ -223,8 +230,9 @@ def from_log(launch) -> GPUProfile | None:
     """A profile from a launch's own memory figures, when the log has them.
 
     ``Load weight begin. avail mem=`` is free memory after distributed init; adding back the
-    init's ``mem usage`` gives what an idle GPU had free.  The GPU model and its capabilities
-    are not in the log, so they are left unknown ((0, 0), no FP8/FA3/NVLink claimed).
+    init's ``mem usage`` gives what an idle GPU had free.  The GPU model, its capabilities and
+    its links come from the launch's lines about the machine (``read_machine``) when it has
+    them; otherwise they are left unknown ((0, 0), no FP8/FA3/NVLink claimed).
     """
     begin = launch.milestone("load_weights_begin") if launch is not None else None
     if begin is None or "avail_mem_gb" not in begin.figures:
@@ -235,5 +243,196 @@ def from_log(launch) -> GPUProfile | None:
     args = launch.server_args or {}
     count = int(args.get("tp_size") or 1) * int(args.get("pp_size") or 1)
     usable = round(pre + max(init_gb, 0.0), 2)
-    return GPUProfile("from-log", "unknown (from the log's avail mem figures)", count,
-                      round(usable + _CUDA_CONTEXT_GB, 2), usable, (0, 0), False, False, False)
+    measured = GPUProfile("from-log", "unknown (from the log's avail mem figures)", count,
+                          round(usable + _CUDA_CONTEXT_GB, 2), usable, (0, 0), False, False, False)
+    machine = read_machine(list(getattr(launch, "machine_lines", None) or []))
+    # the avail mem figures are measured on this GPU: they stay; the machine lines add what the
+    # figures cannot say (its model, SM, links), unless their memory contradicts the figures
+    if machine.memory_gb is not None and usable > machine.memory_gb * (1 + _MEMORY_SPREAD):
+        machine = replace(machine, model=None, sm=None, memory_gb=None, disagreements=machine.disagreements + (
+            f"the log's free memory {usable:g} GB is more than its GPU's {machine.memory_gb:g} GiB",))
+    return replace(with_machine(measured, replace(machine, memory_gb=None)) or measured, name="from-log")
+
+
+# -- the machine the log names ---------------------------------------------------------------
+#
+# The lines a log holds about its machine (diagnose/hardware.py: nvidia-smi's table, torch's
+# capability warnings, ``python -m sglang.check_env``, ``nvidia-smi topo -m``, torch's OOM
+# capacity, SGLang's own "lacks GPU P2P capability" line) say which GPU failed, and a fix is for
+# that GPU, not for the ``--gpus`` profile's.  Each line is read on its own so that two lines that
+# disagree (two GPU models, two compute capabilities, a memory figure the model cannot have) are
+# seen: that fact stays unknown, and the profile keeps what it had.  The log's text only selects
+# among gpu_specs.json's entries (the name shown is the table's, never the log's) and gives
+# numbers that pass range checks (docs/CONTRACT.md "Trust").
+
+# how far two memory figures of one GPU may differ (nominal 80 GB, nvidia-smi 79.6 GiB, torch 79.1 GiB)
+_MEMORY_SPREAD = 0.12
+_SM_RANGE = (30, 200)
+_MEMORY_RANGE_GB = (1.0, 1024.0)
+
+
+@dataclass(frozen=True)
+class LogMachine:
+    """What a log's lines agree on about its machine; None where they say nothing or disagree."""
+
+    model: str | None = None  # gpu_specs.json's entry name ("H100")
+    sm: int | None = None  # 86
+    memory_gb: float | None = None  # per GPU
+    link: str | None = None  # "nvlink" / "pcie" (SGLang's no-P2P line counts as pcie)
+    platform: str | None = None  # cuda / rocm / npu / xpu / jetson
+    count: int | None = None  # GPUs check_env lists ("GPU 0,1: ...")
+    disagreements: tuple[str, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        """The log names the GPU (its model or its SM) or how the GPUs are linked."""
+        return self.model is not None or self.sm is not None or self.link is not None
+
+
+def _one(values: list, what: str, disagreements: list[str]):
+    """The value every line agrees on; None (and a note) when they disagree."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) > 1:
+        disagreements.append(f"the log's lines name {len(distinct)} different {what} "
+                             f"({', '.join(str(v) for v in distinct[:3])}): left unknown")
+        return None
+    return distinct[0] if distinct else None
+
+
+def _memory(figures: list[float], disagreements: list[str]) -> float | None:
+    """The smallest of a GPU's memory figures when they agree within the usual spread (SGLang
+    sizes for the smallest GPU); None when one contradicts another."""
+    if not figures:
+        return None
+    low, high = min(figures), max(figures)
+    if high > low * (1 + _MEMORY_SPREAD):
+        disagreements.append(f"the log's memory figures for one GPU disagree ({low:g} and {high:g} GiB): "
+                             "left unknown")
+        return None
+    return low
+
+
+def read_machine(lines) -> LogMachine:
+    """The machine facts ``lines`` agree on (each line read on its own by diagnose/hardware.py)."""
+    from sglang_doctor.diagnose import hardware as facts
+
+    models, sms, memories, links, platforms, counts = [], [], [], [], [], []
+    for text in lines:
+        hw = facts.Hardware()
+        facts.read_line(hw, text)
+        if not hw.facts:
+            continue
+        entry = facts.lookup(str(hw.get("gpu"))) if hw.get("gpu") else None
+        if entry is not None:
+            models.append(entry["name"])
+        sm = hw.get("sm")
+        if isinstance(sm, int) and _SM_RANGE[0] <= sm <= _SM_RANGE[1]:
+            sms.append(sm)
+        gb = hw.get("memory_gb")
+        if isinstance(gb, (int, float)) and _MEMORY_RANGE_GB[0] <= gb <= _MEMORY_RANGE_GB[1]:
+            memories.append(float(gb))
+        link = hw.get("link")
+        if link in ("nvlink", "pcie", "no_p2p"):
+            links.append("pcie" if link == "no_p2p" else link)
+        if hw.get("platform") in ("cuda", "rocm", "npu", "xpu", "jetson"):
+            platforms.append(hw.get("platform"))
+        if isinstance(hw.get("gpu_count"), int) and 1 <= hw.get("gpu_count") <= _MAX_COUNT:
+            counts.append(hw.get("gpu_count"))
+    notes: list[str] = []
+    model = _one(models, "GPU models", notes)
+    sm = _one(sms, "compute capabilities", notes)
+    memory = _memory(memories, notes)
+    if model is not None and memory is not None:
+        sizes = next((e["memory_gb"] for _rx, e in facts.table() if e["name"] == model), [])
+        if sizes and not any(abs(memory - s) <= s * _MEMORY_SPREAD for s in sizes):
+            notes.append(f"the log's memory figure {memory:g} GiB is not a {model}'s ({sizes} GB): left unknown")
+            memory = None
+    # a mixed topology (some pairs on NVLink, some not) is no one answer
+    link = _one(links, "GPU links", notes)
+    platform = _one(platforms, "platforms", notes)
+    # check_env lists GPUs of one model on one line ("GPU 0,1: ..."): several lines are several models
+    count = counts[0] if len(counts) == 1 else None
+    return LogMachine(model, sm, memory, link, platform, count, tuple(notes))
+
+
+def with_machine(base: GPUProfile | None, machine: LogMachine) -> GPUProfile | None:
+    """``base`` (the ``--gpus`` profile, or None) with what the log's machine says in place of its
+    own facts; ``base`` itself when the log names no GPU and no link (the remedies as before)."""
+    if not machine.known:
+        return base
+    if base is None:
+        base = GPUProfile("from-log", "unknown", 1, 0.0, 0.0, (0, 0), False, False, False)
+    out = base
+    cc = out.compute_capability
+    if machine.sm is not None:
+        cc = (machine.sm // 10, machine.sm % 10)
+    elif machine.model is not None or machine.platform not in (None, "cuda"):
+        cc = (0, 0)  # an entry without an SM (an AMD part): not CUDA
+    if cc != out.compute_capability or machine.model is not None:
+        fp8, fa3 = _capabilities(cc) if cc != (0, 0) else (False, False)
+        out = replace(out, compute_capability=cc, fp8=fp8, fa3=fa3, gpu_name=_label(machine, cc))
+    if machine.memory_gb is not None:
+        out = replace(out, total_gb=machine.memory_gb,
+                      usable_gb=round(max(machine.memory_gb - _CUDA_CONTEXT_GB, 0.5), 2))
+    if machine.link is not None:
+        out = replace(out, nvlink=machine.link == "nvlink")
+    if machine.count is not None:
+        out = replace(out, count=machine.count)
+    return replace(out, source="log", name="from-log")
+
+
+# The SMs an attention backend's kernels run on, where SGLang's own check (or the library's) says:
+# FA3 "requires SM>=80 and SM<=90" (0.5.23 layers/attention/attention_registry.py
+# create_flashattention_v3_backend: major 8 without MLA, or 9); FlashInfer's CUDA kernels are built
+# for SM75 and up (its docs; remedy/guarded.py's tradeoff); Triton's attention runs on any CUDA GPU.
+_BACKEND_SM = {"fa3": (80, 99), "flashinfer": (75, 999)}  # lowest and highest SM, both included
+
+
+def refuses_backend(profile: GPUProfile | None, backend: str) -> bool:
+    """The GPU the log itself names cannot run ``backend``'s attention kernels.  False when the
+    SM is not the log's (an assumed ``--gpus`` profile) or unknown: unknown is no refusal."""
+    if profile is None or getattr(profile, "source", "profile") != "log" or profile.compute_capability == (0, 0):
+        return False
+    span = _BACKEND_SM.get(backend)
+    if span is None:
+        return False
+    major, minor = profile.compute_capability
+    return not span[0] <= major * 10 + minor <= span[1]
+
+
+def _label(machine: LogMachine, cc: tuple[int, int]) -> str:
+    sm = f" (SM{cc[0]}{cc[1]})" if cc != (0, 0) else ""
+    if machine.model is not None:
+        return f"{machine.model}{sm}, as the log shows"
+    return f"a GPU{sm}, as the log shows"
+
+
+def _diagnosis_lines(diagnosis) -> list[str]:
+    """The log's lines about the machine a diagnosis has: its launch's kept machine lines and the
+    incident's own lines, without a traceback's code (diagnose/evidence.py ``machine``)."""
+    inc = diagnosis.incident
+    own = [line.text for line in inc.lines
+           if not (inc.kind == "traceback" and (line.text[:1].isspace() or 'File "' in line.text))]
+    launch = diagnosis.launch
+    return (list(launch.machine_lines) if launch is not None else []) + own
+
+
+def for_diagnosis(diagnosis, base: GPUProfile | None, warnings: list[str] | None = None) -> GPUProfile | None:
+    """The GPU profile a diagnosis's remedies use: ``base`` with the facts its log gives about the
+    machine (``with_machine``); what the log's lines disagree on is said in ``warnings``."""
+    try:
+        machine = read_machine(_diagnosis_lines(diagnosis))
+    except (AttributeError, TypeError):
+        return base
+    if warnings is not None:
+        warnings.extend(n for n in machine.disagreements if n not in warnings)
+    return with_machine(base, machine)
+
+
+_BACKEND_FLAGS = ("--attention-backend", "--prefill-attention-backend", "--decode-attention-backend")
+
+
+def refuses_change(profile: GPUProfile | None, changes: dict | None) -> bool:
+    """A change that sets an attention backend the log's own GPU cannot run (``refuses_backend``)."""
+    return any(isinstance(changes.get(flag), str) and refuses_backend(profile, changes[flag])
+               for flag in _BACKEND_FLAGS) if changes else False

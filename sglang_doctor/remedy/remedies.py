@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sglang_doctor.remedy import assumed, guarded, launch_check, launch_command
+from sglang_doctor.remedy import assumed, guarded, hardware as hardware_mod, launch_check, launch_command
 from sglang_doctor.remedy import tradeoffs, trust
 from sglang_doctor.model import Diagnosis, Remediation
 
@@ -1763,6 +1763,7 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
     command_known = command is not None
     if command is None and diagnosis.launch is not None and diagnosis.launch.server_args:
         command = launch_command.from_server_args(diagnosis.launch.server_args, catalog)
+    hardware = hardware_mod.for_diagnosis(diagnosis, hardware, warnings)  # the GPU the log names, if it does
     ctx = Context(diagnosis, command, command_known, version, catalog, hardware, model_config,
                   warnings if warnings is not None else [], version_source, tuple(version_range or ()) or None)
     found: list[Remediation] = []
@@ -1782,6 +1783,8 @@ def remediate(diagnosis: Diagnosis, *, command: list[str] | None, version: str, 
         advice = bool(params.pop("advice", False))
         result = op(ctx, params)
         for rem in result if isinstance(result, list) else [result] if result else []:
+            if hardware_mod.refuses_change(ctx.hardware, rem.set):  # a backend the log's own GPU cannot run
+                continue
             rem.remedy = rem.remedy or name
             if advice:  # ``advice: true``: a change only the user can confirm (their GPU count): never unattended
                 rem.needs_human, rem.safe = True, False
