@@ -659,7 +659,18 @@ class Assembler:
                 and (parts := tracebacks.split_joined_traceback(line.text)) is not None:
             # a traceback whose newlines the paste lost: each of its lines as its own line
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if "  " in line.text and self._reading_frames() \
+                and (parts := tracebacks.split_source_and_exception(line.text)) is not None:
+            # a frame's source line with the exception line a copy joined onto it (or the
+            # exception line with the line below it)
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         return self._feed(line)
+
+    def _reading_frames(self) -> bool:
+        """A traceback is open and its frames are being read (one frame at least)."""
+        rec = self._record
+        builder = rec.builder if rec is not None else None
+        return builder is not None and not builder.complete and bool(builder.parts[-1].frames)
 
     def _logged_line(self, line: Line, events: list[Event]) -> Line:
         """The line without the logger prefix a wrapper's logger put before every line it relayed

@@ -924,3 +924,33 @@ def _source_and_exception(piece: str, *, last_of_part: bool) -> list[str]:
         return ["    " + piece]
     source, exc = piece[:m.start()].strip(), piece[m.start():].strip()
     return (["    " + source] if source else []) + [exc]
+
+
+# A frame's source line and the exception line below it on one line, two spaces (or more)
+# between them where the line break was: a browser's copy of a traceback shown as wrapped text
+# (bench/robustness.py browser_join), whose frame lines each stood on a line of their own or
+# were split off by split_joined_traceback, ``    raise KeyboardInterrupt()  KeyboardInterrupt``,
+# ``    raise self.failureException(msg)  AssertionError: 1963.81 not greater than ...``.  Only
+# read while a traceback's frames are being read (Assembler._feed_line): the source line is
+# indented as Python indents one, and what follows the spaces is an exception line's shape
+# (_JOINED_EXC: a dotted type with one of Python's exception suffixes, then ": " or the end).
+_SOURCE_THEN_EXC = re.compile(r"(?<=\S) {2,}(?=" + _JOINED_EXC.pattern.removeprefix(r"(?<![\w.])") + ")")
+
+
+# ... and an exception line without a message (``KeyboardInterrupt``) with the line below it joined
+# on: Python prints a type alone or followed by ": ", never by two spaces and more text.
+_BARE_EXC_THEN_TEXT = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*) {2,}(?=\S)")
+
+
+def split_source_and_exception(text: str) -> list[str] | None:
+    """[source line, exception line] of a source line joined with the exception line below it,
+    or [exception line, next line] of an exception line without a message joined with the line
+    below it (see above); None for any other text."""
+    if (m := _BARE_EXC_THEN_TEXT.match(text)) is not None:
+        return [m.group(1), text[m.end():]] if strict_exception(m.group(1)) is not None else None
+    if text[:1] not in (" ", "\t") or (m := _SOURCE_THEN_EXC.search(text)) is None:
+        return None
+    exc = text[m.end():]
+    if strict_exception(exc.rstrip()) is None:
+        return None
+    return [text[:m.start()], exc]

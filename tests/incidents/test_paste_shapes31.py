@@ -1,0 +1,86 @@
+"""Browser-joined pastes (runs of lines joined by two spaces, bench/robustness.py browser_join)
+that session 30's splits left whole, each with a counter-example (session 31):
+
+- a frame's source line with the exception line joined onto it, inside a traceback whose frames
+  stood on lines of their own (``    raise KeyboardInterrupt()  KeyboardInterrupt``), and an
+  exception line without a message with the next line joined onto it (``KeyboardInterrupt
+  nanobind: leaked 4 instances!``): tracebacks.split_source_and_exception, read only while a
+  traceback's frames are being read.  The exception line is then the exception, not text after it.
+- a paste that ends inside the next record's header (``... Traceback (most recent call last):
+  [2025-``): that header's start is a line of its own (records.split_joined_records).
+"""
+
+from __future__ import annotations
+
+from conftest import incidents_of_lines
+from sglang_doctor.incidents import tracebacks
+from sglang_doctor.read import records
+
+SCHED_TB = [
+    "[2025-06-01 10:00:00 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/x/dist-packages/sglang/srt/managers/scheduler.py", line 3, in run_scheduler_process',
+    "    scheduler = Scheduler(",
+    '  File "/x/dist-packages/sglang/srt/model_executor/model_runner.py", line 20, in init_memory_pool',
+    "    raise RuntimeError(",
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+]
+
+
+def test_a_source_line_and_the_exception_line_joined():
+    assert tracebacks.split_source_and_exception("    raise KeyboardInterrupt()  KeyboardInterrupt") == [
+        "    raise KeyboardInterrupt()", "KeyboardInterrupt"]
+    assert tracebacks.split_source_and_exception(
+        "    return fn()             ^^^^  torch.OutOfMemoryError: CUDA out of memory.") == [
+        "    return fn()             ^^^^", "torch.OutOfMemoryError: CUDA out of memory."]
+    assert tracebacks.split_source_and_exception("KeyboardInterrupt  nanobind: leaked 4 instances!") == [
+        "KeyboardInterrupt", "nanobind: leaked 4 instances!"]
+    # a comment or an argument that names a type, an exception with its message, a word: no join
+    assert tracebacks.split_source_and_exception("    x = 1  # ValueError: y") is None
+    assert tracebacks.split_source_and_exception("    print(a,  ValueError)") is None
+    assert tracebacks.split_source_and_exception("ValueError: a  b") is None
+    assert tracebacks.split_source_and_exception("Loading  weights") is None
+
+
+def test_the_joined_exception_is_the_tracebacks(tmp_path):
+    lines = SCHED_TB[:4] + [SCHED_TB[4] + "  " + SCHED_TB[5]]
+    (inc,) = incidents_of_lines(tmp_path, lines)
+    assert inc.exception.type == "RuntimeError" and "Not enough memory" in inc.exception.message
+    # a bare exception with the next line joined on reads as the two lines do
+    unjoined = SCHED_TB[:4] + ["    raise KeyboardInterrupt()", "KeyboardInterrupt", "nanobind: leaked 4 instances!"]
+    (want,) = incidents_of_lines(tmp_path, unjoined)
+    (inc,) = incidents_of_lines(tmp_path, unjoined[:-2] + ["  ".join(unjoined[-2:])])
+    assert inc.exception.type == want.exception.type == "KeyboardInterrupt"
+    assert inc.exception.message == want.exception.message and inc.lines[-1].text == want.lines[-1].text
+
+
+def test_outside_a_traceback_an_indented_line_stays_whole(tmp_path):
+    # a source-looking line with no traceback open is no frame's source line: nothing is split off
+    lines = ["[2025-06-01 10:00:00] Load weight begin. avail mem=20.00 GB",
+             "    raise RuntimeError()  RuntimeError: boom"]
+    incs = incidents_of_lines(tmp_path, lines)
+    assert all(inc.exception is None or inc.exception.message != "boom" for inc in incs)
+
+
+def test_a_paste_that_ends_inside_a_record_header():
+    assert records.split_joined_records("[2025-07-16 14:47:06] Traceback (most recent call last):  [2025-") == [
+        "[2025-07-16 14:47:06] Traceback (most recent call last):", "[2025-"]
+    assert records.split_joined_records("a  [2025-07-16 14:47:06 TP") == ["a", "[2025-07-16 14:47:06 TP"]
+    # shorter than a year and its dash, or no header's start: text
+    assert records.split_joined_records("see  [20") is None
+    assert records.split_joined_records("see  [2025]") is None
+    assert records.split_joined_records("see  [x-") is None
+
+
+def test_a_request_error_cut_inside_the_next_header_stays_quiet(tmp_path):
+    """A request's error record cut right after its traceback's header, the lines joined: what
+    the unjoined paste is (quiet: tuned corpus dev/074)."""
+    joined = ('[2025-07-16 14:47:06] INFO:     10.0.0.1:0 - "POST /v1/chat/completions HTTP/1.1" 500 Internal '
+              "Server Error  [2025-07-16 14:47:06] Error in request:   [2025-07-16 14:47:06] Traceback (most "
+              "recent call last):  [2025-")
+    p = tmp_path / "log.txt"
+    p.write_text(joined)
+    from sglang_doctor import pipeline
+    from sglang_doctor.diagnose.rules_engine import RuleSet
+
+    assert pipeline.read_incidents(p, RuleSet.load())[1] == []
+    assert incidents_of_lines(tmp_path, joined.split("  [")[:1]) == []
