@@ -655,6 +655,9 @@ class Assembler:
         if "\\n" in line.text and (parts := tracebacks.split_escaped_traceback(line.text)) is not None:
             # a traceback pasted as a string literal (a JSON body, a repr): its escaped lines
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if "|" in line.text and (parts := tracebacks.split_joined_group(line.text)) is not None:
+            # an exception group's traceback whose lines a copy joined with two spaces
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         if ('File "' in line.text or tracebacks.HEADER in line.text) \
                 and (parts := tracebacks.split_joined_traceback(line.text)) is not None:
             # a traceback whose newlines the paste lost: each of its lines as its own line
@@ -1084,7 +1087,8 @@ class Assembler:
     def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool,
                          request_level: bool = False) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
-        request_level = request_level or (self._request_error is not None and 0 < line.number - self._request_error <= 1)
+        # (the record on the line above, or before it on the same line: a copy joined them)
+        request_level = request_level or (self._request_error is not None and 0 <= line.number - self._request_error <= 1)
         if self._group is not None and self._group.builders and (request_level or self._group.request_level):
             self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
         self._open_group(events, line)

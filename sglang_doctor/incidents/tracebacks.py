@@ -954,3 +954,26 @@ def split_source_and_exception(text: str) -> list[str] | None:
     if strict_exception(exc.rstrip()) is None:
         return None
     return [text[:m.start()], exc]
+
+
+# An exception group's traceback (Python 3.11+, the exceptiongroup backport) whose lines a copy
+# joined with two spaces: Python starts the group's header with ``  + `` and every line of its
+# sub-tracebacks with ``  | `` (deeper groups indent both), so after the join each of those
+# lines starts at two spaces or more before ``| `` / ``+ Exception Group Traceback`` / ``+-``:
+# ``... Exception in ASGI application    + Exception Group Traceback (most recent call last):
+# |   File "...", line 77, in collapse_excgroups    |     yield``.  A line is split there when
+# it holds the group's header or starts with the group's decoration itself.
+_GROUP_HEADER = "+ Exception Group Traceback"
+_GROUP_JOIN = re.compile(r"(?<=\S) {2,}(?=\| |\+ Exception Group Traceback|\+-)")
+_GROUP_LINE = re.compile(r"^\s*\| ")
+
+
+def split_joined_group(text: str) -> list[str] | None:
+    """The lines of an exception group's traceback joined into one line (see above), each with
+    two spaces of its join before its decoration, or None."""
+    if _GROUP_HEADER not in text and not _GROUP_LINE.match(text):
+        return None
+    cuts = [m.start() for m in _GROUP_JOIN.finditer(text)]
+    if not cuts:
+        return None
+    return [text[a:b] for a, b in zip([0] + [c + 2 for c in cuts], cuts + [len(text)])]

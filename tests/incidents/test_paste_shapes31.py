@@ -84,3 +84,34 @@ def test_a_request_error_cut_inside_the_next_header_stays_quiet(tmp_path):
 
     assert pipeline.read_incidents(p, RuleSet.load())[1] == []
     assert incidents_of_lines(tmp_path, joined.split("  [")[:1]) == []
+
+
+ASGI_GROUP = [
+    "ERROR 2025-08-07 21:37:03 h11_impl.py:408] Exception in ASGI application",
+    "  + Exception Group Traceback (most recent call last):",
+    '  |   File "/usr/local/lib/python3.10/dist-packages/starlette/_utils.py", line 77, in collapse_excgroups',
+    "  |     yield",
+    '  |   File "/usr/local/lib/python3.10/dist-packages/starlette/responses.py", line 271, in __call__',
+    "  |     async with anyio.create_task_group() as task_group:",
+    '  |   File "/usr/local/lib/python3.10/dist-packages/anyio/_backends/_asyncio.py", line 772, in __aexit__',
+    "  |     raise BaseExceptionGroup(",
+    "  | exceptiongroup.ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+]
+
+
+def test_an_exception_groups_joined_lines_are_lines_again():
+    assert tracebacks.split_joined_group("  ".join(ASGI_GROUP[:5])) == ASGI_GROUP[:5]
+    assert tracebacks.split_joined_group("  ".join(ASGI_GROUP[5:])) == ASGI_GROUP[5:]
+    # a line with neither the group's header nor its decoration first, or no join: not split
+    assert tracebacks.split_joined_group("x  |   y  | z") is None
+    assert tracebacks.split_joined_group(ASGI_GROUP[2]) is None
+    assert tracebacks.split_joined_group("  | a table | with | cells |") is None
+
+
+def test_a_joined_request_group_reads_as_the_unjoined_one(tmp_path):
+    """One request's exception group under uvicorn's "Exception in ASGI application": joined by a
+    browser copy, the record and the group's header on one line, it is still that request's
+    (what the unjoined text is: no incident)."""
+    assert incidents_of_lines(tmp_path, ASGI_GROUP) == []
+    joined = ["  ".join(ASGI_GROUP[:5]), "  ".join(ASGI_GROUP[5:8]), ASGI_GROUP[8]]
+    assert incidents_of_lines(tmp_path, joined) == []
