@@ -487,6 +487,18 @@ _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
 _CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
 
 
+def _split_after_batch(text: str) -> list[str] | None:
+    """[the batch line, the line joined after it] of a batch line a copy joined the next line
+    onto with two spaces (bench/robustness.py browser_join), or None.  SGLang writes a batch
+    line's fields separated by ", " (scheduler_metrics_mixin's "Prefill batch, #new-seq: ...",
+    "Decode batch, #running-req: ..."), never two spaces."""
+    message = serving.batch_message(text)
+    if message is None or (k := message.find("  ")) < 0 or not message[k:].strip():
+        return None
+    at = len(text) - len(message) + k
+    return [text[:at], text[at + 2:]]
+
+
 class Assembler:
     def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = (),
                  reads_as_message: Callable[[str], bool] | None = None):
@@ -627,6 +639,9 @@ class Assembler:
     def _feed_line(self, line: Line) -> list[Event]:
         if (text := as_written(line.text)) != line.text:
             line = Line(line.number, text, line.raw, line.cut)
+        if "batch" in line.text and "  " in line.text and (parts := _split_after_batch(line.text)) is not None:
+            # a batch line with the next line a copy joined onto it: each as its own line
+            return [ev for part in parts for ev in self._feed_line(Line(line.number, part, line.raw, line.cut))]
         if "batch" in line.text and serving.is_batch(line.text):
             batches = self._batches
             if not batches or batches[-1][0] < line.number:

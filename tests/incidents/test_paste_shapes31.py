@@ -12,7 +12,7 @@ that session 30's splits left whole, each with a counter-example (session 31):
 
 from __future__ import annotations
 
-from conftest import incidents_of_lines
+from conftest import incident_events, incidents_of_lines
 from sglang_doctor.incidents import tracebacks
 from sglang_doctor.read import records
 
@@ -115,3 +115,27 @@ def test_a_joined_request_group_reads_as_the_unjoined_one(tmp_path):
     assert incidents_of_lines(tmp_path, ASGI_GROUP) == []
     joined = ["  ".join(ASGI_GROUP[:5]), "  ".join(ASGI_GROUP[5:8]), ASGI_GROUP[8]]
     assert incidents_of_lines(tmp_path, joined) == []
+
+
+BATCH = ("[2026-12-07 04:10:01] Prefill batch, #new-seq: 1, #new-token: 2, #cached-token: 0, token usage: 0.00, "
+         "#running-req: 0, #queue-req: 0, #pending-token: 0, cpu graph: False, input throughput (token/s): 1.33")
+RETRY = ("Waiting for server to be ready... (attempt 3/60): HTTPConnectionPool(host='127.0.0.1', port=30000): Max "
+         "retries exceeded with url: /health (Caused by NewConnectionError('<urllib3.connection.HTTPConnection "
+         "object at 0x7f2b5c1d9e10>: Failed to establish a new connection: [Errno 111] Connection refused'))")
+
+
+def test_a_line_joined_after_a_batch_line_is_a_line_of_its_own(pack):
+    """SGLang separates a batch line's fields with ", ", never two spaces: text after two spaces
+    is the next line a copy joined on (a client's retry message here), read as what it is."""
+    from sglang_doctor.incidents.assemble import _split_after_batch
+
+    assert _split_after_batch(BATCH + "  " + RETRY) == [BATCH, RETRY]
+    assert _split_after_batch(BATCH + "  " + "  warnings.warn(") == [BATCH, "  warnings.warn("]
+    assert _split_after_batch(BATCH) is None and _split_after_batch(BATCH + "   ") is None
+    assert _split_after_batch("web-1  | " + BATCH) is None  # a compose prefix's spaces come before the batch
+    after = ['[2026-12-07 04:10:05] INFO:     127.0.0.1:49678 - "GET /health HTTP/1.1" 200 OK',
+             BATCH.replace("04:10:01", "04:10:06")]
+    ready = "[2026-12-07 04:10:00] The server is fired up and ready to roll!"
+    text = "\n".join([ready, BATCH, RETRY] + after) + "\n"
+    assert incident_events(pack, text, whole_log=True) == []  # a client's retry while the server went on
+    assert incident_events(pack, text.replace(BATCH + "\n", BATCH + "  "), whole_log=True) == []
