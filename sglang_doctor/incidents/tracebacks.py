@@ -411,6 +411,11 @@ class RichBox:
 # (time, line, pid) any, are the traceback's lines once it is taken off.
 # SGLang's whole record header (read/records.py's), then its message
 _RECORD_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] ")
+# ... or torch's C++ log header (c10's "[W624 12:52:07.296197118 ProcessGroupNCCL.cpp:1659] ", the
+# rank's "[rank7]:" before it when torch.distributed set it): its own record, logged by the wrapper
+# (the heartbeat monitor's and TCPStore's warnings of a run whose store had gone)
+_TORCH_HEADER = re.compile(r"(?:\[rank\d+\]:)?\[[WEIF]\d{3,4} \d\d:\d\d:\d\d\.\d+ [\w.]+:\d+\] ")
+_TORCH_LITERAL = ".cpp:"
 _PREFIX_END = re.compile(r"[\s:\]|>)-]$")
 _MAX_LOGGER_PREFIX = 160
 
@@ -421,7 +426,7 @@ def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
     read without the prefix); None when the header starts the line or what stands before it
     does not end as a prefix does."""
     at = text.find(HEADER)
-    record = _RECORD_HEADER.search(text, 1, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 50))
+    record = _record_inside(text, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 50))
     if record is not None:  # SGLang's own record logged by the wrapper: the prefix is what stands before it
         at = record.start()
     prefix = text[:at]
@@ -431,9 +436,18 @@ def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
     return re.compile(pattern), record is not None
 
 
+def _record_inside(text: str, end: int) -> re.Match | None:
+    """SGLang's record header (or torch's C++ one) inside ``text`` before ``end``, not at its start."""
+    m = _RECORD_HEADER.search(text, 1, end)
+    if m is None and _TORCH_LITERAL in text:
+        m = _TORCH_HEADER.search(text, 1, end)
+    return m
+
+
 def has_record_inside(text: str) -> bool:
-    """An SGLang record header stands inside ``text``, not at its start (see logger_prefix)."""
-    return _RECORD_HEADER.search(text, 1, _MAX_LOGGER_PREFIX + 50) is not None
+    """An SGLang record header (or torch's C++ one) stands inside ``text``, not at its start (see
+    logger_prefix)."""
+    return _record_inside(text, _MAX_LOGGER_PREFIX + 50) is not None
 
 
 @dataclass

@@ -139,3 +139,30 @@ def test_a_line_joined_after_a_batch_line_is_a_line_of_its_own(pack):
     text = "\n".join([ready, BATCH, RETRY] + after) + "\n"
     assert incident_events(pack, text, whole_log=True) == []  # a client's retry while the server went on
     assert incident_events(pack, text.replace(BATCH + "\n", BATCH + "  "), whole_log=True) == []
+
+
+def test_a_wrappers_logger_before_torchs_own_records():
+    """torch's C++ log header (c10's ``[W624 12:52:07.296197118 ProcessGroupNCCL.cpp:1659]``, month
+    unpadded, the ``[rank7]:`` torch.distributed puts before it) behind a wrapper's logger prefix:
+    the prefix is learnt there, as before SGLang's own header."""
+    pref = "E0601 08:15:02.000000 32387 server.py:88] "
+    line = pref + ("[rank7]:[W624 12:52:07.296197118 ProcessGroupNCCL.cpp:1659] [PG ID 0 PG GUID 0 Rank 7] Failed "
+                   'to check the "should dump" flag on TCPStore, (maybe TCPStore server has shut down too early)')
+    got = tracebacks.logger_prefix(line)
+    assert got is not None and got[1] is True and got[0].match(line).end() == len(pref)
+    assert tracebacks.has_record_inside(pref + "[W1124 01:02:03.000001 TCPStore.cpp:106] [c10d] sendBytes failed")
+    # a C++ file named in a message, a bracket that is no torch header: no record inside
+    assert not tracebacks.has_record_inside(pref + "see [csrc/foo.cpp:12] for details")
+    assert not tracebacks.has_record_inside("error in foo.cpp:12 [W624 x]")
+
+
+def test_torchs_store_warnings_behind_a_logger_stay_quiet(pack):
+    """The heartbeat monitor's and TCPStore's warnings of a run whose store's host had gone
+    (fixtures/nccl: quiet as pasted) relayed line by line through a glog-style logger."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "fixtures/nccl/heartbeat_store_gone_should_dump_fragment.log").read_text()
+    assert incident_events(pack, text, whole_log=True) == []
+    logged = "".join(f"E0601 08:15:{2 + i // 7:02d}.{37 * i % 1000:03d}000 32387 server.py:88] {line}\n"
+                     for i, line in enumerate(text.splitlines()))
+    assert incident_events(pack, logged, whole_log=True) == []
