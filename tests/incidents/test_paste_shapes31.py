@@ -8,6 +8,15 @@ that session 30's splits left whole, each with a counter-example (session 31):
   traceback's frames are being read.  The exception line is then the exception, not text after it.
 - a paste that ends inside the next record's header (``... Traceback (most recent call last):
   [2025-``): that header's start is a line of its own (records.split_joined_records).
+- an exception group's traceback joined: split at Python's group decoration (``  + Exception
+  Group Traceback``, ``  | ``; tracebacks.split_joined_group); uvicorn's "Exception in ASGI
+  application" joined before it still makes it that request's.
+- a batch line with the next line joined on (SGLang separates a batch line's fields with ", ",
+  never two spaces; assemble._split_after_batch).
+- torch's C++ log header (``[rank7]:[W624 12:52:07.296197118 TCPStore.cpp:106]``) behind a
+  wrapper's logger prefix is a record the prefix is learnt from (tracebacks.logger_prefix), as
+  SGLang's own header was (session 30).
+(The operator's joined or logged ``+ kill -9 <pid>``: tests/incidents/test_operator_kill.py.)
 """
 
 from __future__ import annotations
