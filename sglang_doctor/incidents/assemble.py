@@ -487,6 +487,18 @@ _CHILD_FAILED = frozenset({"sigquit_launch", "sigquit_running"})
 _CUT_MIN = 24  # characters of a signal's match a cut first line must hold (as rules' messages)
 
 
+def _split_after_batch(text: str) -> list[str] | None:
+    """[the batch line, the line joined after it] of a batch line a copy joined the next line
+    onto with two spaces (bench/robustness.py browser_join), or None.  SGLang writes a batch
+    line's fields separated by ", " (scheduler_metrics_mixin's "Prefill batch, #new-seq: ...",
+    "Decode batch, #running-req: ..."), never two spaces."""
+    message = serving.batch_message(text)
+    if message is None or (k := message.find("  ")) < 0 or not message[k:].strip():
+        return None
+    at = len(text) - len(message) + k
+    return [text[:at], text[at + 2:]]
+
+
 class Assembler:
     def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = (),
                  reads_as_message: Callable[[str], bool] | None = None):
@@ -627,6 +639,9 @@ class Assembler:
     def _feed_line(self, line: Line) -> list[Event]:
         if (text := as_written(line.text)) != line.text:
             line = Line(line.number, text, line.raw, line.cut)
+        if "batch" in line.text and "  " in line.text and (parts := _split_after_batch(line.text)) is not None:
+            # a batch line with the next line a copy joined onto it: each as its own line
+            return [ev for part in parts for ev in self._feed_line(Line(line.number, part, line.raw, line.cut))]
         if "batch" in line.text and serving.is_batch(line.text):
             batches = self._batches
             if not batches or batches[-1][0] < line.number:
@@ -655,11 +670,25 @@ class Assembler:
         if "\\n" in line.text and (parts := tracebacks.split_escaped_traceback(line.text)) is not None:
             # a traceback pasted as a string literal (a JSON body, a repr): its escaped lines
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if "|" in line.text and (parts := tracebacks.split_joined_group(line.text)) is not None:
+            # an exception group's traceback whose lines a copy joined with two spaces
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         if ('File "' in line.text or tracebacks.HEADER in line.text) \
                 and (parts := tracebacks.split_joined_traceback(line.text)) is not None:
             # a traceback whose newlines the paste lost: each of its lines as its own line
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if "  " in line.text and self._reading_frames() \
+                and (parts := tracebacks.split_source_and_exception(line.text)) is not None:
+            # a frame's source line with the exception line a copy joined onto it (or the
+            # exception line with the line below it)
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         return self._feed(line)
+
+    def _reading_frames(self) -> bool:
+        """A traceback is open and its frames are being read (one frame at least)."""
+        rec = self._record
+        builder = rec.builder if rec is not None else None
+        return builder is not None and not builder.complete and bool(builder.parts[-1].frames)
 
     def _logged_line(self, line: Line, events: list[Event]) -> Line:
         """The line without the logger prefix a wrapper's logger put before every line it relayed
@@ -1073,7 +1102,8 @@ class Assembler:
     def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool,
                          request_level: bool = False) -> None:
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
-        request_level = request_level or (self._request_error is not None and 0 < line.number - self._request_error <= 1)
+        # (the record on the line above, or before it on the same line: a copy joined them)
+        request_level = request_level or (self._request_error is not None and 0 <= line.number - self._request_error <= 1)
         if self._group is not None and self._group.builders and (request_level or self._group.request_level):
             self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
         self._open_group(events, line)

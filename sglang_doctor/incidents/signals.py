@@ -67,6 +67,15 @@ IB_ROUTINE_EVENT = (r"NET/IB ?: (?:\S+:\d+ )?Got async event ?: (?:port active|L
 
 
 # Order matters: the first signal whose literal and regex match a line wins.
+# A shell command's line as ``set -x`` echoes it ("+ kill -9 18229", "++ " in a subshell) or as
+# typed after a prompt ("$ ", "# "); the echo also starts after a space inside a line: behind
+# the prefix of a wrapper's logger that relayed the script's output line by line ("[time][name]
+# [ERROR] - + kill -9 18229", bench/robustness.py logger), or where a browser's copy of the log
+# joined runs of lines with two spaces (browser_join), which also ends it where two spaces start
+# the next one ("... token/s  + kill -9 18229  >>> killing server ...").
+_SHELL_LINE_START = r"^(?:(?:.*?\s)?\++ |.*?[$#] )?"
+_SHELL_LINE_END = r"(?: {2}|\s*$)"
+
 SIGNALS: tuple[Signal, ...] = (
     _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
        r"SIGTERM received|Received (?:SIGTERM|sigterm)", "stop"),
@@ -82,14 +91,15 @@ SIGNALS: tuple[Signal, ...] = (
     # that pid further down is this kill, not the kernel OOM killer; "kill -9 %1" names bash's job 1,
     # whose report is "[1]+  Killed  <command>".
     _s("operator_kill", ("kill -9", "kill -KILL", "kill -SIGKILL", "kill -s KILL", "kill -s 9"),
-       r"^(?:\++ |.*?[$#] )?(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>%?\d+(?: +%?\d+)*)\s*$",
+       _SHELL_LINE_START + r"(?:sudo )?kill +(?:-9|-KILL|-SIGKILL|-s +(?:KILL|9)) +(?P<killed_pids>%?\d+(?: +%?\d+)*)"
+       + _SHELL_LINE_END,
        "operator_kill"),
     # The same by name: ``pkill -9 -f PATTERN`` / ``killall -9 NAME`` as a shell echoes or a prompt
     # shows it (notes10/005: "+ pkill -9 -f 'sglang\.launch_server'"): bash's "<pid> Killed
     # <command>" whose command holds that pattern is this kill (operator_kill_matches).
     _s("operator_pkill", ("pkill ", "killall "),
-       r"^(?:\++ |.*?[$#] )?(?:sudo )?(?:pkill|killall)(?P<kill_opts>(?: +(?:-s +\S+|--signal[ =]\S+|-\S+))*)"
-       r" +(?P<kill_pattern>'[^']+'|\"[^\"]+\"|[^\s'\"-]\S*)\s*$", "operator_kill"),
+       _SHELL_LINE_START + r"(?:sudo )?(?:pkill|killall)(?P<kill_opts>(?: +(?:-s +\S+|--signal[ =]\S+|-\S+))*)"
+       r" +(?P<kill_pattern>'[^']+'|\"[^\"]+\"|[^\s'\"-]\S*)" + _SHELL_LINE_END, "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
     # The main process's SIGCHLD handler (engine.py ``sigchld_handler``, 0.4.x "Child process

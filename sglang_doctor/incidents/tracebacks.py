@@ -411,6 +411,11 @@ class RichBox:
 # (time, line, pid) any, are the traceback's lines once it is taken off.
 # SGLang's whole record header (read/records.py's), then its message
 _RECORD_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] ")
+# ... or torch's C++ log header (c10's "[W624 12:52:07.296197118 ProcessGroupNCCL.cpp:1659] ", the
+# rank's "[rank7]:" before it when torch.distributed set it): its own record, logged by the wrapper
+# (the heartbeat monitor's and TCPStore's warnings of a run whose store had gone)
+_TORCH_HEADER = re.compile(r"(?:\[rank\d+\]:)?\[[WEIF]\d{3,4} \d\d:\d\d:\d\d\.\d+ [\w.]+:\d+\] ")
+_TORCH_LITERAL = ".cpp:"
 _PREFIX_END = re.compile(r"[\s:\]|>)-]$")
 _MAX_LOGGER_PREFIX = 160
 
@@ -421,7 +426,7 @@ def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
     read without the prefix); None when the header starts the line or what stands before it
     does not end as a prefix does."""
     at = text.find(HEADER)
-    record = _RECORD_HEADER.search(text, 1, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 50))
+    record = _record_inside(text, at if at >= 0 else min(len(text), _MAX_LOGGER_PREFIX + 50))
     if record is not None:  # SGLang's own record logged by the wrapper: the prefix is what stands before it
         at = record.start()
     prefix = text[:at]
@@ -431,9 +436,18 @@ def logger_prefix(text: str) -> tuple[re.Pattern, bool] | None:
     return re.compile(pattern), record is not None
 
 
+def _record_inside(text: str, end: int) -> re.Match | None:
+    """SGLang's record header (or torch's C++ one) inside ``text`` before ``end``, not at its start."""
+    m = _RECORD_HEADER.search(text, 1, end)
+    if m is None and _TORCH_LITERAL in text:
+        m = _TORCH_HEADER.search(text, 1, end)
+    return m
+
+
 def has_record_inside(text: str) -> bool:
-    """An SGLang record header stands inside ``text``, not at its start (see logger_prefix)."""
-    return _RECORD_HEADER.search(text, 1, _MAX_LOGGER_PREFIX + 50) is not None
+    """An SGLang record header (or torch's C++ one) stands inside ``text``, not at its start (see
+    logger_prefix)."""
+    return _record_inside(text, _MAX_LOGGER_PREFIX + 50) is not None
 
 
 @dataclass
@@ -924,3 +938,56 @@ def _source_and_exception(piece: str, *, last_of_part: bool) -> list[str]:
         return ["    " + piece]
     source, exc = piece[:m.start()].strip(), piece[m.start():].strip()
     return (["    " + source] if source else []) + [exc]
+
+
+# A frame's source line and the exception line below it on one line, two spaces (or more)
+# between them where the line break was: a browser's copy of a traceback shown as wrapped text
+# (bench/robustness.py browser_join), whose frame lines each stood on a line of their own or
+# were split off by split_joined_traceback, ``    raise KeyboardInterrupt()  KeyboardInterrupt``,
+# ``    raise self.failureException(msg)  AssertionError: 1963.81 not greater than ...``.  Only
+# read while a traceback's frames are being read (Assembler._feed_line): the source line is
+# indented as Python indents one, and what follows the spaces is an exception line's shape
+# (_JOINED_EXC: a dotted type with one of Python's exception suffixes, then ": " or the end).
+_SOURCE_THEN_EXC = re.compile(r"(?<=\S) {2,}(?=" + _JOINED_EXC.pattern.removeprefix(r"(?<![\w.])") + ")")
+
+
+# ... and an exception line without a message (``KeyboardInterrupt``) with the line below it joined
+# on: Python prints a type alone or followed by ": ", never by two spaces and more text.
+_BARE_EXC_THEN_TEXT = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*) {2,}(?=\S)")
+
+
+def split_source_and_exception(text: str) -> list[str] | None:
+    """[source line, exception line] of a source line joined with the exception line below it,
+    or [exception line, next line] of an exception line without a message joined with the line
+    below it (see above); None for any other text."""
+    if (m := _BARE_EXC_THEN_TEXT.match(text)) is not None:
+        return [m.group(1), text[m.end():]] if strict_exception(m.group(1)) is not None else None
+    if text[:1] not in (" ", "\t") or (m := _SOURCE_THEN_EXC.search(text)) is None:
+        return None
+    exc = text[m.end():]
+    if strict_exception(exc.rstrip()) is None:
+        return None
+    return [text[:m.start()], exc]
+
+
+# An exception group's traceback (Python 3.11+, the exceptiongroup backport) whose lines a copy
+# joined with two spaces: Python starts the group's header with ``  + `` and every line of its
+# sub-tracebacks with ``  | `` (deeper groups indent both), so after the join each of those
+# lines starts at two spaces or more before ``| `` / ``+ Exception Group Traceback`` / ``+-``:
+# ``... Exception in ASGI application    + Exception Group Traceback (most recent call last):
+# |   File "...", line 77, in collapse_excgroups    |     yield``.  A line is split there when
+# it holds the group's header or starts with the group's decoration itself.
+_GROUP_HEADER = "+ Exception Group Traceback"
+_GROUP_JOIN = re.compile(r"(?<=\S) {2,}(?=\| |\+ Exception Group Traceback|\+-)")
+_GROUP_LINE = re.compile(r"^\s*\| ")
+
+
+def split_joined_group(text: str) -> list[str] | None:
+    """The lines of an exception group's traceback joined into one line (see above), each with
+    two spaces of its join before its decoration, or None."""
+    if _GROUP_HEADER not in text and not _GROUP_LINE.match(text):
+        return None
+    cuts = [m.start() for m in _GROUP_JOIN.finditer(text)]
+    if not cuts:
+        return None
+    return [text[a:b] for a, b in zip([0] + [c + 2 for c in cuts], cuts + [len(text)])]

@@ -273,9 +273,33 @@ def split_joined(text: str) -> list[str] | None:
 _JOINED_RECORD = re.compile(r"  (?=" + _SGLANG.pattern.removesuffix(" ?") + " )")
 
 
+# The paste's last line may end inside the next record's header (``... Traceback (most recent
+# call last):  [2025-``): a header's start from the year on, the text's end inside it.
+CUT_END_HEADER_MIN = 6  # "[2025-": shorter ("[20") is any text's bracket
+_rx_header_head = None
+
+
+def _cut_header_at_end(text: str) -> int | None:
+    """Where the two spaces before a record header the text ends inside stand, or None."""
+    global _rx_header_head
+    at = text.rfind("  [")
+    tail = text[at + 2:]
+    if at < 0 or len(tail) < CUT_END_HEADER_MIN:
+        return None
+    if _rx_header_head is None:
+        import regex
+
+        _rx_header_head = regex.compile(_SGLANG.pattern.removesuffix(" ?"))
+    m = _rx_header_head.fullmatch(tail, partial=True)
+    return at if m is not None else None
+
+
 def split_joined_records(text: str) -> list[str] | None:
-    """The lines of a line that holds several SGLang records joined by two spaces, or None."""
+    """The lines of a line that holds several SGLang records joined by two spaces (the last one
+    perhaps cut inside its header), or None."""
     cuts = [m.start() for m in _JOINED_RECORD.finditer(text)]
+    if (end := _cut_header_at_end(text)) is not None:
+        cuts.append(end)
     if not cuts:
         return None
     return [text[a:b] for a, b in zip([0] + [c + 2 for c in cuts], cuts + [len(text)])]

@@ -52,3 +52,18 @@ def test_a_kill_of_a_job_number_ends_that_job():
     job = "[1]+  Killed                  python3 -m sglang.launch_server --model /data/m --tp 8\n"
     assert incidents_of("$ kill -9 %1\n" + job) == []
     assert [i.signal_names for i in incidents_of("$ kill -9 %2\n" + job)] == [["killed"]]
+
+
+def test_the_kill_echo_joined_with_other_lines_or_behind_a_logger_counts_too():
+    """A browser's copy that joined runs of lines with two spaces (the echo starts and ends at two
+    spaces inside a line), or a wrapper's logger prefix before each line it relayed."""
+    joined = ("Output throughput: 2000.590 token/s  + echo '>>> killing server ...'  + kill -9 18229  "
+              ">>> killing server ...\n+ sleep 3  " + KILLED)
+    assert incidents_of(HEAD + joined + TAIL) == []
+    logged = "[2025-06-01 08:15:02,123][rollout][ERROR] - "
+    assert incidents_of(HEAD + logged + "+ kill -9 18229\n" + logged + KILLED + TAIL) == []
+    # another pid's kill joined the same way, or a kill named in prose, leaves the Killed line evidence
+    for before in ("Latency: 64 s  + kill -9 4242  >>> killing server ...\n", "see: kill -9 18229 in the docs\n",
+                   "a+ kill -9 18229\n"):
+        incs = incidents_of(HEAD + before + KILLED + TAIL)
+        assert [i.signal_names for i in incs] == [["killed"]], before
