@@ -195,6 +195,19 @@ CASES: list[Case] = [
         "ValueError", "Loading /models/InternVL3-8B requires you to execute the configuration file in that repo on your local "
         "machine. Make sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` "
         "to remove this error."),
+    Case("hf_remote_code_prompt", "transformers 4.36-5.19.0 (no TTY to answer the prompt)", "model.load", CONFIG_FRAMES_0523[:2] + [
+        (f"{HF}models/auto/configuration_auto.py", 1103, "from_pretrained", "trust_remote_code = resolve_trust_remote_code("),
+        (f"{HF}dynamic_module_utils.py", 688, "resolve_trust_remote_code", "raise ValueError(")],
+        "ValueError", "The repository for /models/DeepSeek-OCR contains custom code which must be executed to correctly load the "
+        "model. You can inspect the repository content at https://hf.co//models/DeepSeek-OCR.\nPlease pass the argument "
+        "`trust_remote_code=True` to allow custom code to be run."),
+    Case("hf_transfer_missing", "huggingface_hub 0.2x (HF_HUB_ENABLE_HF_TRANSFER=1 without the package)", "other", [
+        (f"{SGL}srt/model_loader/weight_utils.py", 380, "download_weights_from_hf", "hf_folder = snapshot_download("),
+        ("/usr/local/lib/python3.10/dist-packages/huggingface_hub/file_download.py", 1738, "_download_to_tmp_and_move", "http_get("),
+        ("/usr/local/lib/python3.10/dist-packages/huggingface_hub/file_download.py", 415, "http_get", "raise ValueError(")],
+        "ValueError", "Fast download using 'hf_transfer' is enabled (HF_HUB_ENABLE_HF_TRANSFER=1) but 'hf_transfer' package is not "
+        "available in your environment. Try `pip install hf_transfer`.",
+        skip=("frames",)),  # the frames say a download (model.load); only the message says a package is missing
     Case("hf_tokenizer_class_missing", "transformers 4.51.1", "model.load", [
         (f"{SGL}srt/hf_transformers_utils.py", 220, "get_tokenizer", "tokenizer = AutoTokenizer.from_pretrained("),
         (f"{HF}models/auto/tokenization_auto.py", 1005, "from_pretrained", "raise ValueError(")],
@@ -227,16 +240,19 @@ CASES: list[Case] = [
     Case("stream_capturing", "0.4.x-0.5.23 (inside capture)", "cuda_graph", _model_runner_frames("srt/") + IN_CAPTURE_FRAMES,
          "RuntimeError", "CUDA error: operation not permitted when stream is capturing\n"
          "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
-         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"),
+         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+         skip=("message_tail",)),  # torch's boilerplate lines below a CUDA error name no failure
     Case("capture_invalidated", "0.4.x-0.5.23 (inside capture)", "cuda_graph", _model_runner_frames("srt/") + IN_CAPTURE_FRAMES,
          "RuntimeError", "CUDA error: operation failed due to a previous error during capture\n"
          "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
-         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"),
+         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+         skip=("message_tail",)),  # torch's boilerplate lines below a CUDA error name no failure
     Case("capture_graph_end", "0.4.x-0.5.23 (torch's capture_end)", "cuda_graph", _model_runner_frames("srt/") + IN_CAPTURE_FRAMES[:2] + [
         (f"{TORCH}cuda/graphs.py", 186, "__exit__", "self.cuda_graph.capture_end()"),
         (f"{TORCH}cuda/graphs.py", 84, "capture_end", "super().capture_end()")],
          "RuntimeError", "CUDA error: operation not permitted when stream is capturing\n"
-         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."),
+         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+         skip=("message_tail",)),
     Case("prefill_breakable_0518", "0.5.18-0.5.23", "cuda_graph", _model_runner_frames("srt/") + [
         (f"{SGL}srt/model_executor/runner/prefill_cuda_graph_runner.py", 410, "capture", "self.capture_one_num_tokens(num_tokens)"),
         (f"{SGL}srt/model_executor/runner_backend_utils/breakable_cuda_graph/context.py", 49, "enable_breakable_cuda_graph", "yield")],
@@ -246,10 +262,11 @@ CASES: list[Case] = [
     Case("oom_in_capture", "0.4.x-0.5.23 (memory by the rules' convention)", "memory.cuda_oom", _model_runner_frames("srt/") + CAPTURE_FRAMES_059,
          "Exception", "Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
          "47.53 GiB of which 1.06 GiB is free.\n" + ADVICE_0410,
-         skip=("frames",)),  # frames alone say capture (cuda_graph); only the message says OOM
+         # frames alone say capture, and so does the advice below the message: only its first line says OOM
+         skip=("frames", "message_tail")),
 ]
 
-SHAPES = ("full", "bare", "first_line", "frames", "blank", "compose", "dedent")
+SHAPES = ("full", "bare", "first_line", "frames", "blank", "compose", "dedent", "message_tail")
 
 
 def traceback_lines(case: Case) -> list[str]:
@@ -280,6 +297,16 @@ def render(case: Case, shape: str) -> str:
         lines = [f"sglang-1  | {line}" for line in full]
     elif shape == "dedent":
         lines = [line.lstrip() for line in full]
+    elif shape == "message_tail":
+        # a paste that starts below the exception line: the message's further lines only, from its
+        # first non-blank line on (a multi-line message: the advice of a capture failure, the second
+        # paragraph of transformers' refusal after its blank line)
+        rest = exc[1:]
+        while rest and not rest[0].strip():
+            rest = rest[1:]
+        if not rest:
+            return ""
+        lines = rest
     else:
         raise ValueError(shape)
     return "\n".join(lines) + "\n"
@@ -314,9 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and case.category != args.only:
             continue
         for shape in SHAPES:
-            if shape in case.skip:
+            text = render(case, shape)
+            if shape in case.skip or not text:
                 continue
-            got, rule = answer(pack, render(case, shape))
+            got, rule = answer(pack, text)
             ok = got == case.category
             for tally in (per_shape[shape], per_category[case.category]):
                 tally[0] += ok
