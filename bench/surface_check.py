@@ -65,6 +65,9 @@ class Case:
     message: str  # may hold newlines (and blank lines) as the source's message does
     # shapes not judged, and why: what the shape keeps does not decide the category
     skip: tuple[str, ...] = ()
+    # lines SGLang logs before the traceback (a context manager's logger.error, then ``raise``):
+    # part of the ``full`` / ``blank`` / ``compose`` / ``dedent`` shapes, and alone the ``logged`` shape
+    logged: tuple[str, ...] = ()
 
 
 def _sched(path: str) -> tuple[str, int, str, str]:
@@ -264,9 +267,31 @@ CASES: list[Case] = [
          "47.53 GiB of which 1.06 GiB is free.\n" + ADVICE_0410,
          # frames alone say capture, and so does the advice below the message: only its first line says OOM
          skip=("frames", "message_tail")),
+    Case("piecewise_logged_0512", "0.5.10-0.5.13 (compilation/piecewise_context_manager.py logs, then raises)", "cuda_graph",
+         _model_runner_frames("srt/") + [
+             (f"{SGL}srt/model_executor/piecewise_cuda_graph_runner.py", 313, "__init__", "self.capture()"),
+             (f"{SGL}srt/compilation/piecewise_context_manager.py", 46, "enable_piecewise_cuda_graph", "yield")],
+         "torch._dynamo.exc.TorchRuntimeError", "Dynamo failed to run FX node with fake tensors",
+         logged=("Piecewise CUDA Graph failed with error: Dynamo failed to run FX node with fake tensors\n"
+                 "Piecewise CUDA Graph is enabled by default as an experimental feature.\n"
+                 "To work around this error, add --disable-piecewise-cuda-graph to your launch command.\n"
+                 "Please report this issue at https://github.com/sgl-project/sglang/issues/new/choose",),
+         skip=("bare", "first_line")),  # a torch.compile error alone names no graph
+    Case("tc_piecewise_logged_0523", "0.5.14-0.5.23 (tc_piecewise context manager logs, then raises)", "cuda_graph",
+         _model_runner_frames("srt/") + [
+             (f"{SGL}srt/model_executor/runner/prefill_cuda_graph_runner.py", 410, "capture", "self.capture_one_num_tokens(num_tokens)"),
+             (f"{SGL}srt/model_executor/runner_backend_utils/tc_piecewise_cuda_graph/context_manager.py", 63, "enable_tc_piecewise_cuda_graph", "yield")],
+         "RuntimeError", "CUDA error: operation not permitted when stream is capturing",
+         logged=("RuntimeError: CUDA error: operation not permitted when stream is capturing\n"
+                 "Fail when using backend: tc_piecewise for prefill runner.\nPossible suggestions:\n"
+                 "1. change to breakable by --cuda-graph-backend-prefill=breakable\n"
+                 "2. disable the prefill CUDA graph by --cuda-graph-backend-prefill=disabled\n"
+                 "3. if it is an OOM problem, set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7) or set "
+                 "--cuda-graph-max-bs-prefill to a smaller value (e.g., 2048)\n"
+                 "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose ",)),
 ]
 
-SHAPES = ("full", "bare", "first_line", "frames", "blank", "compose", "dedent", "message_tail")
+SHAPES = ("full", "bare", "first_line", "frames", "blank", "compose", "dedent", "message_tail", "logged")
 
 
 def traceback_lines(case: Case) -> list[str]:
@@ -282,7 +307,9 @@ def exception_lines(case: Case) -> list[str]:
 
 def render(case: Case, shape: str) -> str:
     tb, exc = traceback_lines(case), exception_lines(case)
-    full = tb + exc
+    logged = [f"[2025-06-01 10:00:05 TP0] {line}" if i == 0 else line
+              for i, line in enumerate("\n".join(case.logged).split("\n"))] if case.logged else []
+    full = logged + tb + exc
     if shape == "full":
         lines = full
     elif shape == "bare":
@@ -297,6 +324,10 @@ def render(case: Case, shape: str) -> str:
         lines = [f"sglang-1  | {line}" for line in full]
     elif shape == "dedent":
         lines = [line.lstrip() for line in full]
+    elif shape == "logged":
+        if not logged:
+            return ""
+        lines = logged
     elif shape == "message_tail":
         # a paste that starts below the exception line: the message's further lines only, from its
         # first non-blank line on (a multi-line message: the advice of a capture failure, the second
