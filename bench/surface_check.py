@@ -19,7 +19,12 @@ it.  The sources read (the wheels in ~/.cache/sglang-doctor/wheels):
   CUDA_GRAPH_CAPTURE_FAILED_MSG "2. set --cuda-graph-max-bs"; 0.5.14+ "-decode"), the 0.5.4-0.5.9
   piecewise runner's PIECEWISE_CUDA_GRAPH_CAPTURE_FAILED_MSG, the CUDA errors raised inside a
   capture ("operation not permitted when stream is capturing", "operation failed due to a
-  previous error during capture").
+  previous error during capture"), the prefill graphs' context managers that log and re-raise
+  (0.5.10-0.5.13 "Piecewise CUDA Graph failed with error: ..."; 0.5.14+ "Fail when using backend:
+  X for prefill runner.") and the breakable prefill runner's traceback (0.5.18+);
+- the model's neighbours in those Transformers releases and huggingface_hub: trust_remote_code
+  refusals (dynamic_module_utils), a missing tokenizer class / sentencepiece / tiktoken, a
+  safetensors header error, HF_HUB_ENABLE_HF_TRANSFER=1 without hf_transfer.
 
 Shapes (what pastes do to them; see bench/robustness.py for the real pastes they copy):
 ``full`` the scheduler's traceback (``Scheduler hit an exception:``), frames and message;
