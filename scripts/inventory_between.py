@@ -118,20 +118,15 @@ def entry(site: dict, disp, rules) -> dict:
               "exception": site["exception"], "disposition": inv.dispose(site, disp, rules)}
     if site["resolved"] != site["template"]:  # the message names a string constant: as SGLang prints it
         record["printed"] = site["full"]
-    elif site["full"] != site["template"]:  # a long message the template cuts: whole, for the measure's fillings
-        record["full"] = site["full"]
     return record
 
 
 def as_site(record: dict) -> dict:
-    """A record as the measure's site: the printed text when it names a constant, the whole message
-    when the template cut it (as inventory_failures.iter_sites gives the five releases' sites), else
-    the template."""
+    """A record as the measure's site: the printed text when it names a constant, else the template."""
     printed = record.get("printed")
     return {"file": record["file"], "line": record["line"], "function": record["function"], "kind": record["kind"],
             "exception": record["exception"], "template": record["template"], "disposition": record["disposition"],
-            "full": printed or record.get("full") or record["template"],
-            "resolved": inv._cut(printed) if printed else record["template"]}
+            "full": printed or record["template"], "resolved": inv._cut(printed) if printed else record["template"]}
 
 
 def release_of(record: dict) -> dict | None:
