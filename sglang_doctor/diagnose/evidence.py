@@ -564,6 +564,13 @@ def from_bind_frame(inc: Incident) -> list[Evidence]:
 # architecture" (model.unsupported.transformers_config_mapping).  A traceback cut below that line,
 # before its exception, failed there: the architecture is unknown, not the files unreadable.
 _CONFIG_LOOKUP = re.compile(r"CONFIG_MAPPING\[\s*config_dict\[\s*[\"']model_type[\"']\s*\]\s*\]")
+# The same refusal one line on: a traceback of the ValueError AutoConfig.from_pretrained re-raises
+# (Python shows the ``raise ValueError(`` line of the except block as its last frame).  In
+# transformers 5.x from_pretrained raises ValueError only there and for "Unrecognized model in ..."
+# (a config.json without model_type): both an architecture this transformers cannot name; 4.x adds
+# only a check of its own keyword arguments (``token`` and ``use_auth_token`` both given), which
+# SGLang's get_config never passes.
+_CONFIG_RAISE = re.compile(r"^\s*raise ValueError\(")
 
 
 def from_config_lookup_frame(inc: Incident) -> list[Evidence]:
@@ -575,6 +582,12 @@ def from_config_lookup_frame(inc: Incident) -> list[Evidence]:
             return [Evidence("config_lookup_frame", "model.unsupported", 0.45,
                              f"the traceback stops in transformers' model-type lookup ({f.source.strip()} in "
                              f"{f.function}), which fails only for a model type it does not know")]
+    last = inc.frames[-1]
+    if ("configuration_auto" in last.file and last.function.rsplit(".", 1)[-1] == "from_pretrained"
+            and last.source and _CONFIG_RAISE.search(last.source)):
+        return [Evidence("config_lookup_frame", "model.unsupported", 0.45,
+                         "the traceback stops at AutoConfig.from_pretrained's ValueError, raised for a model "
+                         "type (or a config.json without one) this transformers does not know")]
     return []
 
 
@@ -1541,6 +1554,10 @@ def collect(diagnosis: Diagnosis) -> list[Evidence]:
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
               + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
               + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
+    if any(p.name == "config_lookup_frame" for p in pieces):
+        # the model-type lookup is the precise reading of the transformers frame the library piece
+        # reads generically (transformers: a checkpoint that could not be read): one frame, one reading
+        pieces = [p for p in pieces if p.name != "library_frame"]
     pieces += from_hardware(diagnosis, pieces)
     if fatal_dump(inc):
         pieces = [_crashed_in(p) if p.category == "kernel.unsupported_hw" and p.name in FRAME_PLACES else p

@@ -395,8 +395,10 @@ def _still_starting(diagnosis: Diagnosis) -> dict[str, Any] | None:
 # The pieces of what a cut traceback was doing when it stopped (diagnose/evidence.py): the function
 # it stopped in (the deepest frame, or the call the text was cut inside), the library below SGLang's
 # frames, an allocation, a JIT build the progress lines show under way, the exception type cut inside
-# its name.  A class rule knows only the module.
-_PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allocation", "progress")
+# its name, transformers' model-type lookup it stopped in (evidence.from_config_lookup_frame: below
+# SGLang's config reader, whose module a class rule names model.load).  A class rule knows only the module.
+_PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allocation", "progress",
+                 "config_lookup_frame")
 # Of them, what the traceback's last line was doing, not where: an allocation it was executing, the
 # exception type it was cut inside.  A rule that matched a cut traceback on its frames (a specific rule
 # on the serving loop's frames) knows where it was as well as a place piece does, but not that.

@@ -35,3 +35,34 @@ def test_another_line_of_from_pretrained_is_no_lookup(pack):
 def test_with_its_exception_line_the_exception_speaks_not_the_frame(pack):
     ev = only_incident(pack, LOOKUP + "KeyError: 'mineru2_qwen'\n")
     assert not any(e["name"] == "config_lookup_frame" for e in _guess(ev).get("evidence", []))
+
+
+# the ValueError AutoConfig.from_pretrained re-raises for the unknown model type (transformers
+# 4.51.1 configuration_auto.py:1131, 5.19.0 :430): its traceback's last frame is the except block's
+# ``raise ValueError(`` line, below SGLang's config reader (class.model.load's module)
+SGL = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
+RERAISE = ('[2025-07-10 07:10:50] Scheduler hit an exception: Traceback (most recent call last):\n'
+           f'  File "{SGL}/configs/model_config.py", line 262, in __init__\n'
+           '    self.hf_config = get_config(\n'
+           f'  File "{SGL}/utils/hf_transformers_utils.py", line 402, in get_config\n'
+           '    config = AutoConfig.from_pretrained(\n'
+           f'  File "{CAUSE}", line 430, in from_pretrained\n'
+           '    raise ValueError(\n')
+REMOTE_CODE = ('[2025-07-10 07:10:50] Scheduler hit an exception: Traceback (most recent call last):\n'
+               f'  File "{SGL}/utils/hf_transformers_utils.py", line 402, in get_config\n'
+               '    config = AutoConfig.from_pretrained(\n'
+               f'  File "{CAUSE}", line 1103, in from_pretrained\n'
+               '    trust_remote_code = resolve_trust_remote_code(\n'
+               '  File "/usr/local/lib/python3.10/dist-packages/transformers/dynamic_module_utils.py", line 696, in resolve_trust_remote_code\n'
+               '    raise ValueError(\n')
+
+
+def test_a_traceback_cut_below_from_pretrained_s_reraise_guesses_an_unknown_architecture(pack):
+    guess = _guess(only_incident(pack, RERAISE))
+    assert guess["category"] == "model.unsupported"
+    assert any(e["name"] == "config_lookup_frame" for e in guess["evidence"])
+
+
+def test_a_raise_below_from_pretrained_elsewhere_is_no_lookup(pack):
+    guess = _guess(only_incident(pack, REMOTE_CODE))
+    assert not any(e["name"] == "config_lookup_frame" for e in guess.get("evidence", []))
