@@ -798,6 +798,21 @@ def from_header(inc: Incident) -> list[Evidence]:
 # built on the GPU), a quantization method's create_weights.
 _ALLOCATING = re.compile(r"\btorch\.(?:empty|zeros|ones|full|randn|rand|empty_like|zeros_like|empty_strided)\(|"
                          r"\.create_weights\(")
+# torch's ops that allocate their output (of the size of their input) through the caching allocator, which
+# raises torch.OutOfMemoryError synchronously in the op that asked for the memory: a linear layer's
+# ``F.linear`` (cuBLAS's output), an embedding's lookup, a matmul, a concatenation, a contiguous copy (an
+# attention output's ``.transpose(1, 2).contiguous()``).  What a long prefill or a large batch runs out
+# of memory in while serving.  Only as the deepest line: the line above one is any layer's call.
+_OUTPUT_ALLOCATING = re.compile(r"\bF\.(?:linear|embedding)\(|\btorch\.(?:embedding|matmul|mm|bmm|cat|concat|stack)\(|"
+                                r"\.contiguous\(\)|\.clone\(\)")
+# A line that copies to the host or waits for the device is where an *asynchronous* CUDA error (an
+# illegal memory access of a kernel launched earlier) surfaces, whatever else the line does:
+# corpus/field27/008 (a runtime.crash) stops at ``torch.concat((self.free_slots, free_index.cpu()))``.
+_SYNCHRONIZING = re.compile(r"\.(?:cpu|item|tolist|numpy)\(\)|synchronize\(")
+# torch's ``Module.to(device)`` / ``.cuda()``: ``Module._apply`` calls ``convert`` on every parameter and
+# buffer (torch/nn/modules/module.py, ``return t.to(device, ...)``, since torch 2.4 split over lines as
+# ``return t.to(``): a model moved to the GPU as a whole allocates its weights there.
+_MODULE_CONVERT = ("/torch/nn/modules/module.py", "convert")
 
 
 # Exception classes as a traceback prints them, each with the category its type alone names (None:
@@ -865,6 +880,16 @@ def from_allocation(inc: Incident) -> list[Evidence]:
         return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
                          "the traceback stops in torch's device context (torch/utils/_device.py), which every tensor "
                          "allocation on the GPU goes through while a model is built: most often it ran out of memory")]
+    if path.endswith(_MODULE_CONVERT[0]) and last.function == _MODULE_CONVERT[1]:
+        return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
+                         "the traceback stops in torch's Module._apply -> convert (torch/nn/modules/module.py), which "
+                         "moves every weight of a module to the GPU: most often it ran out of memory")]
+    if last.source and _OUTPUT_ALLOCATING.search(last.source) and not _SYNCHRONIZING.search(last.source):
+        return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
+                         f"the line the traceback was executing when it stops is a torch op that allocates its output "
+                         f"({last.source.strip()[:60]!r} in {last.function}, {_short(last)}), where torch's caching "
+                         "allocator raises an out-of-memory error; a CUDA error of an earlier kernel surfaces at a "
+                         "copy to the host or a synchronize instead")]
     for depth, f in enumerate(reversed(inc.frames[-2:])):
         if f.source and _ALLOCATING.search(f.source):
             if depth == 0:
