@@ -1190,12 +1190,25 @@ LOW_AVAIL_GB = 1.5
 LOW_MEMORY = 0.45
 
 
+def gpu_memory_free(milestone) -> float | None:
+    """The free GPU memory (GB) a start-up line shows: its ``avail mem=`` / ``free memory=``, or the
+    scheduler's summary after the model worker is up ("max_total_num_tokens=..., available_gpu_mem=N GB",
+    0.4.7+ scheduler.py, logged after capture and before the warm-up request; ``available_cpu_mem`` on a
+    CPU device is host memory and is not read)."""
+    figures = milestone.figures
+    if "avail_mem_gb" in figures:
+        return figures["avail_mem_gb"]
+    if "available_mem_gb" in figures and "available_gpu_mem=" in (milestone.text or ""):
+        return figures["available_mem_gb"]
+    return None
+
+
 def low_memory(last, phase: str) -> list[Evidence]:
     """The last milestone shows almost no free GPU memory (``avail mem=0.41 GB``): the next
     step ran out of it, the KV pool when the pools were being sized (SGLang's "Not enough
     memory"), else an allocation (a CUDA OOM while capturing graphs or warming up)."""
     try:
-        avail = float(last.figures.get("avail_mem_gb"))
+        avail = float(gpu_memory_free(last))
     except (TypeError, ValueError):
         return []
     if avail >= LOW_AVAIL_GB:
