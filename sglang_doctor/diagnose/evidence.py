@@ -868,6 +868,14 @@ def from_cut_type(inc: Incident) -> list[Evidence]:
 ALLOCATION_AT_DEEPEST = 0.45
 
 
+def _operator_call(frames) -> bool:
+    """The frame (a one-item list, or empty) is torch's operator dispatch (torch/_ops.py ``__call__``): a
+    kernel's op such as ``torch.ops.sgl_kernel.rmsnorm``, which the device context (torch/utils/_device.py)
+    passes on unchanged; it gives a device only to the tensor constructors (``_device_constructors``), so an
+    op under it is a kernel launched, not an allocation (corpus/field27/014, a runtime.crash, cut there)."""
+    return bool(frames) and frames[0].file.replace("\\", "/").endswith("/torch/_ops.py")
+
+
 def from_allocation(inc: Incident) -> list[Evidence]:
     """The traceback was cut in the middle of allocating device memory: where a cut traceback
     stops at an allocation, the exception it lost is most often CUDA running out of memory."""
@@ -876,7 +884,7 @@ def from_allocation(inc: Incident) -> list[Evidence]:
         return []
     last = inc.frames[-1]
     path = last.file.replace("\\", "/")
-    if path.endswith("/torch/utils/_device.py"):
+    if path.endswith("/torch/utils/_device.py") and not _operator_call(inc.frames[-2:-1]):
         return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
                          "the traceback stops in torch's device context (torch/utils/_device.py), which every tensor "
                          "allocation on the GPU goes through while a model is built: most often it ran out of memory")]

@@ -121,3 +121,30 @@ def test_the_scheduler_summary_with_room_or_of_host_memory_is_none(pack):
     assert not _low(guess_of(pack, _summary_line("7.61") + SCHED))
     # a CPU device's figure is host memory
     assert not _low(guess_of(pack, _summary_line("0.62", device="cpu") + SCHED))
+
+
+# corpus/field27/014 (runtime.crash: an RMSNorm kernel's invalid launch configuration) cut two lines above
+# its exception line: sgl_kernel's op dispatched through torch/_ops.py under torch's device context
+M = "sglang/python/sglang/srt"
+KERNEL_UNDER_DEVICE = (
+    "[2025-01-20 09:00:00 DP1 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{M}/models/mixtral.py", line 232, in forward\n'
+    "    hidden_states, residual = self.input_layernorm(hidden_states, residual)\n"
+    '  File "python3.10/site-packages/sgl_kernel/ops/__init__.py", line 156, in rmsnorm\n'
+    "    torch.ops.sgl_kernels.rmsnorm(out, input, weight, eps, _get_cuda_stream(device))\n"
+    '  File "python3.10/site-packages/torch/_ops.py", line 1116, in __call__\n'
+    "    return self._op(*args, **(kwargs or {}))\n"
+    '  File "python3.10/site-packages/torch/utils/_device.py", line 106, in __torch_function__\n'
+    "    return func(*args, **kwargs)\n")
+
+
+def test_a_kernel_op_under_the_device_context_is_no_allocation(pack):
+    # torch's device context gives a device only to the tensor constructors; an op under it is a kernel
+    assert not _allocation(guess_of(pack, KERNEL_UNDER_DEVICE))
+    # a constructor under it (corpus/field27/013's fp8 create_weights: torch.empty) still is one
+    constructor = KERNEL_UNDER_DEVICE.replace(
+        '  File "python3.10/site-packages/torch/_ops.py", line 1116, in __call__\n'
+        "    return self._op(*args, **(kwargs or {}))\n",
+        f'  File "{M}/layers/quantization/fp8.py", line 300, in create_weights\n'
+        "    data=torch.empty(\n")
+    assert _allocation(guess_of(pack, constructor))
