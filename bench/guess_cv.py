@@ -293,8 +293,15 @@ def answer_of(path: Path) -> tuple[str | None, str]:
     return (primary.fallback.get("best_guess") or {}).get("category"), "guess"
 
 
-def cut_check(parts=None) -> dict:
-    """The cut check's rows and rates (see above) over ``parts`` (every tuned part)."""
+# ``extra``: that many more lines cut above the cause line (a paste that also lost the traceback's last
+# frames: with 2 the deepest frame's header and source line go too), which asks whether a reading holds
+# when the line the traceback was executing is gone as well.
+CUT_DEPTHS = (0, 2, 4)
+
+
+def cut_check(parts=None, extra: int = 0) -> dict:
+    """The cut check's rows and rates (see above) over ``parts`` (every tuned part), cut ``extra``
+    lines further up (``CUT_DEPTHS``)."""
     import tempfile
 
     parts = CV_PARTS if parts is None else tuple(parts)
@@ -307,7 +314,8 @@ def cut_check(parts=None) -> dict:
                     continue
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
                 i = cut_index(lines, lab)
-                if not i:
+                i = None if i is None else i - extra
+                if not i or i < 0:
                     continue  # key line not found, or the text begins with it: nothing is left above it
                 cut = Path(tmp) / lab["file"]
                 cut.write_text("".join(lines[:i]), encoding="utf-8")
@@ -315,8 +323,16 @@ def cut_check(parts=None) -> dict:
                 rows.append({"file": f"{part}/{lab['file']}", "label": cat, "answer": answer, "how": how})
     oom = [r for r in rows if r["label"] == OOM]
     other = [r for r in rows if r["label"] != OOM]
-    return {"rows": rows, "oom_said": sum(r["answer"] == OOM for r in oom), "oom_total": len(oom),
+    false_by_label: dict[str, int] = {}
+    for r in other:
+        if r["answer"] == OOM:
+            false_by_label[r["label"]] = false_by_label.get(r["label"], 0) + 1
+    oom_answers: dict[str, int] = {}
+    for r in oom:
+        oom_answers[str(r["answer"])] = oom_answers.get(str(r["answer"]), 0) + 1
+    return {"rows": rows, "extra": extra, "oom_said": sum(r["answer"] == OOM for r in oom), "oom_total": len(oom),
             "false_oom": sum(r["answer"] == OOM for r in other), "other_total": len(other),
+            "false_oom_by_label": false_by_label, "oom_answers": oom_answers,
             "right": sum(r["answer"] == r["label"] for r in rows), "total": len(rows)}
 
 
@@ -325,9 +341,15 @@ def print_cut_check(report: dict, verbose: bool) -> None:
         for r in report["rows"]:
             if (r["label"] == OOM) != (r["answer"] == OOM):
                 print(f"cut  {r['file'][:70]:70} label {r['label']:22} answer {r['answer']} ({r['how']})")
-    print(f"cut check: CUDA OOMs cut above their line answered cuda_oom {report['oom_said']}/{report['oom_total']}; "
+    deeper = f" (and {report['extra']} lines more)" if report.get("extra") else ""
+    print(f"cut check{deeper}: CUDA OOMs cut above their line answered cuda_oom {report['oom_said']}/{report['oom_total']}; "
           f"other failures cut the same way answered cuda_oom {report['false_oom']}/{report['other_total']}; "
           f"every cut text right {report['right']}/{report['total']}")
+    print("  the OOMs answered: " + ", ".join(f"{k} {v}" for k, v in sorted(report["oom_answers"].items(),
+                                                                              key=lambda kv: -kv[1])))
+    if report["false_oom_by_label"]:
+        print("  others answered cuda_oom, by label: " + ", ".join(f"{k} {v}" for k, v in
+                                                                 sorted(report["false_oom_by_label"].items())))
 
 
 def _total(report: dict) -> tuple[int, int]:
@@ -623,6 +645,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cut-check", action="store_true",
                     help="only the cut check: the tuned failures whose cause is in the text, cut above the line that "
                          "names it, and how often the answer is a CUDA OOM (see cut_check)")
+    ap.add_argument("--cut-lines", default="0",
+                    help="with --cut-check: how many more lines to cut above the cause line, comma-separated for "
+                         "several runs (e.g. 0,2,4: CUT_DEPTHS)")
     ap.add_argument("--quick", action="store_true",
                     help="only leave-one-part-out and leave-one-repository-out, per category (no rotation, no nested "
                          "calibration: a few minutes less)")
@@ -630,11 +655,12 @@ def main(argv=None) -> int:
     weights = [float(w) for w in args.weights.split(",")]
     prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
     if args.cut_check:
-        report = cut_check()
+        reports = [cut_check(extra=int(k)) for k in args.cut_lines.split(",")]
         if args.json:
-            print(json.dumps(report, indent=1))
+            print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=1))
         else:
-            print_cut_check(report, args.verbose)
+            for report in reports:
+                print_cut_check(report, args.verbose)
         return 0
     if args.quick:
         return _quick(prior_parts, args.json, args.verbose, args.rows)

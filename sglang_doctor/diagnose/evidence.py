@@ -811,6 +811,21 @@ def from_header(inc: Incident) -> list[Evidence]:
 # built on the GPU), a quantization method's create_weights.
 _ALLOCATING = re.compile(r"\btorch\.(?:empty|zeros|ones|full|randn|rand|empty_like|zeros_like|empty_strided)\(|"
                          r"\.create_weights\(")
+# torch's ops that allocate their output (of the size of their input) through the caching allocator, which
+# raises torch.OutOfMemoryError synchronously in the op that asked for the memory: a linear layer's
+# ``F.linear`` (cuBLAS's output), an embedding's lookup, a matmul, a concatenation, a contiguous copy (an
+# attention output's ``.transpose(1, 2).contiguous()``).  What a long prefill or a large batch runs out
+# of memory in while serving.  Only as the deepest line: the line above one is any layer's call.
+_OUTPUT_ALLOCATING = re.compile(r"\bF\.(?:linear|embedding)\(|\btorch\.(?:embedding|matmul|mm|bmm|cat|concat|stack)\(|"
+                                r"\.contiguous\(\)|\.clone\(\)")
+# A line that copies to the host or waits for the device is where an *asynchronous* CUDA error (an
+# illegal memory access of a kernel launched earlier) surfaces, whatever else the line does:
+# corpus/field27/008 (a runtime.crash) stops at ``torch.concat((self.free_slots, free_index.cpu()))``.
+_SYNCHRONIZING = re.compile(r"\.(?:cpu|item|tolist|numpy)\(\)|synchronize\(")
+# torch's ``Module.to(device)`` / ``.cuda()``: ``Module._apply`` calls ``convert`` on every parameter and
+# buffer (torch/nn/modules/module.py, ``return t.to(device, ...)``, since torch 2.4 split over lines as
+# ``return t.to(``): a model moved to the GPU as a whole allocates its weights there.
+_MODULE_CONVERT = ("/torch/nn/modules/module.py", "convert")
 
 
 # Exception classes as a traceback prints them, each with the category its type alone names (None:
@@ -866,6 +881,14 @@ def from_cut_type(inc: Incident) -> list[Evidence]:
 ALLOCATION_AT_DEEPEST = 0.45
 
 
+def _operator_call(frames) -> bool:
+    """The frame (a one-item list, or empty) is torch's operator dispatch (torch/_ops.py ``__call__``): a
+    kernel's op such as ``torch.ops.sgl_kernel.rmsnorm``, which the device context (torch/utils/_device.py)
+    passes on unchanged; it gives a device only to the tensor constructors (``_device_constructors``), so an
+    op under it is a kernel launched, not an allocation (corpus/field27/014, a runtime.crash, cut there)."""
+    return bool(frames) and frames[0].file.replace("\\", "/").endswith("/torch/_ops.py")
+
+
 def from_allocation(inc: Incident) -> list[Evidence]:
     """The traceback was cut in the middle of allocating device memory: where a cut traceback
     stops at an allocation, the exception it lost is most often CUDA running out of memory."""
@@ -874,10 +897,20 @@ def from_allocation(inc: Incident) -> list[Evidence]:
         return []
     last = inc.frames[-1]
     path = last.file.replace("\\", "/")
-    if path.endswith("/torch/utils/_device.py"):
+    if path.endswith("/torch/utils/_device.py") and not _operator_call(inc.frames[-2:-1]):
         return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
                          "the traceback stops in torch's device context (torch/utils/_device.py), which every tensor "
                          "allocation on the GPU goes through while a model is built: most often it ran out of memory")]
+    if path.endswith(_MODULE_CONVERT[0]) and last.function == _MODULE_CONVERT[1]:
+        return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
+                         "the traceback stops in torch's Module._apply -> convert (torch/nn/modules/module.py), which "
+                         "moves every weight of a module to the GPU: most often it ran out of memory")]
+    if last.source and _OUTPUT_ALLOCATING.search(last.source) and not _SYNCHRONIZING.search(last.source):
+        return [Evidence("allocation", "memory.cuda_oom", ALLOCATION_AT_DEEPEST,
+                         f"the line the traceback was executing when it stops is a torch op that allocates its output "
+                         f"({last.source.strip()[:60]!r} in {last.function}, {_short(last)}), where torch's caching "
+                         "allocator raises an out-of-memory error; a CUDA error of an earlier kernel surfaces at a "
+                         "copy to the host or a synchronize instead")]
     for depth, f in enumerate(reversed(inc.frames[-2:])):
         if f.source and _ALLOCATING.search(f.source):
             if depth == 0:
@@ -1178,12 +1211,25 @@ LOW_AVAIL_GB = 1.5
 LOW_MEMORY = 0.45
 
 
+def gpu_memory_free(milestone) -> float | None:
+    """The free GPU memory (GB) a start-up line shows: its ``avail mem=`` / ``free memory=``, or the
+    scheduler's summary after the model worker is up ("max_total_num_tokens=..., available_gpu_mem=N GB",
+    0.4.7+ scheduler.py, logged after capture and before the warm-up request; ``available_cpu_mem`` on a
+    CPU device is host memory and is not read)."""
+    figures = milestone.figures
+    if "avail_mem_gb" in figures:
+        return figures["avail_mem_gb"]
+    if "available_mem_gb" in figures and "available_gpu_mem=" in (milestone.text or ""):
+        return figures["available_mem_gb"]
+    return None
+
+
 def low_memory(last, phase: str) -> list[Evidence]:
     """The last milestone shows almost no free GPU memory (``avail mem=0.41 GB``): the next
     step ran out of it, the KV pool when the pools were being sized (SGLang's "Not enough
     memory"), else an allocation (a CUDA OOM while capturing graphs or warming up)."""
     try:
-        avail = float(last.figures.get("avail_mem_gb"))
+        avail = float(gpu_memory_free(last))
     except (TypeError, ValueError):
         return []
     if avail >= LOW_AVAIL_GB:

@@ -270,3 +270,37 @@ def test_the_cut_check_cuts_above_the_key_line_and_an_oom_above_its_first_oom_li
     assert cv.cut_index(lines, sigquit) == 3  # the OOM line comes first
     assert cv.cut_index(lines, dict(sigquit, category="runtime.crash")) == 4  # another failure: its key line only
     assert cv.cut_index(lines, {"category": "nccl", "key_line": "not in this text at all"}) is None
+
+
+def test_the_cut_check_cuts_further_up_and_counts_false_ooms_by_label(cv, tmp_path, monkeypatch):
+    # the cut text's last line is what the fake answer reads: an allocation line answers cuda_oom
+    (tmp_path / "corpus" / "p").mkdir(parents=True)
+    oom = ["Traceback (most recent call last):\n", '  File "a.py", line 1, in f\n', "    x = torch.empty(n)\n",
+           '  File "b.py", line 2, in g\n', "    return F.linear(x, w)\n", "torch.OutOfMemoryError: CUDA out of memory.\n"]
+    crash = oom[:5] + ["RuntimeError: CUDA error: an illegal memory access was encountered\n"]
+    (tmp_path / "corpus" / "p" / "oom.log").write_text("".join(oom))
+    (tmp_path / "corpus" / "p" / "crash.log").write_text("".join(crash))
+    labels = [({"file": "oom.log", "evidence_in_log": True, "key_line": "torch.OutOfMemoryError: CUDA out of"},
+               "memory.cuda_oom"),
+              ({"file": "crash.log", "evidence_in_log": True, "key_line": "RuntimeError: CUDA error: an illegal memory"},
+               "runtime.crash")]
+    seen = []
+
+    def fake_answer(path):
+        text = path.read_text()
+        seen.append((path.name, text.count("\n")))
+        return ("memory.cuda_oom" if "torch.empty" in text.splitlines()[-1] or "F.linear" in text else "other"), "guess"
+
+    monkeypatch.setattr(cv, "ROOT", tmp_path)
+    monkeypatch.setattr(cv, "failures", lambda part: labels)
+    monkeypatch.setattr(cv, "answer_of", fake_answer)
+    at_line = cv.cut_check(parts=["p"])
+    assert seen == [("oom.log", 5), ("crash.log", 5)]
+    assert (at_line["oom_said"], at_line["false_oom"], at_line["false_oom_by_label"]) == (1, 1, {"runtime.crash": 1})
+    seen.clear()
+    deeper = cv.cut_check(parts=["p"], extra=2)
+    assert seen == [("oom.log", 3), ("crash.log", 3)]  # the last frame (F.linear) is gone too
+    assert deeper["extra"] == 2 and deeper["oom_answers"] == {"memory.cuda_oom": 1}
+    assert deeper["false_oom_by_label"] == {"runtime.crash": 1}
+    seen.clear()
+    assert cv.cut_check(parts=["p"], extra=5)["total"] == 0  # nothing left above the cut
