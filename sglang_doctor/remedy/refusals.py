@@ -115,7 +115,7 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
     for pattern, flag, on, off in PROSE:
         spelled = ctx.flag(flag)
         spec = ctx.catalog.spec(spelled) if spelled is not None else None
-        if spec is not None and spec.deprecated:
+        if spec is not None and spec.deprecated and not _widest_kept(ctx, spelled):
             # (0.5.23 deprecates --enable-dp-attention for --attn-dp-size, --disable-cuda-graph for
             # the backends' "disabled"): the successor its help names, else the feature's own way off
             after = flags.successor(spelled, ctx.catalog)
@@ -150,6 +150,37 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
     return out
 
 
+def _widest_kept(ctx: Context, flag: str) -> bool:
+    """The release is a guess (the log names none) and more releases of its range take the
+    deprecated ``flag`` than its successor (--enable-dp-attention: 0.4.0-0.5.23; --attn-dp-size:
+    0.5.22 on): the deprecated spelling is kept, the one a pasted change is most likely to be
+    taken in (``_spelling_note`` names the other)."""
+    releases = ctx.guessed_range
+    after = flags.successor(flag, ctx.catalog) if releases else None
+    if after is None:
+        return False
+    old = sum(flags.shipped_catalog(v).has_option(flag) for v in releases)
+    return old > sum(flags.shipped_catalog(v).has_option(after[0]) for v in releases)
+
+
+def _spelling_note(ctx: Context, rem: Remediation) -> str:
+    """For a change spelled as most releases of a guessed range take it (``_widest_kept``): the
+    clause naming the releases and the newer spelling."""
+    from sglang_doctor.remedy.remedies import _span, _why_guessed
+
+    releases = ctx.guessed_range or ()
+    for flag in list(rem.set) + list(rem.unset):
+        spec = ctx.catalog.spec(flag)
+        after = flags.successor(flag, ctx.catalog) if spec is not None and spec.deprecated and releases else None
+        if after is None:
+            continue
+        having = [v for v in releases if flags.shipped_catalog(v).has_option(flag)]
+        newer = [v for v in releases if flags.shipped_catalog(v).has_option(after[0])]
+        return (f"; spelled {flag} as SGLang {_span(having)} take it ({_why_guessed(ctx)}); "
+                f"SGLang {_span(newer)} deprecate it for {after[0]}")
+    return ""
+
+
 def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
     """The choices of the release's flags a message names as the subject of its refusal: a choice
     of two or more parts ("extra_buffer", "flashinfer_cutlass", "trtllm_mha"), written with
@@ -167,6 +198,7 @@ def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
                 if spec.name not in owners.setdefault(choice, []):
                     owners[choice].append(spec.name)
     out: list[tuple[str, str, re.Match]] = []
+    out += _single_word_choices(ctx, text)
     for choice, flags_of in owners.items():
         pattern = r"(?<![\w.-])" + r"[ _-]".join(map(re.escape, re.split(r"[_-]", choice))) + r"(?![\w-])"
         for m in re.finditer(pattern, text, re.I):
@@ -192,6 +224,36 @@ def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
             break
     return out
 
+
+def _single_word_choices(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
+    """A one-word choice named with its flag's own noun right after it, as the subject of a
+    refusal: "cutlass MoE is only supported with fp8/mxfp8 quantization" (0.5.9 server_args.py:2164,
+    --moe-runner-backend cutlass), "triton attention backend does not support ...".  A bare
+    word ("cutlass", "triton") is too common to read alone; the noun ("moe", "attention",
+    "sampling", "grammar": a word of the flag's name) ties it to one flag."""
+    owners: dict[str, list[str]] = {}
+    for spec in sorted(ctx.catalog.specs, key=lambda sp: len(sp.name)):
+        if not spec.takes_value or not spec.choices or spec.deprecated or spec.nargs not in (None, "?"):
+            continue
+        for choice in map(str, spec.choices):
+            if len(choice) >= 4 and re.fullmatch(r"[a-z][a-z0-9]+", choice) and choice not in _NOT_A_CHOICE:
+                owners.setdefault(choice, []).append(spec.name)
+    out: list[tuple[str, str, re.Match]] = []
+    for m in re.finditer(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]{3,})\s+([A-Za-z]+)\b", text):
+        flags_of = owners.get(m.group(1).lower())
+        noun = m.group(2).lower()
+        if not flags_of or noun in _GENERIC or _SUBJECT_OF_REFUSAL.match(text, m.end()) is None:
+            continue
+        # the shortest flag whose name holds the noun (--moe-runner-backend before
+        # --speculative-moe-runner-backend)
+        best = next((f for f in flags_of if noun in f.lstrip("-").split("-")), None)
+        if best is not None:
+            out.append((best, m.group(1).lower(), m))
+    return out
+
+
+# one-word choices that are ordinary words in a message ("auto MoE", "none attention")
+_NOT_A_CHOICE = ("auto", "none", "true", "false", "default", "disabled", "enabled")
 
 # the words after a check's subject: "extra_buffer is not supported for ...", "FlashInfer Cutlass
 # MOE supports only: ...", "trtllm_mha backend requires ..."
@@ -332,6 +394,8 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
         for value in dict.fromkeys(candidates):
             if value in in_use or _equal(stated, value) or _refused(text, value):
                 continue
+            if n.subject and str(value).lower() == str(n.on).lower():
+                continue  # the choice the check refuses ("cutlass MoE is only supported with ...")
             typed: Any = value
             if spec.type in ("int", "float") or spec.type.endswith("_int"):
                 try:
@@ -361,7 +425,10 @@ def _refused(text: str, value: str) -> bool:
     """``value`` appears in the message only after a negation in its clause ("does not support
     triton attention backend"): the value refused, not one to set."""
     places = [m.start() for m in re.finditer(r"(?<![\w.+-])" + re.escape(value) + r"(?![\w+-])", text)]
-    after = re.compile(r"\s+(?:(?:are|is|was)\s+not\b|isn't|aren't|(?:does|do) not\b)", re.I)
+    # "triton is not ...", and the value with its flag's noun between: "triton attention backend
+    # does not support ..." (the refused choice, not one to set)
+    after = re.compile(r"(?:\s+[A-Za-z][\w-]*){0,2}?\s+(?:(?:are|is|was)\s+not\b|isn't|aren't|(?:does|do) not\b|doesn't\b|"
+                       r"cannot\b|can't\b)", re.I)
     return bool(places) and all(_NEGATION.search(_clause(text, at, False)) or after.match(text, at + len(value))
                                 for at in places)
 
@@ -714,7 +781,8 @@ def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
         if _undoes(rem, out):
             continue  # the opposite of a change an earlier shape gave: the earlier reading stands
         rem.safe, rem.needs_human = False, True
-        rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
+        rem.note += (" (from the shape of the check's message; valid in SGLang " + ctx.version
+                     + _spelling_note(ctx, rem) + ")")
         rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
                                                   "your workload")
         value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
