@@ -487,3 +487,61 @@ def test_a_replacement_the_message_advises_is_asked_right_after_the_removal():
     changes = _changes(rem)
     assert changes[0] == ({}, ["--hicache-size"])
     assert list(changes[1][0]) == ["--hicache-ratio"]
+
+
+# -- session 31: the release unknown, one-word choices, a requirement on a variable --------------
+
+
+def _guessed(message: str, exc: str = "ValueError"):
+    """The refusal read with the release unknown (no header, no dump): the newest catalogue."""
+    incident = Incident(kind="traceback", first_line=1, last_line=1)
+    incident.exception = ExceptionInfo(exc, message)
+    d = Diagnosis(incident=incident, rule="test.rule", category="args.invalid", remedies=[{"refusal_fix": {}}],
+                  launch=None)
+    return remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                              model_config=None, warnings=[], version_source="newest catalogue")
+
+
+def test_an_unknown_release_gets_the_spelling_most_releases_take_and_the_note_names_the_newer_one():
+    # 0.4.x-0.5.9's check (server_args.py:5143 in 0.5.9); 0.5.22 deprecates --enable-dp-attention
+    # for --attn-dp-size, which no release before it takes
+    rem = _guessed("multi-node data parallel is not supported unless dp attention!")
+    assert rem is not None and rem.set == {"--enable-dp-attention": True}
+    assert "--attn-dp-size" in rem.note and "0.4.0" in rem.note
+    for version in ("0.4.3.post2", "0.5.4", "0.5.9", "0.5.23"):
+        assert flags.shipped_catalog(version).validate("--enable-dp-attention", True) is None
+
+
+def test_a_known_release_keeps_its_own_successor_spelling():
+    rem = _fix("multi-node data parallel is not supported unless dp attention!", V0523, exc="ValueError")
+    assert rem is not None and "--enable-dp-attention" not in rem.set
+
+
+def test_a_one_word_choice_with_its_flags_noun_is_the_refused_setting():
+    # 0.5.9 server_args.py:2164: --moe-runner-backend cutlass without FP8 weights
+    rem = _fix("cutlass MoE is only supported with fp8/mxfp8 quantization", exc="AssertionError")
+    assert rem is not None and _changes(rem)[0] == ({}, ["--moe-runner-backend"])
+    assert all(s.get("--moe-runner-backend") != "cutlass" for s, _ in _changes(rem))
+
+
+def test_a_choice_refused_with_its_noun_between_is_not_the_value_set():
+    rem = _fix("triton attention backend does not support this model", exc="ValueError")
+    assert rem is not None
+    assert all(s.get("--attention-backend") != "triton" for s, _ in _changes(rem))
+
+
+def test_a_one_word_choice_without_its_flags_noun_is_no_setting():
+    rem = _fix("cutlass is only supported with fp8/mxfp8 quantization", exc="AssertionError")
+    assert rem is None or all("--moe-runner-backend" not in s and "--moe-runner-backend" not in u
+                              for s, u in _changes(rem))
+
+
+def test_a_required_environment_value_is_advice_to_set_it():
+    from sglang_doctor.remedy.class_remedies import env_advised
+
+    # 0.5.23 speculative_hook.py:314, model_overrides/kimi_k3.py:71
+    assert env_advised("DFLASH with dp attention requires SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION=0.") == \
+        ("SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION", "0")
+    assert env_advised("Kimi-K3 DCP + DSPARK currently requires SGLANG_RAGGED_VERIFY_MODE=static; compact") == \
+        ("SGLANG_RAGGED_VERIFY_MODE", "static")
+    assert env_advised("this path does not require SGLANG_RAGGED_VERIFY_MODE=static") is None
