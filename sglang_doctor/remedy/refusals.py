@@ -27,6 +27,7 @@ declared as log-named, and is advice (never applied by ``run --yes``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -179,6 +180,37 @@ def _spelling_note(ctx: Context, rem: Remediation) -> str:
         return (f"; spelled {flag} as SGLang {_span(having)} take it ({_why_guessed(ctx)}); "
                 f"SGLang {_span(newer)} deprecate it for {after[0]}")
     return ""
+
+
+def _most_taken_spelling(ctx: Context, rem: Remediation) -> tuple[Remediation, str, str]:
+    """When the release is a guess and a flag of ``rem`` was renamed inside its range with no
+    alias kept (--mamba-scheduler-strategy 0.5.9-0.5.19, --mamba-radix-cache-strategy 0.5.20 on):
+    the change spelled as most releases of the range take it, validated by the newest of them
+    (``remedies._most_taken``); else ``rem`` as it is.  Returns the change, the release it is
+    valid in, and the clause naming the other spelling ("" when unchanged)."""
+    from sglang_doctor.remedy.remedies import _most_taken
+
+    if not ctx.guessed_range:
+        return rem, ctx.version, ""
+    for flag in list(rem.set) + list(rem.unset):
+        most = _most_taken(ctx, flag, flag)
+        if most is None:
+            continue
+        other, why = most
+        name = other.flag(flag)
+        if name is None:
+            continue
+        if flag in rem.set:
+            value = rem.set[flag]
+            if not (isinstance(value, str) and value.startswith("<")) and other.catalog.validate(name, value) is not None:
+                continue
+            changed = dataclasses.replace(rem, set={**{k: v for k, v in rem.set.items() if k != flag}, name: value},
+                                          note=rem.note.replace(flag, name))
+        else:
+            changed = dataclasses.replace(rem, unset=[name if f == flag else f for f in rem.unset],
+                                          note=rem.note.replace(flag, name))
+        return changed, other.version, "; " + why
+    return rem, ctx.version, ""
 
 
 def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
@@ -780,9 +812,10 @@ def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
             continue
         if _undoes(rem, out):
             continue  # the opposite of a change an earlier shape gave: the earlier reading stands
+        rem, version, respelled = _most_taken_spelling(ctx, rem)
         rem.safe, rem.needs_human = False, True
-        rem.note += (" (from the shape of the check's message; valid in SGLang " + ctx.version
-                     + _spelling_note(ctx, rem) + ")")
+        rem.note += (" (from the shape of the check's message; valid in SGLang " + version
+                     + (respelled or _spelling_note(ctx, rem)) + ")")
         rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
                                                   "your workload")
         value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
