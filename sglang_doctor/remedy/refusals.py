@@ -379,7 +379,7 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
     the check's own; which of its values suits this GPU and workload the text does not say)."""
     out: list[Remediation] = []
     second: list[Remediation] = []
-    in_use = {m.group(1) for m in _GOT.finditer(text)}
+    in_use = {m.group(1).rstrip(".") for m in _GOT.finditer(text)}  # ("... but got fa3." ends a sentence)
     # "only supports --cp-strategy zigzag", "supports only --moe-runner-backend deep_gemm": the
     # value after a flag the check says it accepts (not the one the launch ran with)
     wanted: dict[str, str] = {}
@@ -824,6 +824,52 @@ def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
     return out[:3]
 
 
+def _in_release(ctx: Context, version: str, why: str) -> Context:
+    """``ctx`` read in the shipped catalogue of ``version`` (a release of its guessed range)."""
+    from sglang_doctor.remedy.remedies import _why_guessed
+
+    ctx.warnings.append(f"the change is spelled for SGLang {version}: {_why_guessed(ctx)}, and {why}")
+    return dataclasses.replace(ctx, catalog=flags.shipped_catalog(version), version=version,
+                               version_source="rule spelling", version_range=None)
+
+
+def _release_of_the_words(ctx: Context, text: str, params: dict) -> Context:
+    """When the release is a guess (``ctx.guessed_range``) and its newest release cannot read
+    the message's way out, a release of the range that can:
+
+    - a flag the message spells out (``please remove --enable-nsa-prefill-context-parallel``)
+      that the target lacks under any spelling: the newest release of the range that has it;
+    - else, when the target gives no concrete change, the newest release of the range (every
+      eighth of them, the oldest last) whose catalogue gives one: a value of its own choices
+      ("Please set it to 'dual_chunk_flash_attn'", a choice 0.5.20 dropped).
+
+    The message only picks the release; every change is still validated by that release's
+    catalogue (the note says which release)."""
+    releases = ctx.guessed_range
+    if not releases:
+        return ctx
+    for word in re.findall(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+", text):
+        if ctx.flag(word) is not None:
+            continue
+        having = [v for v in releases if flags.shipped_catalog(v).canonical(word) == word]
+        if having:
+            return _in_release(ctx, having[-1], f"{ctx.version} has no {word}")
+    if any(_concrete(r) for r in _shape_changes(ctx, text, params)):
+        return ctx
+    def reads(version: str) -> bool:
+        other = dataclasses.replace(ctx, catalog=flags.shipped_catalog(version), version=version,
+                                    version_source="rule spelling", version_range=None, warnings=[])
+        return any(_concrete(r) for r in _shape_changes(other, text, params))
+
+    sampled = list(range(len(releases) - 9, -1, -8)) + ([0] if (len(releases) - 9) % 8 else [])
+    for at in sampled:
+        if reads(releases[at]):
+            # the newest release between this one and the last sampled one that reads it too
+            newest = next((v for v in reversed(releases[at + 1:at + 8]) if v != ctx.version and reads(v)), releases[at])
+            return _in_release(ctx, newest, f"{ctx.version}'s catalogue does not take the message's way out")
+    return ctx
+
+
 @remedy("refusal_fix")
 def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     """The changes an argument check's message implies by its shape (module docstring): a
@@ -837,6 +883,7 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
         text = _assert_words(ctx)  # a bare assert: its statement is the check's only words
     from sglang_doctor.remedy.remedies import flag_named
 
+    ctx = _release_of_the_words(ctx, text, params)
     named_result = flag_named(ctx, {})
     after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
     advised = _advises_a_flag(ctx, text)

@@ -545,3 +545,27 @@ def test_a_required_environment_value_is_advice_to_set_it():
     assert env_advised("Kimi-K3 DCP + DSPARK currently requires SGLANG_RAGGED_VERIFY_MODE=static; compact") == \
         ("SGLANG_RAGGED_VERIFY_MODE", "static")
     assert env_advised("this path does not require SGLANG_RAGGED_VERIFY_MODE=static") is None
+
+
+def test_an_unknown_release_reads_a_flag_the_newest_lacks_in_the_release_that_has_it():
+    # 0.5.9 server_args.py:1268; 0.5.23 has no --enable-nsa-prefill-context-parallel
+    rem = _guessed("CP is only supported for prefill when PD disaggregation, please remove "
+                   "--enable-nsa-prefill-context-parallel.")
+    assert rem is not None and rem.unset == ["--enable-nsa-prefill-context-parallel"]
+    assert V0523.spec("--enable-nsa-prefill-context-parallel") is None
+
+
+def test_an_unknown_release_takes_a_value_in_a_release_whose_parser_accepts_it():
+    # 0.5.9 server_args.py:1965: dual_chunk_flash_attn is no choice of 0.5.20 on
+    rem = _guessed("Dual chunk attention is enabled, but attention backend is set to flashinfer. "
+                   "Please set it to 'dual_chunk_flash_attn'.")
+    assert rem is not None and rem.set == {"--attention-backend": "dual_chunk_flash_attn"}
+    assert V0523.validate("--attention-backend", "dual_chunk_flash_attn") is not None
+    release = rem.note.rsplit("valid in SGLang ", 1)[1].split(")")[0].split(";")[0]
+    assert flags.shipped_catalog(release).validate("--attention-backend", "dual_chunk_flash_attn") is None
+
+
+def test_the_value_a_launch_ran_with_at_a_sentences_end_is_not_the_way_out():
+    rem = _fix("Dual chunk attention is enabled, but attention backend is set to flashinfer. "
+               "Please set it to 'dual_chunk_flash_attn'.", exc="ValueError")
+    assert rem is None or all(s.get("--attention-backend") != "flashinfer" for s, _ in _changes(rem))
