@@ -56,6 +56,9 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bspeculative[- ]decoding\b|\bspec(?:ulative)? v2\b", re.I), "--speculative-algorithm", None, None),
     (re.compile(r"\bpipeline[- ]parallel(?:ism)?\b|\bPP\b"), "--pp-size", None, 1),
     (re.compile(r"\bdeterministic[- ]inference\b", re.I), "--enable-deterministic-inference", True, None),
+    # "DSA DCP does not support PD disaggregation" (0.5.23 model_overrides/deepseek_v2.py:24): off is
+    # the release's default mode (null), on needs the role (prefill / decode) the message does not say
+    (re.compile(r"\b(?:PD|prefill[- ]decode) disaggregation\b", re.I), "--disaggregation-mode", None, None),
     (re.compile(r"\bEPLB\b|\bexpert[- ]parallel(?:ism)? load balanc(?:er|ing)\b", re.I), "--enable-eplb", True, None),
     (re.compile(r"\bredundant experts?\b", re.I), "--ep-num-redundant-experts", None, None),
     (re.compile(r"\bPD[- ]Multiplexing\b|\bpdmux\b", re.I), "--enable-pdmux", True, None),
@@ -70,6 +73,9 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bkv[- _]cache[- _]dtype\b", re.I), "--kv-cache-dtype", None, None),
     (re.compile(r"\btokenizer worker num\b", re.I), "--tokenizer-worker-num", None, None),
 )
+
+# settings that are the deployment's shape, not a feature of it: in a conflict, turned off last
+_DEPLOYMENT = ("--disaggregation-mode",)
 
 # a prose setting turned off by the release's own way (remedies.FEATURES, spelled per release)
 OFF_FEATURES = {"--disable-cuda-graph": "cuda_graph", "--disable-radix-cache": "radix_cache",
@@ -335,6 +341,8 @@ _ENABLE_WHEN = re.compile(r"\b(?:please )?(?:enable|set|use|specify|add|pass) (?
                           r"(?:when|if|while) (?:setting|using|enabling|passing|specifying)\b", re.I)
 # "--enable-page-major-kv-layout without --enable-unified-memory is temporarily unsupported"
 _WITHOUT = re.compile(r"(?P<w>\bwithout\b)[^.;:\n]{1,80}?\b(?:is|are) (?:\w+ )?(?:unsupported|not (?:yet )?supported)\b", re.I)
+# "--ssl-ca-certs has no effect without --ssl-certfile and --ssl-keyfile" (0.5.23 serving_hook.py:60)
+_NO_EFFECT_WITHOUT = re.compile(r"\b(?:has|have) no effect (?P<w>without|unless)\b|\b(?:is|are) ignored (?P<w2>without|unless)\b", re.I)
 _CONFLICT = re.compile(r"\b(?:not (?:yet )?(?:supported|compatible|allowed) (?:with|together|when|in combination|for)|"
                        r"incompatible with|conflicts? with|(?:has|have) no effect with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
                        r"cannot (?:be )?(?:used|combined|enabled|set) (?:with|together)|is not supported in|"
@@ -503,6 +511,14 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
         out += [r for r in (_change(ctx, n, True) for n in b[-1:]) if r]
         out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
         return out
+    m = _NO_EFFECT_WITHOUT.search(text)
+    if m is not None:  # "A has no effect without B": B on (a switch), else A off
+        w = "w" if m.group("w") else "w2"
+        b = _in_span(named, m.end(w), m.end(w) + len(_clause(text, m.end(w), True)))
+        a = _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start())
+        out += [r for r in (_change(ctx, n, True) for n in b[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in a[-1:]) if r]
+        return out
     m = _WITHOUT.search(text)
     if m is not None:  # "A without B is unsupported": B on, else A off
         b = _in_span(named, m.end("w"), m.end("w") + len(_clause(text, m.end("w"), True)))
@@ -533,14 +549,19 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
     if m is not None:
         b = _in_span(named, m.end(), m.end() + len(_clause(text, m.end(), True)))
         a = _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start())
-        # the setting it is not supported with off first, then the one the check is about
-        out += [r for r in (_change(ctx, n, False) for n in b[:1]) if r]
-        out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        # the setting it is not supported with off first, then the one the check is about; a
+        # deployment's shape (PD disaggregation) last: the feature goes before the deployment does
+        first, then = (a, b) if b[:1] and b[0].flag in _DEPLOYMENT and a[:1] else (b, a)
+        out += [r for r in (_change(ctx, n, False) for n in first[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in then[:1]) if r]
         return out
     return out
 
 
 _ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|cannot be|"
+                    # "UNO ... does not accept --speculative-draft-model-path", "Select another
+                    # --speculative-moe-a2a-backend" (0.5.23 speculative_hook.py:455, moe_hook.py:635)
+                    r"(?:does not|doesn't|do not) accept|(?:select|choose|pick|use) (?:another|a different)|"
                     r"(?:must|should) be (?:an? )?(?:non-negative|positive)|"
                     # "--x is only supported on a PD decode server / for Kimi-K3": the setting outside
                     # the one place it works (the place is no setting: nothing else to turn on)
@@ -856,12 +877,17 @@ def _release_of_the_words(ctx: Context, text: str, params: dict) -> Context:
             return _in_release(ctx, having[-1], f"{ctx.version} has no {word}")
     if any(_concrete(r) for r in _shape_changes(ctx, text, params)):
         return ctx
+    if not named_settings(ctx, text) and not re.search(r"(?<![\w.\-/])[a-z][a-z0-9]*_[a-z0-9_]+", text):
+        return ctx  # no setting in words and no field name: no release reads more in it ("Config file not found")
+
     def reads(version: str) -> bool:
         other = dataclasses.replace(ctx, catalog=flags.shipped_catalog(version), version=version,
                                     version_source="rule spelling", version_range=None, warnings=[])
         return any(_concrete(r) for r in _shape_changes(other, text, params))
 
-    sampled = list(range(len(releases) - 9, -1, -8)) + ([0] if (len(releases) - 9) % 8 else [])
+    # every eighth release below the target (``releases[-1]``), the oldest last
+    sampled = list(range(len(releases) - 2, -1, -8))
+    sampled += [0] if sampled and sampled[-1] != 0 else []
     for at in sampled:
         if reads(releases[at]):
             # the newest release between this one and the last sampled one that reads it too

@@ -569,3 +569,24 @@ def test_the_value_a_launch_ran_with_at_a_sentences_end_is_not_the_way_out():
     rem = _fix("Dual chunk attention is enabled, but attention backend is set to flashinfer. "
                "Please set it to 'dual_chunk_flash_attn'.", exc="ValueError")
     assert rem is None or all(s.get("--attention-backend") != "flashinfer" for s, _ in _changes(rem))
+
+
+def test_a_setting_with_no_effect_without_another_is_removed():
+    # 0.5.23 serving_hook.py:60 (the other settings are paths: the user's to give)
+    rem = _fix("--ssl-ca-certs has no effect without --ssl-certfile and --ssl-keyfile.", V0523, exc="ValueError")
+    assert rem is not None and ({}, ["--ssl-ca-certs"]) in _changes(rem)[:2]
+
+
+def test_a_flag_the_check_does_not_accept_is_removed():
+    # 0.5.23 speculative_hook.py:455, moe_hook.py:635
+    rem = _fix("UNO reuses the target model and does not accept --speculative-draft-model-path.", V0523, exc="ValueError")
+    assert rem is not None and _changes(rem)[0] == ({}, ["--speculative-draft-model-path"])
+    rem = _fix("DeepEP v2 MoE is not validated as a speculative draft backend. Select another "
+               "--speculative-moe-a2a-backend.", V0523, exc="ValueError")
+    assert rem is not None and ({}, ["--speculative-moe-a2a-backend"]) in _changes(rem)[:2]
+
+
+def test_pd_disaggregation_in_words_is_the_disaggregation_mode():
+    # 0.5.23 model_overrides/deepseek_v2.py:24, model_overrides/minicpm.py:54
+    rem = _fix("MiniCPM sparse attention does not support PD disaggregation", V0523, exc="ValueError")
+    assert rem is not None and ({}, ["--disaggregation-mode"]) in _changes(rem)[:2]
