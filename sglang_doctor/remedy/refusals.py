@@ -434,8 +434,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
         for value in dict.fromkeys(candidates):
             if value in in_use or _equal(stated, value) or _refused(text, value):
                 continue
-            if n.subject and str(value).lower() == str(n.on).lower():
-                continue  # the choice the check refuses ("cutlass MoE is only supported with ...")
+            if n.subject and str(value).lower() == str(n.on).lower() and not _WANTED_AFTER.match(text, n.end):
+                continue  # the choice the check refuses ("cutlass MoE is only supported with ..."), not
+                # one it requires ("modelopt_fp4 quantization is required for Flashinfer MOE")
             typed: Any = value
             if spec.type in ("int", "float") or spec.type.endswith("_int"):
                 try:
@@ -454,6 +455,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
         second += took[1:]
     return out, second
 
+
+# a subject the check asks for: "modelopt_fp4 quantization is required for ..." (0.5.4 server_args.py:1185)
+_WANTED_AFTER = re.compile(r"[`'\"]?(?:\s+[\w-]+){0,2}?\s+(?:is|are) (?:required|needed|recommended)\b", re.I)
 
 # the words before a flag whose following value is the one a check accepts
 _ACCEPTS_BEFORE = re.compile(r"\b(?:only supports?|supports? only|(?:is )?only (?:supported|compatible|works) with|"

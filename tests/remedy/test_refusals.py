@@ -590,3 +590,9 @@ def test_pd_disaggregation_in_words_is_the_disaggregation_mode():
     # 0.5.23 model_overrides/deepseek_v2.py:24, model_overrides/minicpm.py:54
     rem = _fix("MiniCPM sparse attention does not support PD disaggregation", V0523, exc="ValueError")
     assert rem is not None and ({}, ["--disaggregation-mode"]) in _changes(rem)[:2]
+
+
+def test_a_choice_the_check_requires_is_still_the_value_set():
+    # 0.5.4 server_args.py:1185 (the subject of "is required" is wanted, not refused)
+    rem = _fix("modelopt_fp4 quantization is required for Flashinfer MOE", flags.load_catalog("0.5.4"), exc="ValueError")
+    assert rem is not None and rem.set == {"--quantization": "modelopt_fp4"}
