@@ -188,17 +188,20 @@ def _spelling_note(ctx: Context, rem: Remediation) -> str:
     return ""
 
 
-def _most_taken_spelling(ctx: Context, rem: Remediation) -> tuple[Remediation, str, str]:
+def _most_taken_spelling(ctx: Context, rem: Remediation, text: str) -> tuple[Remediation, str, str]:
     """When the release is a guess and a flag of ``rem`` was renamed inside its range with no
     alias kept (--mamba-scheduler-strategy 0.5.9-0.5.19, --mamba-radix-cache-strategy 0.5.20 on):
     the change spelled as most releases of the range take it, validated by the newest of them
-    (``remedies._most_taken``); else ``rem`` as it is.  Returns the change, the release it is
+    (``remedies._most_taken``); else ``rem`` as it is (and always for a name the message itself
+    spells: its release has that name).  Returns the change, the release it is
     valid in, and the clause naming the other spelling ("" when unchanged)."""
     from sglang_doctor.remedy.remedies import _most_taken
 
     if not ctx.guessed_range:
         return rem, ctx.version, ""
     for flag in list(rem.set) + list(rem.unset):
+        if re.search(r"(?<![\w-])(?:" + re.escape(flag) + "|" + re.escape(flag[2:].replace("-", "_")) + r")(?![\w-])", text):
+            continue  # the message spells it so: its release has this name
         most = _most_taken(ctx, flag, flag)
         if most is None:
             continue
@@ -837,7 +840,7 @@ def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
             continue
         if _undoes(rem, out):
             continue  # the opposite of a change an earlier shape gave: the earlier reading stands
-        rem, version, respelled = _most_taken_spelling(ctx, rem)
+        rem, version, respelled = _most_taken_spelling(ctx, rem, text)
         rem.safe, rem.needs_human = False, True
         rem.note += (" (from the shape of the check's message; valid in SGLang " + version
                      + (respelled or _spelling_note(ctx, rem)) + ")")

@@ -596,3 +596,10 @@ def test_a_choice_the_check_requires_is_still_the_value_set():
     # 0.5.4 server_args.py:1185 (the subject of "is required" is wanted, not refused)
     rem = _fix("modelopt_fp4 quantization is required for Flashinfer MOE", flags.load_catalog("0.5.4"), exc="ValueError")
     assert rem is not None and rem.set == {"--quantization": "modelopt_fp4"}
+
+
+def test_an_unknown_release_keeps_a_renamed_flag_the_message_itself_spells():
+    # 0.5.23 model_hook.py:1063 names the new spelling: the release has it, whatever most take
+    rem = _guessed("--mamba-radix-cache-strategy extra_buffer needs mamba state, got LlamaForCausalLM.")
+    touched = {f for s, u in _changes(rem) for f in [*s, *u]} if rem is not None else set()
+    assert "--mamba-scheduler-strategy" not in touched
