@@ -223,7 +223,8 @@ def shaped(site: dict, log: str, shape: str) -> str | None:
         if shape == "noheader":
             return "\n".join(lines) + "\n"
         return (rob.t_compose if shape == "compose" else rob.t_kubectl)(lines, _key_index(lines), rng)
-    return {"cut_top": rob.t_cut_top, "cut_key_head": rob.t_cut_key_head}[shape](lines, key, rng)
+    lines = _no_header(lines, key)  # (a cut a few lines above a short log's key line may keep its header)
+    return {"cut_top": rob.t_cut_top, "cut_key_head": rob.t_cut_key_head}[shape](lines, _key_index(lines), rng)
 
 
 def valid_in(rem: dict | None, catalog) -> bool:
