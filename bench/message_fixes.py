@@ -20,7 +20,15 @@ remediation or its first alternative is a concrete change -- a flag set to a val
 no launch header, as one-line pastes have it) and counts how many are named ``args.invalid``
 (issue 12: argument refusals answered as a crash while serving).
 
-Usage: ``python bench/message_fixes.py [--version 0.5.23] [--refusals | --bare] [--verbose]``
+``--refusals --shape S`` pastes each check as held-back fragments have it, the release then
+unknown to the tool: ``noheader`` (the traceback's record on, no launch header), ``bare`` (the
+exception line alone), ``compose`` / ``kubectl`` (those prefixes on every line, no header),
+``cut_top`` / ``cut_key_head`` (bench/robustness.py's cuts); ``full`` is the synthetic log with the
+release given.  Besides the concrete changes it counts those whose flags are all valid flags of
+the message's own release (its catalogue's validation), and how many pastes are named
+``args.invalid`` at all.
+
+Usage: ``python bench/message_fixes.py [--version 0.5.23] [--refusals [--shape S|all] | --bare] [--verbose]``
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import inventory_failures as inv_mod  # noqa: E402
 
@@ -174,35 +183,106 @@ def run_bare(version: str, verbose: bool) -> dict:
     return {"version": version, "sites": total, "hits": hits, "other": dict(other.most_common())}
 
 
-def run_refusals(version: str, verbose: bool) -> dict:
+# How a refusal is pasted (issue 12): the synthetic log as SGLang prints it ("full", the release
+# given), or a degraded copy of it read with the release unknown, as held-back pastes are.
+SHAPES = ("full", "noheader", "bare", "compose", "kubectl", "cut_top", "cut_key_head")
+
+
+def _key_index(lines: list[str]) -> int:
+    """The exception line (the last line that is not blank): the synthetic log ends with it."""
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].strip():
+            return i
+    return 0
+
+
+def _no_header(lines: list[str], key: int) -> list[str]:
+    """The log from its traceback's record on (no launch header, no context lines above)."""
+    for i in range(key, -1, -1):
+        if "Traceback (most recent call last)" in lines[i]:
+            return lines[i:]
+    return lines[key:]
+
+
+def shaped(site: dict, log: str, shape: str) -> str | None:
+    """The site's synthetic log pasted in ``shape`` (bench/robustness.py's transforms, seeded
+    by the site); None when the shape does not apply."""
+    import random
+
+    import robustness as rob
+
+    if shape == "full":
+        return log
+    if shape == "bare":
+        return bare_line(site)
+    lines = log.rstrip("\n").split("\n")
+    key = _key_index(lines)
+    rng = random.Random(f"{site['file']}:{site['line']}:{shape}")
+    if shape in ("noheader", "compose", "kubectl"):
+        lines = _no_header(lines, key)
+        if shape == "noheader":
+            return "\n".join(lines) + "\n"
+        return (rob.t_compose if shape == "compose" else rob.t_kubectl)(lines, _key_index(lines), rng)
+    lines = _no_header(lines, key)  # (a cut a few lines above a short log's key line may keep its header)
+    return {"cut_top": rob.t_cut_top, "cut_key_head": rob.t_cut_key_head}[shape](lines, _key_index(lines), rng)
+
+
+def valid_in(rem: dict | None, catalog) -> bool:
+    """Every flag the change sets or removes is one of ``catalog``'s release (a value set passes
+    its parser's validation); a variable needs no flag."""
+    for flag, value in ((rem or {}).get("set") or {}).items():
+        if isinstance(value, str) and value.startswith("<"):
+            if catalog.spec(flag) is None:
+                return False
+        elif catalog.validate(flag, value) is not None:
+            return False
+    return all(catalog.spec(f) is not None for f in (rem or {}).get("unset") or [])
+
+
+def run_refusals(version: str, verbose: bool, shape: str = "full") -> dict:
+    """The argument checks of ``version`` pasted in ``shape``: how many are named args.invalid,
+    how many of those get a concrete change (primary or first alternative), and how many of the
+    concrete ones are valid flags of the message's own release (the release is unknown to the
+    tool for every shape but "full")."""
     from sglang_doctor.diagnose.rules_engine import RuleSet
     from sglang_doctor.pipeline import StreamPipeline
+    from sglang_doctor.remedy import flags as flags_mod
 
     inv = inv_mod.load_inventory(ROOT / "data" / "inventory" / f"sglang-{version}.json")
     disp = inv_mod.Dispositions.load()
     ruleset = RuleSet.load(builtin=True, user=False)
-    total = hits = 0
+    catalog = flags_mod.load_catalog(version)
+    sites = named = total = hits = valid = 0
     misses: list[str] = []
     for site in inv_mod.iter_sites(inv):
         if not site["file"].startswith(ARGUMENT_CHECKS):
             continue
-        pipe = StreamPipeline(ruleset, version=version)
-        events = pipe.feed(inv_mod.synthetic_log(site, disp.phase(site)).encode()) + pipe.finish()
+        text = shaped(site, inv_mod.synthetic_log(site, disp.phase(site)), shape)
+        if text is None:
+            continue
+        sites += 1
+        pipe = StreamPipeline(ruleset, version=version if shape == "full" else None)
+        events = pipe.feed(text.encode()) + pipe.finish()
         incidents = [e for e in events if e.get("event") == "incident"]
         if not incidents or incidents[-1].get("category") != "args.invalid":
             continue
+        named += 1
         rem = incidents[-1].get("remediation")
         alts = (rem or {}).get("alternatives") or []
-        ok = concrete(rem) or (bool(alts) and concrete(alts[0]))
+        pick = rem if concrete(rem) else (alts[0] if alts and concrete(alts[0]) else None)
         total += 1
-        hits += ok
-        if not ok:
+        hits += pick is not None
+        good = pick is not None and valid_in(pick, catalog)
+        valid += good
+        if pick is None or not good:
             message = inv_mod.fillings(site.get("full") or site["template"])[0]
-            misses.append(f"{site['file']}:{site['line']} [{incidents[-1].get('rule')}]  <- {message[:140]!r}")
+            what = "NO CHANGE" if pick is None else f"NOT IN {version}: {touched(pick)}"
+            misses.append(f"{what} {site['file']}:{site['line']} [{incidents[-1].get('rule')}]  <- {message[:140]!r}")
     if verbose:
         for m in misses:
-            print("  NO CHANGE", m)
-    return {"version": version, "sites": total, "hits": hits}
+            print("  ", m)
+    return {"version": version, "shape": shape, "pasted": sites, "named": named, "sites": total,
+            "hits": hits, "valid": valid}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the argument checks' sites: a concrete change in the primary or first alternative")
     ap.add_argument("--bare", action="store_true",
                     help="the argument checks' exception lines alone: how many are named args.invalid")
+    ap.add_argument("--shape", choices=SHAPES + ("all",), default="full",
+                    help="--refusals: the checks pasted so (release unknown but for 'full'); 'all': each")
     args = ap.parse_args(argv)
     if args.bare:
         r = run_bare(args.version, args.verbose)
@@ -221,10 +303,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['hits']}/{r['sites']} ({share:.1f}%); the rest: {r['other']}")
         return 0
     if args.refusals:
-        r = run_refusals(args.version, args.verbose)
-        share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
-        print(f"sglang {r['version']}: argument checks (args.invalid) with a concrete change in the primary or "
-              f"first alternative: {r['hits']}/{r['sites']} sites ({share:.1f}%)")
+        for shape in (SHAPES if args.shape == "all" else (args.shape,)):
+            r = run_refusals(args.version, args.verbose, shape)
+            share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
+            print(f"sglang {r['version']} [{shape}]: argument checks (args.invalid) with a concrete change in the "
+                  f"primary or first alternative: {r['hits']}/{r['sites']} sites ({share:.1f}%); valid flags of "
+                  f"{r['version']}: {r['valid']}; named args.invalid {r['named']}/{r['pasted']} pasted")
         return 0
     r = run(args.version, args.verbose)
     share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0

@@ -279,7 +279,9 @@ def disable_in_frames(ctx: Context, params: dict) -> "Remediation | list[Remedia
 # "set SGLANG_X=1", "export NCCL_P2P_DISABLE=1", "setting SGLANG_X=true": a message that names
 # its own fix as an environment variable of SGLang's, torch's or NCCL's
 _ENV_ADVISED = re.compile(
-    r"\b(?:set|export|setting|by setting|use|with)\s+[`'\"]?((?:SGLANG|SGL|NCCL|GLOO|TORCH|PYTORCH|CUDA|MC|HF)_[A-Z0-9_]{2,60})"
+    # "set X=v", and the requirement a check states: "DFLASH with dp attention requires
+    # SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION=0" (0.5.23 speculative_hook.py:314)
+    r"\b(?:set|export|setting|by setting|use|with|requires?|needs?)\s+[`'\"]?((?:SGLANG|SGL|NCCL|GLOO|TORCH|PYTORCH|CUDA|MC|HF)_[A-Z0-9_]{2,60})"
     r"\s*=\s*[`'\"]?([A-Za-z0-9_.:,-]{1,40})", re.IGNORECASE)
 _ENV_NEGATED = re.compile(r"\b(?:not|cannot|can't|don't|do not|never|unset)\b[^.;:\n]*$", re.IGNORECASE)
 

@@ -27,6 +27,7 @@ declared as log-named, and is advice (never applied by ``run --yes``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,9 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bspeculative[- ]decoding\b|\bspec(?:ulative)? v2\b", re.I), "--speculative-algorithm", None, None),
     (re.compile(r"\bpipeline[- ]parallel(?:ism)?\b|\bPP\b"), "--pp-size", None, 1),
     (re.compile(r"\bdeterministic[- ]inference\b", re.I), "--enable-deterministic-inference", True, None),
+    # "DSA DCP does not support PD disaggregation" (0.5.23 model_overrides/deepseek_v2.py:24): off is
+    # the release's default mode (null), on needs the role (prefill / decode) the message does not say
+    (re.compile(r"\b(?:PD|prefill[- ]decode) disaggregation\b", re.I), "--disaggregation-mode", None, None),
     (re.compile(r"\bEPLB\b|\bexpert[- ]parallel(?:ism)? load balanc(?:er|ing)\b", re.I), "--enable-eplb", True, None),
     (re.compile(r"\bredundant experts?\b", re.I), "--ep-num-redundant-experts", None, None),
     (re.compile(r"\bPD[- ]Multiplexing\b|\bpdmux\b", re.I), "--enable-pdmux", True, None),
@@ -69,6 +73,9 @@ PROSE: tuple[tuple[re.Pattern, str, Any, Any], ...] = (
     (re.compile(r"\bkv[- _]cache[- _]dtype\b", re.I), "--kv-cache-dtype", None, None),
     (re.compile(r"\btokenizer worker num\b", re.I), "--tokenizer-worker-num", None, None),
 )
+
+# settings that are the deployment's shape, not a feature of it: in a conflict, turned off last
+_DEPLOYMENT = ("--disaggregation-mode",)
 
 # a prose setting turned off by the release's own way (remedies.FEATURES, spelled per release)
 OFF_FEATURES = {"--disable-cuda-graph": "cuda_graph", "--disable-radix-cache": "radix_cache",
@@ -115,7 +122,7 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
     for pattern, flag, on, off in PROSE:
         spelled = ctx.flag(flag)
         spec = ctx.catalog.spec(spelled) if spelled is not None else None
-        if spec is not None and spec.deprecated:
+        if spec is not None and spec.deprecated and not _widest_kept(ctx, spelled):
             # (0.5.23 deprecates --enable-dp-attention for --attn-dp-size, --disable-cuda-graph for
             # the backends' "disabled"): the successor its help names, else the feature's own way off
             after = flags.successor(spelled, ctx.catalog)
@@ -150,6 +157,71 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
     return out
 
 
+def _widest_kept(ctx: Context, flag: str) -> bool:
+    """The release is a guess (the log names none) and more releases of its range take the
+    deprecated ``flag`` than its successor (--enable-dp-attention: 0.4.0-0.5.23; --attn-dp-size:
+    0.5.22 on): the deprecated spelling is kept, the one a pasted change is most likely to be
+    taken in (``_spelling_note`` names the other)."""
+    releases = ctx.guessed_range
+    after = flags.successor(flag, ctx.catalog) if releases else None
+    if after is None:
+        return False
+    old = sum(flags.shipped_catalog(v).has_option(flag) for v in releases)
+    return old > sum(flags.shipped_catalog(v).has_option(after[0]) for v in releases)
+
+
+def _spelling_note(ctx: Context, rem: Remediation) -> str:
+    """For a change spelled as most releases of a guessed range take it (``_widest_kept``): the
+    clause naming the releases and the newer spelling."""
+    from sglang_doctor.remedy.remedies import _span, _why_guessed
+
+    releases = ctx.guessed_range or ()
+    for flag in list(rem.set) + list(rem.unset):
+        spec = ctx.catalog.spec(flag)
+        after = flags.successor(flag, ctx.catalog) if spec is not None and spec.deprecated and releases else None
+        if after is None:
+            continue
+        having = [v for v in releases if flags.shipped_catalog(v).has_option(flag)]
+        newer = [v for v in releases if flags.shipped_catalog(v).has_option(after[0])]
+        return (f"; spelled {flag} as SGLang {_span(having)} take it ({_why_guessed(ctx)}); "
+                f"SGLang {_span(newer)} deprecate it for {after[0]}")
+    return ""
+
+
+def _most_taken_spelling(ctx: Context, rem: Remediation, text: str) -> tuple[Remediation, str, str]:
+    """When the release is a guess and a flag of ``rem`` was renamed inside its range with no
+    alias kept (--mamba-scheduler-strategy 0.5.9-0.5.19, --mamba-radix-cache-strategy 0.5.20 on):
+    the change spelled as most releases of the range take it, validated by the newest of them
+    (``remedies._most_taken``); else ``rem`` as it is (and always for a name the message itself
+    spells: its release has that name).  Returns the change, the release it is
+    valid in, and the clause naming the other spelling ("" when unchanged)."""
+    from sglang_doctor.remedy.remedies import _most_taken
+
+    if not ctx.guessed_range:
+        return rem, ctx.version, ""
+    for flag in list(rem.set) + list(rem.unset):
+        if re.search(r"(?<![\w-])(?:" + re.escape(flag) + "|" + re.escape(flag[2:].replace("-", "_")) + r")(?![\w-])", text):
+            continue  # the message spells it so: its release has this name
+        most = _most_taken(ctx, flag, flag)
+        if most is None:
+            continue
+        other, why = most
+        name = other.flag(flag)
+        if name is None:
+            continue
+        if flag in rem.set:
+            value = rem.set[flag]
+            if not (isinstance(value, str) and value.startswith("<")) and other.catalog.validate(name, value) is not None:
+                continue
+            changed = dataclasses.replace(rem, set={**{k: v for k, v in rem.set.items() if k != flag}, name: value},
+                                          note=rem.note.replace(flag, name))
+        else:
+            changed = dataclasses.replace(rem, unset=[name if f == flag else f for f in rem.unset],
+                                          note=rem.note.replace(flag, name))
+        return changed, other.version, "; " + why
+    return rem, ctx.version, ""
+
+
 def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
     """The choices of the release's flags a message names as the subject of its refusal: a choice
     of two or more parts ("extra_buffer", "flashinfer_cutlass", "trtllm_mha"), written with
@@ -167,6 +239,7 @@ def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
                 if spec.name not in owners.setdefault(choice, []):
                     owners[choice].append(spec.name)
     out: list[tuple[str, str, re.Match]] = []
+    out += _single_word_choices(ctx, text)
     for choice, flags_of in owners.items():
         pattern = r"(?<![\w.-])" + r"[ _-]".join(map(re.escape, re.split(r"[_-]", choice))) + r"(?![\w-])"
         for m in re.finditer(pattern, text, re.I):
@@ -192,6 +265,36 @@ def _choices_named(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
             break
     return out
 
+
+def _single_word_choices(ctx: Context, text: str) -> list[tuple[str, str, re.Match]]:
+    """A one-word choice named with its flag's own noun right after it, as the subject of a
+    refusal: "cutlass MoE is only supported with fp8/mxfp8 quantization" (0.5.9 server_args.py:2164,
+    --moe-runner-backend cutlass), "triton attention backend does not support ...".  A bare
+    word ("cutlass", "triton") is too common to read alone; the noun ("moe", "attention",
+    "sampling", "grammar": a word of the flag's name) ties it to one flag."""
+    owners: dict[str, list[str]] = {}
+    for spec in sorted(ctx.catalog.specs, key=lambda sp: len(sp.name)):
+        if not spec.takes_value or not spec.choices or spec.deprecated or spec.nargs not in (None, "?"):
+            continue
+        for choice in map(str, spec.choices):
+            if len(choice) >= 4 and re.fullmatch(r"[a-z][a-z0-9]+", choice) and choice not in _NOT_A_CHOICE:
+                owners.setdefault(choice, []).append(spec.name)
+    out: list[tuple[str, str, re.Match]] = []
+    for m in re.finditer(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]{3,})\s+([A-Za-z]+)\b", text):
+        flags_of = owners.get(m.group(1).lower())
+        noun = m.group(2).lower()
+        if not flags_of or noun in _GENERIC or _SUBJECT_OF_REFUSAL.match(text, m.end()) is None:
+            continue
+        # the shortest flag whose name holds the noun (--moe-runner-backend before
+        # --speculative-moe-runner-backend)
+        best = next((f for f in flags_of if noun in f.lstrip("-").split("-")), None)
+        if best is not None:
+            out.append((best, m.group(1).lower(), m))
+    return out
+
+
+# one-word choices that are ordinary words in a message ("auto MoE", "none attention")
+_NOT_A_CHOICE = ("auto", "none", "true", "false", "default", "disabled", "enabled")
 
 # the words after a check's subject: "extra_buffer is not supported for ...", "FlashInfer Cutlass
 # MOE supports only: ...", "trtllm_mha backend requires ..."
@@ -241,6 +344,8 @@ _ENABLE_WHEN = re.compile(r"\b(?:please )?(?:enable|set|use|specify|add|pass) (?
                           r"(?:when|if|while) (?:setting|using|enabling|passing|specifying)\b", re.I)
 # "--enable-page-major-kv-layout without --enable-unified-memory is temporarily unsupported"
 _WITHOUT = re.compile(r"(?P<w>\bwithout\b)[^.;:\n]{1,80}?\b(?:is|are) (?:\w+ )?(?:unsupported|not (?:yet )?supported)\b", re.I)
+# "--ssl-ca-certs has no effect without --ssl-certfile and --ssl-keyfile" (0.5.23 serving_hook.py:60)
+_NO_EFFECT_WITHOUT = re.compile(r"\b(?:has|have) no effect (?P<w>without|unless)\b|\b(?:is|are) ignored (?P<w2>without|unless)\b", re.I)
 _CONFLICT = re.compile(r"\b(?:not (?:yet )?(?:supported|compatible|allowed) (?:with|together|when|in combination|for)|"
                        r"incompatible with|conflicts? with|(?:has|have) no effect with|do(?:es)? not (?:yet )?support|doesn'?t support|not yet support|"
                        r"cannot (?:be )?(?:used|combined|enabled|set) (?:with|together)|is not supported in|"
@@ -285,7 +390,7 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
     the check's own; which of its values suits this GPU and workload the text does not say)."""
     out: list[Remediation] = []
     second: list[Remediation] = []
-    in_use = {m.group(1) for m in _GOT.finditer(text)}
+    in_use = {m.group(1).rstrip(".") for m in _GOT.finditer(text)}  # ("... but got fa3." ends a sentence)
     # "only supports --cp-strategy zigzag", "supports only --moe-runner-backend deep_gemm": the
     # value after a flag the check says it accepts (not the one the launch ran with)
     wanted: dict[str, str] = {}
@@ -332,6 +437,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
         for value in dict.fromkeys(candidates):
             if value in in_use or _equal(stated, value) or _refused(text, value):
                 continue
+            if n.subject and str(value).lower() == str(n.on).lower() and not _WANTED_AFTER.match(text, n.end):
+                continue  # the choice the check refuses ("cutlass MoE is only supported with ..."), not
+                # one it requires ("modelopt_fp4 quantization is required for Flashinfer MOE")
             typed: Any = value
             if spec.type in ("int", "float") or spec.type.endswith("_int"):
                 try:
@@ -351,6 +459,9 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
     return out, second
 
 
+# a subject the check asks for: "modelopt_fp4 quantization is required for ..." (0.5.4 server_args.py:1185)
+_WANTED_AFTER = re.compile(r"[`'\"]?(?:\s+[\w-]+){0,2}?\s+(?:is|are) (?:required|needed|recommended)\b", re.I)
+
 # the words before a flag whose following value is the one a check accepts
 _ACCEPTS_BEFORE = re.compile(r"\b(?:only supports?|supports? only|(?:is )?only (?:supported|compatible|works) with|"
                              r"requires?|needs?|expects?)\s+[`'\"]?$", re.I)
@@ -361,7 +472,10 @@ def _refused(text: str, value: str) -> bool:
     """``value`` appears in the message only after a negation in its clause ("does not support
     triton attention backend"): the value refused, not one to set."""
     places = [m.start() for m in re.finditer(r"(?<![\w.+-])" + re.escape(value) + r"(?![\w+-])", text)]
-    after = re.compile(r"\s+(?:(?:are|is|was)\s+not\b|isn't|aren't|(?:does|do) not\b)", re.I)
+    # "triton is not ...", and the value with its flag's noun between: "triton attention backend
+    # does not support ..." (the refused choice, not one to set)
+    after = re.compile(r"(?:\s+[A-Za-z][\w-]*){0,2}?\s+(?:(?:are|is|was)\s+not\b|isn't|aren't|(?:does|do) not\b|doesn't\b|"
+                       r"cannot\b|can't\b)", re.I)
     return bool(places) and all(_NEGATION.search(_clause(text, at, False)) or after.match(text, at + len(value))
                                 for at in places)
 
@@ -404,6 +518,14 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
         out += [r for r in (_change(ctx, n, True) for n in b[-1:]) if r]
         out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
         return out
+    m = _NO_EFFECT_WITHOUT.search(text)
+    if m is not None:  # "A has no effect without B": B on (a switch), else A off
+        w = "w" if m.group("w") else "w2"
+        b = _in_span(named, m.end(w), m.end(w) + len(_clause(text, m.end(w), True)))
+        a = _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start())
+        out += [r for r in (_change(ctx, n, True) for n in b[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in a[-1:]) if r]
+        return out
     m = _WITHOUT.search(text)
     if m is not None:  # "A without B is unsupported": B on, else A off
         b = _in_span(named, m.end("w"), m.end("w") + len(_clause(text, m.end("w"), True)))
@@ -434,14 +556,19 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
     if m is not None:
         b = _in_span(named, m.end(), m.end() + len(_clause(text, m.end(), True)))
         a = _in_span(named, m.start() - len(_clause(text, m.start(), False)), m.start())
-        # the setting it is not supported with off first, then the one the check is about
-        out += [r for r in (_change(ctx, n, False) for n in b[:1]) if r]
-        out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
+        # the setting it is not supported with off first, then the one the check is about; a
+        # deployment's shape (PD disaggregation) last: the feature goes before the deployment does
+        first, then = (a, b) if b[:1] and b[0].flag in _DEPLOYMENT and a[:1] else (b, a)
+        out += [r for r in (_change(ctx, n, False) for n in first[:1]) if r]
+        out += [r for r in (_change(ctx, n, False) for n in then[:1]) if r]
         return out
     return out
 
 
 _ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|should not be set|is not supported|cannot be|"
+                    # "UNO ... does not accept --speculative-draft-model-path", "Select another
+                    # --speculative-moe-a2a-backend" (0.5.23 speculative_hook.py:455, moe_hook.py:635)
+                    r"(?:does not|doesn't|do not) accept|(?:select|choose|pick|use) (?:another|a different)|"
                     r"(?:must|should) be (?:an? )?(?:non-negative|positive)|"
                     # "--x is only supported on a PD decode server / for Kimi-K3": the setting outside
                     # the one place it works (the place is no setting: nothing else to turn on)
@@ -713,14 +840,67 @@ def _shape_changes(ctx: Context, text: str, params: dict) -> list[Remediation]:
             continue
         if _undoes(rem, out):
             continue  # the opposite of a change an earlier shape gave: the earlier reading stands
+        rem, version, respelled = _most_taken_spelling(ctx, rem, text)
         rem.safe, rem.needs_human = False, True
-        rem.note += " (from the shape of the check's message; valid in SGLang " + ctx.version + ")"
+        rem.note += (" (from the shape of the check's message; valid in SGLang " + version
+                     + (respelled or _spelling_note(ctx, rem)) + ")")
         rem.tradeoff = params.get("tradeoff") or ("the setting the check refuses changes; check what it does for "
                                                   "your workload")
         value_from = ("placeholder" if any(isinstance(v, str) and v.startswith("<") for v in rem.set.values())
                       else "log" if any(v is not True for v in rem.set.values()) else None)
         out.append(trust.declare_log_named(rem, value_from=value_from))
     return out[:3]
+
+
+def _in_release(ctx: Context, version: str, why: str) -> Context:
+    """``ctx`` read in the shipped catalogue of ``version`` (a release of its guessed range)."""
+    from sglang_doctor.remedy.remedies import _why_guessed
+
+    ctx.warnings.append(f"the change is spelled for SGLang {version}: {_why_guessed(ctx)}, and {why}")
+    return dataclasses.replace(ctx, catalog=flags.shipped_catalog(version), version=version,
+                               version_source="rule spelling", version_range=None)
+
+
+def _release_of_the_words(ctx: Context, text: str, params: dict) -> Context:
+    """When the release is a guess (``ctx.guessed_range``) and its newest release cannot read
+    the message's way out, a release of the range that can:
+
+    - a flag the message spells out (``please remove --enable-nsa-prefill-context-parallel``)
+      that the target lacks under any spelling: the newest release of the range that has it;
+    - else, when the target gives no concrete change, the newest release of the range (every
+      eighth of them, the oldest last) whose catalogue gives one: a value of its own choices
+      ("Please set it to 'dual_chunk_flash_attn'", a choice 0.5.20 dropped).
+
+    The message only picks the release; every change is still validated by that release's
+    catalogue (the note says which release)."""
+    releases = ctx.guessed_range
+    if not releases:
+        return ctx
+    for word in re.findall(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+", text):
+        if ctx.flag(word) is not None:
+            continue
+        having = [v for v in releases if flags.shipped_catalog(v).canonical(word) == word]
+        if having:
+            return _in_release(ctx, having[-1], f"{ctx.version} has no {word}")
+    if any(_concrete(r) for r in _shape_changes(ctx, text, params)):
+        return ctx
+    if not named_settings(ctx, text) and not re.search(r"(?<![\w.\-/])[a-z][a-z0-9]*_[a-z0-9_]+", text):
+        return ctx  # no setting in words and no field name: no release reads more in it ("Config file not found")
+
+    def reads(version: str) -> bool:
+        other = dataclasses.replace(ctx, catalog=flags.shipped_catalog(version), version=version,
+                                    version_source="rule spelling", version_range=None, warnings=[])
+        return any(_concrete(r) for r in _shape_changes(other, text, params))
+
+    # every eighth release below the target (``releases[-1]``), the oldest last
+    sampled = list(range(len(releases) - 2, -1, -8))
+    sampled += [0] if sampled and sampled[-1] != 0 else []
+    for at in sampled:
+        if reads(releases[at]):
+            # the newest release between this one and the last sampled one that reads it too
+            newest = next((v for v in reversed(releases[at + 1:at + 8]) if v != ctx.version and reads(v)), releases[at])
+            return _in_release(ctx, newest, f"{ctx.version}'s catalogue does not take the message's way out")
+    return ctx
 
 
 @remedy("refusal_fix")
@@ -736,6 +916,7 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
         text = _assert_words(ctx)  # a bare assert: its statement is the check's only words
     from sglang_doctor.remedy.remedies import flag_named
 
+    ctx = _release_of_the_words(ctx, text, params)
     named_result = flag_named(ctx, {})
     after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
     advised = _advises_a_flag(ctx, text)

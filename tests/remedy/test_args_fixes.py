@@ -52,3 +52,25 @@ def test_the_bare_line_of_an_argument_check():
         "AssertionError: tp_size must be positive\n"
     assert bare_line({"kind": "log.warning", "exception": None, "template": "a warning"}) is None
     assert bare_line({"kind": "assert", "exception": None, "template": ""}) is None
+
+
+def test_the_pasted_shapes_of_an_argument_check():
+    from message_fixes import SHAPES, shaped, valid_in
+
+    import inventory_failures as inv_mod
+    from sglang_doctor.remedy import flags
+
+    site = {"file": "srt/server_args.py", "line": 5143, "function": "ServerArgs.check_server_args", "kind": "raise",
+            "exception": "builtins.ValueError", "template": "multi-node data parallel is not supported unless dp attention!"}
+    log = inv_mod.synthetic_log(site, "startup.args")
+    assert "server_args=" in log
+    for shape in SHAPES:
+        text = shaped(site, log, shape)
+        assert text is not None and "data parallel is not supported" in text, shape
+        if shape != "full":
+            assert "server_args=" not in text, f"{shape}: the launch header is what these pastes lack"
+    assert all(line.startswith("2") and "Z " in line for line in shaped(site, log, "kubectl").splitlines())
+    old = flags.shipped_catalog("0.5.9")
+    assert valid_in({"set": {"--enable-dp-attention": True}}, old)
+    assert not valid_in({"set": {"--attn-dp-size": 2}}, old), "0.5.22's spelling is no flag of 0.5.9"
+    assert not valid_in({"unset": ["--mamba-radix-cache-strategy"]}, old)

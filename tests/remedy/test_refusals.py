@@ -487,3 +487,119 @@ def test_a_replacement_the_message_advises_is_asked_right_after_the_removal():
     changes = _changes(rem)
     assert changes[0] == ({}, ["--hicache-size"])
     assert list(changes[1][0]) == ["--hicache-ratio"]
+
+
+# -- session 31: the release unknown, one-word choices, a requirement on a variable --------------
+
+
+def _guessed(message: str, exc: str = "ValueError"):
+    """The refusal read with the release unknown (no header, no dump): the newest catalogue."""
+    incident = Incident(kind="traceback", first_line=1, last_line=1)
+    incident.exception = ExceptionInfo(exc, message)
+    d = Diagnosis(incident=incident, rule="test.rule", category="args.invalid", remedies=[{"refusal_fix": {}}],
+                  launch=None)
+    return remedies.remediate(d, command=None, version=V0523.version, catalog=V0523, hardware=None,
+                              model_config=None, warnings=[], version_source="newest catalogue")
+
+
+def test_an_unknown_release_gets_the_spelling_most_releases_take_and_the_note_names_the_newer_one():
+    # 0.4.x-0.5.9's check (server_args.py:5143 in 0.5.9); 0.5.22 deprecates --enable-dp-attention
+    # for --attn-dp-size, which no release before it takes
+    rem = _guessed("multi-node data parallel is not supported unless dp attention!")
+    assert rem is not None and rem.set == {"--enable-dp-attention": True}
+    assert "--attn-dp-size" in rem.note and "0.4.0" in rem.note
+    for version in ("0.4.3.post2", "0.5.4", "0.5.9", "0.5.23"):
+        assert flags.shipped_catalog(version).validate("--enable-dp-attention", True) is None
+
+
+def test_a_known_release_keeps_its_own_successor_spelling():
+    rem = _fix("multi-node data parallel is not supported unless dp attention!", V0523, exc="ValueError")
+    assert rem is not None and "--enable-dp-attention" not in rem.set
+
+
+def test_a_one_word_choice_with_its_flags_noun_is_the_refused_setting():
+    # 0.5.9 server_args.py:2164: --moe-runner-backend cutlass without FP8 weights
+    rem = _fix("cutlass MoE is only supported with fp8/mxfp8 quantization", exc="AssertionError")
+    assert rem is not None and _changes(rem)[0] == ({}, ["--moe-runner-backend"])
+    assert all(s.get("--moe-runner-backend") != "cutlass" for s, _ in _changes(rem))
+
+
+def test_a_choice_refused_with_its_noun_between_is_not_the_value_set():
+    rem = _fix("triton attention backend does not support this model", exc="ValueError")
+    assert rem is not None
+    assert all(s.get("--attention-backend") != "triton" for s, _ in _changes(rem))
+
+
+def test_a_one_word_choice_without_its_flags_noun_is_no_setting():
+    rem = _fix("cutlass is only supported with fp8/mxfp8 quantization", exc="AssertionError")
+    assert rem is None or all("--moe-runner-backend" not in s and "--moe-runner-backend" not in u
+                              for s, u in _changes(rem))
+
+
+def test_a_required_environment_value_is_advice_to_set_it():
+    from sglang_doctor.remedy.class_remedies import env_advised
+
+    # 0.5.23 speculative_hook.py:314, model_overrides/kimi_k3.py:71
+    assert env_advised("DFLASH with dp attention requires SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION=0.") == \
+        ("SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION", "0")
+    assert env_advised("Kimi-K3 DCP + DSPARK currently requires SGLANG_RAGGED_VERIFY_MODE=static; compact") == \
+        ("SGLANG_RAGGED_VERIFY_MODE", "static")
+    assert env_advised("this path does not require SGLANG_RAGGED_VERIFY_MODE=static") is None
+
+
+def test_an_unknown_release_reads_a_flag_the_newest_lacks_in_the_release_that_has_it():
+    # 0.5.9 server_args.py:1268; 0.5.23 has no --enable-nsa-prefill-context-parallel
+    rem = _guessed("CP is only supported for prefill when PD disaggregation, please remove "
+                   "--enable-nsa-prefill-context-parallel.")
+    assert rem is not None and rem.unset == ["--enable-nsa-prefill-context-parallel"]
+    assert V0523.spec("--enable-nsa-prefill-context-parallel") is None
+
+
+def test_an_unknown_release_takes_a_value_in_a_release_whose_parser_accepts_it():
+    # 0.5.9 server_args.py:1965: dual_chunk_flash_attn is no choice of 0.5.20 on
+    rem = _guessed("Dual chunk attention is enabled, but attention backend is set to flashinfer. "
+                   "Please set it to 'dual_chunk_flash_attn'.")
+    assert rem is not None and rem.set == {"--attention-backend": "dual_chunk_flash_attn"}
+    assert V0523.validate("--attention-backend", "dual_chunk_flash_attn") is not None
+    release = rem.note.rsplit("valid in SGLang ", 1)[1].split(")")[0].split(";")[0]
+    assert flags.shipped_catalog(release).validate("--attention-backend", "dual_chunk_flash_attn") is None
+
+
+def test_the_value_a_launch_ran_with_at_a_sentences_end_is_not_the_way_out():
+    rem = _fix("Dual chunk attention is enabled, but attention backend is set to flashinfer. "
+               "Please set it to 'dual_chunk_flash_attn'.", exc="ValueError")
+    assert rem is None or all(s.get("--attention-backend") != "flashinfer" for s, _ in _changes(rem))
+
+
+def test_a_setting_with_no_effect_without_another_is_removed():
+    # 0.5.23 serving_hook.py:60 (the other settings are paths: the user's to give)
+    rem = _fix("--ssl-ca-certs has no effect without --ssl-certfile and --ssl-keyfile.", V0523, exc="ValueError")
+    assert rem is not None and ({}, ["--ssl-ca-certs"]) in _changes(rem)[:2]
+
+
+def test_a_flag_the_check_does_not_accept_is_removed():
+    # 0.5.23 speculative_hook.py:455, moe_hook.py:635
+    rem = _fix("UNO reuses the target model and does not accept --speculative-draft-model-path.", V0523, exc="ValueError")
+    assert rem is not None and _changes(rem)[0] == ({}, ["--speculative-draft-model-path"])
+    rem = _fix("DeepEP v2 MoE is not validated as a speculative draft backend. Select another "
+               "--speculative-moe-a2a-backend.", V0523, exc="ValueError")
+    assert rem is not None and ({}, ["--speculative-moe-a2a-backend"]) in _changes(rem)[:2]
+
+
+def test_pd_disaggregation_in_words_is_the_disaggregation_mode():
+    # 0.5.23 model_overrides/deepseek_v2.py:24, model_overrides/minicpm.py:54
+    rem = _fix("MiniCPM sparse attention does not support PD disaggregation", V0523, exc="ValueError")
+    assert rem is not None and ({}, ["--disaggregation-mode"]) in _changes(rem)[:2]
+
+
+def test_a_choice_the_check_requires_is_still_the_value_set():
+    # 0.5.4 server_args.py:1185 (the subject of "is required" is wanted, not refused)
+    rem = _fix("modelopt_fp4 quantization is required for Flashinfer MOE", flags.load_catalog("0.5.4"), exc="ValueError")
+    assert rem is not None and rem.set == {"--quantization": "modelopt_fp4"}
+
+
+def test_an_unknown_release_keeps_a_renamed_flag_the_message_itself_spells():
+    # 0.5.23 model_hook.py:1063 names the new spelling: the release has it, whatever most take
+    rem = _guessed("--mamba-radix-cache-strategy extra_buffer needs mamba state, got LlamaForCausalLM.")
+    touched = {f for s, u in _changes(rem) for f in [*s, *u]} if rem is not None else set()
+    assert "--mamba-scheduler-strategy" not in touched

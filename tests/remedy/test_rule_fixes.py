@@ -100,3 +100,22 @@ def test_the_upgrade_never_asks_for_a_release_the_log_already_runs(version, want
     inc = _primary(FIXTURES / "model" / "transformers_unknown_model_type.log", "--sglang-version", version)
     notes = " ".join(c["note"] or "" for c in _changes(inc["remediation"]))
     assert wanted in notes
+
+
+def test_a_decode_backend_refusal_changes_the_decode_backend_not_the_shared_one():
+    # 0.5.23 attention_hook.py:223-227 checks the resolved decode backend apart from the prefill one:
+    # --attention-backend trtllm_mha alone fails the prefill check first, so "for decode" is the
+    # decode flag's (session 31: the remedy used to unset --attention-backend first)
+    inc = _primary(FIXTURES / "kernel" / "trtllm_mha_decode_sm86_0523.log")
+    assert inc["rule"] == "kernel.unsupported_hw.trtllm_backend_gpu"
+    first, second = _changes(inc["remediation"])[:2]
+    touched = lambda c: set(c["set"]) | set(c["unset"])  # noqa: E731
+    assert touched(first) == {"--decode-attention-backend"}
+    assert touched(second) == {"--decode-attention-backend"}
+    assert inc["remediation"]["set"] != {"--attention-backend": "flashinfer"}
+
+
+def test_a_backend_refusal_naming_no_half_keeps_the_shared_backend_first():
+    inc = _primary(FIXTURES / "kernel" / "trtllm_mla_not_blackwell_059.log")
+    changes = _changes(inc["remediation"])
+    assert set(changes[0]["set"]) | set(changes[0]["unset"]) == {"--attention-backend"}
