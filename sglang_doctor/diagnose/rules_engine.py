@@ -722,6 +722,14 @@ MIN_QUOTED_WORDS = 32
 _CUT_TYPE_HEAD = re.compile(r"[\w.]+: ")
 
 
+# a message pattern that opens with lookaheads (``(?i)^(?=[\s\S]*...)(?![\s\S]*...)``) states conditions
+# on a whole message (words it must and must not hold anywhere), not the message's own running
+# words: run backwards from a cut, its lookaheads are cut away and what is left ("not
+# supported") is any line's words (a vLLM ``WARNING ... rocm.py:17] `fork` method is not supported
+# by ROCm`` before a traceback read as the end of a quantization refusal: session 31)
+_CONDITIONS_ONLY = re.compile(r"^(?:\(\?[a-zA-Z]+\))?\^\(\?[=!]")
+
+
 # the head of a line Python's warnings module prints (warnings.formatwarning:
 # ``{filename}:{lineno}: {category}: {message}``), whatever the paste cut of the file's path
 _PY_WARNING_LINE = re.compile(r"^\S*:\d+: [A-Z]\w*Warning: ")
@@ -948,7 +956,8 @@ class RuleSet:
         ``: `` otherwise before the match is a line of another kind (``...py:138: UserWarning:
         CUDA initialization: ...``: _running_text).  The match's share of the pattern's own
         words is weighed by words (cut_match.words_share: a path counts as one).  Only rules
-        whose words the line holds are tried (a substring test each)."""
+        whose words the line holds are tried (a substring test each), and none whose message is
+        only conditions on a whole message (_CONDITIONS_ONLY)."""
         floor = MIN_PARTIAL_CHARS * 2 // 3
         if _PY_WARNING_LINE.search(text):
             return False  # a warning (warnings.formatwarning's ``file:line: category: ``) fails nothing
@@ -956,7 +965,7 @@ class RuleSet:
             if rule.layer != "specific" or rule.message is None:
                 continue
             source = rule.message._source if isinstance(rule.message, _LazyPattern) else rule.message.pattern
-            if _held_words(source, text) < floor:
+            if _held_words(source, text) < floor or _CONDITIONS_ONLY.match(source):
                 continue
             try:
                 m = _search(rule.message, text)
