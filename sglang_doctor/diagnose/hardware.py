@@ -168,6 +168,10 @@ LITERALS: tuple[str, ...] = ("apability", "NVIDIA", "Tesla T", "Tesla V", "Tesla
                              "Instinct", "device_name=", "MiB / ", "total capacity", "ROCM available", "torch_npu",
                              "Ascend", "Jetson", "CPU Affinity", "PCIe-only GPUs", "DeepSeek DSA on SM")
 KEEP = 64
+# a line longer than this is a record of a request or a settings dump, not a line about the machine
+# (torch's longest, the "sm_120 is not compatible" warning, is about 400 characters): the hint
+# pattern has no match to stop at in a 12 KB request record and would scan it whole (session 31)
+LONGEST = 2000
 
 
 def names_machine(text: str) -> bool:
@@ -175,8 +179,8 @@ def names_machine(text: str) -> bool:
     "npu" / "xpu" only where no letter runs into them: every batch line's "input throughput" held
     "npu", and 64 of them (``KEEP``) pushed a serving log's later machine lines out);
     a traceback's frame line or indented source line is code, whose names (``torch_npu.npu_format_cast``)
-    say what it can call, not which machine ran it."""
-    if text[:1].isspace() or 'File "' in text:
+    say what it can call, not which machine ran it; a line over ``LONGEST`` is a record or a dump."""
+    if text[:1].isspace() or len(text) > LONGEST or 'File "' in text:
         return False
     return bool(_HINT.search(text))
 
@@ -185,10 +189,12 @@ def read_line(hw: Hardware, text: str) -> None:
     """Add what one line says about the machine."""
     if not _HINT.search(text):
         return
-    if (m := _TORCH_INCOMPATIBLE.search(text)) is not None:
+    # (the two torch patterns open with a lazy device name, tried at every position: a substring
+    # test first keeps a 12 KB request record from costing milliseconds, session 31)
+    if "capability sm_" in text and (m := _TORCH_INCOMPATIBLE.search(text)) is not None:
         _device(hw, m.group("device"), text, int(m.group("sm")))
         hw.add("torch_lacks_arch", True, text)
-    elif (m := _TORCH_FOUND.search(text)) is not None:
+    elif "Found GPU" in text and (m := _TORCH_FOUND.search(text)) is not None:
         _device(hw, m.group("device"), text, int(m.group("major")) * 10 + int(m.group("minor")))
         hw.add("torch_lacks_arch", True, text)
     elif (m := _CHECK_ENV_CC.match(text)) is not None:

@@ -23,6 +23,8 @@ defaults a step starts from, its links whether NCCL's P2P switch is advice.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -312,14 +314,24 @@ def _memory(figures: list[float], disagreements: list[str]) -> float | None:
     return low
 
 
+@functools.lru_cache(maxsize=256)
+def _line_facts(text: str):
+    """What one line says of the machine (diagnose/hardware.read_line into a Hardware of its own),
+    read once: every diagnosis of a log reads the same machine lines (only read, never changed)."""
+    from sglang_doctor.diagnose import hardware as facts
+
+    hw = facts.Hardware()
+    facts.read_line(hw, text)
+    return hw
+
+
 def read_machine(lines) -> LogMachine:
     """The machine facts ``lines`` agree on (each line read on its own by diagnose/hardware.py)."""
     from sglang_doctor.diagnose import hardware as facts
 
     models, sms, memories, links, platforms, counts = [], [], [], [], [], []
     for text in lines:
-        hw = facts.Hardware()
-        facts.read_line(hw, text)
+        hw = _line_facts(text)
         if not hw.facts:
             continue
         entry = facts.lookup(str(hw.get("gpu"))) if hw.get("gpu") else None
