@@ -722,12 +722,13 @@ MIN_QUOTED_WORDS = 32
 _CUT_TYPE_HEAD = re.compile(r"[\w.]+: ")
 
 
-# a message pattern that opens with lookaheads (``(?i)^(?=[\s\S]*...)(?![\s\S]*...)``) states conditions
-# on a whole message (words it must and must not hold anywhere), not the message's own running
-# words: run backwards from a cut, its lookaheads are cut away and what is left ("not
-# supported") is any line's words (a vLLM ``WARNING ... rocm.py:17] `fork` method is not supported
-# by ROCm`` before a traceback read as the end of a quantization refusal: session 31)
-_CONDITIONS_ONLY = re.compile(r"^(?:\(\?[a-zA-Z]+\))?\^\(\?[=!]")
+# a message pattern that opens with a positive lookahead (``(?i)^(?=[\s\S]*(?:bits|scheme...))...``)
+# puts the words a message must hold in a condition on the whole message: run backwards from a
+# cut, the lookahead is cut away and what is left ("not supported") is any line's words (a vLLM
+# ``WARNING ... rocm.py:17] `fork` method is not supported by ROCm`` before a traceback was read as
+# the end of a quantization refusal: session 31).  (Patterns that open with a negative lookahead
+# only, ``^(?![\s\S]*...)[\s\S]*\w``, still read a cut line: tests/incidents pin what they give.)
+_CONDITIONS_ONLY = re.compile(r"^(?:\(\?[a-zA-Z]+\))?\^\(\?=")
 
 
 # the head of a line Python's warnings module prints (warnings.formatwarning:
@@ -957,7 +958,7 @@ class RuleSet:
         CUDA initialization: ...``: _running_text).  The match's share of the pattern's own
         words is weighed by words (cut_match.words_share: a path counts as one).  Only rules
         whose words the line holds are tried (a substring test each), and none whose message is
-        only conditions on a whole message (_CONDITIONS_ONLY)."""
+        words in a lookahead on the whole message (_CONDITIONS_ONLY)."""
         floor = MIN_PARTIAL_CHARS * 2 // 3
         if _PY_WARNING_LINE.search(text):
             return False  # a warning (warnings.formatwarning's ``file:line: category: ``) fails nothing
