@@ -24,15 +24,7 @@ from __future__ import annotations
 from conftest import incident_events, incidents_of_lines
 from sglang_doctor.incidents import tracebacks
 from sglang_doctor.read import records
-
-SCHED_TB = [
-    "[2025-06-01 10:00:00 TP1] Scheduler hit an exception: Traceback (most recent call last):",
-    '  File "/x/dist-packages/sglang/srt/managers/scheduler.py", line 3, in run_scheduler_process',
-    "    scheduler = Scheduler(",
-    '  File "/x/dist-packages/sglang/srt/model_executor/model_runner.py", line 20, in init_memory_pool',
-    "    raise RuntimeError(",
-    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
-]
+from tests.incidents.test_paste_shapes30 import SCHED_TB
 
 
 def test_a_source_line_and_the_exception_line_joined():
