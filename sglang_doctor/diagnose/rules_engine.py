@@ -727,7 +727,8 @@ _CUT_TYPE_HEAD = re.compile(r"[\w.]+: ")
 # cut, the lookahead is cut away and what is left ("not supported") is any line's words (a vLLM
 # ``WARNING ... rocm.py:17] `fork` method is not supported by ROCm`` before a traceback was read as
 # the end of a quantization refusal: session 31).  (Patterns that open with a negative lookahead
-# only, ``^(?![\s\S]*...)[\s\S]*\w``, still read a cut line: tests/incidents pin what they give.)
+# only, ``^(?![\s\S]*...)[\s\S]*\w``, hold no words of their own: cut_match.literal_words leaves a
+# negative lookaround's words out, so they never reach MIN_PARTIAL_CHARS here.)
 _CONDITIONS_ONLY = re.compile(r"^(?:\(\?[a-zA-Z]+\))?\^\(\?=")
 
 

@@ -40,11 +40,57 @@ _WORDS: dict[str, frozenset[str]] = {}
 _REGEX_SYNTAX = re.compile(r"\(\?P<\w+>|\(\?[:=!<]*|\\[dDsSwWbBAZ]|\[(?:\\.|[^\]])*\]|\{\d*,?\d*\}")
 
 
+def _without_negative_lookarounds(pattern: str) -> str:
+    """``pattern`` less its negative lookaheads and lookbehinds (``(?!...)``, ``(?<!...)``):
+    the words in them are words the text must NOT hold, never words a match holds."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] in "\\[":  # an escape or a character class: copied as it is
+            j = i + 2 if pattern[i] == "\\" else _class_end(pattern, i)
+            out.append(pattern[i:j])
+            i = j
+            continue
+        if pattern.startswith(("(?!", "(?<!"), i):
+            depth, j = 0, i
+            while j < len(pattern):
+                c = pattern[j]
+                if c == "\\":
+                    j += 2
+                    continue
+                if c == "[":  # a character class: its ``(`` and ``)`` are literal
+                    j = _class_end(pattern, j)
+                    continue
+                depth += c == "("
+                depth -= c == ")"
+                j += 1
+                if depth == 0:
+                    break
+            out.append(" ")
+            i = j
+            continue
+        out.append(pattern[i])
+        i += 1
+    return "".join(out)
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index just past the character class that opens at ``start``."""
+    j = start + 1
+    if j < len(pattern) and pattern[j] == "^":
+        j += 1
+    if j < len(pattern) and pattern[j] == "]":
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
 def literal_words(pattern: str) -> frozenset[str]:
-    """The words of three letters or more a regex spells out literally."""
+    """The words of three letters or more a regex spells out literally (not those of its
+    negative lookarounds: words a match must not hold)."""
     words = _WORDS.get(pattern)
     if words is None:
-        text = re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", pattern))
+        text = re.sub(r"\\(.)", r"\1", _REGEX_SYNTAX.sub(" ", _without_negative_lookarounds(pattern)))
         words = _WORDS[pattern] = frozenset(re.findall(r"[A-Za-z_]{3,}", text))
     return words
 

@@ -107,9 +107,11 @@ def test_a_warning_whose_header_was_cut_is_no_exception(tmp_path):
     assert incidents_of_lines(tmp_path, WARNING_CUT + ["  warnings.warn("]) == []
 
 
-def test_without_the_calls_source_line_the_cut_text_stays_what_it_was(tmp_path):
-    incs = incidents_of_lines(tmp_path, WARNING_CUT)
-    assert len(incs) == 1, incs
+def test_without_the_calls_source_line_the_cut_text_is_still_no_failure(tmp_path):
+    # no rule's message words are in it: a paste's first line is read as the end of a cut
+    # message only when it holds a rule's own words (the words of a negative lookahead, which a
+    # message must NOT hold, do not count: cut_match.literal_words)
+    assert incidents_of_lines(tmp_path, WARNING_CUT) == []
 
 
 # -- one client connection's errors, as uvicorn's ASGI stack raises them ----------------------

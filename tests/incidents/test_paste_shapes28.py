@@ -64,10 +64,19 @@ def test_a_paste_that_began_inside_nccls_collnet_fallback_is_no_refused_setting(
 
 
 def test_a_cut_refusal_without_a_fallbacks_tail_stays_a_failure(tmp_path):
-    # the same head words, ending with a launch flag as SGLang's refusals do instead of NCCL's
-    # "ignoring NCCL_ALGO=COLLNET": still the message of a failure whose type the paste cut
-    incs = incidents_of_lines(tmp_path, ["not supported or fails to initialize with --enable-dp-attention"] + COLLNET[1:5])
+    # the same words "not supported", in the end of a refusal a rule knows (SGLang's quantization
+    # capability check, its head cut) instead of NCCL's "ignoring NCCL_ALGO=COLLNET": still the
+    # message of a failure whose type the paste cut
+    cut = "ntization method fp8 is not supported for the current GPU. Minimum capability: 89. Current capability: 86."
+    incs = incidents_of_lines(tmp_path, [cut] + COLLNET[1:5])
     assert len(incs) == 1 and incs[0].exception is not None
+
+
+def test_refusal_words_alone_do_not_make_a_cut_message(tmp_path):
+    # words no rule's message holds (a negative lookahead's words are what a message must NOT
+    # hold: cut_match.literal_words leaves them out) read as nothing
+    incs = incidents_of_lines(tmp_path, ["not supported or fails to initialize with --enable-dp-attention"] + COLLNET[1:5])
+    assert incs == []
 
 
 SERVED = UP + SERVING + GOES_ON
