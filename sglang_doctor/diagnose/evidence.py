@@ -147,6 +147,12 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
       for part in CAPTURE_MODULES_0514),
     ("", ("init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size"), "cuda_graph",
      "it stopped while capturing CUDA graphs"),
+    # distributed/utils.py's divide -> ensure_divisibility ("{} is not divisible by {}") is the check that the
+    # tensor-parallel size splits a layer evenly (heads, experts, vocabulary, hidden size: every parallel
+    # linear, embedding and attention layer calls it with the TP size), not a collective: --tp-size
+    # against the model (0.4.x-0.5.23 srt/distributed/utils.py, from vLLM's)
+    ("srt/distributed/utils", ("ensure_divisibility", "divide"), "args.invalid",
+     "it stopped checking that the tensor-parallel size divides a layer's size (heads, experts, hidden size)"),
     ("srt/distributed/", None, "nccl", "it stopped in torch distributed / NCCL set-up"),
     ("", ("init_torch_distributed", "initialize_model_parallel", "init_distributed_environment"), "nccl",
      "it stopped in torch distributed / NCCL set-up"),

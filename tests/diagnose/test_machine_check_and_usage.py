@@ -120,3 +120,24 @@ def test_a_host_copy_under_capture_is_the_capture_refusing_it(pack):
 def test_a_line_that_waits_for_nothing_is_no_sync_point(pack):
     text = SERVING.replace("seq_lens_cpu = self.seq_lens.cpu()", "seq_lens = self.seq_lens")
     assert not any(e["name"] == "sync_point" for e in guess(pack, text).get("evidence", ()))
+
+
+# corpus/dev/098's shape (a vision tower's 16 heads over TP 6), cut above "AssertionError: 16 is not divisible by 6"
+DIVIDE = ("Traceback (most recent call last):\n"
+          f'  File "{P}/srt/layers/linear.py", line 420, in __init__\n'
+          "    self.num_heads = divide(self.total_num_heads, tp_size)\n"
+          f'  File "{P}/srt/distributed/utils.py", line 78, in divide\n'
+          "    ensure_divisibility(numerator, denominator)\n"
+          f'  File "{P}/srt/distributed/utils.py", line 70, in ensure_divisibility\n'
+          '    assert numerator % denominator == 0, "{} is not divisible by {}".format(\n')
+
+
+def test_a_cut_divisibility_check_is_the_tp_size_against_the_model_not_nccl(pack):
+    g = guess(pack, DIVIDE)
+    assert g["category"] == "args.invalid"
+    assert "ensure_divisibility" in g["why"]
+
+
+def test_another_function_of_the_distributed_utils_stays_nccl(pack):
+    text = DIVIDE.replace("in ensure_divisibility", "in init_gloo_group").replace("in divide", "in init_groups")
+    assert guess(pack, text)["category"] == "nccl"
