@@ -33,7 +33,7 @@ overstate a new part by however much those weights fit these files (docs/GUESS-M
 
 The cut check (``--cut-check``): the tuned failures whose cause IS in the text, cut above the line that
 names it and kept in the shapes pastes take (``--cut-shapes``: everything above, ``tail -20``, the second
-half, the last frames, the ``[rankN]:`` lines), with ``--cut-real`` the real runs of fixtures/real too;
+half, the last frames, the ``[rankN]:`` lines, the lines of rank TP0), with ``--cut-real`` the real runs of fixtures/real too;
 ``--categories`` prints each category's right answers and how often it was answered for another label.
 
 Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json] [--counted] [--prior-parts A,B,...]``
@@ -311,13 +311,17 @@ CUT_DEPTHS = (0, 2, 4)
 #   no server_args dump, no early milestones);
 # - ``frames``: the traceback's last ``FRAME_LINES`` lines only (the last frames: a screenshot's
 #   excerpt); left out when they hold no frame line;
-# - ``rank``: only its ``[rankN]:`` lines (torchrun's / SGLang's per-rank prefix: a grep for one
-#   rank); left out when fewer than ``RANK_LINES_MIN`` lines carry it.
-CUT_SHAPES = ("above", "tail", "head_cut", "frames", "rank")
+# - ``rank``: only its ``[rankN]:`` lines (torchrun's per-rank prefix: a grep for the ranks' output);
+#   left out when fewer than ``RANK_LINES_MIN`` lines carry it (the tuned texts: none above the cut);
+# - ``tp0``: only the lines SGLang's logger prefixed for rank TP0 (``[2025-01-01 00:00:00 TP0] ...``,
+#   ``grep TP0 LOG``): the milestones and batch lines stay, every traceback line (unprefixed) goes;
+#   left out when fewer than ``RANK_LINES_MIN`` lines carry it.
+CUT_SHAPES = ("above", "tail", "head_cut", "frames", "rank", "tp0")
 TAIL_LINES = 20
 FRAME_LINES = 6
 RANK_LINES_MIN = 3
 _RANK_PREFIX = re.compile(r"^\s*(?:\([^()\n]*\)\s*)?\[rank\d+\]:")
+_TP0_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)*? TP0(?: [A-Z_]+\d+)*\]")
 _FRAME_LINE = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "')
 
 
@@ -335,6 +339,9 @@ def cut_shape(above: list[str], shape: str) -> list[str] | None:
         return last if any(_FRAME_LINE.match(line) for line in last) else None
     if shape == "rank":
         ranked = [line for line in above if _RANK_PREFIX.match(line)]
+        return ranked if len(ranked) >= RANK_LINES_MIN else None
+    if shape == "tp0":
+        ranked = [line for line in above if _TP0_PREFIX.search(line[:120])]
         return ranked if len(ranked) >= RANK_LINES_MIN else None
     raise ValueError(f"unknown cut shape {shape!r}")
 
@@ -752,7 +759,7 @@ def main(argv=None) -> int:
                          "several runs (e.g. 0,2,4: CUT_DEPTHS)")
     ap.add_argument("--cut-shapes", default="above",
                     help="with --cut-check: the paste shapes to keep of the text above the cut, comma-separated "
-                         "(CUT_SHAPES: above, tail, head_cut, frames, rank; 'all' for every one)")
+                         "(CUT_SHAPES: above, tail, head_cut, frames, rank, tp0; 'all' for every one)")
     ap.add_argument("--cut-real", action="store_true",
                     help="with --cut-check: also cut the real failing runs of fixtures/real")
     ap.add_argument("--categories", action="store_true",

@@ -318,6 +318,11 @@ def test_the_cut_check_keeps_each_paste_shape_of_the_text_above_the_cut(cv):
     ranked = ["[rank0]: Traceback (most recent call last):\n", "noise\n", '[rank0]:   File "a.py", line 1, in f\n',
               "(WorkerDict pid=7) [rank1]:     g()\n"]
     assert cv.cut_shape(ranked, "rank") == [ranked[0], ranked[2], ranked[3]]
+    tp = ["[2025-01-01 10:00:00 TP0] Load weight end.\n", "[2025-01-01 10:00:00 TP1] Load weight end.\n",
+          "[2025-01-01 10:00:01 DP0 TP0 EP0] KV Cache is allocated.\n", "Traceback (most recent call last):\n",
+          "[2025-01-01 10:00:02 TP0] Capture cuda graph begin.\n"]
+    assert cv.cut_shape(tp, "tp0") == [tp[0], tp[2], tp[4]]
+    assert cv.cut_shape(tp[:2], "tp0") is None  # too few lines of the rank
     with pytest.raises(ValueError):
         cv.cut_shape(above, "sideways")
 
