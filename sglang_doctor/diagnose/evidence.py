@@ -1510,7 +1510,12 @@ def from_words(inc: Incident) -> list[Evidence]:
 # not: they are no words of the failure (``usage_line``).
 _USAGE_HEAD = re.compile(r"^\s*usage: \S")
 _USAGE_WRAP = re.compile(r"^\s*(?:\[-|--?[A-Za-z][\w-]*(?: [A-Z][A-Z0-9_]*)? \[-)")
-USAGE_RUN = 10  # wrapped usage lines at the end that say so with no "usage:" line among them
+# wrapped usage lines at the end that say so with no "usage:" line among them: argparse wraps the usage at the
+# terminal's width into lines of one to a few bracketed options, indented under the program's name; no other
+# line SGLang or its libraries print begins with "[--" (the server_args dump is "ServerArgs(name=...", the -h
+# help's option lines begin "--name"), and a paste often keeps only the block's last lines
+# (corpus/field14/015: 11 of them and the error line)
+USAGE_RUN = 3
 ARGPARSE_USAGE = ALLOCATION_AT_DEEPEST  # what the text's last lines were doing: the parser refusing
 
 
