@@ -52,6 +52,13 @@ The collectors, by name (the weights are stated where each piece is made):
   CUDA graphs) runs out of GPU memory, a support piece for memory.cuda_oom.
 - ``weights_reading``: the last step line shows the checkpoint being read (a shard bar, the
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
+- ``capability_check``: a cut traceback's deepest line asserts or raises on a device / platform query
+  (``is_sm100_supported()``, ``_platform_supports_*()``, get_device's "No accelerator"): the check refused
+  this machine, kernel.unsupported_hw.
+- ``sync_point``: a cut traceback's deepest line waits for the device (``.cpu()``, ``.item()``, a
+  synchronize), where an earlier kernel's CUDA error is reported: runtime.crash (cuda_graph under capture).
+- ``argparse_usage``: a text with no failure ends in argparse's usage block, printed only before the
+  parser's "error:" line: args.invalid.
 - ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
   it can complete to names one category (``TYPE_NAMES``).
 - ``multi_node``: the launch runs over several nodes (the dump's ``nnodes``, a rank past one node's
