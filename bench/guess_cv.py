@@ -31,6 +31,11 @@ What neither rotation can measure: the hand-written weights of diagnose/evidence
 WORDS, SIGNALS) were written by people who had read every tuned part, so the tuned figures
 overstate a new part by however much those weights fit these files (docs/GUESS-MISSES.md).
 
+The cut check (``--cut-check``): the tuned failures whose cause IS in the text, cut above the line that
+names it and kept in the shapes pastes take (``--cut-shapes``: everything above, ``tail -20``, the second
+half, the last frames, the ``[rankN]:`` lines, the lines of rank TP0), with ``--cut-real`` the real runs of fixtures/real too;
+``--categories`` prints each category's right answers and how often it was answered for another label.
+
 Usage: ``python bench/guess_cv.py [--weights 0.3,0.4,0.5,0.6] [--verbose] [--json] [--counted] [--prior-parts A,B,...]``
 (``--counted`` folds over ``TUNED_PARTS`` only).  Never run on the
 sealed parts (it reads only the tuned ones).
@@ -298,29 +303,112 @@ def answer_of(path: Path) -> tuple[str | None, str]:
 # when the line the traceback was executing is gone as well.
 CUT_DEPTHS = (0, 2, 4)
 
+# The shapes a paste that stops above its error takes (what is kept of the text above the cut):
+# - ``above``: everything above it (a log read up to the wrong line, a ``head`` of the file);
+# - ``tail``: its last ``TAIL_LINES`` lines (``tail -20`` run before the error was printed, the
+#   commonest paste);
+# - ``head_cut``: its second half only (a paste that began mid-log: no launch header, no command,
+#   no server_args dump, no early milestones);
+# - ``frames``: the traceback's last ``FRAME_LINES`` lines only (the last frames: a screenshot's
+#   excerpt); left out when they hold no frame line;
+# - ``rank``: only its ``[rankN]:`` lines (torchrun's per-rank prefix: a grep for the ranks' output);
+#   left out when fewer than ``RANK_LINES_MIN`` lines carry it (the tuned texts: none above the cut);
+# - ``tp0``: only the lines SGLang's logger prefixed for rank TP0 (``[2025-01-01 00:00:00 TP0] ...``,
+#   ``grep TP0 LOG``): the milestones and batch lines stay, every traceback line (unprefixed) goes;
+#   left out when fewer than ``RANK_LINES_MIN`` lines carry it.
+CUT_SHAPES = ("above", "tail", "head_cut", "frames", "rank", "tp0")
+TAIL_LINES = 20
+FRAME_LINES = 6
+RANK_LINES_MIN = 3
+_RANK_PREFIX = re.compile(r"^\s*(?:\([^()\n]*\)\s*)?\[rank\d+\]:")
+_TP0_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)*? TP0(?: [A-Z_]+\d+)*\]")
+_FRAME_LINE = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "')
 
-def cut_check(parts=None, extra: int = 0) -> dict:
-    """The cut check's rows and rates (see above) over ``parts`` (every tuned part), cut ``extra``
-    lines further up (``CUT_DEPTHS``)."""
+
+def cut_shape(above: list[str], shape: str) -> list[str] | None:
+    """What a paste of ``shape`` (``CUT_SHAPES``) keeps of the lines ``above`` a cut, None when the
+    shape does not apply to this text (no frame in the last lines, too few rank lines)."""
+    if shape == "above":
+        return above
+    if shape == "tail":
+        return above[-TAIL_LINES:]
+    if shape == "head_cut":
+        return above[len(above) // 2:] or None
+    if shape == "frames":
+        last = above[-FRAME_LINES:]
+        return last if any(_FRAME_LINE.match(line) for line in last) else None
+    if shape == "rank":
+        ranked = [line for line in above if _RANK_PREFIX.match(line)]
+        return ranked if len(ranked) >= RANK_LINES_MIN else None
+    if shape == "tp0":
+        ranked = [line for line in above if _TP0_PREFIX.search(line[:120])]
+        return ranked if len(ranked) >= RANK_LINES_MIN else None
+    raise ValueError(f"unknown cut shape {shape!r}")
+
+
+# The real runs of SGLang 0.5.23 on this machine (fixtures/real): each failing run's category is the
+# one its rule gives (fixtures/EXPECTED.yaml), its cause line the manifest's ``expect``.
+REAL_RUNS = ROOT / "fixtures" / "real"
+
+
+def real_failures(root: Path | None = None):
+    """(label, category) for every failing real run of fixtures/real, shaped like a corpus label
+    (``file``, ``key_line``, ``evidence_in_log``): the cut check cuts them the same way."""
+    import yaml
+
+    root = ROOT if root is None else root
+    real = root / "fixtures" / "real"
+    manifest = json.loads((real / "manifest.json").read_text(encoding="utf-8"))
+    expected = (yaml.safe_load((root / "fixtures" / "EXPECTED.yaml").read_text(encoding="utf-8")) or {})["fixtures"]
+    for run in manifest:
+        incidents = expected.get(f"fixtures/real/{run['name']}.log") or []
+        if not incidents or not run.get("expect"):
+            continue  # a healthy run
+        yield ({"file": f"{run['name']}.log", "key_line": run["expect"], "evidence_in_log": True,
+                "category": incidents[0]["category"]}, incidents[0]["category"])
+
+
+def _cut_sources(parts, real: bool):
+    """(shown name, path, label, category) of every text the cut check cuts."""
+    for part in parts:
+        for lab, cat in failures(part):
+            yield f"{part}/{lab['file']}", ROOT / "corpus" / part / lab["file"], lab, cat
+    if real:
+        for lab, cat in real_failures():
+            yield f"real/{lab['file']}", ROOT / "fixtures" / "real" / lab["file"], lab, cat
+
+
+def cut_check(parts=None, extra: int = 0, shape: str = "above", real: bool = False) -> dict:
+    """The cut check's rows and rates (see above) over ``parts`` (every tuned part; with ``real`` the
+    real runs of fixtures/real too), cut ``extra`` lines further up (``CUT_DEPTHS``) and kept in the
+    paste ``shape`` (``CUT_SHAPES``)."""
     import tempfile
 
     parts = CV_PARTS if parts is None else tuple(parts)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for part in parts:
-            for lab, cat in failures(part):
-                path = ROOT / "corpus" / part / lab["file"]
-                if not lab.get("evidence_in_log") or not path.is_file():
-                    continue
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-                i = cut_index(lines, lab)
-                i = None if i is None else i - extra
-                if not i or i < 0:
-                    continue  # key line not found, or the text begins with it: nothing is left above it
-                cut = Path(tmp) / lab["file"]
-                cut.write_text("".join(lines[:i]), encoding="utf-8")
-                answer, how = answer_of(cut)
-                rows.append({"file": f"{part}/{lab['file']}", "label": cat, "answer": answer, "how": how})
+        for name, path, lab, cat in _cut_sources(parts, real):
+            if not lab.get("evidence_in_log") or not path.is_file():
+                continue
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+            i = cut_index(lines, lab)
+            i = None if i is None else i - extra
+            if not i or i < 0:
+                continue  # key line not found, or the text begins with it: nothing is left above it
+            kept = cut_shape(lines[:i], shape)
+            if not kept:
+                continue
+            cut = Path(tmp) / Path(lab["file"]).name
+            cut.write_text("".join(kept), encoding="utf-8")
+            answer, how = answer_of(cut)
+            rows.append({"file": name, "label": cat, "answer": answer, "how": how})
+    return cut_summary(rows, extra, shape)
+
+
+def cut_summary(rows: list[dict], extra: int = 0, shape: str = "above") -> dict:
+    """The cut check's figures from its rows: the CUDA OOMs' (hit rate, false OOMs by label), and for
+    every category its texts answered right (``by_label``: right, total, what the misses were answered
+    as) and how often it was answered for a text of another label (``false_by_answer``)."""
     oom = [r for r in rows if r["label"] == OOM]
     other = [r for r in rows if r["label"] != OOM]
     false_by_label: dict[str, int] = {}
@@ -330,19 +418,34 @@ def cut_check(parts=None, extra: int = 0) -> dict:
     oom_answers: dict[str, int] = {}
     for r in oom:
         oom_answers[str(r["answer"])] = oom_answers.get(str(r["answer"]), 0) + 1
-    return {"rows": rows, "extra": extra, "oom_said": sum(r["answer"] == OOM for r in oom), "oom_total": len(oom),
+    by_label: dict[str, dict] = {}
+    false_by_answer: dict[str, int] = {}
+    for r in rows:
+        cell = by_label.setdefault(r["label"], {"right": 0, "total": 0, "answered_as": {}})
+        cell["total"] += 1
+        if r["answer"] == r["label"]:
+            cell["right"] += 1
+        else:
+            cell["answered_as"][str(r["answer"])] = cell["answered_as"].get(str(r["answer"]), 0) + 1
+            false_by_answer[str(r["answer"])] = false_by_answer.get(str(r["answer"]), 0) + 1
+    return {"rows": rows, "extra": extra, "shape": shape,
+            "oom_said": sum(r["answer"] == OOM for r in oom), "oom_total": len(oom),
             "false_oom": sum(r["answer"] == OOM for r in other), "other_total": len(other),
             "false_oom_by_label": false_by_label, "oom_answers": oom_answers,
+            "by_label": dict(sorted(by_label.items(), key=lambda kv: (-kv[1]["total"], kv[0]))),
+            "false_by_answer": dict(sorted(false_by_answer.items(), key=lambda kv: (-kv[1], kv[0]))),
             "right": sum(r["answer"] == r["label"] for r in rows), "total": len(rows)}
 
 
-def print_cut_check(report: dict, verbose: bool) -> None:
+def print_cut_check(report: dict, verbose: bool, categories: bool = False) -> None:
     if verbose:
         for r in report["rows"]:
-            if (r["label"] == OOM) != (r["answer"] == OOM):
+            if r["label"] != r["answer"]:
                 print(f"cut  {r['file'][:70]:70} label {r['label']:22} answer {r['answer']} ({r['how']})")
     deeper = f" (and {report['extra']} lines more)" if report.get("extra") else ""
-    print(f"cut check{deeper}: CUDA OOMs cut above their line answered cuda_oom {report['oom_said']}/{report['oom_total']}; "
+    shape = report.get("shape", "above")
+    print(f"cut check [{shape}]{deeper}: CUDA OOMs cut above their line answered cuda_oom "
+          f"{report['oom_said']}/{report['oom_total']}; "
           f"other failures cut the same way answered cuda_oom {report['false_oom']}/{report['other_total']}; "
           f"every cut text right {report['right']}/{report['total']}")
     print("  the OOMs answered: " + ", ".join(f"{k} {v}" for k, v in sorted(report["oom_answers"].items(),
@@ -350,6 +453,12 @@ def print_cut_check(report: dict, verbose: bool) -> None:
     if report["false_oom_by_label"]:
         print("  others answered cuda_oom, by label: " + ", ".join(f"{k} {v}" for k, v in
                                                                  sorted(report["false_oom_by_label"].items())))
+    if categories:
+        for label, c in report["by_label"].items():
+            missed = ", ".join(f"{a} {n}" for a, n in sorted(c["answered_as"].items(), key=lambda kv: -kv[1]))
+            wrong_for = report["false_by_answer"].get(label, 0)
+            print(f"  {label:22} right {c['right']:>3}/{c['total']:<3} answered for another label {wrong_for:>3}"
+                  + (f"  (missed as: {missed})" if missed else ""))
 
 
 def _total(report: dict) -> tuple[int, int]:
@@ -648,6 +757,13 @@ def main(argv=None) -> int:
     ap.add_argument("--cut-lines", default="0",
                     help="with --cut-check: how many more lines to cut above the cause line, comma-separated for "
                          "several runs (e.g. 0,2,4: CUT_DEPTHS)")
+    ap.add_argument("--cut-shapes", default="above",
+                    help="with --cut-check: the paste shapes to keep of the text above the cut, comma-separated "
+                         "(CUT_SHAPES: above, tail, head_cut, frames, rank, tp0; 'all' for every one)")
+    ap.add_argument("--cut-real", action="store_true",
+                    help="with --cut-check: also cut the real failing runs of fixtures/real")
+    ap.add_argument("--categories", action="store_true",
+                    help="with --cut-check: per category, right answers and how often it was answered for another label")
     ap.add_argument("--quick", action="store_true",
                     help="only leave-one-part-out and leave-one-repository-out, per category (no rotation, no nested "
                          "calibration: a few minutes less)")
@@ -655,12 +771,14 @@ def main(argv=None) -> int:
     weights = [float(w) for w in args.weights.split(",")]
     prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
     if args.cut_check:
-        reports = [cut_check(extra=int(k)) for k in args.cut_lines.split(",")]
+        shapes = CUT_SHAPES if args.cut_shapes == "all" else tuple(args.cut_shapes.split(","))
+        reports = [cut_check(extra=int(k), shape=shape, real=args.cut_real)
+                   for shape in shapes for k in args.cut_lines.split(",")]
         if args.json:
             print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=1))
         else:
             for report in reports:
-                print_cut_check(report, args.verbose)
+                print_cut_check(report, args.verbose, args.categories)
         return 0
     if args.quick:
         return _quick(prior_parts, args.json, args.verbose, args.rows)

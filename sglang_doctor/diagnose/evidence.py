@@ -52,6 +52,13 @@ The collectors, by name (the weights are stated where each piece is made):
   CUDA graphs) runs out of GPU memory, a support piece for memory.cuda_oom.
 - ``weights_reading``: the last step line shows the checkpoint being read (a shard bar, the
   fp8 config's notice): the architecture lookup had passed, a piece against model.unsupported.
+- ``capability_check``: a cut traceback's deepest line asserts or raises on a device / platform query
+  (``is_sm100_supported()``, ``_platform_supports_*()``, get_device's "No accelerator"): the check refused
+  this machine, kernel.unsupported_hw.
+- ``sync_point``: a cut traceback's deepest line waits for the device (``.cpu()``, ``.item()``, a
+  synchronize), where an earlier kernel's CUDA error is reported: runtime.crash (cuda_graph under capture).
+- ``argparse_usage``: a text with no failure ends in argparse's usage block, printed only before the
+  parser's "error:" line: args.invalid.
 - ``cut_type``: the exception line was cut inside its type name (``torch.O``) and every name
   it can complete to names one category (``TYPE_NAMES``).
 - ``multi_node``: the launch runs over several nodes (the dump's ``nnodes``, a rank past one node's
@@ -147,6 +154,12 @@ WHERE: tuple[tuple[str, tuple[str, ...] | None, str, str], ...] = (
       for part in CAPTURE_MODULES_0514),
     ("", ("init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size"), "cuda_graph",
      "it stopped while capturing CUDA graphs"),
+    # distributed/utils.py's divide -> ensure_divisibility ("{} is not divisible by {}") is the check that the
+    # tensor-parallel size splits a layer evenly (heads, experts, vocabulary, hidden size: every parallel
+    # linear, embedding and attention layer calls it with the TP size), not a collective: --tp-size
+    # against the model (0.4.x-0.5.23 srt/distributed/utils.py, from vLLM's)
+    ("srt/distributed/utils", ("ensure_divisibility", "divide"), "args.invalid",
+     "it stopped checking that the tensor-parallel size divides a layer's size (heads, experts, hidden size)"),
     ("srt/distributed/", None, "nccl", "it stopped in torch distributed / NCCL set-up"),
     ("", ("init_torch_distributed", "initialize_model_parallel", "init_distributed_environment"), "nccl",
      "it stopped in torch distributed / NCCL set-up"),
@@ -924,6 +937,79 @@ def from_allocation(inc: Incident) -> list[Evidence]:
     return []
 
 
+# A CUDA kernel runs asynchronously: its error (an illegal memory access, an illegal instruction, a
+# device-side assert) is reported by the next call that waits for the device -- a copy to the host
+# (``.cpu()``, ``.item()``, ``.tolist()``, ``.numpy()``) or a synchronize (``_SYNCHRONIZING``) -- not by the
+# launch (CUDA's programming guide, "Asynchronous execution"; torch's "CUDA kernel errors might be
+# asynchronously reported at some other API call" notice).  A cut traceback whose deepest line is such a
+# call was reporting an earlier kernel's fault: a crash (runtime.crash, after ready by definition;
+# ``collect`` drops it for a text known to be starting).  Under CUDA graph capture a call that waits for
+# the device is itself refused ("operation not permitted when stream is capturing",
+# cudaErrorStreamCaptureUnsupported): cuda_graph.  Over the tuned parts' texts (whole, no-cause and cut
+# above their cause line) such a deepest line is a runtime.crash's three times and, under capture frames,
+# a cuda_graph failure's once.
+SYNC_POINT = ALLOCATION_AT_DEEPEST
+
+
+def from_sync_point(inc: Incident) -> list[Evidence]:
+    """A cut traceback that stops at a call waiting for the device (see ``SYNC_POINT``)."""
+    if not inc.truncated or not inc.frames:
+        return []
+    last = inc.frames[-1]
+    if not last.source or not _SYNCHRONIZING.search(last.source):
+        return []
+    shown = f"{last.source.strip()[:60]!r} in {last.function.rsplit('.', 1)[-1]}, {_short(last)}"
+    if _under_capture(sglang_frames(inc.frames)):
+        return [Evidence("sync_point", "cuda_graph", SYNC_POINT,
+                         f"the line the traceback was executing when it stops waits for the device ({shown}) under "
+                         "CUDA graph capture, which does not permit it")]
+    return [Evidence("sync_point", "runtime.crash", SYNC_POINT,
+                     f"the line the traceback was executing when it stops waits for the device ({shown}): where an "
+                     "earlier kernel's CUDA error (an illegal memory access) is reported")]
+
+
+# The device and platform queries SGLang's checks refuse a machine with (0.5.x srt/utils/common.py
+# is_cuda / is_hip / is_npu / is_xpu / is_hpu / is_musa / is_mps, get_device, get_device_capability,
+# get_device_sm, is_sm90_supported / is_sm100_supported / is_sm120 ..., is_blackwell*, is_gfx95_supported
+# ...; the modules' ``_is_cuda = is_cuda()`` copies; a platform plugin's ``current_platform.is_*``;
+# 0.5.23 arg_groups/mamba_hook.py ``_platform_supports_mamba_cache_extra_buffer``).  A check that refuses
+# the GPU or the platform asserts or raises on one of them: ``assert is_sm100_supported(), ...``,
+# ``assert _platform_supports_mamba_cache_extra_buffer(), (...)``, and get_device() itself raises "No
+# accelerator (CUDA, XPU, HPU, ...) is available".  The same names in an ``if`` line are ordinary
+# dispatch (every module branches on ``_is_cuda``), so only an assert / raise line counts, or the
+# query's own function as the deepest frame.
+_DEVICE_QUERY = (r"\b(?:_?is_(?:cuda|cuda_alike|hip|npu|xpu|hpu|musa|mps)\b|_?is_sm\d+\w*|_?is_blackwell\w*|"
+                 r"_?is_hopper\w*|_?is_gfx\d+\w*|get_device_(?:capability|sm)\w*|get_device\(|"
+                 r"current_platform\.is_\w+|_?platform_supports\w*|(?:device|compute)_capability)")
+_CHECK_ON_DEVICE = re.compile(r"^\s*(?:assert|raise)\b.*" + _DEVICE_QUERY)
+_QUERY_FUNCTIONS = re.compile(r"^(?:get_device|get_device_capability|get_device_sm|_?is_sm\d+\w*|"
+                              r"_?is_blackwell\w*|_?is_hopper\w*|_?is_gfx\d+\w*|_?platform_supports\w*)$")
+# what the line a cut traceback was executing says of the machine weighs as what it was doing (an
+# allocation, ``ALLOCATION_AT_DEEPEST``): more than the module the check sits in (server_args,
+# arg_groups, a model's constructor)
+CAPABILITY_CHECK = ALLOCATION_AT_DEEPEST
+
+
+def from_capability_check(inc: Incident) -> list[Evidence]:
+    """A traceback cut at a check that asks what the machine is: its deepest line asserts or raises on
+    a device or platform query (``_CHECK_ON_DEVICE``), or it stops inside one (``_QUERY_FUNCTIONS``):
+    the check refused this GPU or platform, kernel.unsupported_hw.  Over the tuned parts' texts (whole,
+    no-cause, and cut above their cause line) it fires only on kernel.unsupported_hw failures."""
+    if not inc.truncated or not inc.frames:
+        return []
+    last = inc.frames[-1]
+    function = last.function.rsplit(".", 1)[-1]
+    if last.source and _CHECK_ON_DEVICE.search(last.source):
+        shown = f"{last.source.strip()[:60]!r} in {function}, {_short(last)}"
+    elif _QUERY_FUNCTIONS.match(function) and is_sglang_file(last.file):
+        shown = f"inside {function}, {_short(last)}"
+    else:
+        return []
+    return [Evidence("capability_check", "kernel.unsupported_hw", CAPABILITY_CHECK,
+                     f"the line the traceback was executing when it stops is a check on the GPU or platform ({shown}): "
+                     "most often it refused this machine")]
+
+
 def from_thread(inc: Incident) -> list[Evidence]:
     func = inc.captures.get("thread_func")
     if not func and inc.frames and inc.frames[0].function in ("_bootstrap_inner", "_bootstrap") \
@@ -1422,10 +1508,55 @@ def from_words(inc: Incident) -> list[Evidence]:
     return out
 
 
+# argparse's usage block: ``ArgumentParser.error`` prints the usage (``print_usage(sys.stderr)``: "usage: PROG
+# [-h] [--flag FLAG] ...", wrapped into indented lines of bracketed options) and then "PROG: error: MESSAGE"
+# (unrecognized arguments, an invalid choice, an ambiguous option, a required argument missing), and exits 2;
+# ``-h`` prints the whole help instead, whose sections ("options:", "positional arguments:") follow the usage.
+# A text that ends inside or right after the usage block, with no section after it, lost the error line
+# that follows it: the launch's arguments were refused.  Its lines name every flag of the parser, used or
+# not: they are no words of the failure (``usage_line``).
+_USAGE_HEAD = re.compile(r"^\s*usage: \S")
+_USAGE_WRAP = re.compile(r"^\s*(?:\[-|--?[A-Za-z][\w-]*(?: [A-Z][A-Z0-9_]*)? \[-)")
+# wrapped usage lines at the end that say so with no "usage:" line among them: argparse wraps the usage at the
+# terminal's width into lines of one to a few bracketed options, indented under the program's name; no other
+# line SGLang or its libraries print begins with "[--" (the server_args dump is "ServerArgs(name=...", the -h
+# help's option lines begin "--name"), and a paste often keeps only the block's last lines
+# (corpus/field14/015: 11 of them and the error line)
+USAGE_RUN = 3
+ARGPARSE_USAGE = ALLOCATION_AT_DEEPEST  # what the text's last lines were doing: the parser refusing
+
+
+def usage_line(text: str) -> bool:
+    """The line is part of argparse's usage block (its head or a wrapped line of bracketed options)."""
+    return bool(_USAGE_HEAD.match(text) or _USAGE_WRAP.match(text))
+
+
+def argparse_usage(lines: list[str]) -> list[Evidence]:
+    """The text (its last ``lines``, in order) ends in argparse's usage block: the "usage:" line and only
+    wrapped option lines after it, or at least ``USAGE_RUN`` wrapped option lines (a block longer than the
+    lines looked at).  The error line argparse prints after it was cut: args.invalid."""
+    run = 0
+    for text in reversed(lines):
+        if not text.strip():
+            continue
+        if _USAGE_HEAD.match(text):
+            run = max(run, USAGE_RUN)
+            break
+        if not _USAGE_WRAP.match(text):
+            break
+        run += 1
+    if run < USAGE_RUN:
+        return []
+    return [Evidence("argparse_usage", "args.invalid", ARGPARSE_USAGE,
+                     "the text ends in argparse's usage block, which the parser prints only before its "
+                     "'error: ...' line (an unrecognized, ambiguous, missing or invalid argument); that line was cut")]
+
+
 def from_text(lines: list[str]) -> list[Evidence]:
     """Words of the lines a fragment ends with, when no failure is in them (half weight);
     a ``server_args`` dump names every feature whether it is used or not: left out."""
-    return _words("\n".join(t for t in lines if not _DUMP.search(t) and not step_line(t) and not echoed(t)), AROUND_WORDS,
+    return _words("\n".join(t for t in lines if not _DUMP.search(t) and not step_line(t) and not echoed(t)
+                            and not usage_line(t)), AROUND_WORDS,
                   "the last lines")
 
 
@@ -1598,7 +1729,7 @@ def machine_pieces(hw: hardware.Hardware, pieces: list[Evidence], in_kernel: boo
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
-              + from_cut_type(inc) + from_allocation(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
+              + from_cut_type(inc) + from_allocation(inc) + from_capability_check(inc) + from_sync_point(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
               + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
     if any(p.name == "config_lookup_frame" for p in pieces):
         # the model-type lookup is the precise reading of the transformers frame the library piece

@@ -398,11 +398,11 @@ def _still_starting(diagnosis: Diagnosis) -> dict[str, Any] | None:
 # its name, transformers' model-type lookup it stopped in (evidence.from_config_lookup_frame: below
 # SGLang's config reader, whose module a class rule names model.load).  A class rule knows only the module.
 _PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allocation", "progress",
-                 "config_lookup_frame")
+                 "config_lookup_frame", "capability_check", "sync_point")
 # Of them, what the traceback's last line was doing, not where: an allocation it was executing, the
 # exception type it was cut inside.  A rule that matched a cut traceback on its frames (a specific rule
 # on the serving loop's frames) knows where it was as well as a place piece does, but not that.
-_WHAT_PIECES = ("allocation", "cut_type")
+_WHAT_PIECES = ("allocation", "cut_type", "capability_check", "sync_point")
 # What the text shows of the GPU's state when it failed (almost no free memory at the last start-up line or
 # on the capture bar): a class rule's answer rests on the module alone, which that state outweighs.
 _STATE_PIECES = ("low_memory",)
@@ -631,6 +631,8 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
     # the words of the lines the text ends with (NCCL set-up lines, a ROCm platform, the
     # transfer engine's start-up, a transformers version): half weight, they are no failure
     pieces += evidence.from_text(list(reversed(_last_lines(tail, 40))))
+    # argparse's usage block at the end: the parser's error line after it was cut
+    pieces += evidence.argparse_usage(list(reversed(_last_lines(tail, 40))))
     # what the text says of the machine: with no failure in the text, no kernel's code failed, so only
     # torch's own warning that it has no kernels for this GPU (every kernel would fail) and weights larger
     # than the GPUs count; a GPU SGLang's kernels leave out is no piece without a kernel's failure

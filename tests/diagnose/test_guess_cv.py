@@ -304,3 +304,41 @@ def test_the_cut_check_cuts_further_up_and_counts_false_ooms_by_label(cv, tmp_pa
     assert deeper["false_oom_by_label"] == {"runtime.crash": 1}
     seen.clear()
     assert cv.cut_check(parts=["p"], extra=5)["total"] == 0  # nothing left above the cut
+
+
+def test_the_cut_check_keeps_each_paste_shape_of_the_text_above_the_cut(cv):
+    above = [f"[x TP0] line {i}\n" for i in range(30)] + ["Traceback (most recent call last):\n",
+                                                         '  File "a.py", line 1, in f\n', "    g()\n"]
+    assert cv.cut_shape(above, "above") == above
+    assert cv.cut_shape(above, "tail") == above[-cv.TAIL_LINES:]
+    assert cv.cut_shape(above, "head_cut") == above[len(above) // 2:]
+    assert cv.cut_shape(above, "frames") == above[-cv.FRAME_LINES:]
+    assert cv.cut_shape(above[:30], "frames") is None  # no frame in the last lines
+    assert cv.cut_shape(above, "rank") is None  # no rank prefix
+    ranked = ["[rank0]: Traceback (most recent call last):\n", "noise\n", '[rank0]:   File "a.py", line 1, in f\n',
+              "(WorkerDict pid=7) [rank1]:     g()\n"]
+    assert cv.cut_shape(ranked, "rank") == [ranked[0], ranked[2], ranked[3]]
+    tp = ["[2025-01-01 10:00:00 TP0] Load weight end.\n", "[2025-01-01 10:00:00 TP1] Load weight end.\n",
+          "[2025-01-01 10:00:01 DP0 TP0 EP0] KV Cache is allocated.\n", "Traceback (most recent call last):\n",
+          "[2025-01-01 10:00:02 TP0] Capture cuda graph begin.\n"]
+    assert cv.cut_shape(tp, "tp0") == [tp[0], tp[2], tp[4]]
+    assert cv.cut_shape(tp[:2], "tp0") is None  # too few lines of the rank
+    with pytest.raises(ValueError):
+        cv.cut_shape(above, "sideways")
+
+
+def test_the_cut_summary_counts_each_category_right_and_answered_for_others(cv):
+    rows = [{"label": "nccl", "answer": "nccl"}, {"label": "nccl", "answer": "other"},
+            {"label": "memory.cuda_oom", "answer": "nccl"}, {"label": "other", "answer": "other"}]
+    s = cv.cut_summary(rows, shape="tail")
+    assert s["by_label"]["nccl"] == {"right": 1, "total": 2, "answered_as": {"other": 1}}
+    assert s["false_by_answer"] == {"nccl": 1, "other": 1}
+    assert (s["oom_said"], s["oom_total"], s["right"], s["total"], s["shape"]) == (0, 1, 2, 4, "tail")
+
+
+def test_the_real_runs_are_cut_at_their_expected_line(cv):
+    runs = list(cv.real_failures())
+    assert runs and all(lab["evidence_in_log"] and lab["key_line"] for lab, _ in runs)
+    names = {lab["file"]: cat for lab, cat in runs}
+    assert names["no_accelerator_0523.log"] == "kernel.unsupported_hw"
+    assert "healthy_sigterm_0523.log" not in names
