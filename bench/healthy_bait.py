@@ -22,6 +22,9 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
       and uvicorn access lines, no ready line in the text), ``startup`` (between two start-up
       milestone lines, no dump, no ready line) and ``bare`` (the record alone).  The whole-log
       form of the same sites is scripts/inventory_warnings.py's own check.
+    - the same for the older releases the warnings inventory reads (0.4.3.post2, 0.4.6.post5,
+      0.5.4, 0.5.9: ``OLDER_VERSIONS``), groups ``serving@V`` / ``startup@V`` / ``bare@V``
+      (session 32).
     - request-level error paths: every ``raise`` site the failure inventory
       (``data/inventory/sglang-0.5.23.json``) waives as ``request_level`` (a request's
       validation in io_struct, tokenizer_manager, the OpenAI / Anthropic serving layers),
@@ -65,7 +68,13 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     SIGTERM or SIGINT stop; since session 30 also /metrics scrapes, wrong and missing API keys,
     HEAD / OPTIONS, a bad logprob token id, a batch with one bad item, embeddings on a generation
     model, a client killed with SIGKILL, ``--log-requests``, bytes that are not HTTP, a websocket
-    upgrade, and SIGTERM / SIGINT with generations in flight) with the third-party lines people
+    upgrade, and SIGTERM / SIGINT with generations in flight; since session 32 also the warnings
+    Python hides by default (PYTHONWARNINGS=default: UserWarning / DeprecationWarning with their
+    ``warnings.warn(`` lines), /health answered 503 before ready, SGLang's tool-call and reasoning
+    parsers given a malformed call or an unknown parser name (a 500 with uvicorn's "Exception in
+    ASGI application"), a weight update from a missing directory, a LoRA load without --enable-lora,
+    rerank / score / tokenize misused, generation paused and resumed, Ctrl-C twice to the whole
+    process group and SIGTERM twice with generations in flight) with the third-party lines people
     paste around SGLang (``fixtures/healthy/noise/pieces.txt``: ray's ``(pid=N)`` / ``(raylet)``
     lines, wandb's summary and retry, urllib3's retry while the server is not up, torch's
     TORCH_CUDA_ARCH_LIST warning, huggingface_hub / tokenizers warnings, flashinfer JIT loading,
@@ -220,23 +229,36 @@ def _site_lines(site: dict, message: str) -> list[tuple]:
     return invw.rendered_lines(site, message)
 
 
+# the older releases whose warning sites data/inventory holds too (scripts/inventory_warnings.py
+# DEFAULT_VERSIONS): their sites as fragments, groups named ``form@version`` (session 32; the
+# whole-log form of each is the inventory's own check)
+OLDER_VERSIONS = tuple(v for v in invw.DEFAULT_VERSIONS if v != VERSION)
+
+
 def bait_warnings(version: str = VERSION):
-    """(name, text) fragments holding one healthy-run line of a warning/info site.  Not the sites
-    whose line itself reports a failure (``reports_failure:`` of data/inventory/healthy-lines.yaml:
+    """(form, name, text) fragments holding one healthy-run line of a warning/info site.  Not the
+    sites whose line itself reports a failure (``reports_failure:`` of data/inventory/healthy-lines.yaml:
     a request's KV transfer that failed, a health probe with no answer), as the warnings
-    inventory counts them apart."""
+    inventory counts them apart.  A release other than VERSION names its forms ``form@version``."""
     failing = invw.failure_lines()
+    tag = "" if version == VERSION else f"@{version}"
     for site in warning_sites(version):
         if invw.reports_failure(site, failing):
             continue
         for k, message in enumerate(invw.messages_of(site)[:2]):
             lines = _site_lines(site, message)
-            name = f"{site['file']}:{site['line']}#{k}"
+            name = f"{version}:{site['file']}:{site['line']}#{k}" if tag else f"{site['file']}:{site['line']}#{k}"
             if site["phase"] == "serving":
-                yield "serving", name, _emit(SERVING_BEFORE + lines + SERVING_AFTER)
+                yield "serving" + tag, name, _emit(SERVING_BEFORE + lines + SERVING_AFTER)
             else:
-                yield "startup", name, _emit(STARTUP_BEFORE + lines + STARTUP_AFTER)
-            yield "bare", name, _emit(lines)
+                yield "startup" + tag, name, _emit(STARTUP_BEFORE + lines + STARTUP_AFTER)
+            yield "bare" + tag, name, _emit(lines)
+
+
+def bait_older_warnings():
+    """bait_warnings of every release in OLDER_VERSIONS."""
+    for version in OLDER_VERSIONS:
+        yield from bait_warnings(version)
 
 
 # The exception types SGLang 0.5.23 answers with a 4xx (above, ``request_end``), read from its
@@ -313,7 +335,7 @@ def _count(tally: dict, name: str, rules: list, text: str) -> None:
 
 def measure_bait(engine: Engine, kinds=("warnings", "requests")) -> dict:
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
-    gens = {"warnings": bait_warnings, "requests": bait_requests}
+    gens = {"warnings": bait_warnings, "requests": bait_requests, "older": bait_older_warnings}
     for gen in (gens[k] for k in kinds):
         for form, name, text in gen():
             _count(per[form], name, engine.incidents(text), text)
@@ -506,8 +528,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise", "sources"),
                     action="append")
-    ap.add_argument("--bait", choices=("warnings", "requests"), action="append",
-                    help="which bait to generate (default: both)")
+    ap.add_argument("--bait", choices=("warnings", "requests", "older"), action="append",
+                    help="which bait to generate (default: all three; older: the warning sites of "
+                         "OLDER_VERSIONS)")
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -520,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     if "transforms" in only:
         result["transforms"] = measure_transforms(engine, quiet)
     if "bait" in only:
-        result["bait"] = measure_bait(engine, tuple(args.bait or ("warnings", "requests")))
+        result["bait"] = measure_bait(engine, tuple(args.bait or ("warnings", "requests", "older")))
     if "nccl" in only:
         result["nccl"] = measure_nccl(engine)
     if "real" in only:

@@ -525,13 +525,32 @@ def transfer_reason(text: str) -> str | None:
     return found.group("reason").strip()
 
 
+# The frames of an HTTP request's dispatch: uvicorn's protocol running the ASGI app for one
+# connection, starlette's routing and middleware, fastapi's endpoint call.  An exception raised
+# under them is one request's: Starlette's ServerErrorMiddleware answers it with a 500, uvicorn
+# logs "Exception in ASGI application" with the traceback and serves the next request
+# (uvicorn/protocols/http/*_impl.py ``run_asgi``).  A paste that cut the header keeps these
+# frames.  Before ready too: SGLang 0.5.x serves its own warm-up request over HTTP, and a warm-up
+# that failed this way ends the launch with lines of its own ("Initialization failed. warmup
+# error", kill_process_tree), which are a death after it; batch lines after it instead show the
+# server went on (survived_serving).
+REQUEST_DISPATCH_FRAME = re.compile(
+    r"(?:^|/)(?:uvicorn/protocols/http/\w+|starlette/(?:routing|_exception_handler|middleware/\w+)|fastapi/routing)\.py$")
+
+
+def through_request_dispatch(incident: Incident) -> bool:
+    """The incident's traceback runs under an HTTP request's dispatch (REQUEST_DISPATCH_FRAME)."""
+    return any(REQUEST_DISPATCH_FRAME.search(f.file or "") for f in incident.frames)
+
+
 def may_survive_serving(incident: Incident) -> bool:
-    """An incident after ready that the launch's later batch lines can show it lived through."""
+    """An incident after ready (or under an HTTP request's dispatch) that the launch's later batch
+    lines can show it lived through."""
     if is_death(incident):
         return False
     if request_transfer(incident) is not None:
         return True  # printed only while serving (above), whatever the fragment showed before it
-    if not incident.after_ready:
+    if not incident.after_ready and not through_request_dispatch(incident):
         return False
     if goes_on_after(incident) is not None:
         return True  # a thread's warning (above), even with a peer-loss signal's words

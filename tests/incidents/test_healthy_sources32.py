@@ -129,3 +129,35 @@ def test_the_nccl_plugin_probe_cut_at_its_head_is_that_probe(engine):
     # a loader's error of its own, cut the same way, is still a missing library
     own = "ile: libcudart.so.12: cannot open shared object file: No such file or directory\n" + SIGQUIT
     assert engine.incidents(own) != []
+
+
+# -- one request's traceback under the HTTP dispatch, its "Exception in ASGI application" cut ----
+
+RUN = ROOT / "fixtures/healthy/real-0.5.23/tool_parser_sigterm_twice.log"
+BATCH = ("[2026-12-07 10:11:4{n}] Decode batch, #running-req: 1, #token: 40, token usage: 0.00, cpu graph: False, "
+         "gen throughput (token/s): 44.84, #queue-req: 0\n")
+WARMUP_FAILED = ("[2026-12-07 10:11:40] Initialization failed. warmup error: Traceback (most recent call last):\n"
+                 "[2026-12-07 10:11:41] Received sigquit from a child process. It usually means the child failed.\n")
+
+
+def _asgi_traceback_cut_in_its_frames() -> str:
+    """The real run's traceback of one /parse_function_call request (a 500), the paste begun
+    inside the path of fastapi's routing frame: uvicorn's "Exception in ASGI application" and the
+    frames above are lost (robustness.py ``cut_frame``)."""
+    lines = RUN.read_text().splitlines(keepends=True)
+    end = next(i for i, line in enumerate(lines) if line.startswith("ValueError: Unsupported tool_call_parser"))
+    start = next(i for i in range(end, 0, -1) if "fastapi/routing.py\", line 161" in lines[i])
+    first = lines[start][lines[start].index("api/routing.py"):]
+    return first + "".join(lines[start + 1:end + 1])
+
+
+def test_a_requests_traceback_with_the_server_serving_after_it_is_no_incident(engine):
+    text = _asgi_traceback_cut_in_its_frames()
+    assert engine.incidents(text + BATCH.format(n=1) + BATCH.format(n=2)) == []
+
+
+def test_the_same_traceback_before_a_death_or_at_the_end_stays_an_incident(engine):
+    text = _asgi_traceback_cut_in_its_frames()
+    assert engine.incidents(text + WARMUP_FAILED) != []
+    assert engine.incidents(text + BATCH.format(n=1) + WARMUP_FAILED) != []
+    assert engine.incidents(text) != []  # nothing says the server went on: unknown stays unknown
