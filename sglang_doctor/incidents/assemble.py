@@ -913,10 +913,11 @@ class Assembler:
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
         if line.number == 1 and not text[:1].isspace():
-            if survived.NONFATAL_NCCL_TAIL.search(text):
+            if "NCCL " not in text and survived.NONFATAL_NCCL_TAIL.search(text):
                 # the end of an NCCL line whose code goes on (survived.py), its head and its
                 # "NCCL INFO"/"NCCL WARN" cut off: whatever failure words it quotes (dlopen's
-                # error in the plugin probe), it is that line
+                # error in the plugin probe), it is that line (a whole WARN line stays a
+                # warning that goes on: survived.goes_on_after)
                 sig = exc = None
             exc = self._cut_first_line(text, exc, sig)
             if exc is None and sig is None and not survived.NONFATAL_NCCL_TAIL.search(text):
