@@ -22,6 +22,9 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
       and uvicorn access lines, no ready line in the text), ``startup`` (between two start-up
       milestone lines, no dump, no ready line) and ``bare`` (the record alone).  The whole-log
       form of the same sites is scripts/inventory_warnings.py's own check.
+    - the same for the older releases the warnings inventory reads (0.4.3.post2, 0.4.6.post5,
+      0.5.4, 0.5.9: ``OLDER_VERSIONS``), groups ``serving@V`` / ``startup@V`` / ``bare@V``
+      (session 32).
     - request-level error paths: every ``raise`` site the failure inventory
       (``data/inventory/sglang-0.5.23.json``) waives as ``request_level`` (a request's
       validation in io_struct, tokenizer_manager, the OpenAI / Anthropic serving layers),
@@ -65,7 +68,13 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     SIGTERM or SIGINT stop; since session 30 also /metrics scrapes, wrong and missing API keys,
     HEAD / OPTIONS, a bad logprob token id, a batch with one bad item, embeddings on a generation
     model, a client killed with SIGKILL, ``--log-requests``, bytes that are not HTTP, a websocket
-    upgrade, and SIGTERM / SIGINT with generations in flight) with the third-party lines people
+    upgrade, and SIGTERM / SIGINT with generations in flight; since session 32 also the warnings
+    Python hides by default (PYTHONWARNINGS=default: UserWarning / DeprecationWarning with their
+    ``warnings.warn(`` lines), /health answered 503 before ready, SGLang's tool-call and reasoning
+    parsers given a malformed call or an unknown parser name (a 500 with uvicorn's "Exception in
+    ASGI application"), a weight update from a missing directory, a LoRA load without --enable-lora,
+    rerank / score / tokenize misused, generation paused and resumed, Ctrl-C twice to the whole
+    process group and SIGTERM twice with generations in flight) with the third-party lines people
     paste around SGLang (``fixtures/healthy/noise/pieces.txt``: ray's ``(pid=N)`` / ``(raylet)``
     lines, wandb's summary and retry, urllib3's retry while the server is not up, torch's
     TORCH_CUDA_ARCH_LIST warning, huggingface_hub / tokenizers warnings, flashinfer JIT loading,
@@ -79,6 +88,20 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     SGLang's log records (``_boundaries``), never inside one: logging writes a record, its
     traceback included, in one write.
 
+(g) ``sources``: healthy lines read in their libraries' SOURCE, not pasted by anyone
+    (``fixtures/healthy/sources/pieces.txt``, each piece with the source file and the code path
+    that goes on after it): NCCL WARN sites that set a fallback value and go on (a thread count
+    that is not a multiple of the warp, a spurious connection on NCCL's socket, a profiler plugin
+    that failed to load, an IB event NCCL does not know), NCCL INFO lines with a failure's words
+    (a plugin not found, no IB device, NVLS not available, P2P disabled by the environment, a
+    communicator's teardown), torch.distributed's set-up and teardown warnings (c10d's IPv6 socket
+    refusals, Gloo's loopback fallback, a deprecated variable name, expandable_segments not
+    supported, ProcessGroupNCCL's INFO lines at exit) and uvicorn's request-level warnings and its
+    graceful-shutdown timeout.  Each piece goes where its code runs in a healthy TP2 launch
+    (fixtures/healthy/nccl_info_chatter_0523.log, stopped with SIGTERM): ``context`` (the whole
+    launch), ``end`` (the launch cut right after the piece: a paste that ends with it), ``bare``
+    (the piece alone), and the ``context`` text under every robustness transform.
+
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
     python bench/healthy_bait.py                 # all three
@@ -86,6 +109,7 @@ Figures: per measure, texts and false alarms (a text with any incident), with th
     python bench/healthy_bait.py --only nccl
     python bench/healthy_bait.py --only real
     python bench/healthy_bait.py --only noise
+    python bench/healthy_bait.py --only sources
     python bench/healthy_bait.py --json
 """
 
@@ -205,23 +229,36 @@ def _site_lines(site: dict, message: str) -> list[tuple]:
     return invw.rendered_lines(site, message)
 
 
+# the older releases whose warning sites data/inventory holds too (scripts/inventory_warnings.py
+# DEFAULT_VERSIONS): their sites as fragments, groups named ``form@version`` (session 32; the
+# whole-log form of each is the inventory's own check)
+OLDER_VERSIONS = tuple(v for v in invw.DEFAULT_VERSIONS if v != VERSION)
+
+
 def bait_warnings(version: str = VERSION):
-    """(name, text) fragments holding one healthy-run line of a warning/info site.  Not the sites
-    whose line itself reports a failure (``reports_failure:`` of data/inventory/healthy-lines.yaml:
+    """(form, name, text) fragments holding one healthy-run line of a warning/info site.  Not the
+    sites whose line itself reports a failure (``reports_failure:`` of data/inventory/healthy-lines.yaml:
     a request's KV transfer that failed, a health probe with no answer), as the warnings
-    inventory counts them apart."""
+    inventory counts them apart.  A release other than VERSION names its forms ``form@version``."""
     failing = invw.failure_lines()
+    tag = "" if version == VERSION else f"@{version}"
     for site in warning_sites(version):
         if invw.reports_failure(site, failing):
             continue
         for k, message in enumerate(invw.messages_of(site)[:2]):
             lines = _site_lines(site, message)
-            name = f"{site['file']}:{site['line']}#{k}"
+            name = f"{version}:{site['file']}:{site['line']}#{k}" if tag else f"{site['file']}:{site['line']}#{k}"
             if site["phase"] == "serving":
-                yield "serving", name, _emit(SERVING_BEFORE + lines + SERVING_AFTER)
+                yield "serving" + tag, name, _emit(SERVING_BEFORE + lines + SERVING_AFTER)
             else:
-                yield "startup", name, _emit(STARTUP_BEFORE + lines + STARTUP_AFTER)
-            yield "bare", name, _emit(lines)
+                yield "startup" + tag, name, _emit(STARTUP_BEFORE + lines + STARTUP_AFTER)
+            yield "bare" + tag, name, _emit(lines)
+
+
+def bait_older_warnings():
+    """bait_warnings of every release in OLDER_VERSIONS."""
+    for version in OLDER_VERSIONS:
+        yield from bait_warnings(version)
 
 
 # The exception types SGLang 0.5.23 answers with a 4xx (above, ``request_end``), read from its
@@ -298,7 +335,7 @@ def _count(tally: dict, name: str, rules: list, text: str) -> None:
 
 def measure_bait(engine: Engine, kinds=("warnings", "requests")) -> dict:
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
-    gens = {"warnings": bait_warnings, "requests": bait_requests}
+    gens = {"warnings": bait_warnings, "requests": bait_requests, "older": bait_older_warnings}
     for gen in (gens[k] for k in kinds):
         for form, name, text in gen():
             _count(per[form], name, engine.incidents(text), text)
@@ -421,6 +458,65 @@ def noise_texts(runs: Path = REAL_RUNS, path: Path = NOISE):
                 yield f"all:{tname}", f"{name}+all", out
 
 
+# -- (g) healthy lines read in the libraries' sources ----------------------------------------------
+
+SOURCES = ROOT / "fixtures" / "healthy" / "sources" / "pieces.txt"
+SOURCE_CONTEXT = ROOT / "fixtures" / "healthy" / "nccl_info_chatter_0523.log"
+# SGLang 0.5.23's lines of a SIGTERM stop (fixtures/healthy/real-0.5.23/session_sigterm.log)
+SIGTERM_STOP = [
+    "[2026-01-01 00:00:40] SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+    "[2026-01-01 00:00:41] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
+]
+# where each place's code runs in the context: before the first line that holds the anchor
+# (None: after the last line, the stop's lines appended)
+PLACE_ANCHORS = {"rendezvous": "NCCL version", "nccl_init": "- Init COMPLETE", "startup": "Load weight begin",
+                 "serving": "Decode batch", "exit": None}
+
+
+def source_pieces(path: Path = SOURCES) -> list[tuple[str, str, list[str]]]:
+    """(name, place, lines) of each piece ('### name | place | source' headers, '#' comments)."""
+    pieces: list[tuple[str, str, list[str]]] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("### "):
+            name, place = (field.strip() for field in line[4:].split("|")[:2])
+            if place not in PLACE_ANCHORS:
+                raise ValueError(f"{path}: piece {name!r} has an unknown place {place!r}")
+            pieces.append((name, place, []))
+        elif pieces and not line.startswith("#"):
+            pieces[-1][2].append(line)
+    return pieces
+
+
+def _place_at(lines: list[str], place: str) -> int:
+    anchor = PLACE_ANCHORS[place]
+    if anchor is None:
+        return len(lines)
+    return next(i for i, line in enumerate(lines) if anchor in line)
+
+
+def source_texts(path: Path = SOURCES, context: Path = SOURCE_CONTEXT):
+    """(group, name, text) of measure (g)."""
+    base = robustness._split_lines(context.read_text()) + SIGTERM_STOP
+    for name, place, piece in source_pieces(path):
+        at = _place_at(base, place)
+        whole = "\n".join(base[:at] + piece + base[at:]) + "\n"
+        yield "context", name, whole
+        yield "end", name, "\n".join(base[:at] + piece) + "\n"
+        yield "bare", name, "\n".join(piece) + "\n"
+        for tname in robustness.TRANSFORMS:
+            sample = robustness.Sample(name, "tune", robustness._split_lines(whole), 0, "none", healthy=True)
+            out = robustness.apply(tname, sample)
+            if out is not None:
+                yield f"context:{tname}", name, keep_cut_end(whole, out)
+
+
+def measure_sources(engine: Engine) -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    for group, name, text in source_texts():
+        _count(per["transformed" if group.startswith("context:") else group], name, engine.incidents(text), text)
+    return per
+
+
 def measure_noise(engine: Engine) -> dict:
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
     for group, name, text in noise_texts():
@@ -430,13 +526,15 @@ def measure_noise(engine: Engine) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise"), action="append")
-    ap.add_argument("--bait", choices=("warnings", "requests"), action="append",
-                    help="which bait to generate (default: both)")
+    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise", "sources"),
+                    action="append")
+    ap.add_argument("--bait", choices=("warnings", "requests", "older"), action="append",
+                    help="which bait to generate (default: all three; older: the warning sites of "
+                         "OLDER_VERSIONS)")
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise"))
+    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise", "sources"))
     engine = Engine()
     result: dict = {}
     corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
@@ -445,13 +543,15 @@ def main(argv: list[str] | None = None) -> int:
     if "transforms" in only:
         result["transforms"] = measure_transforms(engine, quiet)
     if "bait" in only:
-        result["bait"] = measure_bait(engine, tuple(args.bait or ("warnings", "requests")))
+        result["bait"] = measure_bait(engine, tuple(args.bait or ("warnings", "requests", "older")))
     if "nccl" in only:
         result["nccl"] = measure_nccl(engine)
     if "real" in only:
         result["real"] = measure_nccl(engine, REAL_SHAPES)
     if "noise" in only:
         result["noise"] = measure_noise(engine)
+    if "sources" in only:
+        result["sources"] = measure_sources(engine)
     if args.json:
         print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
                               for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import re
 import signal
 import subprocess
@@ -312,6 +313,56 @@ MORE_STEPS: list[Step] = [
         "text": "hello again", "sampling_params": {"max_new_tokens": 8}})),
 ]
 
+_WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "the weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+def _parse_tool_call(text: str, parser: str = "qwen25"):
+    """POST /parse_function_call: SGLang's own tool-call parser on a model output we choose (a
+    dummy model's output never holds a tool call, so the parse failures are fed to it here)."""
+    return lambda p: _post(p, "/parse_function_call", {
+        "text": text, "tool_call_parser": parser, "tools": [_WEATHER_TOOL]})
+
+
+# Steps of the runs recorded in session 32: SGLang's tool-call and reasoning parsers given a
+# malformed model output, admin endpoints asked for what this server cannot do (a weight update
+# from a missing directory, a LoRA adapter without --enable-lora), the rerank / score / tokenize
+# endpoints used wrongly, a profile started and stopped, generation paused and resumed.
+ADMIN_STEPS: list[Step] = [
+    ("tool call with malformed JSON (/parse_function_call, qwen25)", _parse_tool_call(
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>')),
+    ("tool call to an undefined function (/parse_function_call, qwen25)", _parse_tool_call(
+        '<tool_call>\n{"name": "delete_all_files", "arguments": {}}\n</tool_call>')),
+    ("tool call with an unknown parser name (/parse_function_call)", _parse_tool_call(
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        parser="no-such-parser")),
+    ("reasoning with an unknown parser name (/separate_reasoning)", lambda p: _post(p, "/separate_reasoning", {
+        "text": "<think>hmm</think>answer", "reasoning_parser": "no-such-parser"})),
+    ("chat whose history holds a tool call with malformed arguments", lambda p: _post(
+        p, "/v1/chat/completions", {"model": "default", "max_tokens": 4, "tools": [_WEATHER_TOOL], "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+                "name": "get_weather", "arguments": "{\"city\": "}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]})),
+    ("chat with tools and tool_choice naming an undefined function", lambda p: _post(
+        p, "/v1/chat/completions", _chat({"max_tokens": 4, "tools": [_WEATHER_TOOL], "tool_choice": {
+            "type": "function", "function": {"name": "not_a_tool"}}}))),
+    ("update weights from a directory that does not exist", lambda p: _post(p, "/update_weights_from_disk", {
+        "model_path": "/nonexistent/checkpoint-1000"})),
+    ("load a LoRA adapter on a server started without LoRA", lambda p: _post(p, "/load_lora_adapter", {
+        "lora_name": "adapter-x", "lora_path": "/nonexistent/adapter-x"})),
+    ("/v1/rerank on a generation model", lambda p: _post(p, "/v1/rerank", {
+        "query": "what is a cat", "documents": ["a cat is an animal", "a car is a vehicle"]})),
+    ("/v1/score with an empty item list", lambda p: _post(p, "/v1/score", {
+        "model": "default", "query": "is this good?", "items": [], "label_token_ids": [1, 2]})),
+    ("/tokenize with no text", lambda p: _post(p, "/tokenize", {"model": "default"})),
+    ("pause generation, then continue", lambda p: (_post(p, "/pause_generation", {}),
+                                                   _post(p, "/continue_generation", {}))[-1]),
+    ("a good generation after the admin errors", lambda p: _post(p, "/generate", {
+        "text": "hello again", "sampling_params": {"max_new_tokens": 8}})),
+]
+
 
 @dataclass(frozen=True)
 class Run:
@@ -322,6 +373,10 @@ class Run:
     flags: tuple[str, ...] = ()  # launch flags besides harness.DEFAULT_FLAGS
     api_key: str | None = None  # the --api-key the steps send (it must be in ``flags`` too)
     in_flight: int = 0  # long generations still running when the stop signal is sent
+    env: tuple[tuple[str, str], ...] = ()  # environment of the launch besides harness.launch_env's
+    probe_startup: bool = False  # poll /health from the launch on (the probes before ready)
+    to_group: bool = False  # the stop signal goes to the whole process group (a terminal's Ctrl-C)
+    repeat_stop: float = 0.0  # seconds after which the stop signal is sent a second time (0: once)
 
 
 RUNS = [
@@ -343,6 +398,18 @@ RUNS = [
          "a good generation after it all")),
     Run("sigint_in_flight", "a good generation and a bad one, then SIGINT (Ctrl-C) with 3 generations "
         "in flight", signal.SIGINT, ("a good generation", "temperature -1"), in_flight=3),
+    Run("warnings_probes_ctrl_c_twice",
+        "PYTHONWARNINGS=default (the warnings Python hides by default, with their source lines), /health "
+        "polled from the launch on (answers before ready), tool-call and reasoning parse failures, admin "
+        "endpoints asked for what the server cannot do; then Ctrl-C twice to the whole process group, as "
+        "an impatient terminal user", signal.SIGINT, tuple(name for name, _ in ADMIN_STEPS),
+        env=(("PYTHONWARNINGS", "default"),), probe_startup=True, to_group=True, repeat_stop=1.0),
+    Run("tool_parser_sigterm_twice",
+        "--tool-call-parser qwen25 --reasoning-parser deepseek-r1: the parse failures and admin errors "
+        "with the parsers configured, 2 generations in flight; then SIGTERM twice to the main process",
+        signal.SIGTERM, tuple(name for name, _ in ADMIN_STEPS),
+        flags=("--tool-call-parser", "qwen25", "--reasoning-parser", "deepseek-r1"), in_flight=2,
+        repeat_stop=2.0),
 ]
 
 
@@ -390,9 +457,24 @@ def play(srv: Server, steps: list[Step], journal: list[str]) -> None:
             raise RuntimeError(f"the server did not survive {what!r} (/health {health})")
 
 
-def stop_with(proc, sig: int, grace: float = 60.0) -> int | None:
-    """Send ``sig`` to the main process, then let harness.stop clean the group up."""
-    proc.send_signal(sig)
+def _signal(proc, sig: int, to_group: bool) -> None:
+    try:
+        if to_group:
+            os.killpg(proc.pid, sig)  # start_new_session: the leader's pid is the group id
+        else:
+            proc.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def stop_with(proc, sig: int, grace: float = 60.0, to_group: bool = False, repeat: float = 0.0) -> int | None:
+    """Send ``sig`` to the main process (or its group), a second time after ``repeat`` seconds
+    when asked, then let harness.stop clean the group up."""
+    _signal(proc, sig, to_group)
+    if repeat:
+        time.sleep(repeat)
+        if proc.poll() is None:
+            _signal(proc, sig, to_group)
     try:
         proc.wait(timeout=grace)
     except Exception:  # noqa: BLE001 - harness.stop below kills what is left
@@ -400,24 +482,50 @@ def stop_with(proc, sig: int, grace: float = 60.0) -> int | None:
     return harness.stop(proc, grace=5.0).returncode
 
 
+def probe_until_ready(port: int, stop: threading.Event, journal: list[str]) -> threading.Thread:
+    """Poll /health once a second from the launch on, as a load balancer or a start-up script
+    does; the statuses seen before the first 200 go to the journal."""
+    def poll() -> None:
+        seen: list[str] = []
+        while not stop.is_set():
+            status = harness.http_status(f"http://127.0.0.1:{port}/health", timeout=5)
+            label = "no answer" if status is None else str(status)
+            if not seen or seen[-1] != label:
+                seen.append(label)
+            if status == 200:
+                break
+            time.sleep(1)
+        journal.append("/health polled from the launch on: " + " -> ".join(seen))
+
+    worker = threading.Thread(target=poll, daemon=True)
+    worker.start()
+    return worker
+
+
 def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
     model = scratch / "tiny"
     if not (model / "config.json").exists():
         write_model(model, kind="llama")
-    launch = harness.build_launch(model, python=python, extra_args=harness.DEFAULT_FLAGS + run.flags)
+    launch = harness.build_launch(model, python=python, extra_args=harness.DEFAULT_FLAGS + run.flags,
+                                  env=dict(run.env))
     log_path = scratch / "logs" / f"{run.name}.log"
     proc = harness.start(launch, log_path, cwd=scratch)
     journal: list[str] = []
+    probing = threading.Event()
     try:
+        prober = probe_until_ready(launch.port, probing, journal) if run.probe_startup else None
         harness.wait_ready(proc, launch, log_path, timeout=1200)
-        steps = [s for s in SESSION + MORE_STEPS if s[0] in run.session] if run.session else SESSION
+        if prober is not None:
+            prober.join(timeout=30)
+        steps = [s for s in SESSION + MORE_STEPS + ADMIN_STEPS if s[0] in run.session] if run.session else SESSION
         srv = Server(launch.port, run.api_key)
         play(srv, steps, journal)
         if run.in_flight:
             start_in_flight(srv, run.in_flight)
             journal.append(f"{run.in_flight} long generations in flight when the signal is sent")
-        returncode = stop_with(proc, run.stop_signal)
+        returncode = stop_with(proc, run.stop_signal, to_group=run.to_group, repeat=run.repeat_stop)
     except Exception:
+        probing.set()
         failed = Path(tempfile.gettempdir()) / f"record-healthy-failed-{run.name}.log"
         failed.write_text(sanitize(log_path.read_text(errors="replace"), scratch))
         print(f"   FAILED; its log is {failed}", file=sys.stderr, flush=True)
@@ -426,8 +534,11 @@ def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
         harness.stop(proc, grace=5.0)
     text = trim_request_lines(trim_batch_lines(sanitize(log_path.read_text(errors="replace"), scratch)))
     (out / f"{run.name}.log").write_text(text)
-    return {"name": run.name, "what": run.what, "flags": list(run.flags), "returncode": returncode,
-            "steps": journal}
+    outcome = {"name": run.name, "what": run.what, "flags": list(run.flags), "returncode": returncode,
+               "steps": journal}
+    if run.env:
+        outcome["env"] = dict(run.env)
+    return outcome
 
 
 def write_readme(out: Path, outcomes: list[dict]) -> None:
@@ -455,6 +566,8 @@ def write_readme(out: Path, outcomes: list[dict]) -> None:
         flags = " ".join(o.get("flags", []))
         lines += [f"## {o['name']}.log", "", o["what"] + f"; exit code {o['returncode']}.", ""]
         lines += [f"Launch flags besides the defaults: `{flags}`.", ""] if flags else []
+        env = " ".join(f"{k}={v}" for k, v in o.get("env", {}).items())
+        lines += [f"Launch environment besides the harness's: `{env}`.", ""] if env else []
         lines += ["Steps (HTTP status, then /health):", ""]
         lines += [f"- {step}" for step in o["steps"]] + [""]
     (out / "README.md").write_text("\n".join(lines))

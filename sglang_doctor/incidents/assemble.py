@@ -913,8 +913,14 @@ class Assembler:
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
         if line.number == 1 and not text[:1].isspace():
+            if "NCCL " not in text and survived.NONFATAL_NCCL_TAIL.search(text):
+                # the end of an NCCL line whose code goes on (survived.py), its head and its
+                # "NCCL INFO"/"NCCL WARN" cut off: whatever failure words it quotes (dlopen's
+                # error in the plugin probe), it is that line (a whole WARN line stays a
+                # warning that goes on: survived.goes_on_after)
+                sig = exc = None
             exc = self._cut_first_line(text, exc, sig)
-            if exc is None and sig is None:
+            if exc is None and sig is None and not survived.NONFATAL_NCCL_TAIL.search(text):
                 sig = _cut_signal(text.strip(), self._extra)
         if exc is not None and exc.type == BARE_ERROR_WORD:
             # "Error: <text>" at column 0 with no traceback above it: no Python class of
@@ -982,6 +988,8 @@ class Assembler:
         if exc is None and sig is None and survived.NONFATAL_NCCL_TAIL.search(text):
             return None  # the tail of an NCCL warning whose thread goes on (survived.py)
         cut = tracebacks.cut_head_exception(text.strip())
+        if cut is None and exc is None and sig is None and records.opens_record(text):
+            return None  # another logger's record starts here (uvicorn's, NCCL's, glog's): no message's middle
         if cut is None and exc is None and sig is None and self._reads_as_message is not None \
                 and self._reads_as_message(text.strip()):
             # the paste began inside the message: the type went with its head (``of memory.

@@ -265,6 +265,17 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   zero even when endpoints are on different subnets, using dlid as fallback" sets the dlid and
 #   connects.  (Each of the three is the only WARN site with its head words, so the head alone
 #   is matched: a paste that wraps or cuts the line after them keeps it a fallback.)
+#   Read in 2.21 and 2.27 (session 32), the set-up's other clamps and the teardown's cleanup:
+#   graph/tuning.cc ``getNthreads`` "Invalid NCCL_NTHREADS N (must be a multiple of 32)" /
+#   "(maximum N)." / "(minimum N)." sets the bound and goes on; init.cc "splitShare N is not a
+#   valid value 0/1, set it to 0"; 2.21 misc/socket.cc ``socketFinalizeAccept`` "wrong magic
+#   X != Y" closes a spurious connection (a port scanner, a health probe that hit NCCL's port)
+#   and accepts again; 2.27 plugin/profiler.cc "Profiler init failed with error (N). Continue
+#   without profiler."; 2.21 net_ib.cc "Local mergedDev=.. has a different number of devices"
+#   (an INFO line in 2.27) connects with the devices both sides have; 2.27 net_ib.cc's async
+#   thread "unknown event type (N)" breaks out of its switch and polls on; 2.27
+#   register/register.cc ``regCleanup`` "rank N deregister <NET|NVLS|COLLNET|IPC> buffer ..
+#   failed" at a communicator's destroy, which goes on freeing the rest.
 # - torch's ProcessGroupNCCL heartbeat monitor (torch 2.4-2.9, ProcessGroupNCCL.cpp
 #   ``HeartbeatMonitor::runLoop`` / ``heartbeatMonitor``): it polls the TCPStore for the "should
 #   dump" flag; when the store's host (rank 0's process, the launcher) has exited, TCPStore's
@@ -304,7 +315,12 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NET/IB: Ip address (?:mask )?'[^']*' is invalid for family \S+, ignoring|unlink shared memory \S+ failed|"
     r"NET/IB : Unable to (?:open device|query port_num) |"
     r"CollNet is not supported or fails to\b|Cannot initialize CollNet\b|"
-    r"Warning: remote FLID configured as zero\b)")
+    r"Warning: remote FLID configured as zero\b|"
+    r"Invalid NCCL_\w+ -?\d+ \((?:must be a multiple of \d+|maximum \d+|minimum \d+)\)|"
+    r"splitShare -?\d+ is not a valid value 0/1, set it to 0|socketFinalizeAccept(?: from \S+)?: wrong magic |"
+    r"Profiler init failed with error \(-?\d+\)\. Continue without profiler|"
+    r"NET/IB ?: Local mergedDev[= ]\S+ has a different number of devices|NET/IB ?: \S+:\d+ unknown event type \(|"
+    r"rank \d+ deregister (?:NET|NVLS|COLLNET|IPC) buffer .* failed)")
 # The same warnings' own last words, for a paste that began inside the line (a search excerpt, a
 # selection dragged from mid-line): the NCCL prefix and the head words lost, ``not supported or
 # fails to initialize, ignoring NCCL_ALGO=COLLNET`` is still the CollNet fallback, and its "not
@@ -313,7 +329,12 @@ NONFATAL_NCCL_WARN = re.compile(
 NONFATAL_NCCL_TAIL = re.compile(
     r"(?:Skipping nvlink detection|falling back to simple order|GPUs per node, disabling CollNet|"
     r"due to old driver, disabling|is invalid for family \S+, ignoring|ignoring NCCL_ALGO=COLLNET|"
-    r"using point-to-point network instead|using dlid as fallback)\.?\s*$")
+    r"using point-to-point network instead|using dlid as fallback|Continue without profiler|"
+    # NCCL's INFO lines of its network / tuner plugin probe, which quote dlopen's error and then
+    # use the internal plugin (src/plugin/net.cc, tuner.cc: 2.19-2.22 "NET/Plugin: Plugin load
+    # returned N : <dlerror> : when loading libnccl-net.so", 2.10-2.18 "NET/Plugin : dlerror=<dlerror>
+    # No plugin found (libnccl-net.so), using internal implementation"): not a WARN, a probe
+    r" : when loading lib[\w.-]+\.so[\w.]*|No plugin found \([\w.-]+\), using internal implementation)\.?\s*$")
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
@@ -504,13 +525,32 @@ def transfer_reason(text: str) -> str | None:
     return found.group("reason").strip()
 
 
+# The frames of an HTTP request's dispatch: uvicorn's protocol running the ASGI app for one
+# connection, starlette's routing and middleware, fastapi's endpoint call.  An exception raised
+# under them is one request's: Starlette's ServerErrorMiddleware answers it with a 500, uvicorn
+# logs "Exception in ASGI application" with the traceback and serves the next request
+# (uvicorn/protocols/http/*_impl.py ``run_asgi``).  A paste that cut the header keeps these
+# frames.  Before ready too: SGLang 0.5.x serves its own warm-up request over HTTP, and a warm-up
+# that failed this way ends the launch with lines of its own ("Initialization failed. warmup
+# error", kill_process_tree), which are a death after it; batch lines after it instead show the
+# server went on (survived_serving).
+REQUEST_DISPATCH_FRAME = re.compile(
+    r"(?:^|/)(?:uvicorn/protocols/http/\w+|starlette/(?:routing|_exception_handler|middleware/\w+)|fastapi/routing)\.py$")
+
+
+def through_request_dispatch(incident: Incident) -> bool:
+    """The incident's traceback runs under an HTTP request's dispatch (REQUEST_DISPATCH_FRAME)."""
+    return any(REQUEST_DISPATCH_FRAME.search(f.file or "") for f in incident.frames)
+
+
 def may_survive_serving(incident: Incident) -> bool:
-    """An incident after ready that the launch's later batch lines can show it lived through."""
+    """An incident after ready (or under an HTTP request's dispatch) that the launch's later batch
+    lines can show it lived through."""
     if is_death(incident):
         return False
     if request_transfer(incident) is not None:
         return True  # printed only while serving (above), whatever the fragment showed before it
-    if not incident.after_ready:
+    if not incident.after_ready and not through_request_dispatch(incident):
         return False
     if goes_on_after(incident) is not None:
         return True  # a thread's warning (above), even with a peer-loss signal's words

@@ -24,6 +24,27 @@ _UVICORN = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL): {1,6}")
 
 BARE = Prefix(None, (), "", "bare")
 
+# The head another logger writes at the start of each of its records, so a line that opens with
+# one is a record's first line, never the middle of some message (incidents/assemble.py: a
+# paste's first line that reads as the end of a message whose head was cut):
+# - uvicorn's DefaultFormatter: the level name and a colon, padded to nine characters, then a
+#   space (``INFO:     ``, ``WARNING:  ``, ``ERROR:    ``, ``CRITICAL: ``): pip's one-space
+#   ``ERROR: `` is not it;
+# - NCCL's debug header (src/debug.cc ncclDebugLog): ``host:pid:tid [dev] `` then, for a WARN,
+#   the source's ``file.cc:line``, then ``NCCL INFO`` / ``NCCL WARN``;
+# - glog's and torch's c10 logger's header: the level letter and the date (``I1207 10:05:01.231141
+#   58627 ProcessGroupNCCL.cpp:1132] ``, ``[W1207 10:00:01.123456789 socket.cpp:464] ``, torch's
+#   ``[rank0]:`` before it, or the older ``[W socket.cpp:464] ``).
+OWN_RECORD_HEAD = re.compile(
+    r"(?:(?:INFO|WARNING|ERROR|DEBUG):\s{2,}|CRITICAL: )\S"
+    r"|[\w.-]+:\d+:\d+ \[\d+\] (?:[\w/.-]+:\d+ )?NCCL (?:INFO|WARN) "
+    r"|(?:\[rank\d+\]:)?\[?[IWEF](?:\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? ?[\w.-]+\.(?:cpp|cc|h|hpp|cu):\d+\] ")
+
+
+def opens_record(text: str) -> bool:
+    """Whether ``text`` starts with another logger's record head (``OWN_RECORD_HEAD``)."""
+    return OWN_RECORD_HEAD.match(text) is not None
+
 
 def parse_prefix(text: str) -> Prefix:
     """Split a line into its SGLang header (if any) and message."""

@@ -52,6 +52,26 @@ def test_the_session_30_runs_hold_their_probes_and_in_flight_stops():
     assert "WARNING:  Unsupported upgrade request." in raw
 
 
+def test_the_session_32_runs_hold_warnings_probes_parse_failures_and_double_stops():
+    names = {p.stem for p in RUNS}
+    assert {"warnings_probes_ctrl_c_twice", "tool_parser_sigterm_twice"} <= names, names
+    warned = (ROOT / "fixtures/healthy/real-0.5.23/warnings_probes_ctrl_c_twice.log").read_text()
+    # PYTHONWARNINGS=default: the warnings with their source lines, before SGLang's dump
+    assert "UserWarning: Only CUDA, HIP and XPU support AWQ currently." in warned
+    assert "DeprecationWarning" in warned and "\n  warnings.warn(\n" in warned
+    # /health polled while the server was loading
+    assert '"GET /health HTTP/1.1" 503 Service Unavailable' in warned
+    # the tool-call parser given a malformed call, an unknown parser answered with a 500
+    assert "Failed to parse JSON part" in warned
+    assert "ERROR:    Exception in ASGI application" in warned
+    assert "ValueError: Unsupported tool_call_parser: no-such-parser" in warned
+    assert "Failed to get model loader" in warned  # /update_weights_from_disk from a missing path
+    assert warned.count("\nKeyboardInterrupt\n") >= 2  # Ctrl-C to the group, twice
+    twice = (ROOT / "fixtures/healthy/real-0.5.23/tool_parser_sigterm_twice.log").read_text()
+    assert twice.count("SIGTERM received") >= 2
+    assert "Gracefully exiting... Remaining number of requests 2" in twice
+
+
 def test_every_recorded_run_is_quiet_whole():
     for path in RUNS:
         assert explain_incidents(path) == [], path.name
