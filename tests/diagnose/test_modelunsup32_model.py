@@ -181,3 +181,13 @@ def test_hub_entry_not_found_and_unreachable_hub_are_model_load(tmp_path):
     other = write(tmp_path, "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='pypi.org', port=443): "
                             "Max retries exceeded with url: /simple/ (Caused by NewConnectionError('x'))\n")
     assert "model.load.hub_unreachable" not in {i["rule"] for i in explain_incidents(other)}
+
+
+def test_bitsandbytes_and_gguf_refusals_are_model_unsupported(tmp_path):
+    inc = primary(MODEL / "bitsandbytes_model_unsupported.log")
+    assert inc["rule"] == "model.unsupported.bitsandbytes_model"
+    assert "Gemma3ForConditionalGeneration" in inc["title"]
+    assert primary(MODEL / "gguf_model_type_unknown.log")["rule"] == "model.unsupported.gguf_model_type"
+    config = write(tmp_path, "RuntimeError: Can't get gguf config for mllama.\n")
+    inc = primary(config)
+    assert inc["rule"] == "model.unsupported.gguf_model_type" and "mllama" in inc["title"]
