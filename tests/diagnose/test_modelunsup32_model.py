@@ -191,3 +191,15 @@ def test_bitsandbytes_and_gguf_refusals_are_model_unsupported(tmp_path):
     config = write(tmp_path, "RuntimeError: Can't get gguf config for mllama.\n")
     inc = primary(config)
     assert inc["rule"] == "model.unsupported.gguf_model_type" and "mllama" in inc["title"]
+
+
+def test_image_processor_files_missing_is_model_load():
+    inc = primary(MODEL / "image_processor_missing.log")
+    assert inc["rule"] == "model.load.processing_class_missing"
+    assert "llava-onevision" in inc["title"] or "llava-onevision" in inc["explanation"]
+
+
+def test_a_config_without_model_type_is_model_unsupported():
+    inc = primary(MODEL / "config_without_model_type.log")
+    assert inc["rule"] == "model.unsupported.config_without_model_type"
+    assert inc["category"] == "model.unsupported"
