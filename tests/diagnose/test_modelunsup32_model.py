@@ -59,7 +59,21 @@ def test_old_transformers_refusing_llama31_rope_scaling_with_either_wording(tmp_
     assert inc["rule"] == "model.unsupported.rope_scaling_old_transformers"
     one = write(tmp_path, "ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, "
                           "got {'factor': 32.0, 'rope_type': 'yarn', 'original_max_position_embeddings': 4096}\n")
-    assert primary(one)["rule"] == "model.unsupported.rope_scaling_old_transformers"
+    assert primary(one)["rule"] == "model.unsupported.rope_scaling_old_transformers_cut"
+    assert primary(MODEL / "rope_scaling_old_transformers_one_line.log")["category"] == "model.unsupported"
+
+
+def test_a_whole_traceback_through_sglangs_own_internlm2_config_is_left_to_the_class_layer(tmp_path):
+    log = write(tmp_path, (
+        "[2025-05-01 10:00:00] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/configs/internvl.py", line 104, in __init__\n'
+        "    self._rope_scaling_validation()\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/configs/internvl.py", line 142, in _rope_scaling_validation\n'
+        "    raise ValueError(\n"
+        "ValueError: `rope_scaling` must be a dictionary with with two fields, `type` and `factor`, got "
+        "{'type': 'dynamic', 'factor': 2.0, 'original_max_position_embeddings': 4096}\n"))
+    rules = {i["rule"] for i in explain_incidents(log)}
+    assert not rules & {"model.unsupported.rope_scaling_old_transformers", "model.unsupported.rope_scaling_old_transformers_cut"}
 
 
 def test_a_truncated_torch_checkpoint_is_model_load_with_or_without_frames():
