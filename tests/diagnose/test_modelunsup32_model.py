@@ -217,3 +217,12 @@ def test_a_config_without_model_type_is_model_unsupported():
     inc = primary(MODEL / "config_without_model_type.log")
     assert inc["rule"] == "model.unsupported.config_without_model_type"
     assert inc["category"] == "model.unsupported"
+
+
+def test_a_keyerror_of_a_config_class_from_an_auto_mapping_is_model_unsupported(tmp_path):
+    for name in ("auto_mapping_config_class_name.log", "auto_mapping_config_class_type.log"):
+        inc = primary(MODEL / name)
+        assert inc["rule"] == "model.unsupported.auto_mapping_config_class", name
+    assert "LlavaQwenConfig" in primary(MODEL / "auto_mapping_config_class_name.log")["title"]
+    other = write(tmp_path, "KeyError: 'Config'\n")
+    assert "model.unsupported.auto_mapping_config_class" not in {i["rule"] for i in explain_incidents(other)}
