@@ -144,3 +144,19 @@ def test_flashinfer_capture_unsafe_refusal_is_a_capture_failure():
     assert inc["rule"] == "cuda_graph.flashinfer_capture_unsafe"
     assert inc["category"] == "cuda_graph"
     assert inc["remediation"]["set"] == {"--disable-cuda-graph": True}
+
+
+@pytest.mark.parametrize("fixture, variable", [("kernels32_triton_cache_permission_denied.log", "TRITON_CACHE_DIR"),
+                                               ("kernels32_flashinfer_cache_read_only.log", "FLASHINFER_WORKSPACE_BASE")])
+def test_an_unwritable_jit_cache_names_the_cache_variable_not_another_backend(fixture, variable):
+    inc = one(KERNEL / fixture)
+    assert inc["rule"] == "kernel.build.jit_cache_dir_not_writable"
+    assert inc["remediation"]["set"] == {}
+    assert set(inc["remediation"]["env"]) == {variable}
+    assert inc["remediation"]["env"][variable].startswith("<")  # the user's directory, never a log path
+
+
+def test_a_permission_error_elsewhere_is_not_the_jit_cache(tmp_path):
+    log = tmp_path / "perm.log"
+    log.write_text("PermissionError: [Errno 13] Permission denied: '/models/Qwen3-8B/config.json'\n")
+    assert one(log)["rule"] != "kernel.build.jit_cache_dir_not_writable"
