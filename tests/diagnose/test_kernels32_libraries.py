@@ -160,3 +160,10 @@ def test_a_permission_error_elsewhere_is_not_the_jit_cache(tmp_path):
     log = tmp_path / "perm.log"
     log.write_text("PermissionError: [Errno 13] Permission denied: '/models/Qwen3-8B/config.json'\n")
     assert one(log)["rule"] != "kernel.build.jit_cache_dir_not_writable"
+
+
+def test_nvrtc_older_than_the_gpu_is_a_build_toolchain_problem():
+    inc = one(KERNEL / "kernels32_nvrtc_unknown_arch.log")
+    assert inc["rule"] == "kernel.build.nvrtc_unknown_arch"
+    assert inc["category"] == "kernel.build"
+    assert inc["remediation"]["set"] == {} and inc["remediation"]["needs_human"]
