@@ -167,3 +167,14 @@ def test_nvrtc_older_than_the_gpu_is_a_build_toolchain_problem():
     assert inc["rule"] == "kernel.build.nvrtc_unknown_arch"
     assert inc["category"] == "kernel.build"
     assert inc["remediation"]["set"] == {} and inc["remediation"]["needs_human"]
+
+
+@pytest.mark.parametrize("fixture", ["kernels32_inductor_lowering_exception_bare.log", "kernels32_inductor_cpp_compile_error.log"])
+def test_inductors_own_exception_types_name_torch_compile(fixture):
+    inc = one(KERNEL / fixture)
+    assert inc["rule"] == "kernel.build.torch_inductor_exception"
+    assert inc["category"] == "kernel.build"
+
+
+def test_backend_compiler_failed_keeps_its_own_rule():
+    assert one(KERNEL / "torch_compile_inductor_059.log")["rule"] == "kernel.build.torch_compile"
