@@ -82,7 +82,7 @@ def test_every_change_a_rule_proposes_on_its_examples_states_its_trade_off():
 
 
 def test_a_scheduler_exception_inside_the_attention_backend_offers_the_other_backend_first():
-    inc = _primary(FIXTURES / "runtime" / "scheduler_exception_in_flashinfer_backend.log")
+    inc = _primary(FIXTURES / "runtime" / "scheduler_exception_in_attention_backend_index.log")
     assert inc["rule"] == "runtime.crash.scheduler_exception"
     first = inc["remediation"]  # the rule's advice is in its note, the change leads
     assert first["set"] == {"--attention-backend": "triton"} and first["safe"] is False
