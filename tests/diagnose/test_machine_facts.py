@@ -255,3 +255,32 @@ def test_batch_lines_do_not_fill_the_machine_lines(pack):
                       for i in range(hardware.KEEP + 10))
     _, guess = _guess(pack, batches + T4_ROW + CAPTURE_KERNEL_CUT)
     assert any(p["name"] == "hardware:capability" for p in guess["evidence"])
+
+
+def test_naming_lines_is_names_machine_on_each_line(monkeypatch):
+    """The pipeline asks about the lines handed over together (hardware.naming_lines: one literal
+    search of them all, joined): the same lines as ``names_machine`` asked about each one, with
+    "npu" / "xpu" where a letter runs into them or not ("input", "torch_npu", a line's first
+    word), a batch line's "input" beside a real "npu", non-ASCII text before the word (the byte
+    offsets), and the lines ``names_machine`` leaves out (indented, a frame, over LONGEST)."""
+    import random
+
+    lines = ["Prefill batch. #new-seq: 1, input throughput (token/s): 0.00", "torch_npu 2.1.0 found",
+             "npu graph: True", "xpu", "an xpu here", "dxpu", "inpu npu", "input npu", "Xinput", "│ █ GPU 0 ▏ NVIDIA",
+             "ünïcödé then AMD", "ünïcödé then amd", "  GPU 0: NVIDIA A100", 'File "x.py", line 1, in GPU', "GPU" * 700,
+             "Ascend910B", "gfx90a", "hipErrorNoBinaryForGpu", "DeepSeek DSA on SM90 device", "Compute Capability: 8.6",
+             "device_name=NVIDIA_H100", "intel_extension_for_pytorch", "Jetson", "tegra", "L4T", "Instinct", "MiB",
+             "ROCM available", "ROCm", "rocm6.2", "HIP version", "Tesla T4", "no machine here", "", "capabilities",
+             "inpuxpu", "kinpu", "on GPU 3", "[2025-01-01 00:00:00 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 9"]
+    rng = random.Random(32)
+    texts = lines + ["".join(rng.choice(lines[:12]) for _ in range(rng.randint(1, 3))) for _ in range(300)]
+    rng.shuffle(texts)
+    want = [i for i, text in enumerate(texts) if hardware.names_machine(text)]
+    assert 0 < len(want) < len(texts)
+    assert hardware.naming_lines(texts) == want
+    for k in range(0, len(texts), 37):  # (any share of them: a block's, one line)
+        part = texts[k:k + 37]
+        assert hardware.naming_lines(part) == [i for i, text in enumerate(part) if hardware.names_machine(text)]
+        assert hardware.naming_lines(part[:1]) == ([0] if hardware.names_machine(part[0]) else [])
+    monkeypatch.setattr(hardware, "_hint_matcher", lambda: None)  # without the C extension
+    assert hardware.naming_lines(texts) == want
