@@ -284,3 +284,35 @@ def test_naming_lines_is_names_machine_on_each_line(monkeypatch):
         assert hardware.naming_lines(part[:1]) == ([0] if hardware.names_machine(part[0]) else [])
     monkeypatch.setattr(hardware, "_hint_matcher", lambda: None)  # without the C extension
     assert hardware.naming_lines(texts) == want
+
+
+def test_word_patterns_match_as_their_boundary_spellings():
+    """hardware._word puts a word's ``\\b`` in a lookbehind after it (so ``re`` can skip to the
+    word's first character): the platform and vendor patterns find what ``\\b`` + word found,
+    at the same place, with the same groups."""
+    import random
+    import re
+
+    spelled = {
+        "vendor": re.compile(r"\b(?P<device>(?:NVIDIA|Tesla|AMD Instinct)[ _](?:GeForce[ _])?[A-Z][\w-]{1,12}"
+                             r"(?:[ _][\w-]{1,10}){0,3})"),
+        "rocm": re.compile(r"\bROCM available\b|\+rocm\d|\bgfx9\d\w\b|\bHIP version\b|\bhipErr\w+|\bROCm\b"),
+        "npu": re.compile(r"\btorch_npu\b|\bAscend\b|\b910B\d?\b|\bdevice='npu'"),
+        "xpu": re.compile(r"\bdevice='xpu'|\bintel_extension_for_pytorch\b|\bXPU\b"),
+        "jetson": re.compile(r"\bJetson\b|\btegra\b|\bL4T\b"),
+    }
+    written = {"vendor": hardware._VENDOR_NAME, **dict(hardware._PLATFORMS)}
+    pieces = ["NVIDIA", "Tesla", "AMD Instinct", "ROCM available", "+rocm6", "gfx90a", "HIP version", "hipErrorX",
+              "ROCm", "torch_npu", "Ascend", "910B2", "device='npu'", "device='xpu'", "intel_extension_for_pytorch",
+              "XPU", "Jetson", "tegra", "L4T", "x", "_", " ", "é", "1", "-", " A100", "_H100 80GB", "GeForce RTX"]
+    rng = random.Random(32)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(3000)]
+    found = 0
+    for text in texts:
+        for name, rx in spelled.items():
+            want, got = rx.search(text), written[name].search(text)
+            assert (want is None) == (got is None), (name, text)
+            if want is not None:
+                found += 1
+                assert want.span() == got.span() and want.groupdict() == got.groupdict(), (name, text)
+    assert found > 1000
