@@ -222,8 +222,9 @@ def naming_lines(texts: list[str]) -> list[int]:
         return [i for i, text in enumerate(texts) if names_machine(text)]
     joined = "\n".join(texts)
     data = joined.encode("utf-8", "surrogatepass")
-    lengths = map(len, texts) if len(data) == len(joined) else (len(t.encode("utf-8", "surrogatepass")) for t in texts)
-    starts = list(itertools.accumulate((n + 1 for n in lengths), initial=0))  # (each text's first byte)
+    lengths = map(len, texts) if len(data) == len(joined) else [  # (a tqdm bar's blocks: 3 bytes a character)
+        len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass")) for t in texts]
+    starts = list(itertools.accumulate(lengths, lambda at, n: at + n + 1, initial=0))  # (each text's first byte)
     # every batch line's "input" holds an "npu" a letter runs into, never _HINT's: blanked (the
     # same length, so the offsets stay; no other word of _HINT_WORDS can overlap "inpu"), so that
     # only the lines with another "npu" are asked about
