@@ -38,6 +38,7 @@ TAIL_KEEP = 4096
 _MLIR_LOC = re.compile(r'\bloc\("(?P<file>[^"\n]+\.py)":(?P<line>\d+):\d+\)')
 IDLE_DEFERRALS = 4  # idle gaps an incident waits for a partial last line to be completed
 HOLD_LIMIT = 20000  # events held back behind an incident that waits for the whole log (whole_log)
+UNASKED_LIMIT = 4096  # lines handed over that wait to be asked together whether they name the machine (_machine)
 
 
 class InputError(Exception):
@@ -126,6 +127,8 @@ class StreamPipeline:
         rule_literals: tuple[str, ...] = ()
         literals = set(incidents_mod.TRIGGER_LITERALS) | set(hardware_facts.LITERALS)
         self._machine_lines: list[str] = []  # lines that name the machine (diagnose/hardware.py), the first KEEP
+        # the lines handed over since, not yet asked whether they name it: asked together (_machine)
+        self._unasked: list[str] = []
         if ruleset is not None and hasattr(ruleset, "line_literals"):
             rule_literals = tuple(sorted(ruleset.line_literals()))
             literals |= set(rule_literals)
@@ -189,6 +192,7 @@ class StreamPipeline:
             self._tail = (self._tail + data[-TAIL_KEEP:])[-TAIL_KEEP:]  # the last lines, for the summary
             self.idle_deferred = 0
         self.scanner.feed(data)
+        self._machine()
         return self._take()
 
     def read_ahead(self, blocks: Iterable[bytes], prepare: bool = False) -> Iterator[bytes]:
@@ -261,7 +265,7 @@ class StreamPipeline:
             from sglang_doctor.diagnose.fallback import no_incident
 
             if self.assembler.launches:
-                self.assembler.launches[-1].machine_lines = list(self._machine_lines)
+                self.assembler.launches[-1].machine_lines = list(self._machine())
             note = no_incident(self.assembler.launches, self._tail, self.lines_seen)
             if note is not None:
                 guarded = self._guarded_step(note)
@@ -334,8 +338,10 @@ class StreamPipeline:
             # (but for a held incident and what follows it): a ``confirmed`` event decided from
             # now on comes after those, however the bytes came in (one read or byte by byte)
             self._released = self._release_point()
-        if len(self._machine_lines) < hardware_facts.KEEP and hardware_facts.names_machine(line.text):
-            self._machine_lines.append(line.text)
+        if len(self._machine_lines) < hardware_facts.KEEP and len(line.text) <= hardware_facts.LONGEST:
+            self._unasked.append(line.text)  # (a longer line names no machine: hardware.names_machine)
+            if len(self._unasked) >= UNASKED_LIMIT:
+                self._machine()
         self._line = line  # the line whose events are being converted (the ready line's time)
         self._convert(self.assembler.feed(line))
         self._line = None
@@ -347,6 +353,18 @@ class StreamPipeline:
             # a later batch line for the proof (and a death before it for a crash), and the
             # answer would depend on how the bytes came in (block sizes, read-ahead)
             self._decide_while_serving()
+
+    def _machine(self) -> list[str]:
+        """The lines so far that name the machine (the first ``hardware.KEEP``): the lines handed
+        over since the last call are asked together (hardware.naming_lines: one search of them
+        all, per block or per diagnosis, instead of a pattern over each line as it comes)."""
+        unasked, self._unasked = self._unasked, []
+        if unasked and len(self._machine_lines) < hardware_facts.KEEP:
+            for i in hardware_facts.naming_lines(unasked):
+                self._machine_lines.append(unasked[i])
+                if len(self._machine_lines) == hardware_facts.KEEP:
+                    break
+        return self._machine_lines
 
     def _timestamp_of(self, number: int | None) -> str | None:
         """The log's time on line ``number`` when it is the line being converted."""
@@ -816,7 +834,7 @@ class StreamPipeline:
 
     def diagnose(self, incident: Incident, launch: Launch) -> Diagnosis:
         if launch is not None:
-            launch.machine_lines = list(self._machine_lines)  # what the log said of the machine so far
+            launch.machine_lines = list(self._machine())  # what the log said of the machine so far
         if self.ruleset is not None:
             diagnosis = self.ruleset.diagnose(incident, launch)
             rule_warnings = getattr(self.ruleset, "warnings", None)

@@ -255,3 +255,64 @@ def test_batch_lines_do_not_fill_the_machine_lines(pack):
                       for i in range(hardware.KEEP + 10))
     _, guess = _guess(pack, batches + T4_ROW + CAPTURE_KERNEL_CUT)
     assert any(p["name"] == "hardware:capability" for p in guess["evidence"])
+
+
+def test_naming_lines_is_names_machine_on_each_line(monkeypatch):
+    """The pipeline asks about the lines handed over together (hardware.naming_lines: one literal
+    search of them all, joined): the same lines as ``names_machine`` asked about each one, with
+    "npu" / "xpu" where a letter runs into them or not ("input", "torch_npu", a line's first
+    word), a batch line's "input" beside a real "npu", non-ASCII text before the word (the byte
+    offsets), and the lines ``names_machine`` leaves out (indented, a frame, over LONGEST)."""
+    import random
+
+    lines = ["Prefill batch. #new-seq: 1, input throughput (token/s): 0.00", "torch_npu 2.1.0 found",
+             "npu graph: True", "xpu", "an xpu here", "dxpu", "inpu npu", "input npu", "Xinput", "│ █ GPU 0 ▏ NVIDIA",
+             "ünïcödé then AMD", "ünïcödé then amd", "  GPU 0: NVIDIA A100", 'File "x.py", line 1, in GPU', "GPU" * 700,
+             "Ascend910B", "gfx90a", "hipErrorNoBinaryForGpu", "DeepSeek DSA on SM90 device", "Compute Capability: 8.6",
+             "device_name=NVIDIA_H100", "intel_extension_for_pytorch", "Jetson", "tegra", "L4T", "Instinct", "MiB",
+             "ROCM available", "ROCm", "rocm6.2", "HIP version", "Tesla T4", "no machine here", "", "capabilities",
+             "inpuxpu", "kinpu", "on GPU 3", "[2025-01-01 00:00:00 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 9"]
+    rng = random.Random(32)
+    texts = lines + ["".join(rng.choice(lines[:12]) for _ in range(rng.randint(1, 3))) for _ in range(300)]
+    rng.shuffle(texts)
+    want = [i for i, text in enumerate(texts) if hardware.names_machine(text)]
+    assert 0 < len(want) < len(texts)
+    assert hardware.naming_lines(texts) == want
+    for k in range(0, len(texts), 37):  # (any share of them: a block's, one line)
+        part = texts[k:k + 37]
+        assert hardware.naming_lines(part) == [i for i, text in enumerate(part) if hardware.names_machine(text)]
+        assert hardware.naming_lines(part[:1]) == ([0] if hardware.names_machine(part[0]) else [])
+    monkeypatch.setattr(hardware, "_hint_matcher", lambda: None)  # without the C extension
+    assert hardware.naming_lines(texts) == want
+
+
+def test_word_patterns_match_as_their_boundary_spellings():
+    """hardware._word puts a word's ``\\b`` in a lookbehind after it (so ``re`` can skip to the
+    word's first character): the platform and vendor patterns find what ``\\b`` + word found,
+    at the same place, with the same groups."""
+    import random
+    import re
+
+    spelled = {
+        "vendor": re.compile(r"\b(?P<device>(?:NVIDIA|Tesla|AMD Instinct)[ _](?:GeForce[ _])?[A-Z][\w-]{1,12}"
+                             r"(?:[ _][\w-]{1,10}){0,3})"),
+        "rocm": re.compile(r"\bROCM available\b|\+rocm\d|\bgfx9\d\w\b|\bHIP version\b|\bhipErr\w+|\bROCm\b"),
+        "npu": re.compile(r"\btorch_npu\b|\bAscend\b|\b910B\d?\b|\bdevice='npu'"),
+        "xpu": re.compile(r"\bdevice='xpu'|\bintel_extension_for_pytorch\b|\bXPU\b"),
+        "jetson": re.compile(r"\bJetson\b|\btegra\b|\bL4T\b"),
+    }
+    written = {"vendor": hardware._VENDOR_NAME, **dict(hardware._PLATFORMS)}
+    pieces = ["NVIDIA", "Tesla", "AMD Instinct", "ROCM available", "+rocm6", "gfx90a", "HIP version", "hipErrorX",
+              "ROCm", "torch_npu", "Ascend", "910B2", "device='npu'", "device='xpu'", "intel_extension_for_pytorch",
+              "XPU", "Jetson", "tegra", "L4T", "x", "_", " ", "é", "1", "-", " A100", "_H100 80GB", "GeForce RTX"]
+    rng = random.Random(32)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(3000)]
+    found = 0
+    for text in texts:
+        for name, rx in spelled.items():
+            want, got = rx.search(text), written[name].search(text)
+            assert (want is None) == (got is None), (name, text)
+            if want is not None:
+                found += 1
+                assert want.span() == got.span() and want.groupdict() == got.groupdict(), (name, text)
+    assert found > 1000

@@ -115,3 +115,59 @@ def test_parse_checked_equals_parse_and_completeness(seed_full):
         except (ValueError, SyntaxError):
             have = ValueError
         assert have == want or (have is ValueError and want is ValueError), text
+
+
+def _ast_fields(text: str):
+    """The fields Python's own parser reads in a whole dump (a call of keywords or a dict
+    literal), or None where it reads none."""
+    import ast
+
+    try:
+        node = ast.parse(text, mode="eval").body
+        if text.startswith("ServerArgs("):
+            if not isinstance(node, ast.Call) or node.args or any(kw.arg is None for kw in node.keywords):
+                return None
+            return {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+        value = ast.literal_eval(node)
+        return value if isinstance(value, dict) else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def test_plain_reading_is_asts(seed_full):
+    """A dump read without ast (server_args._plain_fields: strings, numbers, constants, flat
+    containers joined by ", ") gives exactly the fields, values and value types ast gives, on
+    the seed's dump, its dict form, and dumps with values ast reads otherwise or not at all
+    inserted (escapes, nested containers, keywords as names, numbers repr never writes)."""
+    import random
+
+    from sglang_doctor.incidents import server_args
+
+    dump = find_dump(next(line for line in seed_full.read_text().splitlines() if "server_args=" in line)).strip()
+    as_dict = repr(parse_dump(dump)[0])
+    assert server_args._plain_fields(dump, server_args._CALL_ITEM) == _ast_fields(dump) is not None
+    assert server_args._plain_fields(as_dict, server_args._DICT_ITEM) == _ast_fields(as_dict) is not None
+    values = ["'a\\'b'", "'a\\nb'", '"it\'s"', "'[x]'", "'\t'", "'\x00'", "-0.0", "1e-05", "1E5", "007", "0x1f",
+              "1_000", "-1", "inf", "[1, [2]]", "[1, '[', ']']", "(1)", "()", "(1,)", "{1, 2}", "{}", "{'k': (1, 2)}",
+              "set()", "b'x'", "name", "True", "None", "[True, None]", "<function f at 0x1>", "[LoRARef(a=1)]"]
+    names = ["a", "class", "None", "match", "_x", "tp_size", "é"]
+    rng = random.Random(32)
+    texts = [dump, as_dict]
+    seps = {form: [i for i in range(len(form)) if form.startswith(", ", i)] + [len(form) - 1] for form in (dump, as_dict)}
+    for _ in range(400):
+        form = rng.choice((dump, as_dict))
+        cut = rng.choice(seps[form])  # (before a field, or inside a list: ast reads that otherwise)
+        name = rng.choice(names)
+        item = f"{name}={rng.choice(values)}" if form is dump else f"{name!r}: {rng.choice(values)}"
+        texts.append(form[:cut] + ", " + item + form[cut:])
+    plain = 0
+    for text in texts:
+        item = server_args._CALL_ITEM if text.startswith("ServerArgs(") else server_args._DICT_ITEM
+        got = server_args._plain_fields(text, item) if text.isascii() else None
+        if got is None:
+            continue
+        plain += 1
+        want = _ast_fields(text)
+        assert got == want and list(got) == list(want), text
+        assert [type(v) for v in got.values()] == [type(v) for v in want.values()], text
+    assert 100 < plain < len(texts)  # (both kinds were met: read plainly, and left to ast)
