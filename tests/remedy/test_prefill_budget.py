@@ -13,7 +13,10 @@ from conftest import FIXTURES, explain_one_incident
 def test_an_unchunked_prefill_batch_lowers_the_batch_budget_to_half_its_tokens():
     inc = explain_one_incident(FIXTURES / "memory" / "cuda_oom_prefill_unchunked_02x.log")
     assert inc["rule"] == "memory.cuda_oom.serving"
-    rem = inc["remediation"]
+    # the smaller pool leads (the change confirmed most often, data/fix_evidence.yaml); the
+    # batch budget is the first alternative
+    assert "--mem-fraction-static" in inc["remediation"]["set"]
+    rem = inc["remediation"]["alternatives"][0]
     # the batch line says 13938 new tokens: half of it on a power of two
     assert rem["set"] == {"--max-prefill-tokens": 4096}
     assert "chunked prefill was off" in rem["note"] and "13938" in rem["note"]
