@@ -351,15 +351,13 @@ def cut_shape(above: list[str], shape: str) -> list[str] | None:
 REAL_RUNS = ROOT / "fixtures" / "real"
 
 
-def real_failures(root: Path | None = None):
+def real_failures():
     """(label, category) for every failing real run of fixtures/real, shaped like a corpus label
     (``file``, ``key_line``, ``evidence_in_log``): the cut check cuts them the same way."""
     import yaml
 
-    root = ROOT if root is None else root
-    real = root / "fixtures" / "real"
-    manifest = json.loads((real / "manifest.json").read_text(encoding="utf-8"))
-    expected = (yaml.safe_load((root / "fixtures" / "EXPECTED.yaml").read_text(encoding="utf-8")) or {})["fixtures"]
+    manifest = json.loads((REAL_RUNS / "manifest.json").read_text(encoding="utf-8"))
+    expected = (yaml.safe_load((ROOT / "fixtures" / "EXPECTED.yaml").read_text(encoding="utf-8")) or {})["fixtures"]
     for run in manifest:
         incidents = expected.get(f"fixtures/real/{run['name']}.log") or []
         if not incidents or not run.get("expect"):
@@ -375,7 +373,7 @@ def _cut_sources(parts, real: bool):
             yield f"{part}/{lab['file']}", ROOT / "corpus" / part / lab["file"], lab, cat
     if real:
         for lab, cat in real_failures():
-            yield f"real/{lab['file']}", ROOT / "fixtures" / "real" / lab["file"], lab, cat
+            yield f"real/{lab['file']}", REAL_RUNS / lab["file"], lab, cat
 
 
 def cut_check(parts=None, extra: int = 0, shape: str = "above", real: bool = False) -> dict:

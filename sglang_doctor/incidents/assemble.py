@@ -913,14 +913,15 @@ class Assembler:
         if exc is not None and exc.type.endswith("Warning"):
             exc = None
         if line.number == 1 and not text[:1].isspace():
-            if "NCCL " not in text and survived.NONFATAL_NCCL_TAIL.search(text):
+            nccl_tail = survived.NONFATAL_NCCL_TAIL.search(text) is not None
+            if nccl_tail and "NCCL " not in text:
                 # the end of an NCCL line whose code goes on (survived.py), its head and its
                 # "NCCL INFO"/"NCCL WARN" cut off: whatever failure words it quotes (dlopen's
                 # error in the plugin probe), it is that line (a whole WARN line stays a
                 # warning that goes on: survived.goes_on_after)
                 sig = exc = None
             exc = self._cut_first_line(text, exc, sig)
-            if exc is None and sig is None and not survived.NONFATAL_NCCL_TAIL.search(text):
+            if exc is None and sig is None and not nccl_tail:
                 sig = _cut_signal(text.strip(), self._extra)
         if exc is not None and exc.type == BARE_ERROR_WORD:
             # "Error: <text>" at column 0 with no traceback above it: no Python class of

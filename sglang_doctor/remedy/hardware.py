@@ -24,7 +24,6 @@ defaults a step starts from, its links whether NCCL's P2P switch is advice.
 from __future__ import annotations
 
 import functools
-
 import re
 from dataclasses import dataclass, replace
 from typing import Any
