@@ -565,6 +565,9 @@ class Assembler:
         # the line fed last and how it was read ("plain": no signal, "signal"), with its
         # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
+        # (number, message) of the last ordinary line: the record a traceback right below it
+        # was logged with (_logged_by)
+        self._prev_plain: tuple[int, str] | None = None
         self._kernel_line = False  # the line being read had the kernel log's prefix (records.is_kernel_prefix)
         self._structured: str | None = None  # the structured header of the record being read (records.parse_structured)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
@@ -1052,6 +1055,7 @@ class Assembler:
                 literals: set[str] | None = None, request_header: bool | None = None) -> None:
         """``request_header``: request_errors.is_header(message), when the caller has it."""
         self._last_fed = (line, ranks, "plain", message)
+        self._prev_plain = (line.number, message)
         if request_header is None:
             request_header = request_errors.is_header(message)
         if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_header:
@@ -1118,6 +1122,8 @@ class Assembler:
         self._open_group(events, line)
         if request_level and not self._group.lines:
             self._group.request_level = True
+        if not self._group.lines and (logged_by := self._logged_by(line)):
+            self._group.captures.setdefault(survived.HANDLED_CAPTURE, logged_by)
         if self._thread is not None and line.number - self._thread[0] == 1:
             # the thread the traceback came from names where it failed (forward_thread_func)
             self._group.captures.setdefault("thread_func", self._thread[1])
@@ -1125,6 +1131,18 @@ class Assembler:
         self._group.add_ranks(ranks)
         self._group.lines.append(line)
         self._record = _Record(ranks, "traceback", builder)
+
+    def _logged_by(self, line: Line) -> str | None:
+        """The record a traceback starting at ``line`` was logged with: the text before its
+        header on the same line (``logger.error(f"...: {traceback.format_exc()}")``), else the
+        ordinary line right above it (logging's ``exc_info`` / ``logger.exception`` append the
+        traceback below the record's message; ``traceback.print_exc()`` after a print).
+        survived.handled_record reads it."""
+        before = line.text.split(tracebacks.HEADER, 1)[0]
+        if tracebacks.HEADER in line.text and before.strip():
+            return before.strip()
+        prev = self._prev_plain
+        return prev[1].strip() or None if prev is not None and prev[0] == line.number - 1 else None
 
     def _classify(self, message: str, found: set[str] | None = None):
         """The first signal (built-in ones, then the rules' extra ones) whose literal is in
