@@ -499,6 +499,10 @@ def _split_after_batch(text: str) -> list[str] | None:
     return [text[:at], text[at + 2:]]
 
 
+# SGLang's record header inside a line (behind whatever prefix a paste put before it)
+_RECORD_IN_LINE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: [A-Z_]+\d+)*\] ")
+
+
 class Assembler:
     def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = (),
                  reads_as_message: Callable[[str], bool] | None = None):
@@ -1139,8 +1143,9 @@ class Assembler:
         traceback below the record's message; ``traceback.print_exc()`` after a print).
         survived.handled_record reads it."""
         before = line.text.split(tracebacks.HEADER, 1)[0]
-        if tracebacks.HEADER in line.text and before.strip():
-            return before.strip()
+        record = _RECORD_IN_LINE.search(before) if tracebacks.HEADER in line.text else None
+        if record is not None and before[record.end():].strip():
+            return before[record.end():].strip()  # (a paste's prefix before the record is not its text)
         prev = self._prev_plain
         return prev[1].strip() or None if prev is not None and prev[0] == line.number - 1 else None
 

@@ -727,11 +727,25 @@ HANDLED_WORDS = re.compile(
     r"this is (?:normal|expected)\b|(?:can|may) (?:safely )?be ignored\b|safe to ignore\b)", re.I)
 
 
+# The first frame of a traceback nobody caught: Python's default hook prints the frames from the
+# program's entry (runpy's ``_run_module_as_main``, a script's ``<module>``) or a process's or
+# thread's bootstrap (multiprocessing/process.py, threading.py ``_bootstrap*``) down.  A logged
+# one starts at the function whose ``except`` caught it.  So a traceback that starts there was
+# not logged by the record above it, whatever that record says (a warning that happened to be
+# the line before the launching process's uncaught exception: tuned notes10/001, sealed10/025).
+ENTRY_FRAME = re.compile(r"(?:^|/)runpy(?:\.py)?>?$|^<frozen runpy>$|(?:^|/)multiprocessing/process\.py$|"
+                         r"(?:^|/)threading\.py$")
+
+
 def handled_record(incident: Incident) -> str | None:
     """The record that logged ``incident``'s traceback when its words say the code went on after
-    it (HANDLED_WORDS), nothing of a death and no failure signal being in the incident; else None."""
+    it (HANDLED_WORDS), nothing of a death and no failure signal being in the incident, and its
+    first frame no entry's (ENTRY_FRAME); else None."""
     header = incident.captures.get(HANDLED_CAPTURE)
     if not header or incident.kind != "traceback" or incident.signals or is_death(incident):
+        return None
+    first = incident.frames[0] if incident.frames else None
+    if first is not None and (ENTRY_FRAME.search(first.file or "") or first.function == "<module>"):
         return None
     return header if HANDLED_WORDS.search(header) else None
 
