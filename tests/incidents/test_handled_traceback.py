@@ -90,3 +90,19 @@ def test_inventoried_sites_that_end_the_process_carry_none_of_the_words():
         ends = [s for sites in data["files"].values() for s in sites if s[6] == "ends"]
         assert all(not survived.HANDLED_WORDS.search(s[5]) for s in ends)
 
+
+
+@pytest.mark.slow  # (reads every source file of two wheels: about a minute)
+@pytest.mark.parametrize("version", ["0.5.23", "0.5.9"])
+def test_the_shipped_inventory_is_what_the_script_reads_from_the_wheel(version: str):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import inventory_failures as invf
+    import inventory_handled as invh
+
+    found = sorted(invf.default_wheel_dir().glob(f"sglang-{version}-*.whl"))
+    if not found:
+        pytest.skip(f"no sglang {version} wheel in {invf.default_wheel_dir()} (scripts/inventory_handled.py fetches it)")
+    shipped = (ROOT / "data" / "inventory" / f"handled-{version}.json").read_text(encoding="utf-8")
+    assert invf.dumps(invh.inventory(version, found[0], invf.Dispositions.load())) == shipped
