@@ -102,6 +102,21 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     launch), ``end`` (the launch cut right after the piece: a paste that ends with it), ``bare``
     (the piece alone), and the ``context`` text under every robustness transform.
 
+(h) ``handled``: tracebacks SGLang prints and goes on after, from its SOURCE: every site of
+    ``data/inventory/handled-VERSION.json`` (scripts/inventory_handled.py: ``exc_info=``,
+    ``logger.exception``, ``traceback.print_exc()``, a formatted traceback in the message) that no
+    raise or exit follows, for 0.5.23 and the older releases the inventory reads.  The record (its
+    template filled as the warnings bait fills it, SGLang's header, ``[ts TPn]`` for a scheduler's
+    line) then the traceback logging appends: the caught exception (the except clause's type, a
+    RuntimeError for ``except Exception``) raised in the site's own function.  Shapes: ``life``
+    (between batch lines or start-up milestones: the server goes on after it), ``end`` (the
+    paste ends right after the exception line), ``cut`` (and inside it), ``bare`` (the record and
+    its traceback alone), ``prefixed`` (``end`` under robustness's docker / kubectl / ray
+    prefixes).  Groups ``shape:words`` hold the sites whose record says it went on
+    (survived.HANDLED_WORDS), ``shape:plain`` the others: for those the text itself does not say
+    the code went on, so ``end`` / ``cut`` / ``bare`` of them stay incidents (unknown stays
+    unknown) and are counted apart, not as a goal.
+
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
     python bench/healthy_bait.py                 # all three
@@ -110,6 +125,7 @@ Figures: per measure, texts and false alarms (a text with any incident), with th
     python bench/healthy_bait.py --only real
     python bench/healthy_bait.py --only noise
     python bench/healthy_bait.py --only sources
+    python bench/healthy_bait.py --only handled --show 5
     python bench/healthy_bait.py --json
 """
 
@@ -129,6 +145,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import accuracy  # noqa: E402
 import inventory_failures as invf  # noqa: E402
+import inventory_handled as invh  # noqa: E402
 import inventory_warnings as invw  # noqa: E402
 import robustness  # noqa: E402
 
@@ -517,6 +534,79 @@ def measure_sources(engine: Engine) -> dict:
     return per
 
 
+# -- (h) tracebacks SGLang prints and goes on after ------------------------------------------------
+
+# robustness transforms that put a prefix before every line, as a paste from docker / k8s / ray has it
+PREFIX_TRANSFORMS = ("compose", "kubectl", "journald", "ray", "ansi", "quote", "crlf", "logger")
+_GENERIC_CAUGHT = {"", "Exception", "BaseException"}
+
+
+LIFE_READY = [(False, 'INFO:     127.0.0.1:33792 - "POST /generate HTTP/1.1" 200 OK'),
+              (False, "The server is fired up and ready to roll!")] + SERVING_BEFORE
+
+
+def handled_traceback(site: dict) -> list[str]:
+    """What logging appends below the site's record: the caught exception's traceback, raised in
+    the site's own function (the except clause's first type; RuntimeError for a bare or generic
+    clause), with a message that names no failure of its own."""
+    caught = next((c for c in site["caught"] if c.rsplit(".", 1)[-1] not in _GENERIC_CAUGHT), "RuntimeError")
+    func = site["function"].rsplit(".", 1)[-1]
+    return [
+        "Traceback (most recent call last):",
+        f'  File "{SITE}{site["file"][len("srt/"):]}", line {max(1, site["line"] - 3)}, in {func}',
+        "    result = self._attempt(key)",
+        f"{caught}: the attempt in {func} did not succeed",
+    ]
+
+
+def handled_lines(site: dict, message: str) -> list[tuple]:
+    """The record and its traceback as each rank that runs the site prints them (a scheduler's
+    record on TP0 and TP1, each with its own traceback below it; logging writes a record and its
+    traceback in one write)."""
+    tb = [(None, t) for t in handled_traceback(site)]
+    if site["kind"] == "print_exc":
+        return ([] if message == "(no message)" else [(None, message)]) + tb
+    (tp, text), = invw.rendered_lines({**site, "kind": "log.error"}, message)
+    stamp = "2026-01-01 00:00:30"
+    if not tp:
+        return [(None, f"[{stamp}] {text}")] + tb
+    return [line for r in (0, 1) for line in [(None, f"[{stamp} TP{r}] {text}")] + tb]
+
+
+def bait_handled(version: str = VERSION):
+    """(group, name, text) of measure (h)."""
+    tag = "" if version == VERSION else f"@{version}"
+    for site in invh.iter_sites(invh.load(version)):
+        if site["status"] != "handled" or site["kind"].startswith("log.debug"):
+            continue  # (debug records are not printed at the default level)
+        message = (invw.messages_of(site) or [site["template"]])[0].replace("\u2026", "")
+        lines = handled_lines(site, message)
+        words = "words" if site["words"] else "plain"
+        name = f"{version}:{site['file']}:{site['line']}"
+        # life: what shows the server went on, as the engine needs it (survived.py): two batch
+        # lines after a serving record (SERVING_PROOF), the launch's ready line after a start-up one
+        before, after = ((SERVING_BEFORE, SERVING_AFTER + SERVING_BEFORE) if site["phase"] == "serving"
+                         else (STARTUP_BEFORE, STARTUP_AFTER + LIFE_READY))
+        yield f"life:{words}{tag}", name, _emit(before + lines + after)
+        end = _emit(before + lines)
+        yield f"end:{words}{tag}", name, end
+        yield f"cut:{words}{tag}", name, end.rstrip("\n")[:-12]
+        yield f"bare:{words}{tag}", name, _emit(lines)
+        for tname in PREFIX_TRANSFORMS:
+            sample = robustness.Sample(name, "tune", robustness._split_lines(end), 0, "none", healthy=True)
+            out = robustness.apply(tname, sample)
+            if out is not None:
+                yield f"prefixed:{words}{tag}", name, out
+
+
+def measure_handled(engine: Engine) -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    for version in invh.DEFAULT_VERSIONS:
+        for group, name, text in bait_handled(version):
+            _count(per[group], name, engine.incidents(text), text)
+    return per
+
+
 def measure_noise(engine: Engine) -> dict:
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
     for group, name, text in noise_texts():
@@ -526,7 +616,7 @@ def measure_noise(engine: Engine) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise", "sources"),
+    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled"),
                     action="append")
     ap.add_argument("--bait", choices=("warnings", "requests", "older"), action="append",
                     help="which bait to generate (default: all three; older: the warning sites of "
@@ -534,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise", "sources"))
+    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled"))
     engine = Engine()
     result: dict = {}
     corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
@@ -552,6 +642,8 @@ def main(argv: list[str] | None = None) -> int:
         result["noise"] = measure_noise(engine)
     if "sources" in only:
         result["sources"] = measure_sources(engine)
+    if "handled" in only:
+        result["handled"] = measure_handled(engine)
     if args.json:
         print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
                               for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))

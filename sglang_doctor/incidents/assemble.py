@@ -499,6 +499,12 @@ def _split_after_batch(text: str) -> list[str] | None:
     return [text[:at], text[at + 2:]]
 
 
+# how much of the last record's text _logged_by keeps (its end: the words before the traceback)
+PREV_RECORD_CHARS = 600
+# SGLang's record header inside a line (behind whatever prefix a paste put before it)
+_RECORD_IN_LINE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: [A-Z_]+\d+)*\] ")
+
+
 class Assembler:
     def __init__(self, extra_signals: tuple[signals.Signal, ...] = (), failure_words: tuple[str, ...] = (),
                  reads_as_message: Callable[[str], bool] | None = None):
@@ -565,6 +571,10 @@ class Assembler:
         # the line fed last and how it was read ("plain": no signal, "signal"), with its
         # message: the one a text cut mid-line ends with is read again at flush (cut_match.py)
         self._last_fed: tuple[Line, tuple[str, ...], str, str] | None = None
+        # the text of the last record read, if nothing but its own ordinary lines (a message's
+        # further lines, a wrapped part, blank lines) came after it: the record a traceback
+        # right below it was logged with (_logged_by)
+        self._prev_plain: str | None = None
         self._kernel_line = False  # the line being read had the kernel log's prefix (records.is_kernel_prefix)
         self._structured: str | None = None  # the structured header of the record being read (records.parse_structured)
         # the normalized messages of the last records read as handled (cut_match.repeats_handled)
@@ -815,6 +825,7 @@ class Assembler:
             self._record.builder.finish()
         dump = server_args.find_dump(message) if server_args.MARKER in message else None
         if dump is not None:
+            self._prev_plain = None
             self._close_group(events)
             self._new_launch(line, dump, events)
             self._record = _Record(prefix.ranks, "normal")
@@ -826,6 +837,9 @@ class Assembler:
             # openai_api/adapter.py: "error: Traceback (most recent call last): ...")
             self._start_traceback(line, prefix.ranks, events, headless=False, request_level=request_header)
             return
+        # a record starts that is no traceback's header line (a logger's prefix on each line of
+        # one: the same record): _normal takes its text
+        self._prev_plain = None
         if request_header:
             # one request's handled error: its text (the request's exception, any words) is
             # not a failure signal; the traceback below it is that request's (request_errors.py)
@@ -1052,6 +1066,9 @@ class Assembler:
                 literals: set[str] | None = None, request_header: bool | None = None) -> None:
         """``request_header``: request_errors.is_header(message), when the caller has it."""
         self._last_fed = (line, ranks, "plain", message)
+        if message.strip():
+            text = message.strip() if self._prev_plain is None else f"{self._prev_plain} {message.strip()}"
+            self._prev_plain = text[-PREV_RECORD_CHARS:]
         if request_header is None:
             request_header = request_errors.is_header(message)
         if REQUEST_ERROR_LITERAL in message or ASGI_ERROR_LITERAL in message or request_header:
@@ -1115,9 +1132,12 @@ class Assembler:
         request_level = request_level or (self._request_error is not None and 0 <= line.number - self._request_error <= 1)
         if self._group is not None and self._group.builders and (request_level or self._group.request_level):
             self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
+        logged_by = self._logged_by(line)
         self._open_group(events, line)
         if request_level and not self._group.lines:
             self._group.request_level = True
+        if not self._group.lines and logged_by:
+            self._group.captures.setdefault(survived.HANDLED_CAPTURE, logged_by)
         if self._thread is not None and line.number - self._thread[0] == 1:
             # the thread the traceback came from names where it failed (forward_thread_func)
             self._group.captures.setdefault("thread_func", self._thread[1])
@@ -1125,6 +1145,19 @@ class Assembler:
         self._group.add_ranks(ranks)
         self._group.lines.append(line)
         self._record = _Record(ranks, "traceback", builder)
+
+    def _logged_by(self, line: Line) -> str | None:
+        """The record a traceback starting at ``line`` was logged with: the text before its
+        header on the same line (``logger.error(f"...: {traceback.format_exc()}")``), else the
+        ordinary line right above it (logging's ``exc_info`` / ``logger.exception`` append the
+        traceback below the record's message; ``traceback.print_exc()`` after a print): the last
+        record read, when only its own ordinary lines came after it (blank lines, a wrapped part;
+        the block scanner skips them and replays the record).  survived.handled_record reads it."""
+        before = line.text.split(tracebacks.HEADER, 1)[0]
+        record = _RECORD_IN_LINE.search(before) if tracebacks.HEADER in line.text else None
+        if record is not None and before[record.end():].strip():
+            return before[record.end():].strip()  # (a paste's prefix before the record is not its text)
+        return self._prev_plain
 
     def _classify(self, message: str, found: set[str] | None = None):
         """The first signal (built-in ones, then the rules' extra ones) whose literal is in
@@ -1319,6 +1352,7 @@ class Assembler:
         return group is not None and bool(group.lines) and line.number - group.lines[-1].number > MAX_GROUP_GAP
 
     def _open_group(self, events: list[Event], line: Line | None = None) -> None:
+        self._prev_plain = None  # (what a failure's lines follow is no record a traceback was logged with)
         if self._group is not None and line is not None and self._too_far(line):
             self._close_group(events)  # a failure this far from the open one is another incident
         if self._group is None:

@@ -355,6 +355,8 @@ def goes_on_after(incident: Incident) -> str | None:
     bootstrap's): another process's line, printed while the server was not listening (loading,
     or already stopped) and retried; it is no failure of the server, whose own lines (its death,
     its exception) are what says it failed."""
+    if (header := handled_record(incident)) is not None:
+        return f"the code that logged it, whose record says it went on (\"{header[:120]}\")"
     if incident.exception is not None or incident.chain or not incident.signals or is_death(incident):
         return None
     heartbeat = any(HEARTBEAT_CHECK.search(line.text) or _HEARTBEAT_FRAMES.search(line.text)
@@ -697,3 +699,57 @@ def every_request_failed(failures: list[tuple[frozenset[str], int, str]], batch_
         return False
     began, ended = timestamp(first[2]), timestamp(final[2])
     return began is not None and ended is not None and (ended - began).total_seconds() >= LONG_SPAN
+
+
+# -- a traceback its own record says the code went on after -----------------------------------
+#
+# SGLang (and the libraries under it) log many caught exceptions WITH their traceback and go on:
+# ``logger.warning("... capture failed for key %s; falling back to eager ...", exc_info=True)``
+# (0.5.23 model_executor/runner/metadata_glue_graph.py), ``logger.exception(...)`` in a loop that
+# continues, ``traceback.print_exc()`` before a fallback.  The traceback is printed right below
+# the record that carries it (logging's formatter appends it to the record's message), so that
+# record -- the line right above "Traceback (most recent call last):" -- is the code's own account
+# of what it does next.  When its words say the code goes on (HANDLED_WORDS: it falls back, it
+# will retry, it skips or ignores the item, it continues, the feature is disabled), the traceback
+# is a handled one: evidence in the text, not an assumption.  scripts/inventory_handled.py lists
+# every traceback-printing site of each release (data/inventory/handled-*.json): of 0.5.23's
+# sites a raise or an exit follows, none carries these words.
+#
+# Such an incident is judged like the threads' warnings above (``goes_on_after``): a warning when
+# its launch or the input ends with no death of the launch after it; a death after it keeps it
+# (the held incident meets the death first and stands: the fallback may be what failed).  Never
+# when the incident holds a death itself (SGLang's fatal handlers, "Scheduler hit an exception:
+# Traceback ...", carry the traceback in the same record) or a failure signal's line.
+HANDLED_WORDS = re.compile(
+    r"\b(?:fall(?:ing|s)? ?back\b|fell back\b|will (?:retry|try again|be retried|continue|skip|ignore)\b|"
+    r"re-?trying\b|skipp(?:ing|ed)\b|ignor(?:ed|ing)\b|continu(?:ing|e without|e with)\b|(?<=[;,.] )continue\b|"
+    r"disabl(?:ed|ing)\b|using \S+(?: \S+)? instead\b|from now on\b|starting fresh\b|"
+    r"this is (?:normal|expected)\b|(?:can|may) (?:safely )?be ignored\b|safe to ignore\b)", re.I)
+
+
+# The first frame of a traceback nobody caught: Python's default hook prints the frames from the
+# program's entry (runpy's ``_run_module_as_main``, a script's ``<module>``) or a process's or
+# thread's bootstrap (multiprocessing/process.py, threading.py ``_bootstrap*``) down.  A logged
+# one starts at the function whose ``except`` caught it.  So a traceback that starts there was
+# not logged by the record above it, whatever that record says (a warning that happened to be
+# the line before the launching process's uncaught exception: tuned notes10/001, sealed10/025).
+ENTRY_FRAME = re.compile(r"(?:^|/)runpy(?:\.py)?>?$|^<frozen runpy>$|(?:^|/)multiprocessing/process\.py$|"
+                         r"(?:^|/)threading\.py$")
+
+
+def handled_record(incident: Incident) -> str | None:
+    """The record that logged ``incident``'s traceback when its words say the code went on after
+    it (HANDLED_WORDS), nothing of a death and no failure signal being in the incident, and its
+    first frame no entry's (ENTRY_FRAME); else None."""
+    header = incident.captures.get(HANDLED_CAPTURE)
+    if not header or incident.kind != "traceback" or incident.signals or is_death(incident):
+        return None
+    first = incident.frames[0] if incident.frames else None
+    if first is not None and (ENTRY_FRAME.search(first.file or "") or first.function == "<module>"):
+        return None
+    return header if HANDLED_WORDS.search(header) else None
+
+
+# the incident's captures key of the record right above its first "Traceback" line
+# (assemble.py ``_start_traceback``)
+HANDLED_CAPTURE = "logged_by"
