@@ -2063,8 +2063,14 @@ def _declare_sources(rem: Remediation, name: str, params: Any) -> None:
 
 
 def _same_change(a: Remediation, b: Remediation) -> bool:
-    return (a.set, sorted(a.unset), a.env, a.needs_human, a.note if a.needs_human else "") == \
-           (b.set, sorted(b.unset), b.env, b.needs_human, b.note if b.needs_human else "")
+    """Two entries that change the same flags and variables the same way are one change, whatever
+    their notes (two of a rule's steps reaching one removal must not fill the fix and its first
+    alternative); advice without a change is told apart by its words."""
+    def words(rem: Remediation) -> str:
+        return rem.note if rem.needs_human and not (rem.set or rem.unset or rem.env) else ""
+
+    return (a.set, sorted(a.unset), a.env, a.needs_human, words(a)) == \
+           (b.set, sorted(b.unset), b.env, b.needs_human, words(b))
 
 
 def _renamed_twin(ctx: Context, a: Remediation, b: Remediation) -> bool:

@@ -45,6 +45,8 @@ def test_the_tally_is_well_formed():
         assert entry["changes"], entry["failure"]
         for change in entry["changes"]:
             what = change["change"]
+            if change.get("fixture"):
+                assert (ROOT / change["fixture"]).is_file() and (what.get("flags") or what.get("env")), change
             assert set(what) <= {"flags", "env", "upgrade", "install"} and what, what
             for flag in what.get("flags") or {}:
                 assert flag.startswith("--"), flag
@@ -81,3 +83,21 @@ def test_the_best_supported_change_comes_first(entry):
     rem = primary.get("remediation")
     assert remediation_hit(rem, best.get("flags") or {}, best.get("env") or {}), (
         f"{entry['failure']}: confirmed {best}; tool: {json.dumps(rem, default=str)[:400]}")
+
+
+def _changes_with_their_own_fixture() -> list[tuple[dict, dict]]:
+    return [(entry, change) for entry in _failures() for change in entry["changes"] if change.get("fixture")]
+
+
+@pytest.mark.parametrize("entry,change", _changes_with_their_own_fixture(), ids=lambda x: x.get("fixture", "") if isinstance(x, dict) else "")
+def test_a_change_confirmed_where_its_condition_holds_comes_first_there(entry, change):
+    """A later change with a ``fixture`` of its own (a log where what it answers shows: the
+    traceback through the backend it replaces) is the primary change or the first alternative
+    on that log."""
+    events = _explain(ROOT / change["fixture"])
+    primary = primary_incident([e for e in events if e.get("event") == "incident"])
+    assert primary is not None and primary["rule"] in entry["rules"], change["fixture"]
+    what = change["change"]
+    rem = primary.get("remediation")
+    assert remediation_hit(rem, what.get("flags") or {}, what.get("env") or {}), (
+        f"{entry['failure']}: confirmed {what}; tool: {json.dumps(rem, default=str)[:400]}")
