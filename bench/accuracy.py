@@ -21,7 +21,7 @@ part's ``labels.yaml``:
 - no-cause fragments (``evidence_in_log: false``): whether the honest fallback was given
   (the incident carries ``"fallback"``) and whether its best guess is ``best_guess_category``.
 
-Usage: ``python bench/accuracy.py [--part dev|heldout|fresh|late|blind|unseen|sealed8|sealed9|sealed10|sealed11|sealed12|sealed13|sealed14|sealed15|sealed16|sealed17|sealed18|sealed19|sealed20|sealed21|sealed22|sealed23|sealed24|sealed25|sealed26|sealed27|sealed28|sealed29|sealed30|sealed31|sealed32|sealed33|sealed34|sealed35|sealed36|sealed37|sealed38|field|field9|field10|notes10|field11|field12|field13|field14|field15|field16|field17|field18|field19|field20|field21|field22|field23|field24|field25|field26|field27|field28|field29|field30|field31|field32|field33|field34|field35|field36|all] [--json] [--verbose]``.
+Usage: ``python bench/accuracy.py [--part dev|heldout|fresh|late|blind|unseen|sealed8|sealed9|sealed10|sealed11|sealed12|sealed13|sealed14|sealed15|sealed16|sealed17|sealed18|sealed19|sealed20|sealed21|sealed22|sealed23|sealed24|sealed25|sealed26|sealed27|sealed28|sealed29|sealed30|sealed31|sealed32|sealed33|sealed34|sealed35|sealed36|sealed37|sealed38|sealed39|field|field9|field10|notes10|field11|field12|field13|field14|field15|field16|field17|field18|field19|field20|field21|field22|field23|field24|field25|field26|field27|field28|field29|field30|field31|field32|field33|field34|field35|field36|all] [--json] [--verbose]``.
 The held-back part is for the final figure only: never tune on its per-file details.
 """
 
@@ -41,7 +41,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
-PARTS = ("dev", "heldout", "fresh", "late", "blind", "unseen", "sealed8", "sealed9", "sealed10", "sealed11", "sealed12", "sealed13", "sealed14", "sealed15", "sealed16", "sealed17", "sealed18", "sealed19", "sealed20", "sealed21", "sealed22", "sealed23", "sealed24", "sealed25", "sealed26", "sealed27", "sealed28", "sealed29", "sealed30", "sealed31", "sealed32", "sealed33", "sealed34", "sealed35", "sealed36", "sealed37", "sealed38", "field", "field9", "field10", "notes10", "field11", "field12", "field13", "field14", "field15", "field16", "field17", "field18", "field19", "field20", "field21", "field22", "field23", "field24", "field25", "field26", "field27", "field28", "field29", "field30", "field31", "field32", "field33", "field34", "field35", "field36")
+PARTS = ("dev", "heldout", "fresh", "late", "blind", "unseen", "sealed8", "sealed9", "sealed10", "sealed11", "sealed12", "sealed13", "sealed14", "sealed15", "sealed16", "sealed17", "sealed18", "sealed19", "sealed20", "sealed21", "sealed22", "sealed23", "sealed24", "sealed25", "sealed26", "sealed27", "sealed28", "sealed29", "sealed30", "sealed31", "sealed32", "sealed33", "sealed34", "sealed35", "sealed36", "sealed37", "sealed38", "sealed39", "field", "field9", "field10", "notes10", "field11", "field12", "field13", "field14", "field15", "field16", "field17", "field18", "field19", "field20", "field21", "field22", "field23", "field24", "field25", "field26", "field27", "field28", "field29", "field30", "field31", "field32", "field33", "field34", "field35", "field36")
 TIMEOUT_S = 60
 
 
@@ -379,7 +379,7 @@ def print_verbose(results: list[FileResult]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("dev", "heldout", "fresh", "late", "blind", "unseen", "sealed8", "sealed9", "sealed10", "sealed11", "sealed12", "sealed13", "sealed14", "sealed15", "sealed16", "sealed17", "sealed18", "sealed19", "sealed20", "sealed21", "sealed22", "sealed23", "sealed24", "sealed25", "sealed26", "sealed27", "sealed28", "sealed29", "sealed30", "sealed31", "sealed32", "sealed33", "sealed34", "sealed35", "sealed36", "sealed37", "sealed38", "field", "field9", "field10", "notes10", "field11", "field12", "field13", "field14", "field15", "field16", "field17", "field18", "field19", "field20", "field21", "field22", "field23", "field24", "field25", "field26", "field27", "field28", "field29", "field30", "field31", "field32", "field33", "field34", "field35", "field36", "all"), default="dev")
+    ap.add_argument("--part", choices=("dev", "heldout", "fresh", "late", "blind", "unseen", "sealed8", "sealed9", "sealed10", "sealed11", "sealed12", "sealed13", "sealed14", "sealed15", "sealed16", "sealed17", "sealed18", "sealed19", "sealed20", "sealed21", "sealed22", "sealed23", "sealed24", "sealed25", "sealed26", "sealed27", "sealed28", "sealed29", "sealed30", "sealed31", "sealed32", "sealed33", "sealed34", "sealed35", "sealed36", "sealed37", "sealed38", "sealed39", "field", "field9", "field10", "notes10", "field11", "field12", "field13", "field14", "field15", "field16", "field17", "field18", "field19", "field20", "field21", "field22", "field23", "field24", "field25", "field26", "field27", "field28", "field29", "field30", "field31", "field32", "field33", "field34", "field35", "field36", "all"), default="dev")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     ap.add_argument("--verbose", action="store_true", help="per-file details (use on dev only)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per file")
