@@ -10,9 +10,9 @@ the answer survives.
 Inputs (never the sealed parts):
 
 - the cause-in-text files (``evidence_in_log: true``) of the tuned corpus parts ``dev``,
-  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field20`` (the
+  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field35`` (the
   UNTUNED split, widened in session 19 from field/field9, field19 added in session 20, field20 in
-  session 21: report it, do not tune on its per-file details);
+  session 21, field21 .. field35 in session 33: report it, do not tune on its per-file details);
 - the rule fixtures of ``fixtures/EXPECTED.yaml`` that expect an incident (TUNE split);
 - healthy texts (corpus files labelled ``none`` and ``fixtures/healthy/``): a transform must
   not turn them into incidents (false alarms).
@@ -836,7 +836,7 @@ def print_transform(name: str, res: dict, verbose: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("tune", "untuned", "all"), default="tune",
-                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field20 (report only)")
+                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field35 (report only)")
     ap.add_argument("--transform", nargs="*", choices=sorted(TRANSFORMS), help="default: all")
     ap.add_argument("--verbose", action="store_true", help="list every miss (not on the untuned split's details while tuning)")
     ap.add_argument("--json", action="store_true")
