@@ -673,7 +673,7 @@ class Assembler:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
                 return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
-        if ("arning" in line.text or "WARNING" in line.text) and (parts := signals.split_after_warning(line.text)) is not None:
+        if "arning" in line.text and (parts := signals.split_after_warning(line.text)) is not None:
             # a compiler's diagnostic written onto a warning's line: each as its own line
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         if "\\n" in line.text and (parts := tracebacks.split_escaped_traceback(line.text)) is not None:

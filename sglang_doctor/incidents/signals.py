@@ -398,12 +398,10 @@ _GLUED_DIAGNOSTIC = re.compile(r"\b(?:nvcc|ptxas|cicc|nvlink|fatbinary) (?:fatal
 
 def split_after_warning(text: str) -> list[str] | None:
     """``text`` as [the warning, the diagnostic glued after it] (above), or None."""
-    at = text.find("Warning: ")
-    if at < 0:
-        at = text.find("WARNING")
+    at = text.find("arning")  # Warning, warning (the caller's cheap test)
     if at < 0:
         return None
-    m = _GLUED_DIAGNOSTIC.search(text, at + 7)
+    m = _GLUED_DIAGNOSTIC.search(text, at + 6)
     if m is None:
         return None
     return [text[:m.start()], text[m.start():]]
