@@ -10,9 +10,9 @@ the answer survives.
 Inputs (never the sealed parts):
 
 - the cause-in-text files (``evidence_in_log: true``) of the tuned corpus parts ``dev``,
-  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field20`` (the
+  ``fresh``, ``late`` (the TUNE split) and ``field``, ``field9``, ``field10`` .. ``field35`` (the
   UNTUNED split, widened in session 19 from field/field9, field19 added in session 20, field20 in
-  session 21: report it, do not tune on its per-file details);
+  session 21, field21 .. field35 in session 33: report it, do not tune on its per-file details);
 - the rule fixtures of ``fixtures/EXPECTED.yaml`` that expect an incident (TUNE split);
 - healthy texts (corpus files labelled ``none`` and ``fixtures/healthy/``): a transform must
   not turn them into incidents (false alarms).
@@ -61,7 +61,7 @@ ROOT = accuracy.ROOT
 CORPUS = accuracy.CORPUS
 TUNE_PARTS = ("dev", "fresh", "late")
 UNTUNED_PARTS = ("field", "field9", "field10", "field11", "field12", "field13", "field14", "field15",
-                 "field16", "field17", "field18", "field19", "field20")
+                 "field16", "field17", "field18", "field19", "field20") + tuple(f"field{n}" for n in range(21, 36))
 SEED = 20261204
 
 
@@ -532,6 +532,70 @@ def t_logger(lines, key, rng):
     return "\n".join(out) + "\n"
 
 
+def t_wrap80(lines, key, rng):
+    """Hard-wrapped at exactly 80 columns (a default terminal, ``kubectl logs`` in a split
+    pane): the narrowest fold, so frame lines and the key line split mid-word into 2-4
+    physical lines each."""
+    out = []
+    for line in lines:
+        while len(line) > 80:
+            out.append(line[:80])
+            line = line[80:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def t_numbered(lines, key, rng):
+    """A line-numbered paste: the numbers a gist / pastebin / editor view or ``cat -n`` / ``nl``
+    put before each line (``  12 | ``, ``12: ``, ``    12\t``), copied with the text."""
+    start = rng.randint(1, 400)
+    width = len(str(start + len(lines)))
+    form = rng.choice(["{n:>{w}} | ", "{n}: ", "{n:>6}\t", "{n:>{w}}  "])
+    return "\n".join(form.format(n=start + i, w=width) + line for i, line in enumerate(lines)) + "\n"
+
+
+def t_bullets(lines, key, rng):
+    """Every line behind a list marker or a prompt: a chat tool (Slack, Discord, a forum) that
+    turned the pasted lines into a bullet list (``- ``, ``* ``, ``• ``), or a reporter who
+    copied a terminal where every line was echoed after ``$ ``.  Blank lines stay blank."""
+    mark = rng.choice(["- ", "* ", "• ", "$ "])
+    return "\n".join((mark + line) if line.strip() else line for line in lines) + "\n"
+
+
+_ELIDE_MARKS = ("...", "…", "[...]", " ... ")
+
+
+def t_inline_elide(lines, key, rng):
+    """``...`` elision inside lines: the reporter shortened long lines by hand, keeping each
+    line's start and end (a frame's ``File "/usr/.../sglang/srt/...", line N, in f``, a long
+    record's middle).  Lines of 70+ characters other than the key line lose a stretch of
+    15-50% of their middle; the key line keeps its words."""
+    out = []
+    for i, line in enumerate(lines):
+        if i != key and len(line) >= 70 and rng.random() < 0.7:
+            n = len(line)
+            a = rng.randint(n // 4, n // 2)
+            b = min(n - 10, a + rng.randint(int(n * 0.15), int(n * 0.5)))
+            line = line[:a] + rng.choice(_ELIDE_MARKS) + line[b:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def t_rank_lines(lines, key, rng):
+    """Two ranks writing the same output at once, interleaved line by line: the text and a
+    second copy of it (``TP0`` read ``TP1`` in its record headers) 0-3 lines behind, their
+    lines alternating, as two processes' unbuffered stderr reach one terminal or one
+    ``docker logs`` stream."""
+    other = [re.sub(r"\bTP0\b", "TP1", line) for line in lines]
+    lag = rng.randint(0, 3)
+    out: list[str] = list(lines[:lag])
+    for i in range(lag, len(lines)):
+        out.append(lines[i])
+        out.append(other[i - lag])
+    out.extend(other[len(lines) - lag:])
+    return "\n".join(out) + "\n"
+
+
 TRANSFORMS: dict[str, Callable] = {
     "crlf": t_crlf, "tabs": t_tabs, "dedent": t_dedent, "wrap": t_wrap, "compose": t_compose,
     "kubectl": t_kubectl, "journald": t_journald, "ray": t_ray, "ansi": t_ansi, "quote": t_quote,
@@ -542,6 +606,8 @@ TRANSFORMS: dict[str, Callable] = {
     "html": t_html,
     "fence": t_fence, "browser_join": t_browser_join, "cr_overwrite": t_cr_overwrite, "tqdm_tee": t_tqdm_tee,
     "rank_copy": t_rank_copy, "logger": t_logger,
+    "wrap80": t_wrap80, "numbered": t_numbered, "bullets": t_bullets, "inline_elide": t_inline_elide,
+    "rank_lines": t_rank_lines,
 }
 
 CUT_AROUND_KEY = ("excerpt", "cut_key_head", "cut_key_tail", "cut_record_head", "cut_key_message", "cut_frame")
@@ -770,7 +836,7 @@ def print_transform(name: str, res: dict, verbose: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("tune", "untuned", "all"), default="tune",
-                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field20 (report only)")
+                    help="tune: dev/fresh/late + fixtures; untuned: field, field9..field35 (report only)")
     ap.add_argument("--transform", nargs="*", choices=sorted(TRANSFORMS), help="default: all")
     ap.add_argument("--verbose", action="store_true", help="list every miss (not on the untuned split's details while tuning)")
     ap.add_argument("--json", action="store_true")

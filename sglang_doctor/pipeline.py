@@ -25,6 +25,7 @@ from sglang_doctor.diagnose.fallback import unknown_diagnosis
 from sglang_doctor.diagnose import hardware as hardware_facts
 from sglang_doctor.incidents.tracebacks import parse_frame
 from sglang_doctor.model import Diagnosis, Frame, Incident, Launch, Line
+from sglang_doctor.read import gutter as gutters
 from sglang_doctor.read import records
 from sglang_doctor.read.mapped import mapped_blocks, settled
 from sglang_doctor.read.scanner import Scanner
@@ -182,7 +183,9 @@ class StreamPipeline:
         came: a block searched ahead keeps its search, read/scanner.py)."""
         blocks, self._wrap_head, self._wrap_size = self._wrap_head, [], 0
         self._wrap_judged = True
-        self.assembler.wrap_width = records.wrap_width(b"".join(blocks)[:records.WRAP_SAMPLE])
+        sample = b"".join(blocks)[:records.WRAP_SAMPLE]
+        self.assembler.wrap_width = records.wrap_width(sample)
+        self.assembler.gutter = gutters.gutter(sample)  # line numbers / list markers of a paste
         events = self._feed(b"".join(blocks[:-1])) if len(blocks) > 1 else []
         return events + self._feed(blocks[-1])
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from sglang_doctor.incidents import cut_match, milestones
 from sglang_doctor.incidents import progress
+from sglang_doctor.read import gutter as gutters
 from sglang_doctor.read import records
 from sglang_doctor.read.reader import clean_text
 from sglang_doctor.read.scanner import LiteralIndex
@@ -565,6 +566,9 @@ class Assembler:
         # a text hard-wrapped at a terminal's width (records.wrap_width, set by the pipeline):
         # a line of exactly that width is held until the piece after it is seen and joined
         self.wrap_width: int | None = None
+        # line numbers or a list marker a paste put before every line (read/gutter.py, set by
+        # the pipeline): taken off each line before anything reads it
+        self.gutter: re.Pattern | None = None
         self._wrapped: tuple[Line, int] | None = None  # (the line so far, its last piece's number)
         # (literals a record-start line is passed for, literals any other line is passed for)
         self.wrap_literals: tuple[tuple[str, ...], tuple[str, ...]] = _WRAP_LITERALS
@@ -601,6 +605,8 @@ class Assembler:
 
     def feed(self, line: Line) -> list[Event]:
         self._last_number = line.number
+        if self.gutter is not None:
+            line = Line(line.number, gutters.strip(self.gutter, line.text), line.raw, line.cut)
         if self._request_error_next:
             if not line.text.strip():
                 # a blank line between a request's error record ("Exception in ASGI
@@ -677,6 +683,9 @@ class Assembler:
             parts = records.split_joined(line.text)
             if parts is not None:  # a paste that lost its newlines: each part as its own line
                 return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
+        if "arning" in line.text and (parts := signals.split_after_warning(line.text)) is not None:
+            # a compiler's diagnostic written onto a warning's line: each as its own line
+            return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]
         if "\\n" in line.text and (parts := tracebacks.split_escaped_traceback(line.text)) is not None:
             # a traceback pasted as a string literal (a JSON body, a repr): its escaped lines
             return [ev for part in parts for ev in self._feed(Line(line.number, part, line.raw, line.cut))]

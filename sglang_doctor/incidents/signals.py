@@ -386,6 +386,27 @@ WARNING_LINE_BYTES = (r"(?!.*?(?:To silence this warning|(?<![\w\x80-\xff])Warni
                       r"(?<![\w\x80-\xff])WARNING(?![\w\x80-\xff])|(?<![\w\x80-\xff])NCCL INFO ))")
 
 
+# A compiler's own diagnostic (nvcc's and ptxas's ``nvcc fatal   : ...``, ``ptxas error   :
+# ...``, a C++ runtime's ``terminate called after throwing ...``) written onto the line of a
+# warning that ended without a newline: DeepGEMM's JIT prints "Warning: please use at least
+# NVCC 12.9 for the best DeepGEMM performance" with no line end, and its "NVCC compilation
+# failed: nvcc fatal   : Unsupported gpu architecture 'sm_100f'" follows on the same line.
+# The warning does not make the diagnostic a warning: the line is read as the two lines it is
+# (Assembler._feed_line), the diagnostic from its tool's head.
+_GLUED_DIAGNOSTIC = re.compile(r"\b(?:nvcc|ptxas|cicc|nvlink|fatbinary) (?:fatal|error) *: |terminate called after throwing ")
+
+
+def split_after_warning(text: str) -> list[str] | None:
+    """``text`` as [the warning, the diagnostic glued after it] (above), or None."""
+    at = text.find("arning")  # Warning, warning (the caller's cheap test)
+    if at < 0:
+        return None
+    m = _GLUED_DIAGNOSTIC.search(text, at + 6)
+    if m is None:
+        return None
+    return [text[:m.start()], text[m.start():]]
+
+
 class LazyPattern:
     """A ``re`` pattern compiled on first use: the rule pack gives ~95 extra signals, compiled
     at every start (about 8 ms at load 10, before the first block), of which a run tries the
