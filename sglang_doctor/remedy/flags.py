@@ -767,15 +767,36 @@ def _document(version: str) -> dict[str, Any]:
     stored = _read_stored(_stored_files()[version])
     if "delta_from" not in stored:
         return stored
-    chain = [stored]
-    while "delta_from" in chain[-1]:
-        chain.append(_read_stored(_stored_files()[chain[-1]["delta_from"]]))
-    base = chain.pop()
-    actions = {_tuple_key(r): r for r in base["actions"]}
-    fields = dict(base["fields"])
-    for delta in reversed(chain):
-        _step(actions, fields, delta)
+    actions, fields = _keyed(version)
     return _whole_document(stored, actions.values(), fields)
+
+
+def _keyed(version: str) -> tuple[dict[tuple[tuple[str, ...], str], dict[str, Any]], dict[str, Any]]:
+    """Release ``version``'s keyed actions and its fields (shared: callers must not modify
+    them): the deltas after the nearest release already keyed (or the base) applied to a copy
+    of its, and kept.  One release costs what the chain from the base costs; every release in
+    order (a paste whose release is a guess reads them all: remedies._most_taken) applies each
+    delta once, not the chain from the base for each (4,300 steps for 92: 27 ms)."""
+    chain = []
+    at = version
+    while at not in _KEYED:
+        stored = _read_stored(_stored_files()[at])
+        if "delta_from" not in stored:
+            _KEYED[at] = {_tuple_key(r): r for r in stored["actions"]}, dict(stored["fields"])
+            break
+        chain.append(stored)
+        at = stored["delta_from"]
+    actions, fields = _KEYED[at]
+    if chain:
+        actions, fields = dict(actions), dict(fields)
+        for delta in reversed(chain):
+            _step(actions, fields, delta)
+        _KEYED[version] = actions, fields
+    return actions, fields
+
+
+# release -> its keyed actions and fields (_keyed)
+_KEYED: dict[str, tuple[dict[tuple[tuple[str, ...], str], dict[str, Any]], dict[str, Any]]] = {}
 
 
 def read_shipped(file_name: str) -> dict[str, Any]:
