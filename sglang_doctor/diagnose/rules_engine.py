@@ -92,6 +92,7 @@ class Rule:
     kind: str | None = None
     exceptions: tuple[str, ...] = ()
     message: Any = None
+    message_needs: str | None = None  # text every match of ``message`` holds (required_head)
     in_chain: bool = False
     frames_any: tuple[str, ...] = ()
     frames_all: tuple[str, ...] = ()
@@ -499,6 +500,33 @@ _RELEASE = r"\d+\.\d+\.\d+(?:\.post\d+)?"
 _VERSIONS = re.compile(rf"(?P<oldest>{_RELEASE})(?:\s*-\s*(?P<newest>{_RELEASE}))?")
 
 
+# required_head: a pattern's plain characters from its start, an escaped punctuation character
+# as itself; stopped by any other syntax, and by a quantifier with the character it repeats
+_HEAD_CHAR = re.compile(r"[A-Za-z0-9 _,;:'\"/<>=@#%&~`!-]|\\[^A-Za-z0-9]")
+_QUANTIFIERS = ("*", "?", "{")
+# inline flags (case, verbose), branch resets, conditionals...: anything but groups and lookarounds
+_OTHER_GROUP = re.compile(r"\(\?(?!P<|P=|:|=|!|<=|<!)")
+MIN_NEEDED = 4
+
+
+def required_head(source: str) -> str | None:
+    """Text that every match of the rule regex ``source`` holds: its head of plain characters
+    (MIN_NEEDED or more), or None.  Only a pattern with no alternation and no inline flag is
+    read (``|`` anywhere, ``(?i)``, ``(?x)``: None), so what starts it is in every match as
+    written."""
+    if "|" in source or _OTHER_GROUP.search(source):
+        return None
+    pos = 1 if source.startswith("^") else 0
+    head: list[str] = []
+    while (m := _HEAD_CHAR.match(source, pos)) is not None:
+        head.append(m.group(0)[-1])
+        pos = m.end()
+    if source.startswith(_QUANTIFIERS, pos) and head:
+        head.pop()  # (the character the quantifier repeats may be absent or other)
+    text = "".join(head)
+    return text if len(text) >= MIN_NEEDED else None
+
+
 def _as_tuple(value: Any, bad, what: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -586,6 +614,8 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
     rule.exceptions = _as_tuple(match.get("exception"), bad, "match.exception")
     if "message" in match:
         rule.message = _compile(match["message"], bad, "match.message")
+        if isinstance(match["message"], str):
+            rule.message_needs = required_head(match["message"])
     rule.in_chain = match.get("in_chain", False)
     if not isinstance(rule.in_chain, bool):
         bad("match.in_chain must be true or false")
@@ -1108,8 +1138,11 @@ class RuleSet:
         # only veto, and none of them reads what the message's match captures or assumes):
         # a rule that a cheap condition rules out neither compiles nor searches its pattern
         if rule.message is not None and not line_cut:
+            needs = rule.message_needs
             for e in chain:
-                m = _search(rule.message, e.message)
+                # (a message without the text every match holds is not searched: nor compiled,
+                # for a rule no incident of the run reaches so far)
+                m = _search(rule.message, e.message) if needs is None or needs in e.message else None
                 if m and rule.layer == "class" and "flag" in rule.message.groupindex:
                     # a class rule names whatever flag-shaped word the message holds: only an
                     # SGLang flag is named as the one to change (a specific rule's is, by its
