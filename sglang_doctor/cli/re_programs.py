@@ -30,7 +30,12 @@ from pathlib import Path
 
 from sglang_doctor import program_cache  # (imported before install(): its own patterns compile as usual)
 
-FORMAT = 1
+FORMAT = 2
+# (format 2 keeps each program's code as the hex of its words, as regex_programs does: format
+# 1's lists of integers made the file 2.5x slower to parse, 10 ms of every run's start-up for
+# this release's ~500 programs and 30+ ms for a full file; session 33.  The file is named
+# re-code-*, so a format-1 file of an earlier release, re-programs-*, is neither read nor
+# removed: the two releases installed side by side do not overwrite each other's)
 # programs kept at most (in the file; recorded in one run): the CLI's own are ~500; a pattern
 # built from varying text (none is now) would otherwise grow the file with every run.  When the
 # file is full, the programs a run used or recorded are kept and the others go, in the file's
@@ -121,7 +126,14 @@ def _pack(args: tuple) -> list | None:
         return None
     if not all(g is None or type(g) is str for g in indexgroup):
         return None
-    return [flags, [int(c) for c in code], groups, sorted(groupindex.items(), key=lambda kv: kv[1]),
+    words = _words()
+    if words is None:
+        return None
+    try:
+        words.extend(int(c) for c in code)
+    except OverflowError:
+        return None
+    return [flags, words.tobytes().hex(), groups, sorted(groupindex.items(), key=lambda kv: kv[1]),
             list(indexgroup)]
 
 
@@ -129,8 +141,10 @@ def _unpack(args: list) -> tuple:
     """The engine's arguments from stored ones (TypeError or ValueError when they are not
     what _pack wrote: every part is checked for its kind)."""
     flags, code, groups, groupindex, indexgroup = args
-    if type(flags) is not int or type(groups) is not int or not all(type(c) is int for c in code):
+    words = _words()
+    if type(flags) is not int or type(groups) is not int or type(code) is not str or words is None:
         raise TypeError("not stored arguments")
+    words.frombytes(bytes.fromhex(code))  # (ValueError: not hex, or not whole words)
     index = {}
     for name, number in groupindex:
         if type(name) is not str or type(number) is not int:
@@ -138,7 +152,19 @@ def _unpack(args: list) -> tuple:
         index[name] = number
     if not all(g is None or type(g) is str for g in indexgroup):
         raise TypeError("not stored arguments")
-    return flags, list(code), groups, index, tuple(indexgroup)
+    return flags, words.tolist(), groups, index, tuple(indexgroup)
+
+
+def _words():
+    """An empty array of the engine's code words (``_sre.CODESIZE`` bytes each), or None when
+    no array type has that size."""
+    import _sre
+    from array import array
+
+    for typecode in "IL":
+        if array(typecode).itemsize == _sre.CODESIZE:
+            return array(typecode)
+    return None
 
 
 def save() -> None:
@@ -149,7 +175,7 @@ def save() -> None:
     if path is None:
         return
     programs = kept(_programs(), _new, _used)
-    if program_cache.save(path, FORMAT, programs, "re-programs-*.json"):  # other interpreters' files go
+    if program_cache.save(path, FORMAT, programs, "re-code-*.json"):  # other interpreters' files go
         _new.clear()
         global _stored
         _stored = programs
@@ -189,4 +215,4 @@ def _cache_path():
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     version = "-".join(map(str, sys.version_info[:3])) + f"-{sys.implementation.cache_tag}"
-    return Path(base) / "sglang-doctor" / f"re-programs-{version}-{_sre.MAGIC}-{_sre.CODESIZE}.json"
+    return Path(base) / "sglang-doctor" / f"re-code-{version}-{_sre.MAGIC}-{_sre.CODESIZE}.json"

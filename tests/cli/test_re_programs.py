@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from array import array
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ def child(code: str, cache: Path, **env) -> dict:
 
 
 def cache_file(cache: Path) -> Path:
-    files = list((cache / "sglang-doctor").glob("re-programs-*.json"))
+    files = list((cache / "sglang-doctor").glob("re-code-*.json"))
     assert len(files) == 1, files
     return files[0]
 
@@ -100,7 +101,7 @@ def test_stored_arguments_the_engine_refuses_fall_back_to_re(tmp_path):
     path = cache_file(tmp_path)
     blob = json.loads(path.read_text())
     for args in blob["programs"].values():
-        args[1] = [999999] * len(args[1])  # no program of this engine
+        args[1] = array("I", [999999] * (len(args[1]) // 8)).tobytes().hex()  # code words of no program of this engine
     path.write_text(json.dumps(blob))
     path.chmod(0o600)
     again = child(REPORT, tmp_path)  # every pattern compiled by re instead (and stored again at exit)

@@ -8,6 +8,7 @@ a 0.5.x catalogue from their wheels gives the shipped bytes.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -180,6 +181,7 @@ def test_a_release_is_rebuilt_without_a_document_of_every_release_before_it():
     # for the chain and release_range alike)
     flags._document.cache_clear()
     flags._read_stored.cache_clear()
+    flags._KEYED.clear()  # (the keyed releases hold the records of the files parsed before)
     release_range._all_fields.cache_clear()
     try:
         flags._document("0.5.23")
@@ -190,6 +192,33 @@ def test_a_release_is_rebuilt_without_a_document_of_every_release_before_it():
         assert flags._read_stored.cache_info().currsize == parsed  # nothing parsed again
     finally:
         flags._document.cache_clear()
+
+
+def test_a_release_after_one_already_rebuilt_is_what_the_chain_from_the_base_gives():
+    """(flags._keyed starts from the nearest release already keyed: a release rebuilt after a
+    later one, or after one far before it, is the same document)"""
+    flags._document.cache_clear()
+    flags._KEYED.clear()
+    try:
+        newest = flags.catalogue_json(flags._document(flags.KNOWN_VERSIONS[-1]))
+        middle = flags.KNOWN_VERSIONS[len(flags.KNOWN_VERSIONS) // 2]
+        got = flags.catalogue_json(flags._document(middle))
+        flags._document.cache_clear()
+        flags._KEYED.clear()
+        assert flags.catalogue_json(flags._document(middle)) == got
+        assert flags.catalogue_json(flags._document(flags.KNOWN_VERSIONS[-1])) == newest
+    finally:
+        flags._document.cache_clear()
+
+
+def test_a_shipped_catalogue_shares_specs_that_are_the_ones_made_anew():
+    """(flags._specs_of: a record of the shipped documents makes its specs once per process)"""
+    for version in flags.KNOWN_VERSIONS:
+        shared = flags.shipped_catalog(version)
+        fresh = flags.Catalog(version, shared.source, copy.deepcopy(shared.body))
+        assert shared.specs == fresh.specs, version
+        assert shared._by_option == fresh._by_option and shared._by_dest == fresh._by_dest, version
+        assert shared._options == fresh._options, version
 
 
 def test_the_rebuilt_chain_is_what_apply_delta_gives_release_by_release():
