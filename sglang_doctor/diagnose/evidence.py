@@ -1364,8 +1364,10 @@ def low_capture_memory(text: str, where: str) -> list[Evidence]:
 # prediction and the free memory after the pools ("Memory pool end" / "Capture cuda graph begin"), the
 # prediction was 0.25-1.55 GB above what SGLang then printed (sealed10/015 13.83 vs 12.49, field27/002
 # 7.69 vs 6.69, field15/001 6.56 vs 6.31): a prediction under ``LOW_AVAIL_GB`` is a reading under it,
-# weighed as that reading is (``LOW_MEMORY``).  Never before the pools (the pool's own sizing is what fails
-# there) and never after ready.
+# weighed as that reading is (``LOW_MEMORY``), not more: fixtures/startup/notes_0_4_6_qwen3_0_6b_wsl_4gb.log
+# (a 0.6B model on a 4 GB card, mem_fraction_static 0.88: 0.39 GB predicted, "Memory pool end. avail
+# mem=0.00 GB") captured its four small graphs and became ready.  Never before the pools (the pool's own
+# sizing is what fails there), never after ready, never on a CPU launch (host memory).
 HEADROOM_AFTER = ("startup.cuda_graph", "startup.warmup")
 
 
@@ -1386,6 +1388,8 @@ def pool_headroom(launch, last) -> list[Evidence]:
         return []
     if last.name not in POOL_ALLOCATED and phase_after(last.name) not in HEADROOM_AFTER:
         return []
+    if str((launch.server_args or {}).get("device") or "").strip("'\" ") == "cpu":
+        return []  # (a CPU launch's "avail mem=" is host memory)
     fraction = _fraction(launch.server_args)
     begin = next((m for m in launch.milestones if m.name == "load_weights_begin"), None)
     if fraction is None or begin is None:

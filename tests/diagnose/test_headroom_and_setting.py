@@ -107,3 +107,10 @@ def test_no_setting_piece_after_ready():
     assert not [p for p in pieces if p.name == "hardware:setting"]
     pieces = evidence.machine_pieces(_hw(100), [], True, False, {"attention_backend": "'fa3'"})
     assert [p.category for p in pieces if p.name == "hardware:setting"] == ["kernel.unsupported_hw"]
+
+
+def test_no_headroom_piece_on_a_cpu_launch(pack):
+    # (a CPU launch's "avail mem=" is host memory, not what SGLang leaves a GPU)
+    text = DUMP.format(mfs=0.95, backend="'torch_native'").replace("device='cuda'", "device='cpu'") + BEGIN + END + KV
+    guess = summary_guess(pack, text)
+    assert "pool_headroom" not in names(guess)
