@@ -1360,12 +1360,14 @@ def low_capture_memory(text: str, where: str) -> list[Evidence]:
 # ``F x (1 - mem_fraction_static)`` to everything after them (0.4.6 model_runner.py
 # ``profile_max_num_token``, 0.5.9 model_runner_kv_cache_mixin.py, 0.5.23 kv_cache_configurator.py
 # ``_profile_available_bytes``: rest = free after the weights - total x (1 - mem_fraction_static)).  What
-# capture and the first batches allocate comes from that share.  On the tuned texts that show both the
-# prediction and the free memory after the pools ("Memory pool end" / "Capture cuda graph begin"), the
-# prediction was 0.25-1.55 GB above what SGLang then printed (sealed10/015 13.83 vs 12.49, field27/002
-# 7.69 vs 6.69, field15/001 6.56 vs 6.31): a prediction under ``LOW_AVAIL_GB`` is a reading under it,
-# weighed as that reading is (``LOW_MEMORY``), not more: fixtures/startup/notes_0_4_6_qwen3_0_6b_wsl_4gb.log
-# (a 0.6B model on a 4 GB card, mem_fraction_static 0.88: 0.39 GB predicted, "Memory pool end. avail
+# capture and the first batches allocate comes from that share.  Checked on the 24 texts of the tuned parts
+# and fixtures that print both the free memory before the weights and after the pools ("Memory pool end" /
+# "Capture cuda graph begin"; docs/GUESS-MISSES.md session 33): the prediction was within -0.6..+1.4 GB of the
+# printed figure on 17, above it by 1.9-22 GB on five (dev/020 on ROCm the most), under it on two (-2.1 GB,
+# and a docs log's -65 GB); on the four whose prediction was under 3.5 GB the printed figure was lower every
+# time (0.39 -> 0.00, 2.34 -> 0.41, 3.24 -> 2.09, 3.28 -> 3.02).  So a prediction under ``LOW_AVAIL_GB`` is
+# read as a printed figure under it would be, weighed as that reading is (``LOW_MEMORY``), not more:
+# fixtures/startup/notes_0_4_6_qwen3_0_6b_wsl_4gb.log (a 0.6B model on a 4 GB card, mem_fraction_static 0.88: 0.39 GB predicted, "Memory pool end. avail
 # mem=0.00 GB") captured its four small graphs and became ready.  Never before the pools (the pool's own
 # sizing is what fails there), never after ready, never on a CPU launch (host memory).
 HEADROOM_AFTER = ("startup.cuda_graph", "startup.warmup")
