@@ -1802,18 +1802,19 @@ def machine_pieces(hw: hardware.Hardware, pieces: list[Evidence], in_kernel: boo
         return []
     out: list[Evidence] = []
     gap = hardware.capability_gap(hw)
+    # (a setting the GPU cannot run counts before ready only: after it, the server had run its kernels here)
+    setting = setting_gap(hw, server_args) if not after_ready else None
     if hw.get("torch_lacks_arch") and not after_ready:
         # (after ready the server had run its kernels on this GPU: the warning did not hold, PTX carried it)
         out.append(Evidence("hardware:torch_arch", "kernel.unsupported_hw", HW_TORCH_ARCH,
                             f"{gap}: every CUDA kernel of this process fails on it ({hw.says('torch_lacks_arch')})"))
+    elif setting is not None:
+        # (the launch's own choice of a kernel this GPU has no code for: more precise than the generation alone)
+        out.append(Evidence("hardware:setting", "kernel.unsupported_hw", HW_SETTING,
+                            f"{setting} ({hw.says('gpu', 'sm')})"))
     elif gap and in_kernel and not hw.get("torch_lacks_arch"):
         out.append(Evidence("hardware:capability", "kernel.unsupported_hw", HW_CAPABILITY,
                             f"{gap}, and the failure is in a kernel's code ({hw.says('gpu', 'sm', 'platform')})"))
-    setting = setting_gap(hw, server_args) if not after_ready else None
-    if setting is not None and not any(p.name.startswith("hardware:") for p in out):
-        # (before ready only: after it, the server had run that setting's kernels on this GPU)
-        out.append(Evidence("hardware:setting", "kernel.unsupported_hw", HW_SETTING,
-                            f"{setting} ({hw.says('gpu', 'sm')})"))
     fit = weights_per_gpu(hw, server_args)
     room = hw.get("free_gb") or hw.get("memory_gb")
     if fit is not None and room and fit[0] > WEIGHTS_FIT * room and not after_ready:

@@ -114,3 +114,11 @@ def test_no_headroom_piece_on_a_cpu_launch(pack):
     text = DUMP.format(mfs=0.95, backend="'torch_native'").replace("device='cuda'", "device='cpu'") + BEGIN + END + KV
     guess = summary_guess(pack, text)
     assert "pool_headroom" not in names(guess)
+
+
+def test_the_setting_is_read_instead_of_the_generation_alone():
+    # (SM75 is a generation SGLang's kernels often leave out; the launch's fa3 is the precise reading)
+    pieces = evidence.machine_pieces(_hw(75), [], True, False, {"attention_backend": "'fa3'"})
+    assert [p.name for p in pieces if p.category == "kernel.unsupported_hw"] == ["hardware:setting"]
+    pieces = evidence.machine_pieces(_hw(75), [], True, False, {"attention_backend": "'triton'"})
+    assert [p.name for p in pieces if p.category == "kernel.unsupported_hw"] == ["hardware:capability"]
