@@ -65,6 +65,10 @@ The collectors, by name (the weights are stated where each piece is made):
   GPUs in SGLang's log prefix): a support piece for nccl, the network between the nodes.
 - ``low_memory``: the last milestone, or the CUDA graph capture bar after it, shows almost no free GPU
   memory (also for a text with no failure, fallback.no_incident: what the step after it would have had).
+- ``pool_headroom``: the dump's ``mem_fraction_static`` and the free memory before the weights leave almost
+  nothing after the pools, and the text stops past them with no free figure of its own (``pool_headroom``).
+- ``hardware:setting``: the launch sets an attention backend or KV-cache dtype whose kernels need another
+  GPU generation than the one the log names (``SETTING_SM``), before ready.
 - ``serving:pool_full``: the scheduler's last batch lines before the failure show its KV / state
   pool (nearly) full, or requests retracted (incidents/serving.py).
 - ``hardware:NAME``: what the text says about the machine (diagnose/hardware.py: the GPU's model,
@@ -1107,6 +1111,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
         last = last_before(launch, inc.first_line)
         if last is not None:
             out += low_memory(last, phase_after(last.name))
+            out += pool_headroom(launch, last)
             out += pool_allocated(last)
         elif (found and found[0] == "startup.args" and launch.line is not None and launch.line < inc.first_line
               and not inc.captures.get("progress_phase")):
@@ -1346,6 +1351,62 @@ def low_capture_memory(text: str, where: str) -> list[Evidence]:
         return []
     return [Evidence("low_memory", "memory.cuda_oom", LOW_MEMORY,
                      f"the CUDA graph capture bar ({where}) shows only {avail:g} GB of GPU memory free while capturing")]
+
+
+# The headroom the launch's own settings leave once the pools are sized, when the text shows no free
+# memory after them (the last milestone is the pool allocated, or a capture / warm-up line without an
+# ``avail mem=``: 0.4.0-0.4.3's "Capture cuda graph begin"): SGLang sizes the pools from the free memory
+# at start-up ("Load weight begin. avail mem=F GB" is that free memory, before the weights) and leaves
+# ``F x (1 - mem_fraction_static)`` to everything after them (0.4.6 model_runner.py
+# ``profile_max_num_token``, 0.5.9 model_runner_kv_cache_mixin.py, 0.5.23 kv_cache_configurator.py
+# ``_profile_available_bytes``: rest = free after the weights - total x (1 - mem_fraction_static)).  What
+# capture and the first batches allocate comes from that share.  Checked on the 24 texts of the tuned parts
+# and fixtures that print both the free memory before the weights and after the pools ("Memory pool end" /
+# "Capture cuda graph begin"; docs/GUESS-MISSES.md session 33): the prediction was within -0.6..+1.4 GB of the
+# printed figure on 17, above it by 1.9-22 GB on five (dev/020 on ROCm the most), under it on two (-2.1 GB,
+# and a docs log's -65 GB); on the four whose prediction was under 3.5 GB the printed figure was lower every
+# time (0.39 -> 0.00, 2.34 -> 0.41, 3.24 -> 2.09, 3.28 -> 3.02).  So a prediction under ``LOW_AVAIL_GB`` is
+# read as a printed figure under it would be, weighed as that reading is (``LOW_MEMORY``), not more:
+# fixtures/startup/notes_0_4_6_qwen3_0_6b_wsl_4gb.log (a 0.6B model on a 4 GB card, mem_fraction_static 0.88: 0.39 GB predicted, "Memory pool end. avail
+# mem=0.00 GB") captured its four small graphs and became ready.  Never before the pools (the pool's own
+# sizing is what fails there), never after ready, never on a CPU launch (host memory).
+HEADROOM_AFTER = ("startup.cuda_graph", "startup.warmup")
+
+
+def _fraction(server_args: dict | None) -> float | None:
+    """The dump's ``mem_fraction_static`` as a share (0-1), or None when it gives none."""
+    try:
+        value = float(str((server_args or {}).get("mem_fraction_static")).strip("'\" "))
+    except (TypeError, ValueError):
+        return None
+    return value if 0.0 < value < 1.0 else None
+
+
+def pool_headroom(launch, last) -> list[Evidence]:
+    """A piece for memory.cuda_oom when the launch's ``mem_fraction_static`` and the free memory before its
+    weights leave less than ``LOW_AVAIL_GB`` after the pools, and the last milestone ``last`` is past their
+    sizing and shows no free memory of its own (see above)."""
+    if launch is None or last is None or gpu_memory_free(last) is not None:
+        return []
+    if last.name not in POOL_ALLOCATED and phase_after(last.name) not in HEADROOM_AFTER:
+        return []
+    if str((launch.server_args or {}).get("device") or "").strip("'\" ") == "cpu":
+        return []  # (a CPU launch's "avail mem=" is host memory)
+    fraction = _fraction(launch.server_args)
+    begin = next((m for m in launch.milestones if m.name == "load_weights_begin"), None)
+    if fraction is None or begin is None:
+        return []
+    try:
+        free = float(begin.figures.get("avail_mem_gb"))
+    except (TypeError, ValueError):
+        return []
+    rest = free * (1.0 - fraction)
+    if free <= 0 or rest >= LOW_AVAIL_GB:
+        return []
+    return [Evidence("pool_headroom", "memory.cuda_oom", LOW_MEMORY,
+                     f"the launch's mem_fraction_static={fraction:g} leaves about {rest:.2f} GB of the {free:g} GB free "
+                     f"before the weights (line {begin.line}) to what comes after the pools (CUDA graph capture, the "
+                     f"first batches); the last start-up line ({last.name}, line {last.line}) is past them")]
 
 
 # Words that name a part of a launch, wherever they are in the failure's own text (its
@@ -1608,6 +1669,48 @@ _PARAMS = re.compile(r"(?<![\w.])(\d{1,4}(?:\.\d)?)[Bb](?![\w.])")
 WEIGHTS_FIT = 0.95  # the share of a GPU's memory the weights may take before they cannot fit with the rest
 
 
+# Launch settings whose kernels exist only for some GPU generations, from SGLang's own checks and the
+# kernels' builds: (server_args keys, values, lowest SM, highest SM or None, what refuses it).  Read
+# against the SM the log names (diagnose/hardware.py) when a failure before ready is weighed: the launch
+# asked this GPU for a kernel it has no code for.  Only where every release that has the value refuses it:
+# - fa3: 0.4.x-0.5.23 layers/attention/attention_registry.py (server_args.py before) asserts "FlashAttention
+#   v3 Backend requires SM>=80 and SM<=90" (major 8 for non-MLA models, or 9);
+# - flashmla: FlashMLA's kernels are Hopper's (SM90) and later datacenter parts' (wgmma / tcgen05);
+# - trtllm_mla: 0.5.23 arg_groups/overrides.py "TRTLLM MLA backend is only supported on Blackwell GPUs
+#   (SM100/SM12x)" (0.4.x-0.5.x server_args.py: SM100); cutlass_mla: sgl-kernel's cutlass MLA decode is
+#   built for SM100 only (vLLM's Sm100CutlassMLABackend is the same kernel);
+# - trtllm_mha: 0.5.23 attention_hook.py "requires Hopper (SM90), Blackwell (SM100), or SM120" (earlier
+#   releases SM100 only): below SM90 every release refuses it;
+# - kv_cache_dtype nvfp4 / fp4_e2m1 / mxfp8: 0.5.23 kv_cache_hook.py "--kv-cache-dtype=nvfp4 requires
+#   Blackwell SM100 or SM120", "--kv-cache-dtype mxfp8 requires an SM100+ (Blackwell) GPU".
+# (Weight quantizations are not here: fp8 and NVFP4 weights fall back to Marlin's W8A16 / W4A16 kernels on
+# SM80-SM90 in the releases that ship them, so a GPU below their native SM runs them.)
+_BACKEND_KEYS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
+SETTING_SM: tuple[tuple[tuple[str, ...], tuple[str, ...], int, int | None, str], ...] = (
+    (_BACKEND_KEYS, ("fa3",), 80, 90, "FlashAttention 3 runs on SM80-SM90 only"),
+    (_BACKEND_KEYS, ("flashmla",), 90, None, "FlashMLA's kernels need SM90 (Hopper) or newer"),
+    (_BACKEND_KEYS, ("trtllm_mla", "cutlass_mla"), 100, None, "the TRT-LLM / CUTLASS MLA kernels need Blackwell (SM100)"),
+    (_BACKEND_KEYS, ("trtllm_mha",), 90, None, "the TRT-LLM MHA kernels need SM90 or newer"),
+    (("kv_cache_dtype",), ("nvfp4", "fp4_e2m1", "mxfp8"), 100, None, "an FP4 / MXFP8 KV cache needs Blackwell (SM100+)"),
+)
+HW_SETTING = HW_TORCH_ARCH  # as torch's own warning: every kernel of that choice fails on this GPU
+
+
+def setting_gap(hw: hardware.Hardware, server_args: dict | None) -> str | None:
+    """The first launch setting of ``SETTING_SM`` that the GPU the log names cannot run, said plainly, or
+    None (no CUDA SM known, no dump, or every setting fits).  The values are only compared with the
+    table's: a log's value chooses nothing."""
+    sm = hw.get("sm")
+    if not isinstance(sm, int) or hw.get("platform") not in (None, "cuda") or not server_args:
+        return None
+    for keys, values, low, high, why in SETTING_SM:
+        for key in keys:
+            value = str(server_args.get(key) or "").strip("'\" ").lower()
+            if value in values and (sm < low or (high is not None and sm > high)):
+                return f"the launch sets {key}={value} on {hw.gpu_label()}: {why}"
+    return None
+
+
 def machine(diagnosis: Diagnosis) -> hardware.Hardware:
     """The facts about the machine the log's lines that name it (``Launch.machine_lines``), the
     incident's lines, the launch's dump and its milestones give.  A traceback's frame lines and
@@ -1699,10 +1802,16 @@ def machine_pieces(hw: hardware.Hardware, pieces: list[Evidence], in_kernel: boo
         return []
     out: list[Evidence] = []
     gap = hardware.capability_gap(hw)
+    # (a setting the GPU cannot run counts before ready only: after it, the server had run its kernels here)
+    setting = setting_gap(hw, server_args) if not after_ready else None
     if hw.get("torch_lacks_arch") and not after_ready:
         # (after ready the server had run its kernels on this GPU: the warning did not hold, PTX carried it)
         out.append(Evidence("hardware:torch_arch", "kernel.unsupported_hw", HW_TORCH_ARCH,
                             f"{gap}: every CUDA kernel of this process fails on it ({hw.says('torch_lacks_arch')})"))
+    elif setting is not None:
+        # (the launch's own choice of a kernel this GPU has no code for: more precise than the generation alone)
+        out.append(Evidence("hardware:setting", "kernel.unsupported_hw", HW_SETTING,
+                            f"{setting} ({hw.says('gpu', 'sm')})"))
     elif gap and in_kernel and not hw.get("torch_lacks_arch"):
         out.append(Evidence("hardware:capability", "kernel.unsupported_hw", HW_CAPABILITY,
                             f"{gap}, and the failure is in a kernel's code ({hw.says('gpu', 'sm', 'platform')})"))
