@@ -107,6 +107,17 @@ def t_dedent(lines, key, rng):
     return "\n".join(line.lstrip() for line in lines) + "\n"
 
 
+def _fold(lines, width):
+    """Every line longer than ``width`` split into ``width``-column pieces (a terminal's hard wrap)."""
+    out = []
+    for line in lines:
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return out
+
+
 def t_wrap(lines, key, rng):
     """Hard-wrapped at the terminal's width (80-140 columns, seeded): a long line copied from
     tmux/screen, a narrow ``kubectl logs`` window or a CI console is split into 2-3 physical
@@ -114,13 +125,7 @@ def t_wrap(lines, key, rng):
     is among the split ones.  Real: corpus fresh/046 was pasted folded at 120 columns (frame
     lines split before their function name)."""
     width = rng.randint(80, 140)
-    out = []
-    for line in lines:
-        while len(line) > width:
-            out.append(line[:width])
-            line = line[width:]
-        out.append(line)
-    return "\n".join(out) + "\n"
+    return "\n".join(_fold(lines, width)) + "\n"
 
 
 def t_compose(lines, key, rng):
@@ -413,14 +418,7 @@ def t_combo(lines, key, rng):
     """compose prefix, then a hard wrap at 100 columns, then ``\\r\\n``: a Windows user's copy of
     ``docker compose logs`` from a narrow terminal."""
     pref = "sglang-1  | "
-    out = []
-    for line in lines:
-        line = pref + line
-        while len(line) > 100:
-            out.append(line[:100])
-            line = line[100:]
-        out.append(line)
-    return "\r\n".join(out) + "\r\n"
+    return "\r\n".join(_fold([pref + line for line in lines], 100)) + "\r\n"
 
 
 def t_fence(lines, key, rng):
@@ -536,13 +534,7 @@ def t_wrap80(lines, key, rng):
     """Hard-wrapped at exactly 80 columns (a default terminal, ``kubectl logs`` in a split
     pane): the narrowest fold, so frame lines and the key line split mid-word into 2-4
     physical lines each."""
-    out = []
-    for line in lines:
-        while len(line) > 80:
-            out.append(line[:80])
-            line = line[80:]
-        out.append(line)
-    return "\n".join(out) + "\n"
+    return "\n".join(_fold(lines, 80)) + "\n"
 
 
 def t_numbered(lines, key, rng):

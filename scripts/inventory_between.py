@@ -236,13 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     data = build(args.versions, args.wheel_dir or inv.default_wheel_dir())
     text = dumps(data)
-    status = 0
-    if args.check:
-        same = args.out.is_file() and args.out.read_text(encoding="utf-8") == text
-        print(f"{args.out}: {'up to date' if same else 'DIFFERS'}")
-        status = 0 if same else 1
-    else:
-        args.out.write_text(text, encoding="utf-8")
+    status = inv.check_or_write(args.out, text, args.check)
     full = data["full"]
     print(f"{len(data['releases'])} releases between the inventoried five: {data['templates']} templates none of them has,"
           f" {data['places']} known templates raised from new places;"

@@ -503,12 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         inv = inventory(pkg, disp, rules, wheel_dir, mirror_dir)
         target = inventory_path(pkg, args.out)
         text = dumps(inv)
-        if args.check:
-            same = target.is_file() and target.read_text(encoding="utf-8") == text
-            print(f"{target}: {'up to date' if same else 'DIFFERS'}")
-            status |= 0 if same else 1
-        else:
-            target.write_text(text, encoding="utf-8")
+        status |= invf.check_or_write(target, text, args.check)
         result = measure(inv, pkg, disp, every=args.every, verbose=args.verbose) if args.measure else None
         print_summary(pkg, inv, result)
         if args.show:

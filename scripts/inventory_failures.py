@@ -721,6 +721,18 @@ def printed_path(version: str, out: Path = DEFAULT_OUT) -> Path:
     return out / f"printed-{version}.json"
 
 
+def check_or_write(path: Path, text: str, check: bool) -> int:
+    """With ``check``: 0 when ``path`` holds ``text`` ("up to date"), else 1 ("DIFFERS"); without:
+    ``text`` written to ``path`` (its folder made), 0.  Every inventory script's --check."""
+    if check:
+        same = path.is_file() and path.read_text(encoding="utf-8") == text
+        print(f"{path}: {'up to date' if same else 'DIFFERS'}")
+        return 0 if same else 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return 0
+
+
 def dumps_printed(inv: dict) -> str:
     """printed-VERSION.json: for each site whose message names a string constant (``{FLAG}``,
     ``{cls._ERR}``), the whole text SGLang prints, keyed like the site (the shipped inventory holds
@@ -1120,15 +1132,8 @@ def main(argv: list[str] | None = None) -> int:
         target = args.out / f"sglang-{version}.json"
         printed_target = printed_path(version, args.out)
         printed_text = dumps_printed(inv)
-        if args.check:
-            for path, want in ((target, text), (printed_target, printed_text)):
-                same = path.is_file() and path.read_text(encoding="utf-8") == want
-                print(f"{path}: {'up to date' if same else 'DIFFERS'}")
-                status |= 0 if same else 1
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-            printed_target.write_text(printed_text, encoding="utf-8")
+        for path, want in ((target, text), (printed_target, printed_text)):
+            status |= check_or_write(path, want, args.check)
         c = inv["counts"]
         print(f"sglang {version}: {inv['sites']} sites; rule {c.get('rule', 0)}, class {c.get('class', 0)}, "
               f"waiver {c.get('waiver', 0)}, unaccounted {c.get('unaccounted', 0)}")

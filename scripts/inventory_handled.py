@@ -194,13 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         inv = inventory(version, invf.find_wheel(version, wheel_dir), disp)
         target = args.out / f"handled-{version}.json"
         text = invf.dumps(inv)
-        if args.check:
-            same = target.is_file() and target.read_text(encoding="utf-8") == text
-            print(f"{target}: {'up to date' if same else 'DIFFERS'}")
-            status |= 0 if same else 1
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        status |= invf.check_or_write(target, text, args.check)
         print(f"sglang {version}: {inv['sites']} traceback sites {inv['kinds']}; handled {inv['handled']} "
               f"({inv['handled_with_words']} with going-on words), followed by a raise/exit {inv['ends']} "
               f"({inv['ends_with_words']} with the words)")

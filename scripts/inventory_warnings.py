@@ -543,13 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         inv = inventory(version, invf.find_wheel(version, wheel_dir), disp, engine)
         target = args.out / f"warnings-{version}.json"
         text = invf.dumps(inv)
-        if args.check:
-            same = target.is_file() and target.read_text(encoding="utf-8") == text
-            print(f"{target}: {'up to date' if same else 'DIFFERS'}")
-            status |= 0 if same else 1
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        status |= invf.check_or_write(target, text, args.check)
         print(f"sglang {version}: {inv['sites']} healthy-run sites {inv['kinds']} (and {inv['reports_failure']} whose "
               f"line reports a failure); false alarms {inv['false_alarms']} "
               f"({100 * (1 - inv['share_clean']):.2f}%); library lines {inv['library_lines']}, "
