@@ -23,14 +23,16 @@ CHAIN_MARKERS = (
     "The above exception was the direct cause of the following exception:",
 )
 
-_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]*)", line (?P<line>\d+),?(?: in (?P<func>.+?))?\s*$')
+# ``in`` with no name after it: a page that strips HTML-like tags took ``<module>`` away
+# (``File "/x/launch_server.py", line 25, in``); the frame's file and line still stand.
+_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<file>[^"]*)", line (?P<line>\d+),?(?: in(?: (?P<func>.+?))?)?\s*$')
 # A frame pasted without its head: the reporter cut ``File "<install prefix>/`` off every frame
 # line, leaving the package path and Python's ``", line N, in FUNC`` (``sglang/srt/server_args.py",
 # line 1084, in prepare_server_args``).  The closing quote right after a ``.py`` path and the
 # ", line N" are Python's frame format; nothing else prints them together.
 STRIPPED_FRAME_LITERAL = '", line '
 _STRIPPED_FRAME = re.compile(
-    r'^(?P<indent>\s*)(?P<file>[\w.~/\\-][^"]*\.py)", line (?P<line>\d+),?(?: in (?P<func>.+?))?\s*$')
+    r'^(?P<indent>\s*)(?P<file>[\w.~/\\-][^"]*\.py)", line (?P<line>\d+),?(?: in(?: (?P<func>.+?))?)?\s*$')
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
 _REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
 _GROUP_DECOR = re.compile(r"^(?:\s*\|\s?)+")
