@@ -90,7 +90,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from sglang_doctor.diagnose import hardware, phase_prior
+from sglang_doctor.diagnose import frame_sites, hardware, phase_prior
 from sglang_doctor.incidents import milestones, progress
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import last_before, phase_after
@@ -807,6 +807,23 @@ def from_cut_call(inc: Incident) -> list[Evidence]:
 # the serving side (tokenizer_manager.py / detokenizer_manager.py handle loops, the overlap
 # scheduler's forward thread in tp_worker_overlap_thread.py), so their failures are crashes
 # while serving (or warming up).  The scheduler and the DP controller also fail at start-up.
+FRAME_SITES = 0.2  # support: what SGLang's source can fail with under the frame, not what failed
+
+
+def from_frame_sites(inc: Incident) -> list[Evidence]:
+    """What SGLang's own source can fail with under the deepest SGLang frame (diagnose/frame_sites.py:
+    the failure sites reachable from the function, per release, from the wheels and the inventory), as
+    support: where the process was, not what failed there."""
+    found = frame_sites.reading(sglang_frames(inc.frames)) if inc.frames else None
+    if found is None:
+        return []
+    category, share, enrichment, where = found
+    return [Evidence("frame_sites", category, FRAME_SITES,
+                     f"the deepest SGLang frame ({where}) reaches failure sites of SGLang's source that are "
+                     f"{share:.0%} {category} ({enrichment:.1f} times that category's share of all sites)",
+                     support=True)]
+
+
 _SERVING_PROCESSES = ("TokenizerManager", "DetokenizerManager", "TpModelWorkerClient", "MultiTokenizerRouter",
                       "GrpcRequestManager")
 _HEADER = re.compile(r"\b(?P<process>[A-Za-z]\w*) hit an exception")
@@ -1839,7 +1856,8 @@ def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
               + from_cut_type(inc) + from_allocation(inc) + from_capability_check(inc) + from_sync_point(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
-              + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
+              + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc)
+              + from_frame_sites(inc))
     if any(p.name == "config_lookup_frame" for p in pieces):
         # the model-type lookup is the precise reading of the transformers frame the library piece
         # reads generically (transformers: a checkpoint that could not be read): one frame, one reading
@@ -1922,7 +1940,7 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
 GROUNDS = ("text", "phase", "around", "rule", "none")
 # the supporting pieces that place the failure in SGLang's order of work (the phase read through the
 # prior, the step after the server_args line), as against words of the lines around it
-_PLACING = ("after_header", "weights_read", "pool_allocated")
+_PLACING = ("after_header", "weights_read", "pool_allocated", "frame_sites")
 
 
 def _places(ev: Evidence) -> bool:
@@ -1932,7 +1950,8 @@ def _places(ev: Evidence) -> bool:
 
 # how the placing pieces other than the prior say where the text stops (``rests_on``)
 _STEP_PLACED = {"weights_read": "every checkpoint shard read, before 'Load weight end'",
-                "pool_allocated": "the KV pool allocated, before CUDA graph capture"}
+                "pool_allocated": "the KV pool allocated, before CUDA graph capture",
+                "frame_sites": "in a function whose reachable failure sites in SGLang's source are mostly this category"}
 
 
 def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None = None) -> str:
