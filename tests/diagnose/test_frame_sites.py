@@ -83,12 +83,15 @@ def test_a_constructor_that_reaches_every_kind_of_check_reads_nothing():
 
 def test_a_category_with_too_few_sites_is_never_read(monkeypatch):
     # one logged CUDA OOM site in a release says nothing of where OOMs happen (torch raises them)
-    table = {"9.9": {"totals": {"memory.cuda_oom": 1, "args.invalid": 500, "other": 300},
-                     "functions": {"srt/x.py": {"f": {"memory.cuda_oom": 1, "other": 1}}}}}
+    table = {"9.9": {"totals": {"memory.cuda_oom": 1, "args.invalid": 50, "other": 750},
+                     "functions": {"srt/x.py": {"f": {"memory.cuda_oom": 1, "args.invalid": 1}},
+                                   "srt/y.py": {"g": {"memory.cuda_oom": 1, "other": 1}}}}}
     monkeypatch.setattr(frame_sites, "table", lambda: table)
     monkeypatch.setattr(frame_sites, "readable", lambda: frozenset({"args.invalid", "other"}))
     found = frame_sites.reading([frame("x.py", "f")])
-    assert found is not None and found[0] == "other"
+    assert found is not None and found[0] == "args.invalid"
+    # and "other", counted, is never named: it is the answer when nothing is known
+    assert frame_sites.reading([frame("y.py", "g")]) is None
 
 
 def test_the_rate_in_practice_weighs_the_sites(monkeypatch):
@@ -111,15 +114,34 @@ def test_the_piece_is_support_and_never_outweighs_the_text():
     assert evidence.weigh(pieces, True)["category"] == "memory.kv_pool"
 
 
-def test_a_cut_traceback_in_the_pool_step_is_guessed_from_its_sites(pack):
-    text = ("[2025-02-09 22:50:08 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
-            f'  File "{P}/managers/scheduler.py", line 1787, in run_scheduler_process\n'
-            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n"
-            f'  File "{P}/model_executor/model_runner.py", line 212, in init_memory_pool\n'
-            "    self.max_total_num_tokens = self.profile_")
+HEAD = ("[2025-02-09 22:50:08 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        f'  File "{P}/managers/scheduler.py", line 1787, in run_scheduler_process\n'
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n")
+
+
+def evidence_names(pack, text):
     ev = only_incident(pack, text)
-    names = [e["name"] for e in ev["fallback"]["best_guess"]["evidence"]]
-    assert "frame_sites" in names
+    return [e["name"] for e in ev["fallback"]["best_guess"]["evidence"]]
+
+
+def test_a_cut_traceback_in_a_step_no_place_names_is_read_from_its_sites(pack):
+    # a model's constructor (Qwen3MoeForCausalLM.__init__): its checks of the config's variant
+    text = HEAD + (f'  File "{P}/models/qwen3_moe.py", line 740, in __init__\n'
+                   "    self.model = Qwen3MoeModel(\n"
+                   f'  File "{P}/models/qwen3_moe.py", line 612, in __init__\n'
+                   "    self.layers = make_la")
+    ev = only_incident(pack, text)
+    guess = ev["fallback"]["best_guess"]
+    assert "frame_sites" in [e["name"] for e in guess["evidence"]]
+    assert guess["category"] == "model.unsupported" and "reachable failure sites" in guess["rests_on"]
+
+
+def test_a_frame_placed_by_where_is_not_read_again(pack):
+    # ModelRunner.init_memory_pool is a place of WHERE (memory.kv_pool): one place, one reading
+    text = HEAD + (f'  File "{P}/model_executor/model_runner.py", line 212, in init_memory_pool\n'
+                   "    self.max_total_num_tokens = self.profile_")
+    names = evidence_names(pack, text)
+    assert "deepest_frame" in names and "frame_sites" not in names
 
 
 @pytest.mark.slow
