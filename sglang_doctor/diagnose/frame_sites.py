@@ -30,6 +30,7 @@ from sglang_doctor.diagnose import phase_prior
 DATA = Path(__file__).with_name("frame_sites.json")
 
 MIN_SITES = 20  # a category with fewer sites over every release has no density to read (mostly raised by libraries)
+MIN_REACHED = 2  # ... and a category the function reaches fewer sites of (over the releases that have it) is not read
 MIN_POSTERIOR = 0.5  # the category named must hold more than this share of the reading (a strict majority)
 MIN_ENRICHMENT = 1.0  # ... and be likelier under this function than among the release's sites as a whole
 SPAN = 2  # the deepest SGLang frames looked up (the first with a row reads)
@@ -72,19 +73,24 @@ def relative(path: str) -> str | None:
 
 def row(path: str, function: str) -> tuple[dict[str, float], dict[str, float]] | None:
     """(each category's mean share of the function's reachable sites, its mean share of the
-    releases' sites), over the releases whose table has the function; None when none has it."""
+    releases' sites), over the releases whose table has the function; None when none has it.  A
+    category the function reaches fewer than ``MIN_REACHED`` sites of (summed over those releases)
+    gets share 0."""
     rel = relative(path)
     if rel is None:
         return None
     name = function.rsplit(".", 1)[-1]
     shares: dict[str, float] = {}
     base: dict[str, float] = {}
+    reached: dict[str, int] = {}
     n = 0
     for release in table().values():
         counts = release.get("functions", {}).get(rel, {}).get(name)
         if not counts:
             continue
         n += 1
+        for c, k in counts.items():
+            reached[c] = reached.get(c, 0) + k
         totals = release.get("totals", {})
         whole, all_sites = sum(counts.values()), sum(totals.values())
         for c, k in totals.items():
@@ -92,7 +98,9 @@ def row(path: str, function: str) -> tuple[dict[str, float], dict[str, float]] |
             base[c] = base.get(c, 0.0) + k / all_sites
     if not n:
         return None
-    return {c: v / n for c, v in shares.items()}, {c: v / n for c, v in base.items()}
+    # one site of a category is no density of it: such a category counts as not reached
+    few = {c for c, k in reached.items() if k < MIN_REACHED}
+    return {c: (0.0 if c in few else v / n) for c, v in shares.items()}, {c: v / n for c, v in base.items()}
 
 
 def practice(counts: dict[str, dict[str, int]] | None = None) -> dict[str, float]:

@@ -84,14 +84,17 @@ def test_a_constructor_that_reaches_every_kind_of_check_reads_nothing():
 def test_a_category_with_too_few_sites_is_never_read(monkeypatch):
     # one logged CUDA OOM site in a release says nothing of where OOMs happen (torch raises them)
     table = {"9.9": {"totals": {"memory.cuda_oom": 1, "args.invalid": 50, "other": 750},
-                     "functions": {"srt/x.py": {"f": {"memory.cuda_oom": 1, "args.invalid": 1}},
-                                   "srt/y.py": {"g": {"memory.cuda_oom": 1, "other": 1}}}}}
+                     "functions": {"srt/x.py": {"f": {"memory.cuda_oom": 1, "args.invalid": 2}},
+                                   "srt/y.py": {"g": {"memory.cuda_oom": 1, "other": 2}},
+                                   "srt/z.py": {"h": {"args.invalid": 1, "other": 3}}}}}
     monkeypatch.setattr(frame_sites, "table", lambda: table)
     monkeypatch.setattr(frame_sites, "readable", lambda: frozenset({"args.invalid", "other"}))
     found = frame_sites.reading([frame("x.py", "f")])
     assert found is not None and found[0] == "args.invalid"
     # and "other", counted, is never named: it is the answer when nothing is known
     assert frame_sites.reading([frame("y.py", "g")]) is None
+    # one reachable site of a category is no density of it (MIN_REACHED)
+    assert frame_sites.reading([frame("z.py", "h")]) is None
 
 
 def test_the_rate_in_practice_weighs_the_sites(monkeypatch):
