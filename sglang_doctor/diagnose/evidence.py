@@ -803,10 +803,6 @@ def from_cut_call(inc: Incident) -> list[Evidence]:
     return [Evidence("cut_call", category, 0.35, f"{why}: the text stops inside {where}, which can only be {name}")]
 
 
-# SGLang's "<Process> hit an exception: Traceback ..." names the process that failed; these run
-# the serving side (tokenizer_manager.py / detokenizer_manager.py handle loops, the overlap
-# scheduler's forward thread in tp_worker_overlap_thread.py), so their failures are crashes
-# while serving (or warming up).  The scheduler and the DP controller also fail at start-up.
 FRAME_SITES = 0.2  # support: what SGLang's source can fail with under the frame, not what failed
 
 
@@ -820,11 +816,16 @@ def from_frame_sites(inc: Incident) -> list[Evidence]:
         return []
     category, share, enrichment, where = found
     return [Evidence("frame_sites", category, FRAME_SITES,
-                     f"the deepest SGLang frame ({where}) reaches failure sites of SGLang's source that are "
-                     f"{share:.0%} {category} ({enrichment:.1f} times that category's share of all sites)",
+                     f"the text stops in {where}, whose reachable failure sites in SGLang's source are "
+                     f"{enrichment:.1f} times as often {category} as the release's; with how often each category "
+                     f"fails in practice, {category} {share:.0%}",
                      support=True)]
 
 
+# SGLang's "<Process> hit an exception: Traceback ..." names the process that failed; these run
+# the serving side (tokenizer_manager.py / detokenizer_manager.py handle loops, the overlap
+# scheduler's forward thread in tp_worker_overlap_thread.py), so their failures are crashes
+# while serving (or warming up).  The scheduler and the DP controller also fail at start-up.
 _SERVING_PROCESSES = ("TokenizerManager", "DetokenizerManager", "TpModelWorkerClient", "MultiTokenizerRouter",
                       "GrpcRequestManager")
 _HEADER = re.compile(r"\b(?P<process>[A-Za-z]\w*) hit an exception")
