@@ -366,7 +366,9 @@ def iter_sites(inv: dict):
 LIB_PREFIX = "/usr/local/lib/python3.12/dist-packages/"
 # the classes that name a site by where it failed (the SGLang frame above the library's), not by
 # its words: a bare line, without frames, cannot show them
-WHERE_CLASSES = {"class:class.feature.attention_backend", "class:class.model.load"}
+# (class.kernel.library_shape_check: a size check raised inside FlashInfer / sgl-kernel /
+# DeepGEMM; the same words in a bare line are SGLang's own argument checks as often)
+WHERE_CLASSES = {"class:class.feature.attention_backend", "class:class.model.load", "class:class.kernel.library_shape_check"}
 
 
 def traceback_log(site: dict, pkg: Package, message: str, phase: str) -> str:

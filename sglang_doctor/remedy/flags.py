@@ -1062,8 +1062,20 @@ _SUCCESSOR = re.compile(
     r"(?:(?:\s+to\s+|=|\s+)[`'\"]?(?P<value>[A-Za-z0-9_.+-]+)(?![{\w]))?", re.IGNORECASE)
 
 
+# "Please set `--ep-size` to the same value as `--tp-size` instead" (0.5.3-0.5.4's note on
+# --enable-ep-moe): the successor takes the value of another flag of the same launch
+_SAME_AS = re.compile(r"\s*to the same value as\s+[`'\"]?(?P<flag>--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)", re.IGNORECASE)
+
+
+@dataclasses.dataclass(frozen=True)
+class SameAs:
+    """A successor's value that is another flag's value in the same launch (``flag``)."""
+
+    flag: str
+
+
 @functools.lru_cache(maxsize=None)
-def _successor_hints() -> dict[str, tuple[str, str | None]]:
+def _successor_hints() -> dict[str, tuple[str, "str | SameAs | None"]]:
     """option -> (flag, value) the newest shipped release whose help text calls the option
     deprecated names as its replacement."""
     out: dict[str, tuple[str, str | None]] = {}
@@ -1077,6 +1089,11 @@ def _successor_hints() -> dict[str, tuple[str, str | None]]:
                 continue
             value = m.group("value")
             value = value.rstrip(".,") if value is not None else None
+            same = _SAME_AS.match(text, m.end("flag") + (1 if text[m.end("flag"):m.end("flag") + 1] in "`'\"" else 0))
+            if same is not None:
+                for option in (spec.name, *spec.aliases):
+                    out.setdefault(option, (m.group("flag"), SameAs(same.group("flag"))))
+                continue
             if value is not None and (value.lower() in ("instead", "and", "or", "with", "to", "") or value.startswith("-")):
                 value = None
             for option in (spec.name, *spec.aliases):
@@ -1100,6 +1117,9 @@ def successor(flag: str, to: Catalog) -> tuple[str, Any] | None:
     spec = to.spec(target)
     if spec is None or spec.deprecated:
         return None
+    if isinstance(value, SameAs):  # the value of another flag of the launch, spelled for ``to``
+        other = to.canonical(value.flag) if to.has_option(value.flag) else translate(value.flag, to)
+        return (target, SameAs(other)) if other is not None and spec.takes_value else None
     chosen: Any = True if not spec.takes_value else value
     if chosen is None:
         return target, None  # a value flag whose help names no value: the caller's own value, checked there

@@ -934,6 +934,7 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
     sets: dict[str, Any] = {}
     unsets: list[str] = []
     notes: list[str] = []
+    asked: list[str] = []  # successors whose value the user gives (a placeholder)
     provenance: dict[str, dict[str, Any]] = {}
     i = 0
     while i < len(words):
@@ -966,14 +967,26 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             from sglang_doctor.remedy import flags as _flags
 
             after = _flags.successor(name, ctx.catalog)  # its deprecation help names a replacement
+            same = after[1].flag if after is not None and isinstance(after[1], _flags.SameAs) else None
+            if same is not None:
+                known = _same_as(ctx, after)
+                if known is None:  # the other flag's value is not in the log: the user gives it
+                    sets[after[0]] = f"<the same value as {same}>"
+                    unsets.append(name)
+                    provenance[after[0]] = {"source": "catalogue"}
+                    asked.append(after[0])
+                    notes.append(f"{name} was removed after SGLang {elsewhere[-1]}; its deprecation note says to set "
+                                 f"{after[0]} to the same value as {same} instead")
+                    continue
+                after = known
             if after is not None and (after[1] is not None or (value is not None
                                                                 and ctx.catalog.validate(after[0], value) is None)):
                 sets[after[0]] = after[1] if after[1] is not None else value
                 unsets.append(name)
                 provenance[after[0]] = {"source": "catalogue"} if after[1] is not None else _log_source(line, value_from)
-                notes.append(f"{name} was removed after SGLang {elsewhere[-1]}; its deprecation note names "
-                             f"{after[0]}" + ("" if after[1] is True or after[1] is None else f" {after[1]}")
-                             + " instead")
+                named = f"{after[0]} set to the value of {same} ({after[1]} in this launch)" if same else \
+                    f"{after[0]}" + ("" if after[1] is True or after[1] is None else f" {after[1]}")
+                notes.append(f"{name} was removed after SGLang {elsewhere[-1]}; its deprecation note names {named} instead")
                 continue
             # a flag of another version with no counterpart here: the nearest spelling would
             # be some unrelated flag (--enable-piecewise-cuda-graph -> --enable-profile-...)
@@ -1008,8 +1021,20 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             "whatever that flag meant to set") if unsets else "the same settings, spelled as this release knows them"
     if guessed:
         cost += "; a replacement guessed from the spelling may not be the setting you meant"
-    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed, provenance=provenance,
-                       tradeoff=cost)
+    return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed and not asked,
+                       needs_human=bool(asked), provenance=provenance, tradeoff=cost)
+
+
+def _same_as(ctx: Context, after: tuple[str, Any]) -> tuple[str, Any] | None:
+    """A successor whose value is another flag's in the same launch (--enable-ep-moe ->
+    "set --ep-size to the same value as --tp-size"): that flag's value as the command or the
+    launch's dump states it, when the target release's catalogue accepts it for the successor;
+    else None (the successor's value is not known)."""
+    flag, same = after
+    value = ctx.stated(same.flag)
+    if value is None or ctx.catalog.validate(flag, value) is not None:
+        return None
+    return flag, value
 
 
 def _log_source(line: int | None, value_from: str | None) -> dict[str, Any]:

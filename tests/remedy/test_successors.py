@@ -55,3 +55,26 @@ def test_an_unrecognized_removed_flag_is_replaced_by_its_successor(tmp_path):
 def test_a_removed_value_flag_keeps_the_launchs_value_under_its_successor(tmp_path):
     rem = _fix(tmp_path, "--hybrid-kvcache-ratio 0.5", "0.5.23")
     assert rem["set"] == {"--swa-full-tokens-ratio": "0.5"} and rem["unset"] == ["--hybrid-kvcache-ratio"]
+
+
+def test_a_successor_that_takes_another_flags_value_names_that_flag():
+    # 0.5.3-0.5.4's help: "NOTE: --enable-ep-moe is deprecated. Please set `--ep-size` to the same
+    # value as `--tp-size` instead." (not the word "the" as a value)
+    assert flags.successor("--enable-ep-moe", V0523) == ("--ep-size", flags.SameAs("--tp-size"))
+
+
+def test_a_removed_switch_takes_the_launchs_value_of_the_flag_its_note_names(tmp_path):
+    log = tmp_path / "args.log"
+    log.write_text("[2025-11-02 10:00:00] server_args=ServerArgs(model_path='/models/m', tp_size=8, port=30000)\n"
+                   "launch_server.py: error: unrecognized arguments: --enable-ep-moe\n")
+    out = subprocess.run(doctor_cmd("explain", "--format", "json", "--sglang-version", "0.5.23", str(log)),
+                         capture_output=True, text=True, timeout=120)
+    rem = next(json.loads(line) for line in out.stdout.splitlines() if '"event": "incident"' in line)["remediation"]
+    assert rem["set"] == {"--ep-size": 8} and rem["unset"] == ["--enable-ep-moe"]
+    assert "same value" not in rem["note"] and "--tp-size (8 in this launch)" in rem["note"]
+
+
+def test_a_removed_switch_asks_for_the_value_the_log_does_not_show(tmp_path):
+    rem = _fix(tmp_path, "--enable-ep-moe", "0.5.23")
+    assert rem["set"] == {"--ep-size": "<the same value as --tp-size>"} and rem["unset"] == ["--enable-ep-moe"]
+    assert rem["needs_human"] and not rem["safe"]
