@@ -338,6 +338,10 @@ NONFATAL_NCCL_TAIL = re.compile(
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
+# the rest of such a frame line that a paste hard-wrapped ("... (0x7f4d1b3a8afe in /opt/venv/lib/python"
+# then "3.12/site-packages/torch/lib/libtorch_cpu.so)"): the tail of its "(ADDRESS in PATH)", no
+# space in it, right after a frame line
+_CPP_FRAME_REST = re.compile(r"\s*[^\s()]*\)\s*$")
 # what a paste puts around a log (a markdown fence, an HTML <details> block) or a blank line
 _DECORATION = re.compile(r"\s*(?:(?:```|~~~).*|</?(?:details|summary|pre|code)\b.*)?\s*$")
 HEARTBEAT_CHECK = re.compile(r'Failed to check the "should dump" flag on TCPStore')
@@ -345,6 +349,12 @@ _HEARTBEAT_FRAMES = re.compile(r"HeartbeatMonitor::runLoop|ProcessGroupNCCL::hea
 _C10D_LINE = re.compile(r"\[c10d\] (?:sendBytes|recvValue|recvBytes) failed")
 # CUDA's error string for cudaErrorCudartUnloading, as torch and NCCL print it
 DRIVER_SHUTTING_DOWN = re.compile(r"(?:CUDA error|Cuda failure(?: \d+)?):? '?driver shutting down")
+
+
+def _frame_rest(lines: list, i: int) -> bool:
+    """``lines[i]`` is the wrapped rest of the C++ frame line right above it (_CPP_FRAME_REST)."""
+    return (i > 0 and lines[i - 1].number == lines[i].number - 1 and _CPP_TRACE.match(lines[i - 1].text) is not None
+            and _CPP_FRAME_REST.fullmatch(lines[i].text) is not None)
 
 
 def goes_on_after(incident: Incident) -> str | None:
@@ -362,7 +372,8 @@ def goes_on_after(incident: Incident) -> str | None:
     heartbeat = any(HEARTBEAT_CHECK.search(line.text) or _HEARTBEAT_FRAMES.search(line.text)
                     for line in incident.lines)
     only_store = all(_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text) or _CPP_TRACE.match(line.text)
-                     or _DECORATION.fullmatch(line.text) for line in incident.lines)
+                     or _DECORATION.fullmatch(line.text) or _frame_rest(incident.lines, i)
+                     for i, line in enumerate(incident.lines))
     kinds = set()
     for line in incident.signals:
         if DRIVER_SHUTTING_DOWN.search(line.text):
