@@ -242,6 +242,20 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   Close ..." and the teardown's "[Proxy Service] proxyDestroy failed", "[Service thread] shm close
 #   failed", "ncclProxyStop: comm .. destroys proxy resource error", "commReclaim: ...", "Legacy IPC
 #   cleanup callback failed" (init.cc ncclCommDestroy / commReclaim: logged, destroy goes on);
+#   since session 34 from scripts/inventory_nccl.py (every WARN site of 2.18 / 2.21 / 2.27 / 2.28
+#   with the code after it; data/inventory/nccl-sites.json ``survived``): any operation the proxy
+#   service fails for a peer ("[Proxy Service N] Failed to execute operation OP from rank R",
+#   proxy.cc: closeConn, the rank that asked reports its own failure), the service thread's
+#   "Accept failed" and "Unknown command N from localRank R" (that connection dropped, the loop
+#   goes on), the proxy threads' "Failed to set CUDA device N" and "Failed to create CUDA context
+#   on device N" (createThreadContext = 0, the thread goes on), commDestroySync's stream
+#   synchronisation errors at destroy, the proxy-state dump's "Inactive op has next set!" / "List
+#   loop at element", xml.cc "Unable to open F, not dumping topology" (returns ncclSuccess),
+#   socket.cc "No interface found in the same subnet as remote address" (returns 0 interfaces;
+#   the caller's own error, if any, is a line of its own), 2.28 gin "NCCL_GIN_*_POOL_SIZE has
+#   invalid value" (the default is set), net_ib "Unable to query port N" (continue: the next port).
+#   Not "P2P is disabled between NVLINK connected GPUs" (graph/paths.cc returns
+#   ncclUnhandledCudaError in every release read: a failure, rules/nccl34_p2p.yaml).
 #   CUDA's "driver shutting down" (CUDACHECK's "Cuda failure 'driver shutting down'"), which only a
 #   process past its exit prints; and the settings NCCL corrects and goes on with
 #   ("NCCL_WORK_FIFO_BYTES=.. is being ignored", "NCCL_NET_MERGE_POLICY: unknown value '..',
@@ -299,13 +313,18 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   is already ending, whatever ended it has its own lines.
 NONFATAL_NCCL_WARN = re.compile(
     r"NCCL WARN (?:\[Service thread\] (?:Error encountered progressing operation=\w+, res=\d+, closing connection|"
-    r"Could not receive type from localRank|shm close failed|proxy ops shm unlink failed)|"
-    r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation Close\b)|"
-    r"ncclProxyStop: comm |commReclaim: |Legacy IPC cleanup callback failed|"
+    r"Could not receive type from localRank|shm close failed|proxy ops shm unlink failed|Accept failed\b|"
+    r"Unknown command \d+ from localRank)|"
+    r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation \w+ from rank)|"
+    r"\[Proxy (?:Progress|Service(?: UDS)?)\] Failed to set CUDA device \d+|Failed to create CUDA context on device \d+|"
+    r"ncclProxyStop: comm |commReclaim: |commDestroySync: comm |Legacy IPC cleanup callback failed|"
+    r"NCCL_GIN_(?:SIGNAL|COUNTER)_POOL_SIZE has invalid value|Unable to open \S+, not dumping topology|"
+    r"Net : No interface found in the same subnet as remote address|Inactive op has next set!|"
+    r"List loop at element \d+-\d+|"
     r"Cuda failure (?:\d+ )?'driver shutting down'|"
     r"NCCL_\w+=\S* is being ignored|NCCL_\w+: unknown value '[^']*', defaulting to|"
     r"NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed|"
-    r"Ignoring SHM locality|Could not find real path of |P2P is disabled between NVLINK connected GPUs|"
+    r"Ignoring SHM locality|Could not find real path of |"
     r"NET/IB ?: \S+:\d+ (?:Got non-fatal async event|GID table changed)|"
     r"No NVML device handle\. Skipping nvlink detection|Could not open XML topology file |"
     r"Could not find a path for pattern \d+, falling back to simple order|"
@@ -313,10 +332,10 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NCCL_CGA_CLUSTER_SIZE value \d+ is too big\. Limiting value to|(?:min|max)CTAs \d+ is larger than |"
     r"User asked for a (?:minimum|maximum) of \d+ channels|Unable to create thread context due to old driver, disabling|"
     r"NET/IB: Ip address (?:mask )?'[^']*' is invalid for family \S+, ignoring|unlink shared memory \S+ failed|"
-    r"NET/IB : Unable to (?:open device|query port_num) |"
+    r"NET/IB : Unable to (?:open device|query port(?:_num)?) |"
     r"CollNet is not supported or fails to\b|Cannot initialize CollNet\b|"
     r"Warning: remote FLID configured as zero\b|"
-    r"Invalid NCCL_\w+ -?\d+ \((?:must be a multiple of \d+|maximum \d+|minimum \d+)\)|"
+    r"Invalid \S+ -?\d+ \((?:must be a multiple of \d+|maximum \d+|minimum \d+)\)|"
     r"splitShare -?\d+ is not a valid value 0/1, set it to 0|socketFinalizeAccept(?: from \S+)?: wrong magic |"
     r"Profiler init failed with error \(-?\d+\)\. Continue without profiler|"
     r"NET/IB ?: Local mergedDev[= ]\S+ has a different number of devices|NET/IB ?: \S+:\d+ unknown event type \(|"
