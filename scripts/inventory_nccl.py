@@ -71,6 +71,10 @@ NOT_A_FALLBACK = {
     ("enqueue.cc", "hostStreamPlanCallback() failed : %s"):
         "the kernel plan's host task failed inside a CUDA host callback, which cannot return the error: the "
         "collective's proxy work is lost",
+    ("proxy.cc", "[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d"):
+        "the service thread closes that connection and goes on, but the line is the report of the peer's failed "
+        "operation (Setup, Connect: NVIDIA/nccl#1485); only a Close failing at teardown is read as a fallback "
+        "(survived.NONFATAL_NCCL_WARN)",
 }
 # the project's category of a site, when not ``nccl``: a capability refusal (enqueue.cc "FP8
 # reduction support begins with sm90 capable devices.")

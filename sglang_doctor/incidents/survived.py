@@ -243,9 +243,7 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   failed", "ncclProxyStop: comm .. destroys proxy resource error", "commReclaim: ...", "Legacy IPC
 #   cleanup callback failed" (init.cc ncclCommDestroy / commReclaim: logged, destroy goes on);
 #   since session 34 from scripts/inventory_nccl.py (every WARN site of 2.18 / 2.21 / 2.27 / 2.28
-#   with the code after it; data/inventory/nccl-sites.json ``survived``): any operation the proxy
-#   service fails for a peer ("[Proxy Service N] Failed to execute operation OP from rank R",
-#   proxy.cc: closeConn, the rank that asked reports its own failure), the service thread's
+#   with the code after it; data/inventory/nccl-sites.json ``survived``): the service thread's
 #   "Accept failed" and "Unknown command N from localRank R" (that connection dropped, the loop
 #   goes on), the proxy threads' "Failed to set CUDA device N" and "Failed to create CUDA context
 #   on device N" (createThreadContext = 0, the thread goes on), commDestroySync's stream
@@ -315,7 +313,7 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NCCL WARN (?:\[Service thread\] (?:Error encountered progressing operation=\w+, res=\d+, closing connection|"
     r"Could not receive type from localRank|shm close failed|proxy ops shm unlink failed|Accept failed\b|"
     r"Unknown command \d+ from localRank)|"
-    r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation \w+ from rank)|"
+    r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation Close\b)|"
     r"\[Proxy (?:Progress|Service(?: UDS)?)\] Failed to set CUDA device \d+|Failed to create CUDA context on device \d+|"
     r"ncclProxyStop: comm |commReclaim: |commDestroySync: comm |Legacy IPC cleanup callback failed|"
     r"NCCL_GIN_(?:SIGNAL|COUNTER)_POOL_SIZE has invalid value|Unable to open \S+, not dumping topology|"
