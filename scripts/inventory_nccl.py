@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """NCCL's own words, from its source: every ``WARN(`` site of NVIDIA/nccl ``src/`` and the ``INFO(``
-sites with a failure's words, with what the code does after each (issue #12; session 34).
+sites with a failure's words, with what the code does after each, and torch.distributed's (c10d)
+warnings of a rendezvous and a teardown next to their errors (issue #12; session 34).
 
 An SGLang launch with tensor parallelism runs NCCL (through torch's ProcessGroupNCCL and SGLang's
 pynccl); NCCL prints ``host:pid:tid [dev] FILE:LINE NCCL WARN <message>`` (src/debug.cc
@@ -25,7 +26,13 @@ run) and gives each site a disposition from the code that follows the call, in i
   supported``, ``disabl``...): informational by its level, never the cause by itself.
 
 A site that incidents/survived.py ``NONFATAL_NCCL_WARN`` names was read by hand (session 24-33);
-its disposition is ``survived`` with ``hand: true`` whatever the heuristic says.
+its disposition is ``survived`` with ``hand: true`` whatever the heuristic says (``NOT_A_FALLBACK``:
+the hand-read sites whose code goes on but whose line reports a failure, ``unknown``).
+
+torch's c10d sites (``C10D_SITES``, ``PG_SITES``: socket.cpp's connect / listen fallbacks and the
+errors it throws after them, ProcessGroupNCCL's exit warning, heartbeat monitor and watchdog
+timeout) are read by hand from pytorch/pytorch (no git mirror of it fits here), each with the code
+path that decided its disposition; they are measured like NCCL's.
 
 The measure (``--measure``) renders each site's line (its printf format filled with sample values)
 and runs the engine (bench/healthy_bait.py's ``Engine``) on it in a healthy TP2 launch
@@ -317,10 +324,82 @@ def inventory(mirror: Path, versions=VERSIONS) -> dict:
             entry["disposition"], entry["why"], entry["hand"] = "unknown", why, True
         elif entry["level"] == "WARN" and survived.NONFATAL_NCCL_WARN.search(render(entry)):
             entry["disposition"], entry["hand"] = "survived", True
-    sites = sorted(merged.values(), key=lambda s: (s["file"], s["level"], s["template"]))
+    sites = sorted(merged.values(), key=lambda s: (s["file"], s["level"], s["template"])) + c10d_sites()
     counts = Counter(s["disposition"] for s in sites)
-    return {"source": "NVIDIA/nccl src/", "versions": [v.lstrip("v") for v in versions], "sites": len(sites),
+    return {"source": "NVIDIA/nccl src/ and torch c10d (socket.cpp, ProcessGroupNCCL.cpp)",
+            "versions": [v.lstrip("v") for v in versions], "sites": len(sites),
             "by_disposition": dict(sorted(counts.items())), "entries": sites}
+
+
+# -- torch.distributed's (c10d) own warnings ------------------------------------------------------
+#
+# Read by hand in pytorch/pytorch torch/csrc/distributed/c10d (socket.cpp at 056b6f38c0c2, the
+# ProcessGroupNCCL.cpp of torch 2.4-2.9): C10D_WARNING / TORCH_WARN sites a launch's rendezvous or
+# teardown prints, and the C10D_ERROR / throw sites next to them.  Lines as glog prints them:
+# ``[W1207 10:00:01.123456789 FILE:LINE] [c10d] <message>`` (torch 2.4+; 2.1-2.3 print ``[W
+# FILE:LINE]``), the ProcessGroupNCCL ones with their ``[rank0]:`` prefix.
+C10D_HEAD = "[W1207 10:00:01.123456789 {file}] [c10d] "
+C10D_SITES = (
+    # SocketConnectOp::tryConnect(addr): recordError, ConnectResult::Error, the next address is tried;
+    # only when every address failed does run() C10D_ERROR + throw "failed to connect to any network address"
+    ("socket.cpp:697", "The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot assign requested address).",
+     "survived", "SocketConnectOp::tryConnect: recordError, the next address is tried"),
+    ("socket.cpp:697", "The client socket cannot be initialized to connect to [localhost]:29500 (errno: 97 - Address family not supported by protocol).",
+     "survived", "SocketConnectOp::tryConnect: recordError, the next address is tried"),
+    ("socket.cpp:614", "The IPv6 network addresses of (node-0, 29500) cannot be retrieved (gai error: -9 - Address family for hostname not supported).",
+     "survived", "SocketConnectOp::tryConnect(family): recordError, retry until the deadline (its timeout throws)"),
+    ("socket.cpp:682", "The server socket on [node-0]:29500 has timed out, will retry.",
+     "survived", "SocketConnectOp::tryConnect: ConnectResult::Retry"),
+    # SocketListenOp::tryListen: each address family / address in turn; run() throws only when none listened
+    ("socket.cpp:464", "The server socket has failed to bind to [::]:29500 (errno: 97 - Address family not supported by protocol).",
+     "survived", "SocketListenOp::tryListen(addr): recordError, false: the next address is tried"),
+    ("socket.cpp:464", "The server socket cannot be initialized on [::]:29500 (errno: 97 - Address family not supported by protocol).",
+     "survived", "SocketListenOp::tryListen(addr) (torch 2.1-2.3 wording at WARNING): the next address is tried"),
+    ("socket.cpp:420", "The server could not be initialized on any address for port=29500, family=10",
+     "survived", "SocketListenOp::tryListen(family): recordError, false: run() tries the next family"),
+    ("socket.cpp:441", "The server socket does not support IPv4 communication on [::]:29500.",
+     "survived", "SocketListenOp::tryListen: dual stack not enabled, the listener goes on"),
+    ("socket.cpp:431", "The address reuse option cannot be enabled for the server socket on [::]:29500.",
+     "survived", "SocketListenOp::tryListen: SO_REUSEADDR not set, the listener goes on"),
+    ("socket.cpp:755", "The no-delay option cannot be enabled for the client socket on [node-0]:29500.",
+     "survived", "SocketImpl::accept / tryConnect: TCP_NODELAY not set, the socket is used"),
+    ("socket.cpp:290", "waitForInput: poll for socket SocketImpl(fd=12, addr=[node-0]:41234, remote=[node-0]:29500) returned 0, likely a timeout",
+     "survived", "SocketImpl::waitForInput: continue until the deadline"),
+    # the errors next to them: the caller throws (DistNetworkError / TimeoutError / SocketError)
+    ("socket.cpp:522", "The client socket has failed to connect to any network address of (node-0, 29500).",
+     "error", "SocketConnectOp::run: C10D_ERROR then C10D_THROW_ERROR(SocketError)"),
+    ("socket.cpp:806", "The client socket has timed out after 600s while trying to connect to (node-0, 29500).",
+     "error", "SocketConnectOp::throwTimeoutError: C10D_ERROR then C10D_THROW_ERROR(TimeoutError)"),
+    ("socket.cpp:500", "The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
+     "error", "SocketListenOp::run: C10D_ERROR then C10D_THROW_ERROR(SocketError)", "network.port"),
+)
+# ProcessGroupNCCL's lines (torch 2.4-2.9), prefixed by the rank
+PG_HEAD = "[rank0]:[W1207 10:05:01.123456789 ProcessGroupNCCL.cpp:{line}] "
+PG_SITES = (
+    ("1250", "Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal "
+             "program exit, the application should call destroy_process_group to ensure that any pending NCCL operations "
+             "have finished in this process. In rare cases this process can exit before this point and block the progress "
+             "of another member of the process group. This constraint has always been present,  but this warning has only "
+             "been added since PyTorch 2.4 (function operator())",
+     "survived", "~ProcessGroupNCCL: TORCH_WARN_ONCE at the process's exit"),
+    ("1659", "[PG ID 0 PG GUID 0 Rank 0] Failed to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has "
+             "shut down too early), with error: Broken pipe",
+     "survived", "HeartbeatMonitor::runLoop: caught, logged at W, the monitor polls on"),
+    ("1632", "[PG ID 0 PG GUID 0 Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=42, "
+             "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600006 milliseconds before timing out.",
+     "error", "ProcessGroupNCCL::watchdogHandler: the work timed out; the watchdog aborts the communicator and the process"),
+)
+
+
+def c10d_sites() -> list[dict]:
+    """The c10d / ProcessGroupNCCL sites above as entries like NCCL's (their line as printed)."""
+    out = [{"file": f"torch/csrc/distributed/c10d/{where.split(':')[0]}", "line": int(where.split(":")[1]), "level": "C10D",
+            "template": message, "disposition": disp, "why": why, "category": (cat or ["nccl"])[0],
+            "printed": C10D_HEAD.format(file=where) + message} for where, message, disp, why, *cat in C10D_SITES]
+    out += [{"file": "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", "line": int(line), "level": "C10D",
+             "template": message, "disposition": disp, "why": why, "category": "nccl",
+             "printed": PG_HEAD.format(line=line) + message} for line, message, disp, why in PG_SITES]
+    return out
 
 
 # -- rendering a site's line ------------------------------------------------------------------------
@@ -337,7 +416,9 @@ def fill(template: str) -> str:
 
 
 def render(site: dict) -> str:
-    """The line NCCL prints for the site (src/debug.cc ``ncclDebugLog``)."""
+    """The line NCCL prints for the site (src/debug.cc ``ncclDebugLog``); a c10d site's as printed."""
+    if site.get("printed"):
+        return site["printed"]
     message = fill(site["template"]).splitlines()[0] if site["template"].strip() else ""
     if site["level"] == "WARN":
         return f"{HEAD}{site['file']}:{site.get('line', 1)} NCCL WARN {message}"
