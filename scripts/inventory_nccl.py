@@ -336,9 +336,9 @@ def inventory(mirror: Path, versions=VERSIONS) -> dict:
 # Read by hand in pytorch/pytorch torch/csrc/distributed/c10d (socket.cpp at 056b6f38c0c2, the
 # ProcessGroupNCCL.cpp of torch 2.4-2.9): C10D_WARNING / TORCH_WARN sites a launch's rendezvous or
 # teardown prints, and the C10D_ERROR / throw sites next to them.  Lines as glog prints them:
-# ``[W1207 10:00:01.123456789 FILE:LINE] [c10d] <message>`` (torch 2.4+; 2.1-2.3 print ``[W
-# FILE:LINE]``), the ProcessGroupNCCL ones with their ``[rank0]:`` prefix.
-C10D_HEAD = "[W1207 10:00:01.123456789 {file}] [c10d] "
+# ``[W1207 10:00:01.123456789 FILE:LINE] [c10d] <message>`` (``E`` for C10D_ERROR; torch 2.4+,
+# 2.1-2.3 print ``[W FILE:LINE]``), the ProcessGroupNCCL ones with their ``[rank0]:`` prefix.
+C10D_HEAD = "[{level}1207 10:00:01.123456789 {file}] [c10d] "
 C10D_SITES = (
     # SocketConnectOp::tryConnect(addr): recordError, ConnectResult::Error, the next address is tried;
     # only when every address failed does run() C10D_ERROR + throw "failed to connect to any network address"
@@ -370,8 +370,9 @@ C10D_SITES = (
      "error", "SocketConnectOp::run: C10D_ERROR then C10D_THROW_ERROR(SocketError)"),
     ("socket.cpp:806", "The client socket has timed out after 600s while trying to connect to (node-0, 29500).",
      "error", "SocketConnectOp::throwTimeoutError: C10D_ERROR then C10D_THROW_ERROR(TimeoutError)"),
-    ("socket.cpp:500", "The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
-     "error", "SocketListenOp::run: C10D_ERROR then C10D_THROW_ERROR(SocketError)", "network.port"),
+    ("socket.cpp:500", "The server socket has failed to listen on any local network address.",
+     "error", "SocketListenOp::run: C10D_ERROR then C10D_THROW_ERROR(SocketError) (the bind errors in the exception)",
+     "network.port"),
 )
 # ProcessGroupNCCL's lines (torch 2.4-2.9), prefixed by the rank
 PG_HEAD = "[rank0]:[W1207 10:05:01.123456789 ProcessGroupNCCL.cpp:{line}] "
@@ -395,7 +396,8 @@ def c10d_sites() -> list[dict]:
     """The c10d / ProcessGroupNCCL sites above as entries like NCCL's (their line as printed)."""
     out = [{"file": f"torch/csrc/distributed/c10d/{where.split(':')[0]}", "line": int(where.split(":")[1]), "level": "C10D",
             "template": message, "disposition": disp, "why": why, "category": (cat or ["nccl"])[0],
-            "printed": C10D_HEAD.format(file=where) + message} for where, message, disp, why, *cat in C10D_SITES]
+            "printed": C10D_HEAD.format(level="E" if disp == "error" else "W", file=where) + message}
+           for where, message, disp, why, *cat in C10D_SITES]
     out += [{"file": "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", "line": int(line), "level": "C10D",
              "template": message, "disposition": disp, "why": why, "category": "nccl",
              "printed": PG_HEAD.format(line=line) + message} for line, message, disp, why in PG_SITES]

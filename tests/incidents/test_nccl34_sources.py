@@ -172,3 +172,28 @@ def test_a_frame_line_s_wrapped_rest_is_read_as_part_of_the_trace():
     assert survived._frame_rest(lines, 1)
     assert not survived._frame_rest(lines, 2)  # not after a frame line
     assert not survived._frame_rest(lines, 0)
+
+
+def test_the_c10d_sites_read_by_hand_are_in_the_shipped_inventory():
+    c10d = [e for e in INVENTORY["entries"] if e["level"] == "C10D"]
+    assert len(c10d) == len(inventory_nccl.C10D_SITES) + len(inventory_nccl.PG_SITES)
+    assert {e["disposition"] for e in c10d} == {"survived", "error"}
+
+
+def test_measure_i_places_every_going_on_site_in_the_launch_at_its_end_and_alone(engine):
+    """bench/healthy_bait.py measure (i) ``sites``, its untransformed groups (the transformed ones
+    are the bench's)."""
+    texts = [(group, name, text) for group, name, text in healthy_bait.site_texts()
+             if group in ("context", "end", "bare")]
+    assert len(texts) == 3 * len(_sites("survived", "info"))
+    assert [(group, name) for group, name, text in texts if engine.incidents(text)] == []
+
+
+def test_a_duplicate_gpu_is_its_rule_in_both_of_torch_s_shapes(engine):
+    warn = "gpu-box:29880:30398 [0] init.cc:795 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n"
+    assert engine.incidents(warn) == ["nccl.duplicate_gpu"]
+    last_error = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+                  "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n"
+                  "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+                  "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n")
+    assert engine.incidents(last_error) == ["nccl.duplicate_gpu"]
