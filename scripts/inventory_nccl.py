@@ -258,6 +258,12 @@ def _format(args: str, level: str) -> str | None:
             parts.append("%l" + m.group(1))
             pos += m.end()
             continue
+        # a macro's parameter pasted between literals ("Call to " name " failed : %s"): a string
+        m = re.match(r"(\w+)(?=\s*\")", stripped)
+        if m and parts:
+            parts.append("%s")
+            pos += m.end()
+            continue
         break
     if not parts:
         return None
