@@ -10,8 +10,8 @@ NCCL_DEBUG=INFO.  Many WARN sites report a failure the caller turns into an erro
 communicator's init fails, torch raises "NCCL error in: ...: unhandled system error"); many others
 set a fallback value and go on.  A tool that reads every "NCCL WARN" as a failure raises false
 alarms on healthy logs; one that reads none misses the cause.  This script reads the releases the
-torch builds SGLang runs on ship (``VERSIONS``: torch 2.1-2.3 bundle 2.18, 2.5-2.6 2.21, 2.8-2.9
-2.27, newer 2.28) from the project's git mirror (``fetch github:NVIDIA/nccl``; nothing is built or
+torch builds SGLang runs on ship (``VERSIONS``: torch 2.1-2.2 bundle 2.18, 2.3-2.4 2.20, 2.5-2.6
+2.21, 2.7 2.26, 2.8-2.9 2.27, newer 2.28) from the project's git mirror (``fetch github:NVIDIA/nccl``; nothing is built or
 run) and gives each site a disposition from the code that follows the call, in its block:
 
 - ``error``: the block returns an error or jumps to the function's error exit (``return
@@ -65,9 +65,9 @@ import inventory_failures as invf  # noqa: E402  (check_or_write)
 
 OUT = ROOT / "data" / "inventory" / "nccl-sites.json"
 REPO = "NVIDIA+nccl"
-# the NCCL releases torch's CUDA wheels bundle (torch 2.1-2.3: 2.18.x, 2.5-2.6: 2.21.5, 2.8-2.9:
-# 2.27.x) and the newest line (2.28)
-VERSIONS = ("v2.18.3-1", "v2.21.5-1", "v2.27.5-1", "v2.28.9-1")
+# the NCCL releases torch's CUDA wheels bundle (torch 2.1-2.2: 2.18.x, 2.3-2.4: 2.20.5, 2.5-2.6:
+# 2.21.5, 2.7: 2.26.2, 2.8-2.9: 2.27.x) and the newest line (2.28)
+VERSIONS = ("v2.18.3-1", "v2.20.5-1", "v2.21.5-1", "v2.26.2-1", "v2.27.5-1", "v2.28.9-1")
 # an INFO line whose words look like a failure's
 FAILURE_WORDS = re.compile(r"fail|error|unable|cannot|could not|not supported|not available|disabl|no device|"
                            r"not found|invalid|abort|timeout|timed out", re.I)

@@ -247,7 +247,8 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   "Accept failed" and "Unknown command N from localRank R" (that connection dropped, the loop
 #   goes on), the proxy threads' "Failed to set CUDA device N" and "Failed to create CUDA context
 #   on device N" (createThreadContext = 0, the thread goes on), commDestroySync's stream
-#   synchronisation errors at destroy, the proxy-state dump's "Inactive op has next set!" / "List
+#   synchronisation errors at destroy, 2.20's tuner-plugin close ("Tuner plugin refcount is 0, yet
+#   tunerPluginLib ptr is NULL": the close resets its state and returns ncclSuccess), the proxy-state dump's "Inactive op has next set!" / "List
 #   loop at element", xml.cc "Unable to open F, not dumping topology" (returns ncclSuccess),
 #   socket.cc "No interface found in the same subnet as remote address" (returns 0 interfaces;
 #   the caller's own error, if any, is a line of its own), 2.28 gin "NCCL_GIN_*_POOL_SIZE has
@@ -316,6 +317,7 @@ NONFATAL_NCCL_WARN = re.compile(
     r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation Close\b)|"
     r"\[Proxy (?:Progress|Service(?: UDS)?)\] Failed to set CUDA device \d+|Failed to create CUDA context on device \d+|"
     r"ncclProxyStop: comm |commReclaim: |commDestroySync: comm |Legacy IPC cleanup callback failed|"
+    r"Tuner plugin refcount is 0, yet tunerPluginLib ptr is NULL|"
     r"NCCL_GIN_(?:SIGNAL|COUNTER)_POOL_SIZE has invalid value|Unable to open \S+, not dumping topology|"
     r"Net : No interface found in the same subnet as remote address|Inactive op has next set!|"
     r"List loop at element \d+-\d+|"
