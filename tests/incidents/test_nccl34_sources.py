@@ -197,3 +197,13 @@ def test_a_duplicate_gpu_is_its_rule_in_both_of_torch_s_shapes(engine):
                   "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
                   "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n")
     assert engine.incidents(last_error) == ["nccl.duplicate_gpu"]
+
+
+def test_nccl_s_own_peer_access_failure_is_nccl_s_p2p_transport_not_the_custom_all_reduce(engine):
+    """NCCL's CUDACHECK line (as a WARN or torch's Last error) takes NCCL_P2P_DISABLE=1; sgl-kernel's
+    own "CUDART error: peer access ..." stays the custom all-reduce's rule."""
+    nccl = ("l40s-node:4120:4188 [1] transport/p2p.cc:275 NCCL WARN Cuda failure 217 "
+            "'peer access is not supported between these two devices'\n")
+    assert engine.incidents(nccl) == ["nccl.p2p_transport_peer_access"]
+    custom = (ROOT / "fixtures" / "nccl" / "custom_allreduce_peer_access_059.log").read_text()
+    assert engine.incidents(custom) == ["nccl.p2p_peer_access"]
