@@ -139,6 +139,12 @@ def _skip_literal(text: str, i: int) -> int:
     return i
 
 
+def _step(text: str, i: int) -> int:
+    """The index after the character, literal or comment at ``i``."""
+    j = _skip_literal(text, i)
+    return j if j != i else i + 1
+
+
 def _close(text: str, i: int, open_: str = "(", close: str = ")") -> int:
     """The index after the ``close`` that balances the ``open_`` at ``i``."""
     depth = 0
@@ -187,7 +193,7 @@ def _after_block(text: str, i: int, statements: int = 3) -> str:
     while text.startswith("else", j):
         k = j + 4
         while k < len(text) and text[k] != "{" and text[k] != ";":
-            k = _skip_literal(text, k) if _skip_literal(text, k) != k else k + 1
+            k = _step(text, k)
         if k >= len(text):
             return ""
         j = _close(text, k, "{", "}") if text[k] == "{" else k + 1
@@ -196,7 +202,7 @@ def _after_block(text: str, i: int, statements: int = 3) -> str:
     for _ in range(statements):
         k = j
         while k < len(text) and text[k] not in ";{}":
-            k = _skip_literal(text, k) if _skip_literal(text, k) != k else k + 1
+            k = _step(text, k)
         if k >= len(text) or text[k] != ";":
             break
         out.append(text[j:k + 1])
@@ -224,23 +230,25 @@ def _macro(text: str, at: int) -> tuple[str | None, str]:
     return m.group(1), text[at:nl if nl >= 0 else len(text)]
 
 
+def _after_first_argument(args: str) -> str:
+    """A call's arguments after its first (INFO's flags)."""
+    depth, i = 0, 0
+    while i < len(args):
+        if _skip_literal(args, i) == i:
+            depth += args[i] in "(["
+            depth -= args[i] in ")]"
+            if args[i] == "," and depth == 0:
+                return args[i + 1:]
+        i = _step(args, i)
+    return ""
+
+
 def _format(args: str, level: str) -> str | None:
     """The printf format of a WARN / INFO call's arguments (INFO's first is its flags): the
     adjacent string literals, ``PRIx64`` and friends read as their conversion; None when the
     format is not a literal."""
     if level == "INFO":
-        depth, i = 0, 0
-        while i < len(args):
-            j = _skip_literal(args, i)
-            if j != i:
-                i = j
-                continue
-            depth += args[i] in "(["
-            depth -= args[i] in ")]"
-            if args[i] == "," and depth == 0:
-                break
-            i += 1
-        args = args[i + 1:]
+        args = _after_first_argument(args)
     args = args.lstrip()
     parts: list[str] = []
     pos = 0
