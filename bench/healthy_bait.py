@@ -117,6 +117,15 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     the code went on, so ``end`` / ``cut`` / ``bare`` of them stay incidents (unknown stays
     unknown) and are counted apart, not as a goal.
 
+(i) ``sites``: NCCL's and torch.distributed's own lines that go on, from their SOURCE
+    (scripts/inventory_nccl.py, data/inventory/nccl-sites.json, session 34): every WARN site whose
+    code sets a fallback and goes on (``survived``), every INFO site with a failure's words
+    (``info``), c10d's socket fallbacks (an address refused, the next one tried) and
+    ProcessGroupNCCL's exit and heartbeat warnings, each line where NCCL's set-up runs in the
+    healthy TP2 launch of (g) (``context``), the launch cut right after it (``end``), alone
+    (``bare``), and ``context`` under robustness's prefix transforms, ``rank_lines``,
+    ``rank_copy``, ``wrap80`` and ``cut_top`` (SITE_TRANSFORMS).
+
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
     python bench/healthy_bait.py                 # all three
@@ -126,6 +135,7 @@ Figures: per measure, texts and false alarms (a text with any incident), with th
     python bench/healthy_bait.py --only noise
     python bench/healthy_bait.py --only sources
     python bench/healthy_bait.py --only handled --show 5
+    python bench/healthy_bait.py --only sites --show 5
     python bench/healthy_bait.py --json
 """
 
@@ -146,6 +156,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import accuracy  # noqa: E402
 import inventory_failures as invf  # noqa: E402
 import inventory_handled as invh  # noqa: E402
+import inventory_nccl as invn  # noqa: E402
 import inventory_warnings as invw  # noqa: E402
 import robustness  # noqa: E402
 
@@ -599,6 +610,42 @@ def bait_handled(version: str = VERSION):
                 yield f"prefixed:{words}{tag}", name, out
 
 
+# -- (i) NCCL's and torch.distributed's own sites ---------------------------------------------------
+
+# the robustness transforms (i) applies to a site's line in its launch: the prefixes a paste from
+# docker / k8s / ray puts on every line, two ranks' copies interleaved, a hard wrap, a cut start
+SITE_TRANSFORMS = PREFIX_TRANSFORMS + ("rank_lines", "rank_copy", "wrap80", "cut_top")
+
+
+def site_texts(path: Path = invn.OUT, context: Path = SOURCE_CONTEXT):
+    """(group, name, text) of measure (i): every ``survived`` and ``info`` site of
+    data/inventory/nccl-sites.json, its line where NCCL's set-up runs in a healthy TP2 launch
+    (``context``), the launch cut right after it (``end``), alone (``bare``), and ``context``
+    under SITE_TRANSFORMS."""
+    base = robustness._split_lines(context.read_text()) + SIGTERM_STOP
+    at = _place_at(base, "nccl_init")
+    for site in json.loads(path.read_text())["entries"]:
+        if site["disposition"] not in ("survived", "info"):
+            continue
+        line, name = invn.render(site), f"{site['file']}:{site['line']}"
+        whole = "\n".join(base[:at] + [line] + base[at:]) + "\n"
+        yield "context", name, whole
+        yield "end", name, "\n".join(base[:at] + [line]) + "\n"
+        yield "bare", name, line + "\n"
+        for tname in SITE_TRANSFORMS:
+            sample = robustness.Sample(name, "tune", robustness._split_lines(whole), 0, "none", healthy=True)
+            out = robustness.apply(tname, sample)
+            if out is not None:
+                yield f"context:{tname}", name, keep_cut_end(whole, out)
+
+
+def measure_sites(engine: Engine) -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    for group, name, text in site_texts():
+        _count(per[group], name, engine.incidents(text), text)
+    return per
+
+
 def measure_handled(engine: Engine) -> dict:
     per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
     for version in invh.DEFAULT_VERSIONS:
@@ -616,15 +663,15 @@ def measure_noise(engine: Engine) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled"),
-                    action="append")
+    ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled",
+                                       "sites"), action="append")
     ap.add_argument("--bait", choices=("warnings", "requests", "older"), action="append",
                     help="which bait to generate (default: all three; older: the warning sites of "
                          "OLDER_VERSIONS)")
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled"))
+    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled", "sites"))
     engine = Engine()
     result: dict = {}
     corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
@@ -644,6 +691,8 @@ def main(argv: list[str] | None = None) -> int:
         result["sources"] = measure_sources(engine)
     if "handled" in only:
         result["handled"] = measure_handled(engine)
+    if "sites" in only:
+        result["sites"] = measure_sites(engine)
     if args.json:
         print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
                               for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))

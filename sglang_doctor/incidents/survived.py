@@ -242,6 +242,19 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   Close ..." and the teardown's "[Proxy Service] proxyDestroy failed", "[Service thread] shm close
 #   failed", "ncclProxyStop: comm .. destroys proxy resource error", "commReclaim: ...", "Legacy IPC
 #   cleanup callback failed" (init.cc ncclCommDestroy / commReclaim: logged, destroy goes on);
+#   since session 34 from scripts/inventory_nccl.py (every WARN site of 2.18 / 2.21 / 2.27 / 2.28
+#   with the code after it; data/inventory/nccl-sites.json ``survived``): the service thread's
+#   "Accept failed" and "Unknown command N from localRank R" (that connection dropped, the loop
+#   goes on), the proxy threads' "Failed to set CUDA device N" and "Failed to create CUDA context
+#   on device N" (createThreadContext = 0, the thread goes on), commDestroySync's stream
+#   synchronisation errors at destroy, 2.20's tuner-plugin close ("Tuner plugin refcount is 0, yet
+#   tunerPluginLib ptr is NULL": the close resets its state and returns ncclSuccess), the proxy-state dump's "Inactive op has next set!" / "List
+#   loop at element", xml.cc "Unable to open F, not dumping topology" (returns ncclSuccess),
+#   socket.cc "No interface found in the same subnet as remote address" (returns 0 interfaces;
+#   the caller's own error, if any, is a line of its own), 2.28 gin "NCCL_GIN_*_POOL_SIZE has
+#   invalid value" (the default is set), net_ib "Unable to query port N" (continue: the next port).
+#   Not "P2P is disabled between NVLINK connected GPUs" (graph/paths.cc returns
+#   ncclUnhandledCudaError in every release read: a failure, rules/nccl34_p2p.yaml).
 #   CUDA's "driver shutting down" (CUDACHECK's "Cuda failure 'driver shutting down'"), which only a
 #   process past its exit prints; and the settings NCCL corrects and goes on with
 #   ("NCCL_WORK_FIFO_BYTES=.. is being ignored", "NCCL_NET_MERGE_POLICY: unknown value '..',
@@ -299,13 +312,19 @@ def survived(incident: Incident, launch: Launch | None, deaths: list[int] = ()) 
 #   is already ending, whatever ended it has its own lines.
 NONFATAL_NCCL_WARN = re.compile(
     r"NCCL WARN (?:\[Service thread\] (?:Error encountered progressing operation=\w+, res=\d+, closing connection|"
-    r"Could not receive type from localRank|shm close failed|proxy ops shm unlink failed)|"
+    r"Could not receive type from localRank|shm close failed|proxy ops shm unlink failed|Accept failed\b|"
+    r"Unknown command \d+ from localRank)|"
     r"\[Proxy Service(?: \d+)?\] (?:proxyDestroy failed|Failed to execute operation Close\b)|"
-    r"ncclProxyStop: comm |commReclaim: |Legacy IPC cleanup callback failed|"
+    r"\[Proxy (?:Progress|Service(?: UDS)?)\] Failed to set CUDA device \d+|Failed to create CUDA context on device \d+|"
+    r"ncclProxyStop: comm |commReclaim: |commDestroySync: comm |Legacy IPC cleanup callback failed|"
+    r"Tuner plugin refcount is 0, yet tunerPluginLib ptr is NULL|"
+    r"NCCL_GIN_(?:SIGNAL|COUNTER)_POOL_SIZE has invalid value|Unable to open \S+, not dumping topology|"
+    r"Net : No interface found in the same subnet as remote address|Inactive op has next set!|"
+    r"List loop at element \d+-\d+|"
     r"Cuda failure (?:\d+ )?'driver shutting down'|"
     r"NCCL_\w+=\S* is being ignored|NCCL_\w+: unknown value '[^']*', defaulting to|"
     r"NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed|"
-    r"Ignoring SHM locality|Could not find real path of |P2P is disabled between NVLINK connected GPUs|"
+    r"Ignoring SHM locality|Could not find real path of |"
     r"NET/IB ?: \S+:\d+ (?:Got non-fatal async event|GID table changed)|"
     r"No NVML device handle\. Skipping nvlink detection|Could not open XML topology file |"
     r"Could not find a path for pattern \d+, falling back to simple order|"
@@ -313,10 +332,10 @@ NONFATAL_NCCL_WARN = re.compile(
     r"NCCL_CGA_CLUSTER_SIZE value \d+ is too big\. Limiting value to|(?:min|max)CTAs \d+ is larger than |"
     r"User asked for a (?:minimum|maximum) of \d+ channels|Unable to create thread context due to old driver, disabling|"
     r"NET/IB: Ip address (?:mask )?'[^']*' is invalid for family \S+, ignoring|unlink shared memory \S+ failed|"
-    r"NET/IB : Unable to (?:open device|query port_num) |"
+    r"NET/IB : Unable to (?:open device|query port(?:_num)?) |"
     r"CollNet is not supported or fails to\b|Cannot initialize CollNet\b|"
     r"Warning: remote FLID configured as zero\b|"
-    r"Invalid NCCL_\w+ -?\d+ \((?:must be a multiple of \d+|maximum \d+|minimum \d+)\)|"
+    r"Invalid \S+ -?\d+ \((?:must be a multiple of \d+|maximum \d+|minimum \d+)\)|"
     r"splitShare -?\d+ is not a valid value 0/1, set it to 0|socketFinalizeAccept(?: from \S+)?: wrong magic |"
     r"Profiler init failed with error \(-?\d+\)\. Continue without profiler|"
     r"NET/IB ?: Local mergedDev[= ]\S+ has a different number of devices|NET/IB ?: \S+:\d+ unknown event type \(|"
@@ -338,6 +357,10 @@ NONFATAL_NCCL_TAIL = re.compile(
 # the C++ trace c10::Error prints under the c10d line ("Exception raised from recvBytes at ...",
 # "frame #N: ...")
 _CPP_TRACE = re.compile(r"\s*(?:Exception raised from \w+ at |frame #\d+: )")
+# the rest of such a frame line that a paste hard-wrapped ("... (0x7f4d1b3a8afe in /opt/venv/lib/python"
+# then "3.12/site-packages/torch/lib/libtorch_cpu.so)"): the tail of its "(ADDRESS in PATH)", no
+# space in it, right after a frame line
+_CPP_FRAME_REST = re.compile(r"\s*[^\s()]*\)\s*$")
 # what a paste puts around a log (a markdown fence, an HTML <details> block) or a blank line
 _DECORATION = re.compile(r"\s*(?:(?:```|~~~).*|</?(?:details|summary|pre|code)\b.*)?\s*$")
 HEARTBEAT_CHECK = re.compile(r'Failed to check the "should dump" flag on TCPStore')
@@ -345,6 +368,12 @@ _HEARTBEAT_FRAMES = re.compile(r"HeartbeatMonitor::runLoop|ProcessGroupNCCL::hea
 _C10D_LINE = re.compile(r"\[c10d\] (?:sendBytes|recvValue|recvBytes) failed")
 # CUDA's error string for cudaErrorCudartUnloading, as torch and NCCL print it
 DRIVER_SHUTTING_DOWN = re.compile(r"(?:CUDA error|Cuda failure(?: \d+)?):? '?driver shutting down")
+
+
+def _frame_rest(lines: list, i: int) -> bool:
+    """``lines[i]`` is the wrapped rest of the C++ frame line right above it (_CPP_FRAME_REST)."""
+    return (i > 0 and lines[i - 1].number == lines[i].number - 1 and _CPP_TRACE.match(lines[i - 1].text) is not None
+            and _CPP_FRAME_REST.fullmatch(lines[i].text) is not None)
 
 
 def goes_on_after(incident: Incident) -> str | None:
@@ -362,7 +391,8 @@ def goes_on_after(incident: Incident) -> str | None:
     heartbeat = any(HEARTBEAT_CHECK.search(line.text) or _HEARTBEAT_FRAMES.search(line.text)
                     for line in incident.lines)
     only_store = all(_C10D_LINE.search(line.text) or HEARTBEAT_CHECK.search(line.text) or _CPP_TRACE.match(line.text)
-                     or _DECORATION.fullmatch(line.text) for line in incident.lines)
+                     or _DECORATION.fullmatch(line.text) or _frame_rest(incident.lines, i)
+                     for i, line in enumerate(incident.lines))
     kinds = set()
     for line in incident.signals:
         if DRIVER_SHUTTING_DOWN.search(line.text):
