@@ -65,3 +65,18 @@ def test_a_capture_failure_in_a_compiled_forward_drops_torch_compile_first():
     # the same advice without Dynamo in the frames keeps its order (fewer sizes, then no graphs)
     plain = _sets(explain_one_incident(PROBES / "capture_failed_059.log")["remediation"])
     assert plain[0] == ({"--cuda-graph-max-bs": 16}, []) and plain[1] == ({"--disable-cuda-graph": True}, [])
+
+
+def test_the_prefill_runners_wrapper_is_a_capture_failure_of_the_prefill_graphs():
+    inc = explain_one_incident(PROBES / "graph34_prefill_capture_failed_one_line_0523.log")
+    assert (inc["rule"], inc["category"]) == ("cuda_graph.prefill_capture_failed", "cuda_graph")
+    # the prefill graphs' own switch: the decode graphs stay
+    assert inc["remediation"]["set"] == {"--cuda-graph-backend-prefill": "disabled"}
+
+
+def test_the_cpu_graph_runners_wrapper_drops_torch_compile_unless_memory_ran_out():
+    inc = explain_one_incident(PROBES / "graph34_cpu_graph_capture_failed_059.log")
+    assert (inc["rule"], inc["category"]) == ("cuda_graph.cpu_graph_capture_failed", "cuda_graph")
+    sets = _sets(inc["remediation"])
+    assert sets[0] == ({}, ["--enable-torch-compile"])
+    assert "--torch-compile-max-bs" in sets[1][0]
