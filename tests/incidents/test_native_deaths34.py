@@ -95,3 +95,13 @@ def test_nanobind_leak_report_is_not_the_interrupts_message():
             break
     builder.finish()
     assert [(e.type, e.message) for e in builder.chain] == [("KeyboardInterrupt", "")]
+
+
+def test_native_death_in_a_stops_teardown_is_not_an_incident(tmp_path):
+    head = (ROOT / "fixtures/healthy/ready_then_sigterm_0523.log").read_text().splitlines()[:12]
+    assert any("SIGTERM received" in line for line in head)
+    teardown = ["terminate called without an active exception", "Aborted (core dumped)"]
+    assert _explain(tmp_path, "\n".join(head + teardown) + "\n") == []
+    # the same lines with no stop above them are a death
+    served = [line for line in head if "SIGTERM" not in line]
+    assert [e["rule"] for e in _explain(tmp_path, "\n".join(served + teardown) + "\n")] == ["class.runtime.native_abort"]
