@@ -93,14 +93,15 @@ CLASS_CATEGORIES = {
 
 
 def class_categories(rules_dir: Path = ROOT / "rules") -> dict[str, str]:
-    """Class id -> category: rules/classes.yaml when it is there, else the list above."""
-    path = rules_dir / "classes.yaml"
-    if path.is_file():
+    """Class id -> category: every ``class.*`` rule of the pack's files (rules/classes.yaml and the
+    files that add class rules of their own), else the list above."""
+    found: dict[str, str] = {}
+    for path in sorted(rules_dir.glob("*.yaml")) if rules_dir.is_dir() else ():
         data = _load_yaml(path) or {}
-        found = {r["id"]: r["category"] for r in data.get("rules", []) if isinstance(r, dict) and "id" in r}
-        if found:
-            return found
-    return dict(CLASS_CATEGORIES)
+        rules = data.get("rules", []) if isinstance(data, dict) else data
+        found.update({r["id"]: r["category"] for r in rules or []
+                      if isinstance(r, dict) and str(r.get("id", "")).startswith("class.")})
+    return found or dict(CLASS_CATEGORIES)
 
 
 # -- reading a wheel ------------------------------------------------------------------------
