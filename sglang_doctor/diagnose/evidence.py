@@ -90,7 +90,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from sglang_doctor.diagnose import frame_sites, hardware, phase_prior
+from sglang_doctor.diagnose import hardware, phase_prior
 from sglang_doctor.incidents import milestones, progress
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import last_before, phase_after
@@ -801,25 +801,6 @@ def from_cut_call(inc: Incident) -> list[Evidence]:
         return []
     category, why, name = sorted(hits)[0]
     return [Evidence("cut_call", category, 0.35, f"{why}: the text stops inside {where}, which can only be {name}")]
-
-
-FRAME_SITES = 0.2  # support: what SGLang's source can fail with under the frame, not what failed
-
-
-def from_frame_sites(inc: Incident) -> list[Evidence]:
-    """What SGLang's own source can fail with under the deepest SGLang frame (diagnose/frame_sites.py:
-    the failure sites reachable from the function, per release, from the wheels and the inventory), as
-    support: where the process was, not what failed there.  ``collect`` asks only when no frame is
-    placed by ``WHERE`` (deepest_frame / outer_frame / native_frame)."""
-    found = frame_sites.reading(sglang_frames(inc.frames)) if inc.frames else None
-    if found is None:
-        return []
-    category, share, enrichment, where = found
-    return [Evidence("frame_sites", category, FRAME_SITES,
-                     f"the text stops in {where}, whose reachable failure sites in SGLang's source are "
-                     f"{enrichment:.1f} times as often {category} as the release's; with how often each category "
-                     f"fails in practice, {category} {share:.0%}",
-                     support=True)]
 
 
 # SGLang's "<Process> hit an exception: Traceback ..." names the process that failed; these run
@@ -1859,10 +1840,6 @@ def collect(diagnosis: Diagnosis) -> list[Evidence]:
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
               + from_cut_type(inc) + from_allocation(inc) + from_capability_check(inc) + from_sync_point(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
               + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
-    if not any(p.name in FRAME_PLACES for p in pieces):
-        # where WHERE placed a frame (a reading of that step from SGLang's source) the sites under the
-        # frames say less: one place, one reading
-        pieces += from_frame_sites(inc)
     if any(p.name == "config_lookup_frame" for p in pieces):
         # the model-type lookup is the precise reading of the transformers frame the library piece
         # reads generically (transformers: a checkpoint that could not be read): one frame, one reading
@@ -1945,7 +1922,7 @@ def weigh(evidence: list[Evidence], context_known: bool) -> dict | None:
 GROUNDS = ("text", "phase", "around", "rule", "none")
 # the supporting pieces that place the failure in SGLang's order of work (the phase read through the
 # prior, the step after the server_args line), as against words of the lines around it
-_PLACING = ("after_header", "weights_read", "pool_allocated", "frame_sites")
+_PLACING = ("after_header", "weights_read", "pool_allocated")
 
 
 def _places(ev: Evidence) -> bool:
@@ -1955,9 +1932,7 @@ def _places(ev: Evidence) -> bool:
 
 # how the placing pieces other than the prior say where the text stops (``rests_on``)
 _STEP_PLACED = {"weights_read": "every checkpoint shard read, before 'Load weight end'",
-                "pool_allocated": "the KV pool allocated, before CUDA graph capture",
-                "frame_sites": "in a function whose reachable failure sites in SGLang's source are mostly of this "
-                               "category"}
+                "pool_allocated": "the KV pool allocated, before CUDA graph capture"}
 
 
 def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None = None) -> str:
@@ -1973,9 +1948,6 @@ def rests_on(grounds: str, used: list[Evidence] | None = None, rule: str | None 
             return ("only where the text stops (after the launch's server_args line, before any start-up step), read "
                     "through what SGLang does next: no piece of this failure itself is in the text")
         step = next((_STEP_PLACED[ev.name] for ev in used or () if ev.name in _STEP_PLACED), None)
-        if phase is None and any(ev.name == "frame_sites" for ev in used or ()):
-            return (f"only where the text stops ({_STEP_PLACED['frame_sites']}): no piece of this failure itself is "
-                    "in the text")
         if phase is None and step is not None:
             return (f"only where the text stops ({step}), read through what SGLang does next: no piece of this "
                     "failure itself is in the text")
