@@ -71,6 +71,8 @@ _MAX_WATCHDOG_DUMP = 400  # lines of dumps kept for the watchdog line that comes
 # before crash diagnostics", then TP7's "Scheduler hit an exception").
 _CRASH_DUMP = re.compile(r"Dumping requests before crash\.|Dumped \d+ finished and \d+ unfinished requests before crash |"
                          r"Sleeping \d+ seconds before crash diagnostics|crash dump already performed, skipping")
+# a native death's report (rules/native34_signals.yaml's signals) that a stop's teardown prints
+_TEARDOWN_NATIVE = frozenset({"cpp_terminate", "aborted", "segfault", "faulthandler"})
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
 # a supervisor's record of a process that a SIGKILL / SIGTERM ended (docker compose "NAME exited
@@ -1233,6 +1235,14 @@ class Assembler:
             # proxy thread WARNs of the connections the peers closed, "[Service thread] Error
             # encountered progressing operation=Connect, res=3, closing connection", and a
             # collective in flight ends in "NCCL error ... remote process exited")
+            self._record = _Record(ranks, "normal")
+            return
+        if self._stopping and self._group is None and sig.name in _TEARDOWN_NATIVE:
+            # a process dying in native code on its way down after the operator's stop: threads
+            # still running at exit (libstdc++'s std::thread destructor calls terminate, "terminate
+            # called without an active exception", then abort), a library's destructor at
+            # interpreter shutdown; the stop is the cause (CONTRACT: a server stopped on purpose
+            # is not an incident)
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "terminal" and self._group is None and self._follows_reported(line):

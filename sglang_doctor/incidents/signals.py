@@ -75,6 +75,11 @@ IB_ROUTINE_EVENT = (r"NET/IB ?: (?:\S+:\d+ )?Got async event ?: (?:port active|L
 # the next one ("... token/s  + kill -9 18229  >>> killing server ...").
 _SHELL_LINE_START = r"^(?:(?:.*?\s)?\++ |.*?[$#] )?"
 _SHELL_LINE_END = r"(?: {2}|\s*$)"
+# A line that is a shell command itself (``set -x``'s "+ grep -c 'Segmentation fault' LOG", a
+# prompt's "$ echo ...", "root@host:~# ..."): a signal's name in it is the command's text, not
+# a process's death (the shell's own report of a death starts with the signal's name, the
+# script's "line N: PID", or the job's "[N]+").
+_NOT_SHELL_COMMAND = r"^(?!\s*(?:\++ |[\w.@:~/-]*[$#] ))"
 
 SIGNALS: tuple[Signal, ...] = (
     _s("operator_stop", ("SIGTERM received", "Received SIGTERM", "Received sigterm"),
@@ -170,8 +175,9 @@ SIGNALS: tuple[Signal, ...] = (
     # (torch's fatal-signal handler, torch/csrc/Module.cpp: "!!!!!!! Segfault encountered !!!!!!!"
     # before the symbolized native stack)
     _s("segfault", ("Caught signal 11", "Segmentation fault", "SIGSEGV", "Segfault encountered"),
-       r"Caught signal (?P<signum>\d+) \((?P<signame>[^:)]+)|Segmentation fault|Segfault encountered|"
-       r"^(?!.*\b(?:avoid|avoids|avoiding|prevent|prevents|preventing|work around)\b).*\bSIGSEGV\b", "evidence"),
+       _NOT_SHELL_COMMAND + r"(?:.*?(?:Caught signal (?P<signum>\d+) \((?P<signame>[^:)]+)|Segmentation fault|"
+       r"Segfault encountered)|(?!.*\b(?:avoid|avoids|avoiding|prevent|prevents|preventing|work around)\b).*\bSIGSEGV\b)",
+       "evidence"),
     _s("nccl_watchdog", ("detected by watchdog", "Watchdog caught collective operation timeout"),
        r"Exception \(either an error or timeout\) detected by watchdog|Watchdog caught collective operation timeout",
        "evidence"),

@@ -474,6 +474,15 @@ _THREAD_DUMP_HEADER = re.compile(r"^(?:(?:Current )?[Tt]hread 0x[0-9a-fA-F]+|Sta
 _RAY_TASK_HEAD = re.compile(r"^ray::[\w.<>]+\(\)")
 
 
+# nanobind's report of the objects its bindings still held when the interpreter exited
+# (src/nb_internals.cpp, "nanobind: leaked N instances!" / "types!" / "functions!" / "keep_alive
+# records!", then "nanobind: this is likely caused by a reference counting issue in the binding
+# code."): triton's and xgrammar's bindings print it at the exit of a process that Ctrl-C or
+# SIGTERM stopped, right below the KeyboardInterrupt that ended its traceback.  Never the
+# exception's message: the exception line ended above it.
+_NANOBIND_REPORT = re.compile(r"nanobind: (?:leaked \d+ \w+(?: \w+)?!|this is likely caused by )")
+
+
 def _remote_task_error(exc: ExceptionInfo | None) -> bool:
     """The exception is Ray's report of a remote task's error (RayTaskError, or the type Ray
     made for it, ``RayTaskError(RuntimeError)``), whose message the remote frames follow."""
@@ -685,6 +694,8 @@ class TracebackBuilder:
             return 0
         if text[:1] in "`~<" and _MARKUP.match(text):
             return 0  # the paste's closing code fence or </details>: the text ends there
+        if text.startswith("nanobind: ") and _NANOBIND_REPORT.match(text):
+            return 0  # nanobind's exit-time leak report: the interpreter is exiting, the message ended
         self._msg_lines.append(text)
         return self._take()
 
