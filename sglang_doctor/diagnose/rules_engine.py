@@ -66,7 +66,7 @@ RULE_KEYS = {
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
               "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting",
-              "assert_source", "signal", "line_also", "yield_to_frames"}
+              "assert_source", "signal", "line_also"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -116,10 +116,6 @@ class Rule:
     # no literal, so it never forms an incident of its own), only read in the incident that
     # ``line``'s formed (the py-spy dump a watchdog's hang carries names where a thread hung)
     line_also: Any = None
-    # the rule names only how the process died (a signal, an exit status): an incident whose
-    # frames place the failure in another category (evidence.from_frames / from_library_frames:
-    # a faulthandler dump in NCCL's init, the graph runner) is that category's, not the rule's
-    yield_to_frames: bool = False
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     counter_examples: list[str] = field(default_factory=list)
@@ -650,9 +646,6 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
                     rule.signal_by_line = True
                 except (re.error, TypeError):
                     bad("match.signal: line needs a line pattern Python's re module compiles")
-    rule.yield_to_frames = match.get("yield_to_frames", False)
-    if not isinstance(rule.yield_to_frames, bool):
-        bad("match.yield_to_frames must be true or false")
     if "line_also" in match:
         rule.line_also = _compile(match["line_also"], bad, "match.line_also")
         if "line" not in match:
@@ -1130,8 +1123,6 @@ class RuleSet:
             return None
         if rule.deepest_not and (not sglang_frames(frames) or _deepest_hit(rule.deepest_not, frames)):
             return None
-        if rule.yield_to_frames and _frames_elsewhere(incident, rule.category):
-            return None
         if rule.frames_any and not any(_frame_hit(p, f) for p in rule.frames_any for f in frames):
             return None
         if rule.frames_all and not all(any(_frame_hit(p, f) for f in frames) for p in rule.frames_all):
@@ -1404,20 +1395,6 @@ def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Laun
         # written for a refusal after ready (after_ready: true) read their own message for that.
         return False
     return True
-
-
-def _frames_elsewhere(incident: Incident, category: str) -> bool:
-    """Whether the incident's frames place the failure in a category other than ``category``:
-    the fallback's reading of where it failed (the deepest SGLang frame's place, the library the
-    stack went on into, the crashing thread's stack in a faulthandler dump), read as
-    evidence.collect reads it (a fatal signal in a kernel's frames is a crash there)."""
-    from sglang_doctor.diagnose import evidence
-
-    places = evidence.from_frames(incident) + evidence.from_library_frames(incident) + evidence.from_native_stack(incident)
-    fatal = evidence.fatal_dump(incident)
-    return any(p.category != category and not (fatal and p.category == "kernel.unsupported_hw"
-                                               and p.name in evidence.FRAME_PLACES and category == "runtime.crash")
-               for p in places)
 
 
 def _deepest_hit(patterns: tuple[str, ...], frames) -> bool:
