@@ -527,15 +527,21 @@ def source_texts(path: Path = SOURCES, context: Path = SOURCE_CONTEXT):
     base = robustness._split_lines(context.read_text()) + SIGTERM_STOP
     for name, place, piece in source_pieces(path):
         at = _place_at(base, place)
-        whole = "\n".join(base[:at] + piece + base[at:]) + "\n"
-        yield "context", name, whole
-        yield "end", name, "\n".join(base[:at] + piece) + "\n"
-        yield "bare", name, "\n".join(piece) + "\n"
-        for tname in robustness.TRANSFORMS:
-            sample = robustness.Sample(name, "tune", robustness._split_lines(whole), 0, "none", healthy=True)
-            out = robustness.apply(tname, sample)
-            if out is not None:
-                yield f"context:{tname}", name, keep_cut_end(whole, out)
+        yield from placed(name, base, at, piece, robustness.TRANSFORMS)
+
+
+def placed(name: str, base: list[str], at: int, piece: list[str], transforms):
+    """``piece`` in a healthy launch ``base`` at line ``at`` ("context"), as the launch's last lines
+    ("end"), alone ("bare"), and the context under each of ``transforms`` ("context:NAME")."""
+    whole = "\n".join(base[:at] + piece + base[at:]) + "\n"
+    yield "context", name, whole
+    yield "end", name, "\n".join(base[:at] + piece) + "\n"
+    yield "bare", name, "\n".join(piece) + "\n"
+    for tname in transforms:
+        sample = robustness.Sample(name, "tune", robustness._split_lines(whole), 0, "none", healthy=True)
+        out = robustness.apply(tname, sample)
+        if out is not None:
+            yield f"context:{tname}", name, keep_cut_end(whole, out)
 
 
 def measure_sources(engine: Engine) -> dict:
@@ -628,15 +634,7 @@ def site_texts(path: Path = invn.OUT, context: Path = SOURCE_CONTEXT):
         if site["disposition"] not in ("survived", "info"):
             continue
         line, name = invn.render(site), f"{site['file']}:{site['line']}"
-        whole = "\n".join(base[:at] + [line] + base[at:]) + "\n"
-        yield "context", name, whole
-        yield "end", name, "\n".join(base[:at] + [line]) + "\n"
-        yield "bare", name, line + "\n"
-        for tname in SITE_TRANSFORMS:
-            sample = robustness.Sample(name, "tune", robustness._split_lines(whole), 0, "none", healthy=True)
-            out = robustness.apply(tname, sample)
-            if out is not None:
-                yield f"context:{tname}", name, keep_cut_end(whole, out)
+        yield from placed(name, base, at, [line], SITE_TRANSFORMS)
 
 
 def measure_sites(engine: Engine) -> dict:

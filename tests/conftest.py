@@ -35,6 +35,20 @@ def explain_incidents(path, *extra: str) -> list[dict]:
             for e in [json.loads(line)] if e["event"] == "incident"]
 
 
+def primary_incident(path, *extra: str) -> dict:
+    """The most confident incident ``explain`` reports for ``path`` (there must be one)."""
+    incidents = explain_incidents(path, *extra)
+    assert incidents, f"no incident for {path}"
+    return max(incidents, key=lambda i: float(i.get("confidence") or 0))
+
+
+def write_log(tmp_path: Path, text: str, name: str = "paste.log") -> Path:
+    """``text`` written to ``tmp_path / name``; the path."""
+    log = tmp_path / name
+    log.write_text(text)
+    return log
+
+
 def explain_one_incident(path, *extra: str) -> dict:
     """``explain --format json PATH`` as a real subprocess: it exits 1 (incidents found) and
     reports exactly one incident, which is returned."""

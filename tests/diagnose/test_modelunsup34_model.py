@@ -6,21 +6,9 @@ must leave alone."""
 
 from __future__ import annotations
 
-from conftest import ROOT, explain_incidents
+from conftest import ROOT, explain_incidents, primary_incident as primary, write_log as write
 
 MODEL = ROOT / "fixtures/model"
-
-
-def primary(path):
-    incidents = explain_incidents(path)
-    assert incidents, f"no incident for {path}"
-    return max(incidents, key=lambda i: float(i.get("confidence") or 0))
-
-
-def write(tmp_path, text: str, name: str = "paste.log"):
-    log = tmp_path / name
-    log.write_text(text)
-    return log
 
 
 def test_a_missing_transformers_model_package_is_the_model_not_a_package_to_install():
