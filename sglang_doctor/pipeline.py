@@ -430,7 +430,7 @@ class StreamPipeline:
             elif survived_mod.survived(incident, launch, deaths):
                 self._to_survived(ev, launch)
             elif self._goes_on_after(ev):
-                pass  # a thread's warning (survived.goes_on_after): whichever launch's ready line this is
+                pass  # _goes_on_after made it a warning (a thread goes on after it), whichever launch is ready
             else:
                 self._confirm(ev, launch.ready_line, f"the ready line at line {launch.ready_line} does not show "
                                                      f"launch {launch.index + 1} survived it (its start-up began "

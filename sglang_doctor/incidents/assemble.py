@@ -71,7 +71,7 @@ _MAX_WATCHDOG_DUMP = 400  # lines of dumps kept for the watchdog line that comes
 # before crash diagnostics", then TP7's "Scheduler hit an exception").
 _CRASH_DUMP = re.compile(r"Dumping requests before crash\.|Dumped \d+ finished and \d+ unfinished requests before crash |"
                          r"Sleeping \d+ seconds before crash diagnostics|crash dump already performed, skipping")
-# a native death's report (rules/native34_signals.yaml's signals) that a stop's teardown prints
+# a native death's report (signals.py: terminate, abort, segfault, faulthandler) that a stop's teardown prints
 _TEARDOWN_NATIVE = frozenset({"cpp_terminate", "aborted", "segfault", "faulthandler"})
 # what a shell or supervisor prints after SGLang's own SIGKILL of its process tree
 _AFTERMATH = ("killed", "exit_code")
