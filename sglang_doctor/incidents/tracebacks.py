@@ -817,11 +817,17 @@ def in_startup_constructor(frames: list[Frame]) -> bool:
 # and the disaggregation / multiplexing loops (``event_loop_overlap_disagg_decode``,
 # ``event_loop_pdmux``; 0.5.23 scheduler.py, whose run_event_loop says "Engine init (graph
 # capture, warmups) is done"); the releases before 0.5.1x call ``scheduler.event_loop_*()``
-# straight from run_scheduler_process.  A traceback that passes the loop -- as a frame, or as
-# the call a frame's source line makes when the text is cut right below it -- was raised by a
-# scheduler that had finished starting.
+# straight from run_scheduler_process.  The releases before the Scheduler (0.1.x router/
+# model_rpc.py ModelRpcServer, 0.2.x-0.3.x tp_worker.py ModelTpServer) have a step loop
+# instead: the router's / controller's ``loop_for_forward`` and run_tp_server's ``while True``
+# call ``exposed_step`` only after the server was built, and only it calls ``forward_step``,
+# which alone calls ``forward_fill_batch`` / ``forward_prefill_batch`` / ``forward_decode_batch``
+# (sglang 0.1.12 model_rpc.py, 0.2.7 tp_worker.py / controller_single.py).  A traceback that
+# passes the loop -- as a frame, or as the call a frame's source line makes when the text is
+# cut right below it -- was raised by a scheduler (TP server) that had finished starting.
 _EVENT_LOOP_FUNCTION = re.compile(
-    r"(?:run|_?dispatch)_event_loop(?:_once)?|event_loop_(?:normal|overlap|pp|pdmux)(?:_\w+)?")
+    r"(?:run|_?dispatch)_event_loop(?:_once)?|event_loop_(?:normal|overlap|pp|pdmux)(?:_\w+)?"
+    r"|loop_for_forward|exposed_step|forward_step|forward_(?:fill|prefill|decode)_batch")
 _CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
