@@ -1311,7 +1311,8 @@ class Assembler:
         (survived.through_http_loop); where the start is in the text and no ready line came,
         the batches may be the warm-up request of a start-up that hung, which stays an
         incident.  The group's signal lines, if any, are some HTTP client's failed connections
-        (a script polling the server as it goes down), not the server's."""
+        (a script polling the server as it goes down) or the launcher's report of a child its
+        stop killed (survived.stop_lines_only), not a failure of the server's own."""
         launch = self.launch
         first = group.lines[0].number
         serving = launch.ready_line is not None and launch.ready_line < first
@@ -1320,7 +1321,7 @@ class Assembler:
                        or any(survived.through_http_loop(b.frames) for b in group.builders))
         chains = [b.chain for b in group.builders if b.chain]
         return (serving and len(chains) == len(group.builders) and survived.operator_interrupt(chains)
-                and survived.client_lines_only([line.text for line in group.signal_lines]))
+                and survived.stop_lines_only([line.text for line in group.signal_lines]))
 
     def _peer_loss_after_reported(self, group: _Group, primary) -> bool:
         """Every traceback of ``group`` ends in a lost gloo peer, within TERMINAL_AFTER_REPORTED

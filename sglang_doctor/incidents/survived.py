@@ -128,6 +128,24 @@ def through_http_loop(frames: list) -> bool:
     return any(HTTP_LOOP_FRAME.search(f.file or "") for f in frames)
 
 
+# The stop's own kill of the children, as the launcher reports it: 0.5.23 launch_server.py runs
+# the server in ``try: ... finally: kill_process_tree(os.getpid(), include_parent=False)``, so on
+# Ctrl-C, once uvicorn has shut down, the launcher SIGKILLs its children before the interrupt's
+# traceback is printed; its SubprocessWatchdog thread (srt/utils/watchdog.py
+# ``_check_processes``), still polling, sees the scheduler gone and logs "Subprocess scheduler_0
+# (pid=N) crashed with exit code -9. Triggering SIGQUIT for cleanup..." right above that traceback
+# (fixtures/healthy/real-0.5.23/session_sigint.log).  Next to an operator's interrupt through the
+# HTTP loop it is that stop's teardown; alone, exit -9 stays what it reads as (a kill).
+STOP_KILL_REPORT = re.compile(r"Subprocess \S+ \(pid=\d+\) crashed with exit code -9(?!\d)")
+
+
+def stop_lines_only(texts: list[str]) -> bool:
+    """Every line is some HTTP client's failed connection (``client_connect_only``) or the
+    launcher's report of a child its own stop killed (STOP_KILL_REPORT): nothing of a failure
+    of the server's own beside an operator's interrupt."""
+    return all(client_connect_only(t) or STOP_KILL_REPORT.search(t) is not None for t in texts)
+
+
 def client_lines_only(texts: list[str]) -> bool:
     """Every line is some HTTP client's failed connection (``client_connect_only``): a script
     polling the server prints it, not the server."""

@@ -57,7 +57,7 @@ def test_the_runs_hold_the_scary_lines_they_were_recorded_for():
     assert "SIGTERM received" in flood
     if "debug_log_shell_killed" in names:
         killed = _text("debug_log_shell_killed")
-        assert " Killed " in killed and "exit status 137" in killed
+        assert "kill -9 " in killed and " Killed " in killed and "exit status 137" in killed
         assert "DEBUG" in killed or "debug" in killed
 
 
@@ -88,3 +88,14 @@ def test_scary_records_are_found_once_each_with_their_traceback():
         "[2026-01-01 00:00:05] Decode batch, #running-req: 1",
     ]
     assert healthy_bait.scary_records(lines) == [(1, 1, 5), (5, 5, 6)]
+
+
+def test_the_failing_counterpart_stays_a_failure(tmp_path):
+    """A request SGLang 0.5.23 does not survive (``top_logprobs_num`` over the vocabulary: the
+    scheduler's top-k raises, "Scheduler hit an exception", the launch is torn down), recorded by
+    the same script: a request's refusal is waived, a crash it causes is not."""
+    source = ROOT / "fixtures" / "real" / "failed_runs" / "top_logprobs_num_over_vocab_0523.txt"
+    log = tmp_path / "crash.log"
+    log.write_bytes(source.read_bytes())
+    incidents = explain_incidents(log)
+    assert [i["category"] for i in incidents] == ["runtime.crash"], incidents
