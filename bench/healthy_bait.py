@@ -134,9 +134,13 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     ``Killed``; and the earlier recordings of fixtures/healthy/real-0.5.23/ and fixtures/real/'s
     healthy stops).  Each log whole (``whole``); cut at every scary point (``end``: the paste that
     ends right after a scary record, the record that holds a line with a failure's words,
-    ``SCARY``, its traceback included); the scary record alone (``bare``); and the whole log and
+    ``SCARY``, its traceback included); the scary record alone (``bare``; ``bare:dies`` when the
+    record itself reports a process's end, ``DEATH_REPORT``: "crashed with exit code 1",
+    "SIGQUIT received ... one child failed" of a Ctrl-C's teardown read alone are a death's
+    words, so those stay incidents and are counted apart, not as a goal); and the whole log and
     every ``end`` cut under robustness's prefix, rank and wrap transforms (``RUN_TRANSFORMS``:
-    ``whole:T`` / ``end:T``, the cut's scary line as the key line).  A scary record that repeats
+    ``whole:T`` / ``end:T``, the cut's scary line as the key line; the rank transforms only on
+    the logs of a launch with several ranks, ``tp2_*``: one process never prints a line twice).  A scary record that repeats
     in one log (the same text but for numbers) counts once.
 
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
@@ -685,6 +689,12 @@ SCARY = re.compile(r"Traceback|Error|Exception|error|[Ff]ail|FAIL|[Aa]bort|[Kk]i
 # where a record starts: SGLang's header, uvicorn's level prefix, a shell's report of its child
 _RUN_RECORD = re.compile(r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|bash: )")
 _DIGITS = re.compile(r"\d+")
+# SGLang's own report of a process's end (its launcher's watchdog, its SIGQUIT handler, a
+# scheduler's exception, a shell's Killed): a record holding one reads as a death when it is
+# pasted alone, whatever the lines around it in the run said (a stop's); ``bare:dies`` counts
+# those apart, as (h) counts its ``plain`` group: unknown stays unknown, not a goal
+DEATH_REPORT = re.compile(r"crashed with exit code|SIGQUIT received|Received sigquit|hit an exception|"
+                          r"\bKilled\b|exit code:? -?[1-9]")
 
 
 def run_logs() -> list[Path]:
@@ -712,8 +722,18 @@ def scary_records(lines: list[str]) -> list[tuple[int, int, int]]:
     return out
 
 
+# a record of a rank (``[time TPn]``): a launch with several ranks, whose records really meet
+_RANK_TAG = re.compile(r"^\[[^\]]* (?:TP|DP|PP|EP)\d+\]", re.M)
+RANK_TRANSFORMS = ("rank_lines", "rank_copy")
+
+
 def _transformed(group: str, name: str, lines: list[str], key: int, source: str):
+    """``lines`` under RUN_TRANSFORMS; the rank transforms only where ranks print (a TP1 launch's
+    one process never prints its lines twice)."""
+    ranks = _RANK_TAG.search(source) is not None
     for tname in RUN_TRANSFORMS:
+        if tname in RANK_TRANSFORMS and not ranks:
+            continue
         sample = robustness.Sample(name, "tune", lines, key, "none", healthy=True)
         out = robustness.apply(tname, sample)
         if out is not None:
@@ -732,7 +752,8 @@ def run_texts(logs=None):
             where = f"{name}:{scary + 1}"
             cut = lines[:end]
             yield "end", where, "\n".join(cut) + "\n"
-            yield "bare", where, "\n".join(lines[start:end]) + "\n"
+            bare = "\n".join(lines[start:end]) + "\n"
+            yield ("bare:dies" if DEATH_REPORT.search(bare) else "bare"), where, bare
             yield from _transformed("end", where, cut, scary, "\n".join(cut) + "\n")
 
 

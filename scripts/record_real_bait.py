@@ -189,6 +189,11 @@ RUNS: list[Run] = [
         "shell_killed",
         flags=("--log-level", "debug", "--log-requests", "--log-requests-level", "1"),
         env=(("PYTHONWARNINGS", "default"),)),
+    Run("tp2_bad_requests_sigterm",
+        "--tp 2 (two scheduler ranks whose records interleave, SGLANG_CPU_OMP_THREADS_BIND=0|1 as a CPU "
+        "TP launch needs): bad requests, a disconnect and an abort, then SIGTERM to the main process",
+        QUICK + ("invalid regex", "streaming client disconnects mid-stream (/generate)", "abort one running request"),
+        "sigterm", flags=("--tp", "2"), env=(("SGLANG_CPU_OMP_THREADS_BIND", "0|1"),)),
     Run("ctrl_c_in_flight",
         "the chat-template, logprob and LoRA refusals, then a terminal's Ctrl-C (SIGINT to the whole "
         "process group) with 2 generations in flight",

@@ -1,6 +1,7 @@
 """Real healthy-but-scary SGLang 0.5.23 runs (fixtures/healthy/real_runs/, scripts/record_real_bait.py):
 no incident in any of them whole (``explain`` as a user runs it), cut right after any scary record
-(a paste that ends there), or that record alone (bench/healthy_bait.py measure (j) ``runs``).
+(a paste that ends there), or that record alone unless it reports a process's end by itself
+(bench/healthy_bait.py measure (j) ``runs``, ``bare:dies``).
 
 The runs hold what a healthy server refuses and goes on after: a flood the queue limit refuses,
 cache flushes refused while requests run, logprobs out of range, chat input the template
