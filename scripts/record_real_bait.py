@@ -5,8 +5,8 @@ bait measure is near 0: the bait does not look like what people paste.  A real s
 scripts/record_healthy_runs.py (fixtures/healthy/real-0.5.23/) recorded request-level errors,
 disconnects, aborts and signal stops; this script adds the scary text it left out:
 
-- a flood over ``--max-running-requests`` / ``--max-queued-requests`` (SGLang refuses the
-  overflow with "The request queue is full."), ``/health`` and ``/flush_cache`` while it is
+- a flood over ``--max-running-requests`` / ``--max-queued-requests`` (SGLang aborts the
+  overflow, "The request queue is full." to the client, and uvicorn logs each a 503), ``/health`` and ``/flush_cache`` while it is
   busy (the flush is refused: "Cache not flushed because there are pending requests");
 - logprobs out of range (not ``top_logprobs_num`` over the vocabulary: on 0.5.23 that request
   crashes the scheduler, "RuntimeError: selected index k out of range" in its top-k; the log of
@@ -301,8 +301,11 @@ def write_readme(out: Path, entries: list[dict]) -> None:
         "of SGLang 0.5.23 on a CPU-only machine, a tiny made-up Llama, `--device cpu --load-format",
         "dummy`.  Every step was followed by `/health` answering 200, and every run was stopped",
         "from outside: each log is **healthy** (`expected` in `manifest.json`), and `explain` must",
-        "raise no incident on it whole, cut at any scary line, or transformed (bench/healthy_bait.py",
-        "mode (j) `runs`, tests/incidents/test_real_bait_runs.py).  Verbatim except the models'",
+        "raise no incident on it whole, cut right after any scary record, on that record alone (unless",
+        "the record itself reports a process's end, as a stop's teardown does: `bare:dies`), or",
+        "transformed (bench/healthy_bait.py mode (j) `runs`, tests/incidents/test_real_bait_runs.py).",
+        "The failing counterpart (a request 0.5.23 does not survive) is fixtures/real/failed_runs/.",
+        "Verbatim except the models'",
         f"scratch directory (`{PLACEHOLDER}`) and runs of batch lines (first 3 and last kept).",
         "",
     ]

@@ -1202,7 +1202,11 @@ class Assembler:
                                      or f"%{captures.get('killed_job')}" in self._operator_killed
                                      or signals.killed_by_pattern(line.text, self._operator_patterns)):
             # bash reporting the job that the operator's "kill -9 <pid>" (or "%<job>", or a
-            # pkill -9 of its command) above ended
+            # pkill -9 of its command) above ended; when that job is SGLang's server the kill
+            # stopped the launch, and the script's report of its end (an exit status 137) after
+            # it is that stop's (survived.operator_killed_server, session 35)
+            if survived.operator_killed_server(line.text):
+                self._stop(line.number)
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)

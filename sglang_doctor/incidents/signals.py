@@ -139,8 +139,8 @@ SIGNALS: tuple[Signal, ...] = (
     # also when the line ends after "Killed": its command wrapped onto the next line by a narrow
     # terminal, or cut by the paste)
     _s("killed", ("Killed",),
-       r"^(?:\[(?P<killed_job>\d+)\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:python|nohup|sglang)|\s*$)|"
-       r"\bKilled\s+(?:python|nohup|sglang)",
+       r"^(?:\[(?P<killed_job>\d+)\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:\S*/)?(?:python|nohup|sglang)|\s*$)|"
+       r"\bKilled\s+(?:\S*/)?(?:python|nohup|sglang)",
        "evidence"),
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
     # verbs library on a host without InfiniBand, after which it uses sockets; later releases

@@ -146,6 +146,20 @@ def stop_lines_only(texts: list[str]) -> bool:
     return all(client_connect_only(t) or STOP_KILL_REPORT.search(t) is not None for t in texts)
 
 
+# bash's report of the job the operator's own kill -9 ended (assemble.py waives it), whose command
+# is SGLang's server: "./bench.sh: line 41: 51277 Killed  python3 -m sglang.launch_server ..."
+# (fixtures/healthy/bash_killed_after_own_kill9.log), "bash: line 1: 29489 Killed
+# /venv/bin/python -m sglang.launch_server ..." (fixtures/healthy/real_runs/
+# debug_log_shell_killed.log).  That kill stopped the launch; what the script prints of its end
+# after it ("exit status 137") is the stop's, as after a logged SIGTERM.
+_SERVER_COMMAND = re.compile(r"\bKilled\s+.*\bsglang(?:\.launch_server|\s+serve)\b")
+
+
+def operator_killed_server(text: str) -> bool:
+    """The shell's Killed report names SGLang's server as the job (_SERVER_COMMAND)."""
+    return _SERVER_COMMAND.search(text) is not None
+
+
 def client_lines_only(texts: list[str]) -> bool:
     """Every line is some HTTP client's failed connection (``client_connect_only``): a script
     polling the server prints it, not the server."""
