@@ -305,8 +305,8 @@ def write_readme(out: Path, entries: list[dict]) -> None:
         "the record itself reports a process's end, as a stop's teardown does: `bare:dies`), or",
         "transformed (bench/healthy_bait.py mode (j) `runs`, tests/incidents/test_real_bait_runs.py).",
         "The failing counterpart (a request 0.5.23 does not survive) is fixtures/real/failed_runs/.",
-        "Verbatim except the models'",
-        f"scratch directory (`{PLACEHOLDER}`) and runs of batch lines (first 3 and last kept).",
+        f"Verbatim except the models' scratch directory (`{PLACEHOLDER}`) and runs of batch lines",
+        "(first 3 and last kept).",
         "",
     ]
     for e in entries:
