@@ -126,6 +126,23 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     (``bare``), and ``context`` under robustness's prefix transforms, ``rank_lines``,
     ``rank_copy``, ``wrap80`` and ``cut_top`` (SITE_TRANSFORMS).
 
+(j) ``runs``: real healthy-but-scary runs of SGLang 0.5.23 recorded whole on this machine
+    (``RUN_DIRS``: fixtures/healthy/real_runs/ of scripts/record_real_bait.py, session 35: a flood the
+    queue limit refuses, cache flushes refused while busy, logprobs out of range, chat input the
+    template refuses, LoRA adapters not loaded, weight updates refused, ``--log-level debug``,
+    deprecated flags, SIGTERM / Ctrl-C / the main process SIGKILLed under a shell that reports
+    ``Killed``; and the earlier recordings of fixtures/healthy/real-0.5.23/ and fixtures/real/'s
+    healthy stops).  Each log whole (``whole``); cut at every scary point (``end``: the paste that
+    ends right after a scary record, the record that holds a line with a failure's words,
+    ``SCARY``, its traceback included); the scary record alone (``bare``; ``bare:dies`` when the
+    record itself reports a process's end, ``DEATH_REPORT``: "crashed with exit code 1",
+    "SIGQUIT received ... one child failed" of a Ctrl-C's teardown read alone are a death's
+    words, so those stay incidents and are counted apart, not as a goal); and the whole log and
+    every ``end`` cut under robustness's prefix, rank and wrap transforms (``RUN_TRANSFORMS``:
+    ``whole:T`` / ``end:T``, the cut's scary line as the key line; the rank transforms only on
+    the logs of a launch with several ranks, ``tp2_*``: one process never prints a line twice).  A scary record that repeats
+    in one log (the same text but for numbers) counts once.
+
 Figures: per measure, texts and false alarms (a text with any incident), with the rule ids.
 
     python bench/healthy_bait.py                 # all three
@@ -136,6 +153,7 @@ Figures: per measure, texts and false alarms (a text with any incident), with th
     python bench/healthy_bait.py --only sources
     python bench/healthy_bait.py --only handled --show 5
     python bench/healthy_bait.py --only sites --show 5
+    python bench/healthy_bait.py --only runs --show 5
     python bench/healthy_bait.py --json
 """
 
@@ -659,17 +677,105 @@ def measure_noise(engine: Engine) -> dict:
     return per
 
 
+# -- (j) real healthy-but-scary runs, whole, cut at each scary point, alone, transformed ----------
+
+RUN_DIRS = (ROOT / "fixtures" / "healthy" / "real_runs", ROOT / "fixtures" / "healthy" / "real-0.5.23")
+RUN_FILES = (ROOT / "fixtures" / "real" / "healthy_sigterm_0523.log", ROOT / "fixtures" / "real" / "healthy_ctrl_c_0523.log")
+RUN_TRANSFORMS = PREFIX_TRANSFORMS + ("rank_lines", "rank_copy", "wrap80")
+# a line with a failure's words: what makes a healthy log look like a failure to a reader
+SCARY = re.compile(r"Traceback|Error|Exception|error|[Ff]ail|FAIL|[Aa]bort|[Kk]illed|\bSIG[A-Z]{3,}|[Cc]rash|"
+                   r"refus|[Ii]nvalid|not (?:found|supported|loaded|allowed)|exceed|[Ww]arning|WARN|[Tt]imeout|"
+                   r"[Dd]enied|is full|\" [45]\d\d [A-Z]")
+# where a record starts: SGLang's header, uvicorn's level prefix, a shell's report of its child
+_RUN_RECORD = re.compile(r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|bash: )")
+_DIGITS = re.compile(r"\d+")
+# SGLang's own report of a process's end (its launcher's watchdog, its SIGQUIT handler, a
+# scheduler's exception, a shell's Killed): a record holding one reads as a death when it is
+# pasted alone, whatever the lines around it in the run said (a stop's); ``bare:dies`` counts
+# those apart, as (h) counts its ``plain`` group: unknown stays unknown, not a goal
+DEATH_REPORT = re.compile(r"crashed with exit code|SIGQUIT received|Received sigquit|hit an exception|"
+                          r"\bKilled\b|exit code:? -?[1-9]")
+
+
+def run_logs() -> list[Path]:
+    return [p for d in RUN_DIRS for p in sorted(d.glob("*.log"))] + [p for p in RUN_FILES if p.is_file()]
+
+
+def scary_records(lines: list[str]) -> list[tuple[int, int, int]]:
+    """(start, scary line, end) of each record holding a line with a failure's words, ``end``
+    exclusive; a record whose text (numbers aside) came before in the log is left out."""
+    starts = [i for i, line in enumerate(lines) if _RUN_RECORD.match(line)]
+    bounds = list(zip([0] + starts, starts + [len(lines)]))
+    seen: set[str] = set()
+    out = []
+    for start, end in bounds:
+        if start == end:
+            continue
+        scary = next((i for i in range(start, end) if SCARY.search(lines[i])), None)
+        if scary is None:
+            continue
+        body = [_RECORD_START.sub("", line) for line in lines[start:end]]
+        key = _DIGITS.sub("0", "\n".join(body))
+        if key not in seen:
+            seen.add(key)
+            out.append((start, scary, end))
+    return out
+
+
+# a record of a rank (``[time TPn]``): a launch with several ranks, whose records really meet
+_RANK_TAG = re.compile(r"^\[[^\]]* (?:TP|DP|PP|EP)\d+\]", re.M)
+RANK_TRANSFORMS = ("rank_lines", "rank_copy")
+
+
+def _transformed(group: str, name: str, lines: list[str], key: int, source: str):
+    """``lines`` under RUN_TRANSFORMS; the rank transforms only where ranks print (a TP1 launch's
+    one process never prints its lines twice)."""
+    ranks = _RANK_TAG.search(source) is not None
+    for tname in RUN_TRANSFORMS:
+        if tname in RANK_TRANSFORMS and not ranks:
+            continue
+        sample = robustness.Sample(name, "tune", lines, key, "none", healthy=True)
+        out = robustness.apply(tname, sample)
+        if out is not None:
+            yield f"{group}:{tname}", name, keep_cut_end(source, out)
+
+
+def run_texts(logs=None):
+    """(group, name, text) of measure (j)."""
+    for log in logs if logs is not None else run_logs():
+        text = log.read_bytes().decode("utf-8", "replace")
+        lines = robustness._split_lines(text)
+        name = str(log.relative_to(ROOT)) if log.is_relative_to(ROOT) else str(log)
+        yield "whole", name, text
+        yield from _transformed("whole", name, lines, len(lines) - 1, text)
+        for start, scary, end in scary_records(lines):
+            where = f"{name}:{scary + 1}"
+            cut = lines[:end]
+            yield "end", where, "\n".join(cut) + "\n"
+            bare = "\n".join(lines[start:end]) + "\n"
+            yield ("bare:dies" if DEATH_REPORT.search(bare) else "bare"), where, bare
+            yield from _transformed("end", where, cut, scary, "\n".join(cut) + "\n")
+
+
+def measure_runs(engine: Engine, logs=None) -> dict:
+    per = defaultdict(lambda: {"texts": 0, "false_alarms": 0, "rules": Counter(), "examples": []})
+    for group, name, text in run_texts(logs):
+        _count(per[group], name, engine.incidents(text), text)
+    return per
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", choices=("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled",
-                                       "sites"), action="append")
+                                       "sites", "runs"), action="append")
     ap.add_argument("--bait", choices=("warnings", "requests", "older"), action="append",
                     help="which bait to generate (default: all three; older: the warning sites of "
                          "OLDER_VERSIONS)")
     ap.add_argument("--show", type=int, default=0, help="print up to N false alarms per group (with text)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled", "sites"))
+    only = set(args.only or ("corpus", "transforms", "bait", "nccl", "real", "noise", "sources", "handled", "sites",
+                             "runs"))
     engine = Engine()
     result: dict = {}
     corpus, quiet = measure_corpus(engine) if only & {"corpus", "transforms"} else (None, [])
@@ -691,6 +797,8 @@ def main(argv: list[str] | None = None) -> int:
         result["handled"] = measure_handled(engine)
     if "sites" in only:
         result["sites"] = measure_sites(engine)
+    if "runs" in only:
+        result["runs"] = measure_runs(engine)
     if args.json:
         print(json.dumps({m: {g: {"texts": c["texts"], "false_alarms": c["false_alarms"], "rules": dict(c["rules"])}
                               for g, c in groups.items()} for m, groups in result.items()}, indent=1, sort_keys=True))

@@ -108,11 +108,24 @@ def _sites(version: str):
             yield path, line, func, kind, etype, template, disposition
 
 
+# Constructors that only a request's handler calls, read in the releases' source (every call of
+# the class, 0.5.9 and 0.5.23): their raise is that request's, although START_UP_FUNCTION would
+# take a constructor for start-up code.  FunctionCallParser (function_call/function_call_parser.py,
+# "Unsupported tool_call_parser: {tool_call_parser}" for a parser name it has no detector for) is
+# built per request: http_server.py ``parse_function_call_request`` (the parser name the request
+# sends), serving_chat.py ``_process_messages`` / ``_process_tool_calls`` /
+# ``_process_tool_call_stream`` (0.5.9, 0.5.23; 0.5.23 also ``_json_answer_structural_tag``) and
+# serving_responses.py ``_parse_text_output`` / ``_uses_required_tool_json`` (0.5.23); the server's
+# own --tool-call-parser is checked by argparse's choices at launch.  Not ReasoningParser: the
+# scheduler builds one at start-up (0.5.23 managers/scheduler.py, constrained/base_grammar_backend.py).
+REQUEST_ONLY_CONSTRUCTORS = frozenset({"FunctionCallParser.__init__"})
+
+
 def _request_path(disp, path: str, func: str, kind: str, etype: str, template: str, disposition: str) -> bool:
     """A site SGLang raises into one request's handler (the module docstring)."""
     if disposition != "waiver:request_level":
         return False
-    if path.startswith(REQUEST_MODULES):
+    if path.startswith(REQUEST_MODULES) or func in REQUEST_ONLY_CONSTRUCTORS:
         return True
     if path.startswith(ENTRYPOINTS) or START_UP_FUNCTION.search(func):
         return False

@@ -1202,7 +1202,11 @@ class Assembler:
                                      or f"%{captures.get('killed_job')}" in self._operator_killed
                                      or signals.killed_by_pattern(line.text, self._operator_patterns)):
             # bash reporting the job that the operator's "kill -9 <pid>" (or "%<job>", or a
-            # pkill -9 of its command) above ended
+            # pkill -9 of its command) above ended; when that job is SGLang's server the kill
+            # stopped the launch, and the script's report of its end (an exit status 137) after
+            # it is that stop's (survived.operator_killed_server, session 35)
+            if survived.operator_killed_server(line.text):
+                self._stop(line.number)
             self._record = _Record(ranks, "normal")
             return
         if sig.role == "handled":  # what a healthy server reports of one request (a client's abort)
@@ -1311,7 +1315,8 @@ class Assembler:
         (survived.through_http_loop); where the start is in the text and no ready line came,
         the batches may be the warm-up request of a start-up that hung, which stays an
         incident.  The group's signal lines, if any, are some HTTP client's failed connections
-        (a script polling the server as it goes down), not the server's."""
+        (a script polling the server as it goes down) or the launcher's report of a child its
+        stop killed (survived.stop_lines_only), not a failure of the server's own."""
         launch = self.launch
         first = group.lines[0].number
         serving = launch.ready_line is not None and launch.ready_line < first
@@ -1320,7 +1325,7 @@ class Assembler:
                        or any(survived.through_http_loop(b.frames) for b in group.builders))
         chains = [b.chain for b in group.builders if b.chain]
         return (serving and len(chains) == len(group.builders) and survived.operator_interrupt(chains)
-                and survived.client_lines_only([line.text for line in group.signal_lines]))
+                and survived.stop_lines_only([line.text for line in group.signal_lines]))
 
     def _peer_loss_after_reported(self, group: _Group, primary) -> bool:
         """Every traceback of ``group`` ends in a lost gloo peer, within TERMINAL_AFTER_REPORTED

@@ -137,10 +137,12 @@ SIGNALS: tuple[Signal, ...] = (
        r"Out of memory: Killed process (?P<pid>\d+)|oom-kill:|oom_reaper:|invoked oom-killer", "evidence"),
     # (bash's report of a job it ran: "<script>: line N: <pid> Killed  python ..."; the pid is kept,
     # also when the line ends after "Killed": its command wrapped onto the next line by a narrow
-    # terminal, or cut by the paste)
+    # terminal, or cut by the paste; the command's interpreter by name or by its path, as a script
+    # runs a venv's "/venv/bin/python -m sglang.launch_server": fixtures/healthy/real_runs/
+    # debug_log_shell_killed.log)
     _s("killed", ("Killed",),
-       r"^(?:\[(?P<killed_job>\d+)\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:python|nohup|sglang)|\s*$)|"
-       r"\bKilled\s+(?:python|nohup|sglang)",
+       r"^(?:\[(?P<killed_job>\d+)\][+-]?\s+)?Killed\b|\bline \d+: +(?P<killed_pid>\d+) +Killed(?:\s+(?:\S*/)?(?:python|nohup|sglang)|\s*$)|"
+       r"\bKilled\s+(?:\S*/)?(?:python|nohup|sglang)",
        "evidence"),
     # (not NCCL 2.4-2.7's "NCCL WARN Failed to open libibverbs.so[.1]": its probe for the IB
     # verbs library on a host without InfiniBand, after which it uses sockets; later releases

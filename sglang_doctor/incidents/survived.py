@@ -128,6 +128,38 @@ def through_http_loop(frames: list) -> bool:
     return any(HTTP_LOOP_FRAME.search(f.file or "") for f in frames)
 
 
+# The stop's own kill of the children, as the launcher reports it: 0.5.23 launch_server.py runs
+# the server in ``try: ... finally: kill_process_tree(os.getpid(), include_parent=False)``, so on
+# Ctrl-C, once uvicorn has shut down, the launcher SIGKILLs its children before the interrupt's
+# traceback is printed; its SubprocessWatchdog thread (srt/utils/watchdog.py
+# ``_check_processes``), still polling, sees the scheduler gone and logs "Subprocess scheduler_0
+# (pid=N) crashed with exit code -9. Triggering SIGQUIT for cleanup..." right above that traceback
+# (fixtures/healthy/real-0.5.23/session_sigint.log).  Next to an operator's interrupt through the
+# HTTP loop it is that stop's teardown; alone, exit -9 stays what it reads as (a kill).
+STOP_KILL_REPORT = re.compile(r"Subprocess \S+ \(pid=\d+\) crashed with exit code -9(?!\d)")
+
+
+def stop_lines_only(texts: list[str]) -> bool:
+    """Every line is some HTTP client's failed connection (``client_connect_only``) or the
+    launcher's report of a child its own stop killed (STOP_KILL_REPORT): nothing of a failure
+    of the server's own beside an operator's interrupt."""
+    return all(client_connect_only(t) or STOP_KILL_REPORT.search(t) is not None for t in texts)
+
+
+# bash's report of the job the operator's own kill -9 ended (assemble.py waives it), whose command
+# is SGLang's server: "./bench.sh: line 41: 51277 Killed  python3 -m sglang.launch_server ..."
+# (fixtures/healthy/bash_killed_after_own_kill9.log), "bash: line 1: 29489 Killed
+# /venv/bin/python -m sglang.launch_server ..." (fixtures/healthy/real_runs/
+# debug_log_shell_killed.log).  That kill stopped the launch; what the script prints of its end
+# after it ("exit status 137") is the stop's, as after a logged SIGTERM.
+_SERVER_COMMAND = re.compile(r"\bKilled\s+.*\bsglang(?:\.launch_server|\s+serve)\b")
+
+
+def operator_killed_server(text: str) -> bool:
+    """The shell's Killed report names SGLang's server as the job (_SERVER_COMMAND)."""
+    return _SERVER_COMMAND.search(text) is not None
+
+
 def client_lines_only(texts: list[str]) -> bool:
     """Every line is some HTTP client's failed connection (``client_connect_only``): a script
     polling the server prints it, not the server."""
