@@ -447,6 +447,40 @@ def _importing(frames: list[Frame], deepest: Frame) -> bool:
     return src.startswith(("from ", "import ")) or "importlib" in caller.file
 
 
+# A KV / state pool allocating its buffers on the device (srt/mem_cache/memory_pool.py: every pool
+# class's ``_create_buffers``, 0.4.1-0.5.23; ``_create_buffers_normal`` 0.5.16+; the mamba state pool's
+# ``_init_mamba_pool`` 0.5.3.post3+; ``_alloc_ping_pong_buffer`` 0.5.13+; the compressed K pool's
+# ``_init_kpool_compress_tail_buffers`` 0.5.20+; remedy/catalogs/frame-index.json).  Their work is
+# ``torch.zeros`` / ``torch.empty`` of the size the pool's sizing chose; that sizing, and SGLang's "Not
+# enough memory ... --mem-fraction-static" (memory.kv_pool, CONTRACT: "SGLang's own pool sizing
+# failed"), ran before the pool was built (0.4.x-0.5.9 model_runner.py ``init_memory_pool`` ->
+# ``profile_max_num_token``, 0.5.2x mem_cache/kv_cache_configurator.py).  What else these functions
+# raise is a configuration check (a KV layout, a dtype, a ring length: ``raise ValueError`` /
+# ``RuntimeError``, ``assert``), which a cut traceback shows as its deepest source line.  So a traceback
+# cut in one of them at any other line was allocating the pool's buffers, and the exception it lost is
+# most often CUDA running out of memory, not the pool's sizing (the place "srt/mem_cache/" of ``WHERE``,
+# which names memory.kv_pool).  Tuned parts (--cut-check): the traceback cut at ``_init_mamba_pool``
+# (corpus/field26/007) was a CUDA OOM; the two cut at a pool's check line (field17/001's dtype assert,
+# sealed10/024's import) were not, and keep the module's reading.
+POOL_BUFFER_FUNCTIONS = ("_create_buffers", "_create_buffers_normal", "_init_mamba_pool", "_alloc_ping_pong_buffer",
+                         "_init_kpool_compress_tail_buffers")
+_CHECK_LINE = re.compile(r"^\s*(?:assert\b|raise\b)")
+
+
+def _pool_buffers(f: Frame) -> Evidence | None:
+    """The deepest SGLang frame ``f`` is a memory pool allocating its buffers (``POOL_BUFFER_FUNCTIONS``)
+    at a line that is not one of its checks: a piece for memory.cuda_oom at the place's weight."""
+    path = f.file.replace("\\", "/")
+    if "srt/mem_cache/" not in path or f.function.rsplit(".", 1)[-1] not in POOL_BUFFER_FUNCTIONS:
+        return None
+    if f.source and _CHECK_LINE.match(f.source):
+        return None
+    return Evidence("deepest_frame", "memory.cuda_oom", 0.4,
+                    f"it stopped while a memory pool allocated its buffers on the GPU ({f.function} in {_short(f)}); "
+                    "SGLang sizes the pool, and raises its 'Not enough memory', before it builds it: most often the "
+                    "allocation ran out of GPU memory")
+
+
 def _place(inc: Incident) -> Evidence | None:
     """Where the traceback was when its text stopped: the deepest SGLang frame in ``WHERE``."""
     ours = sglang_frames(inc.frames)
@@ -458,6 +492,8 @@ def _place(inc: Incident) -> Evidence | None:
                                                       f"{_short(ours[-1])}: a package or the environment, "
                                                       "not the launch's settings")
     whole = _cut_function(inc, ours)
+    if ours and not whole and (pool := _pool_buffers(ours[-1])) is not None:
+        return pool
     for depth, f in enumerate(reversed(ours)):
         path = f.file.replace("\\", "/")
         called = _called(f.source) if depth == 0 else None
@@ -1448,10 +1484,15 @@ WORD_SOURCES: tuple[tuple[str, str, str, float, str], ...] = (
     # only its tail: "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.1 GiB of which 1.2 GiB is free.
     # Including non-PyTorch memory, this process has ... Of the allocated memory ... reserved by PyTorch but
     # unallocated", before torch 2.1 "(GPU 0; 23.69 GiB total capacity; ...; 22.94 GiB reserved in total by
-    # PyTorch)"; none of these phrases is in SGLang's own output)
+    # PyTorch)"; none of these phrases is in SGLang's own output; and the message's last sentence, its advice
+    # on fragmentation, which a wrapped paste may keep on a line of its own: torch 2.1+ "If reserved but
+    # unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid
+    # fragmentation.", before it "If reserved memory is >> allocated memory try setting max_split_size_mb to
+    # avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF")
     ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror|tried to allocate [\d.]+ ?[gmk]i?b|"
      r"total capacity of [\d.]+ ?[gmk]i?b|[\d.]+ ?[gmk]i?b total capacity|reserved (?:in total )?by pytorch|"
-     r"non-pytorch memory", "memory.cuda_oom", 0.35, "it names running out of memory"),
+     r"non-pytorch memory|reserved but unallocated memory is large|reserved memory is >> allocated memory|"
+     r"max_split_size_mb to avoid fragmentation", "memory.cuda_oom", 0.35, "it names running out of memory"),
     ("kv_pool", r"kv ?cache|mem[-_]fraction[-_]static|max_total_tokens|token_to_kv_pool|memory pool",
      "memory.kv_pool", 0.3, "it names the KV cache / memory pool sizing"),
     ("cuda_graph", r"cuda ?graph|capture_one_batch|graph capture|capturing batches", "cuda_graph", 0.3,

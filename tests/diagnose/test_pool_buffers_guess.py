@@ -1,0 +1,82 @@
+"""Session 35: a traceback cut while a memory pool allocated its buffers (diagnose/evidence.py
+``POOL_BUFFER_FUNCTIONS``, ``_pool_buffers``).  SGLang sizes the KV pool and raises its "Not enough memory"
+(memory.kv_pool) before it builds the pool (model_runner.py ``init_memory_pool``); the pool's
+``_create_buffers`` / ``_init_mamba_pool`` then allocate its tensors, and what else they raise is a
+configuration check.  So a traceback cut there, at a line that is not a check, was allocating: the guess is a
+CUDA OOM, not the pool's sizing that the module "srt/mem_cache/" names.  The frames are those SGLang
+0.4.x-0.5.x prints on that path (scheduler -> TpModelWorker -> ModelRunner -> init_memory_pool -> the pool)."""
+
+from conftest import only_incident
+
+from sglang_doctor.diagnose import evidence
+
+P = "/usr/local/lib/python3.10/dist-packages/sglang/srt"
+TO_THE_POOL = (
+    "[2026-01-01 00:00:05 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=9.10 GB, "
+    "mem usage=14.90 GB.\n"
+    "[2026-01-01 00:00:06 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{P}/managers/scheduler.py", line 2100, in run_scheduler_process\n'
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n"
+    f'  File "{P}/managers/tp_worker.py", line 81, in __init__\n'
+    "    self.model_runner = ModelRunner(\n"
+    f'  File "{P}/model_executor/model_runner.py", line 220, in __init__\n'
+    "    self.initialize(min_per_gpu_memory)\n"
+    f'  File "{P}/model_executor/model_runner.py", line 290, in initialize\n'
+    "    self.init_memory_pool(\n"
+    f'  File "{P}/model_executor/model_runner.py", line 1010, in init_memory_pool\n'
+    "    self.token_to_kv_pool = MHATokenToKVPool(\n"
+    f'  File "{P}/mem_cache/memory_pool.py", line 260, in __init__\n'
+    "    self._create_buffers()\n"
+)
+
+
+def guess_of(pack, text):
+    ev = only_incident(pack, text)
+    return ev["fallback"]["best_guess"]
+
+
+def pieces(guess, name="deepest_frame"):
+    return [e for e in guess.get("evidence", ()) if e["name"] == name]
+
+
+def test_a_traceback_cut_in_the_pools_buffers_guesses_a_cuda_oom(pack):
+    text = TO_THE_POOL + (f'  File "{P}/mem_cache/memory_pool.py", line 285, in _create_buffers\n'
+                          "    for _ in range(self.layer_num)\n")
+    guess = guess_of(pack, text)
+    assert guess["category"] == "memory.cuda_oom"
+    assert [e["category"] for e in pieces(guess)] == ["memory.cuda_oom"]
+    assert "_create_buffers" in guess["why"]
+
+
+def test_a_frame_header_without_its_source_line_is_read_the_same(pack):
+    # (a paste cut right after the frame's header line)
+    guess = guess_of(pack, TO_THE_POOL + f'  File "{P}/mem_cache/memory_pool.py", line 499, in _init_mamba_pool\n')
+    assert [e["category"] for e in pieces(guess)] == ["memory.cuda_oom"]
+
+
+def test_a_pools_check_line_keeps_the_modules_reading(pack):
+    # the deepest line is one of the pool's configuration checks: that check failed, no allocation
+    text = TO_THE_POOL + (f'  File "{P}/mem_cache/memory_pool.py", line 270, in _create_buffers\n'
+                          "    raise ValueError(\n")
+    guess = guess_of(pack, text)
+    assert guess["category"] != "memory.cuda_oom"
+    assert [e["category"] for e in pieces(guess)] == ["memory.kv_pool"]
+
+
+def test_other_functions_of_the_pools_are_not_allocation(pack):
+    # serving's slot allocation in the same module (alloc / free) is the KV pool's bookkeeping, not a
+    # device allocation
+    text = TO_THE_POOL + (f'  File "{P}/mem_cache/memory_pool.py", line 120, in alloc\n'
+                          "    select_index = self.free_slots[:need_size]\n")
+    guess = guess_of(pack, text)
+    assert not [e for e in pieces(guess) if e["category"] == "memory.cuda_oom"]
+
+
+def test_torchs_fragmentation_advice_is_a_word_of_running_out_of_memory():
+    for line in ("If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                 "to avoid fragmentation.",
+                 "If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation."):
+        assert any(name == "cuda_oom" and rx.search(line) for name, rx, *_ in evidence.words()), line
+    # a setting of the allocator in a launch is no such word
+    assert not any(name == "cuda_oom" and rx.search("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512")
+                   for name, rx, *_ in evidence.words())
