@@ -1149,6 +1149,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
             out += low_memory(last, phase_after(last.name))
             out += pool_headroom(launch, last)
             out += pool_allocated(last)
+            out += pool_budget(launch, last)
         elif (found and found[0] == "startup.args" and launch.line is not None and launch.line < inc.first_line
               and not inc.captures.get("progress_phase")):
             out += after_header("the failure came after the launch's server_args line, before any start-up step")
@@ -1443,6 +1444,70 @@ def pool_headroom(launch, last) -> list[Evidence]:
                      f"the launch's mem_fraction_static={fraction:g} leaves about {rest:.2f} GB of the {free:g} GB free "
                      f"before the weights (line {begin.line}) to what comes after the pools (CUDA graph capture, the "
                      f"first batches); the last start-up line ({last.name}, line {last.line}) is past them")]
+
+
+# SGLang's own pool-sizing check, from the figures it prints: the KV pool gets what is free after the
+# weights less the share of the free memory before them that --mem-fraction-static leaves to
+# activations and graphs, ``budget = A - F x (1 - mem_fraction_static)`` (F: "Load weight begin. avail
+# mem=F GB", A: "Load weight end. ... avail mem=A GB"; 0.4.x model_runner.py ``profile_max_num_token``,
+# 0.5.9 model_runner_kv_cache_mixin.py, 0.5.23 mem_cache/kv_cache_configurator.py
+# ``_profile_available_bytes``), and it raises "Not enough memory. Please try to increase
+# --mem-fraction-static" (0.5.2x: "Loaded weights leave no GPU memory for the KV cache") when that is not
+# positive -- memory.kv_pool (whatever --max-total-tokens says: the cap is applied as min(cap, budget)).  Checked on the real SGLang 0.5.23 runs of fixtures/real and
+# fixtures/healthy/real-0.5.23 (CPU: the same check on host memory): --mem-fraction-static 0.01 gives
+# -0.77 GB and raised (with --max-total-tokens 20000); the eleven others 3.3-15.4 GB and did not (one raised "Not enough memory" for
+# another reason, its --max-total-tokens 0: a cap of no tokens, for which a positive budget says nothing).  So a text
+# whose failure (or end) comes after "Load weight end" and before the pool is allocated gets SGLang's own
+# verdict: a budget under zero is the pool's sizing failing (memory.kv_pool, at ``LOW_MEMORY``); a positive
+# one means that check passed, so the step's next work, allocating the pool's buffers, is what runs out
+# (memory.cuda_oom support, ``WEIGHTS_READ``; -0.1 for memory.kv_pool, as ``pool_allocated``).  Within
+# ``BUDGET_MARGIN_GB`` of zero it says nothing: the figures are rounded to 0.01 GB and SGLang takes the
+# smallest free memory of every rank (get_available_gpu_memory(distributed=True)) where a text shows one
+# rank's (ranks' figures differ by up to 0.16 GB in corpus/field14/003).
+BUDGET_MARGIN_GB = 0.5
+
+
+def _figure(milestone, key: str) -> float | None:
+    try:
+        return float(milestone.figures.get(key))
+    except (TypeError, ValueError):
+        return None
+
+
+def _positive_cap(value) -> bool:
+    """``--max-total-tokens`` is unset or a positive count: the pool gets min(cap, budget) tokens, more than none
+    when the budget is positive (a cap of 0 is SGLang's "Not enough memory" whatever the budget)."""
+    text = str(value if value is not None else "None").strip("'\" ")
+    if text in ("None", ""):
+        return True
+    try:
+        return int(text) > 0
+    except ValueError:
+        return False
+
+
+def pool_budget(launch, last) -> list[Evidence]:
+    """SGLang's pool-sizing verdict from the figures, when the last milestone ``last`` is "Load weight end" (the
+    pool's sizing comes next): see above."""
+    if launch is None or last is None or last.name != "load_weights_end":
+        return []
+    args = launch.server_args or {}
+    fraction = _fraction(args)
+    begin = next((m for m in launch.milestones if m.name == "load_weights_begin"), None)
+    free, after = (_figure(begin, "avail_mem_gb") if begin is not None else None), _figure(last, "avail_mem_gb")
+    if fraction is None or free is None or after is None or free <= 0:
+        return []
+    budget = after - free * (1.0 - fraction)
+    figures = (f"the KV pool's budget from the figures is {after:g} GB free after the weights (line {last.line}) less "
+               f"{free:g} GB x (1 - mem_fraction_static={fraction:g}) = {budget:.2f} GB")
+    if budget <= -BUDGET_MARGIN_GB:
+        return [Evidence("pool_budget", "memory.kv_pool", LOW_MEMORY,
+                         f"{figures}: SGLang's own sizing check raises 'Not enough memory' on that")]
+    if budget < BUDGET_MARGIN_GB or not _positive_cap(args.get("max_total_tokens")):
+        return []
+    return [Evidence("pool_budget", "memory.kv_pool", -0.1, f"{figures}: SGLang's own sizing check passes on that"),
+            Evidence("pool_budget", "memory.cuda_oom", WEIGHTS_READ,
+                     f"{figures}: the pool's sizing passed, and allocating its buffers comes next", support=True)]
 
 
 # Words that name a part of a launch, wherever they are in the failure's own text (its

@@ -405,7 +405,7 @@ _PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allo
 _WHAT_PIECES = ("allocation", "cut_type", "capability_check", "sync_point")
 # What the text shows of the GPU's state when it failed (almost no free memory at the last start-up line or
 # on the capture bar): a class rule's answer rests on the module alone, which that state outweighs.
-_STATE_PIECES = ("low_memory", "pool_headroom")
+_STATE_PIECES = ("low_memory", "pool_headroom", "pool_budget")
 
 
 def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
@@ -622,6 +622,7 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         pieces += evidence.low_memory(last, phase_after(last.name))
         pieces += evidence.pool_headroom(launch, last)
         pieces += evidence.pool_allocated(last)
+        pieces += evidence.pool_budget(launch, last)
     if phase == "startup.cuda_graph" and not any(ev.name == "low_memory" for ev in pieces):
         # the capture bar the text ends with: the headroom after the last graph captured
         pieces += evidence.low_capture_memory(_phase_line(tail), "the line the text ends with")

@@ -80,3 +80,49 @@ def test_torchs_fragmentation_advice_is_a_word_of_running_out_of_memory():
     # a setting of the allocator in a launch is no such word
     assert not any(name == "cuda_oom" and rx.search("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512")
                    for name, rx, *_ in evidence.words())
+
+
+# -- SGLang's own pool-sizing verdict from the figures it prints (evidence.pool_budget) ---------------------
+
+from pathlib import Path  # noqa: E402
+
+from sglang_doctor.pipeline import StreamPipeline  # noqa: E402
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+
+
+def up_to_the_weights(name: str) -> str:
+    """A real SGLang 0.5.23 run (fixtures/real) kept down to its "Load weight end" line, as a paste that
+    stops there keeps it."""
+    lines = (REAL / name).read_text(encoding="utf-8").splitlines(keepends=True)
+    end = next(i for i, line in enumerate(lines) if "Load weight end." in line)
+    return "".join(lines[:end + 1])
+
+
+def summary_pieces(pack, text: str) -> list[dict]:
+    pipe = StreamPipeline(pack, remediate=False, whole_log=True)
+    events = pipe.feed(text.encode()) + pipe.finish()
+    assert not [e for e in events if e["event"] == "incident"]
+    return [e for e in pipe.summary()["fallback"]["best_guess"]["evidence"] if e["name"] == "pool_budget"]
+
+
+def test_a_budget_under_zero_is_the_pools_sizing(pack):
+    # --mem-fraction-static 0.01 (and --max-total-tokens 20000, applied as min(cap, budget)): 19.08 - 20.05 x 0.99
+    # = -0.77 GB; the run raised "Loaded weights leave no GPU
+    # memory for the KV cache" right after this line
+    found = summary_pieces(pack, up_to_the_weights("mem_fraction_too_small_0523.log"))
+    assert [(e["category"], e["weight"]) for e in found] == [("memory.kv_pool", evidence.LOW_MEMORY)]
+    assert "-0.77 GB" in found[0]["why"]
+
+
+def test_a_positive_budget_passes_the_check_and_points_past_it(pack):
+    # the default fraction (0.716) leaves 13.77 GB: SGLang's check passed and the pool was built
+    found = summary_pieces(pack, up_to_the_weights("healthy_ctrl_c_0523.log"))
+    assert {e["category"]: e["weight"] for e in found} == {"memory.kv_pool": -0.1,
+                                                           "memory.cuda_oom": evidence.WEIGHTS_READ}
+
+
+def test_an_explicit_token_cap_is_left_alone(pack):
+    # --max-total-tokens 0 leaves the pool no tokens whatever the memory (this run raised "Not enough memory" for it):
+    # its positive budget says nothing
+    assert summary_pieces(pack, up_to_the_weights("max_total_tokens_zero_0523.log")) == []
