@@ -1505,6 +1505,8 @@ def pool_budget(launch, last) -> list[Evidence]:
                          f"{figures}: SGLang's own sizing check raises 'Not enough memory' on that")]
     if budget < BUDGET_MARGIN_GB or not _positive_cap(args.get("max_total_tokens")):
         return []
+    if str(args.get("device") or "").strip("'\" ") == "cpu":
+        return []  # (a CPU launch's pool is host memory: what runs out allocating it is no GPU memory)
     return [Evidence("pool_budget", "memory.kv_pool", -0.1, f"{figures}: SGLang's own sizing check passes on that"),
             Evidence("pool_budget", "memory.cuda_oom", WEIGHTS_READ,
                      f"{figures}: the pool's sizing passed, and allocating its buffers comes next", support=True)]
