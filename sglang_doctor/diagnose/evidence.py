@@ -449,8 +449,10 @@ def _importing(frames: list[Frame], deepest: Frame) -> bool:
 
 # A KV / state pool allocating its buffers on the device (srt/mem_cache/memory_pool.py: every pool
 # class's ``_create_buffers``, 0.4.1-0.5.23; ``_create_buffers_normal`` 0.5.16+; the mamba state pool's
-# ``_init_mamba_pool`` 0.5.3.post3+; ``_alloc_ping_pong_buffer`` 0.5.13+; the compressed K pool's
-# ``_init_kpool_compress_tail_buffers`` 0.5.20+; remedy/catalogs/frame-index.json).  Their work is
+# ``_init_mamba_pool`` 0.5.3.post3+; the compressed K pool's ``_init_kpool_compress_tail_buffers``
+# 0.5.20+; remedy/catalogs/frame-index.json), all called while the pools are built at start-up (not
+# ``_alloc_ping_pong_buffer``: a request's mamba track slots while serving, whose failure is its "Not
+# enough space for mamba ping pong idx" assert, corpus/late/047).  Their work is
 # ``torch.zeros`` / ``torch.empty`` of the size the pool's sizing chose; that sizing, and SGLang's "Not
 # enough memory ... --mem-fraction-static" (memory.kv_pool, CONTRACT: "SGLang's own pool sizing
 # failed"), ran before the pool was built (0.4.x-0.5.9 model_runner.py ``init_memory_pool`` ->
@@ -462,8 +464,7 @@ def _importing(frames: list[Frame], deepest: Frame) -> bool:
 # which names memory.kv_pool).  Tuned parts (--cut-check): the traceback cut at ``_init_mamba_pool``
 # (corpus/field26/007) was a CUDA OOM; the two cut at a pool's check line (field17/001's dtype assert,
 # sealed10/024's import) were not, and keep the module's reading.
-POOL_BUFFER_FUNCTIONS = ("_create_buffers", "_create_buffers_normal", "_init_mamba_pool", "_alloc_ping_pong_buffer",
-                         "_init_kpool_compress_tail_buffers")
+POOL_BUFFER_FUNCTIONS = ("_create_buffers", "_create_buffers_normal", "_init_mamba_pool", "_init_kpool_compress_tail_buffers")
 _CHECK_LINE = re.compile(r"^\s*(?:assert\b|raise\b)")
 
 
