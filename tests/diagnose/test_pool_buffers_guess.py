@@ -131,3 +131,17 @@ def test_an_explicit_token_cap_is_left_alone(pack):
     # --max-total-tokens 0 leaves the pool no tokens whatever the memory (this run raised "Not enough memory" for it):
     # its positive budget says nothing
     assert summary_pieces(pack, up_to_the_weights("max_total_tokens_zero_0523.log")) == []
+
+
+def test_a_kv_pool_guess_gets_the_command_that_finds_the_pools_check(pack):
+    from sglang_doctor.diagnose import fallback
+
+    pipe = StreamPipeline(pack, remediate=False, whole_log=True)
+    pipe.feed(up_to_the_weights("mem_fraction_too_small_0523.log").encode())
+    pipe.finish()
+    fb = pipe.summary()["fallback"]
+    assert fb["best_guess"]["category"] == "memory.kv_pool"
+    assert fb["next_step"] == fallback.KV_POOL_STEP
+    # the command finds what this run printed next: its 0.5.23 pool check
+    assert "leave no GPU memory" in fallback.KV_POOL_STEP
+    assert "Loaded weights leave no GPU memory for the KV cache" in (REAL / "mem_fraction_too_small_0523.log").read_text()
