@@ -447,6 +447,41 @@ def _importing(frames: list[Frame], deepest: Frame) -> bool:
     return src.startswith(("from ", "import ")) or "importlib" in caller.file
 
 
+# A KV / state pool allocating its buffers on the device (srt/mem_cache/memory_pool.py: every pool
+# class's ``_create_buffers``, 0.4.1-0.5.23; ``_create_buffers_normal`` 0.5.16+; the mamba state pool's
+# ``_init_mamba_pool`` 0.5.3.post3+; the compressed K pool's ``_init_kpool_compress_tail_buffers``
+# 0.5.20+; remedy/catalogs/frame-index.json), all called while the pools are built at start-up (not
+# ``_alloc_ping_pong_buffer``: a request's mamba track slots while serving, whose failure is its "Not
+# enough space for mamba ping pong idx" assert, corpus/late/047).  Their work is
+# ``torch.zeros`` / ``torch.empty`` of the size the pool's sizing chose; that sizing, and SGLang's "Not
+# enough memory ... --mem-fraction-static" (memory.kv_pool, CONTRACT: "SGLang's own pool sizing
+# failed"), ran before the pool was built (0.4.x-0.5.9 model_runner.py ``init_memory_pool`` ->
+# ``profile_max_num_token``, 0.5.2x mem_cache/kv_cache_configurator.py).  What else these functions
+# raise is a configuration check (a KV layout, a dtype, a ring length: ``raise ValueError`` /
+# ``RuntimeError``, ``assert``), which a cut traceback shows as its deepest source line.  So a traceback
+# cut in one of them at any other line was allocating the pool's buffers, and the exception it lost is
+# most often CUDA running out of memory, not the pool's sizing (the place "srt/mem_cache/" of ``WHERE``,
+# which names memory.kv_pool).  Tuned parts (--cut-check): the traceback cut at ``_init_mamba_pool``
+# (corpus/field26/007) was a CUDA OOM; the two cut at a pool's check line (field17/001's dtype assert,
+# sealed10/024's import) were not, and keep the module's reading.
+POOL_BUFFER_FUNCTIONS = ("_create_buffers", "_create_buffers_normal", "_init_mamba_pool", "_init_kpool_compress_tail_buffers")
+_CHECK_LINE = re.compile(r"^\s*(?:assert\b|raise\b)")
+
+
+def _pool_buffers(f: Frame) -> Evidence | None:
+    """The deepest SGLang frame ``f`` is a memory pool allocating its buffers (``POOL_BUFFER_FUNCTIONS``)
+    at a line that is not one of its checks: a piece for memory.cuda_oom at the place's weight."""
+    path = f.file.replace("\\", "/")
+    if "srt/mem_cache/" not in path or f.function.rsplit(".", 1)[-1] not in POOL_BUFFER_FUNCTIONS:
+        return None
+    if f.source and _CHECK_LINE.match(f.source):
+        return None
+    return Evidence("deepest_frame", "memory.cuda_oom", 0.4,
+                    f"it stopped while a memory pool allocated its buffers on the GPU ({f.function} in {_short(f)}); "
+                    "SGLang sizes the pool, and raises its 'Not enough memory', before it builds it: most often the "
+                    "allocation ran out of GPU memory")
+
+
 def _place(inc: Incident) -> Evidence | None:
     """Where the traceback was when its text stopped: the deepest SGLang frame in ``WHERE``."""
     ours = sglang_frames(inc.frames)
@@ -458,6 +493,8 @@ def _place(inc: Incident) -> Evidence | None:
                                                       f"{_short(ours[-1])}: a package or the environment, "
                                                       "not the launch's settings")
     whole = _cut_function(inc, ours)
+    if ours and not whole and (pool := _pool_buffers(ours[-1])) is not None:
+        return pool
     for depth, f in enumerate(reversed(ours)):
         path = f.file.replace("\\", "/")
         called = _called(f.source) if depth == 0 else None
@@ -1113,6 +1150,7 @@ def from_context(diagnosis: Diagnosis) -> list[Evidence]:
             out += low_memory(last, phase_after(last.name))
             out += pool_headroom(launch, last)
             out += pool_allocated(last)
+            out += pool_budget(launch, last)
         elif (found and found[0] == "startup.args" and launch.line is not None and launch.line < inc.first_line
               and not inc.captures.get("progress_phase")):
             out += after_header("the failure came after the launch's server_args line, before any start-up step")
@@ -1409,6 +1447,72 @@ def pool_headroom(launch, last) -> list[Evidence]:
                      f"first batches); the last start-up line ({last.name}, line {last.line}) is past them")]
 
 
+# SGLang's own pool-sizing check, from the figures it prints: the KV pool gets what is free after the
+# weights less the share of the free memory before them that --mem-fraction-static leaves to
+# activations and graphs, ``budget = A - F x (1 - mem_fraction_static)`` (F: "Load weight begin. avail
+# mem=F GB", A: "Load weight end. ... avail mem=A GB"; 0.4.x model_runner.py ``profile_max_num_token``,
+# 0.5.9 model_runner_kv_cache_mixin.py, 0.5.23 mem_cache/kv_cache_configurator.py
+# ``_profile_available_bytes``), and it raises "Not enough memory. Please try to increase
+# --mem-fraction-static" (0.5.2x: "Loaded weights leave no GPU memory for the KV cache") when that is not
+# positive -- memory.kv_pool (whatever --max-total-tokens says: the cap is applied as min(cap, budget)).  Checked on the real SGLang 0.5.23 runs of fixtures/real and
+# fixtures/healthy/real-0.5.23 (CPU: the same check on host memory): --mem-fraction-static 0.01 gives
+# -0.77 GB and raised (with --max-total-tokens 20000); the eleven others 3.3-15.4 GB and did not (one raised "Not enough memory" for
+# another reason, its --max-total-tokens 0: a cap of no tokens, for which a positive budget says nothing).  So a text
+# whose failure (or end) comes after "Load weight end" and before the pool is allocated gets SGLang's own
+# verdict: a budget under zero is the pool's sizing failing (memory.kv_pool, at ``LOW_MEMORY``); a positive
+# one means that check passed, so the step's next work, allocating the pool's buffers, is what runs out
+# (memory.cuda_oom support, ``WEIGHTS_READ``; -0.1 for memory.kv_pool, as ``pool_allocated``).  Within
+# ``BUDGET_MARGIN_GB`` of zero it says nothing: the figures are rounded to 0.01 GB and SGLang takes the
+# smallest free memory of every rank (get_available_gpu_memory(distributed=True)) where a text shows one
+# rank's (ranks' figures differ by up to 0.16 GB in corpus/field14/003).
+BUDGET_MARGIN_GB = 0.5
+
+
+def _figure(milestone, key: str) -> float | None:
+    try:
+        return float(milestone.figures.get(key))
+    except (TypeError, ValueError):
+        return None
+
+
+def _positive_cap(value) -> bool:
+    """``--max-total-tokens`` is unset or a positive count: the pool gets min(cap, budget) tokens, more than none
+    when the budget is positive (a cap of 0 is SGLang's "Not enough memory" whatever the budget)."""
+    text = str(value if value is not None else "None").strip("'\" ")
+    if text in ("None", ""):
+        return True
+    try:
+        return int(text) > 0
+    except ValueError:
+        return False
+
+
+def pool_budget(launch, last) -> list[Evidence]:
+    """SGLang's pool-sizing verdict from the figures, when the last milestone ``last`` is "Load weight end" (the
+    pool's sizing comes next): see above."""
+    if launch is None or last is None or last.name != "load_weights_end":
+        return []
+    args = launch.server_args or {}
+    fraction = _fraction(args)
+    begin = next((m for m in launch.milestones if m.name == "load_weights_begin"), None)
+    free, after = (_figure(begin, "avail_mem_gb") if begin is not None else None), _figure(last, "avail_mem_gb")
+    if fraction is None or free is None or after is None or free <= 0:
+        return []
+    budget = after - free * (1.0 - fraction)
+    figures = (f"the KV pool's budget from the figures is {after:g} GB free after the weights (line {last.line}) less "
+               f"{free:g} GB x (1 - mem_fraction_static={fraction:g}) = {budget:.2f} GB")
+    if budget <= -BUDGET_MARGIN_GB:
+        return [Evidence("pool_budget", "memory.kv_pool", LOW_MEMORY,
+                         f"{figures}: SGLang's own sizing check raises 'Not enough memory' on that")]
+    if budget < BUDGET_MARGIN_GB or not _positive_cap(args.get("max_total_tokens")):
+        return []
+    if str(args.get("device") or "").strip("'\" ") == "cpu":
+        return []  # (a CPU launch's pool is host memory: what runs out allocating it is no GPU memory)
+    return [Evidence("pool_budget", "memory.kv_pool", -0.1, f"{figures}: SGLang's own sizing check passes on that"),
+            Evidence("pool_budget", "memory.cuda_oom", WEIGHTS_READ,
+                     f"{figures}: the pool's sizing passed, and allocating its buffers comes next", support=True)]
+
+
 # Words that name a part of a launch, wherever they are in the failure's own text (its
 # exceptions and failure lines): (name, regex, category, weight, why).  Each is a hint a person
 # reading the fragment would take; a word that also shows in healthy start-up output (``nccl``,
@@ -1448,10 +1552,15 @@ WORD_SOURCES: tuple[tuple[str, str, str, float, str], ...] = (
     # only its tail: "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.1 GiB of which 1.2 GiB is free.
     # Including non-PyTorch memory, this process has ... Of the allocated memory ... reserved by PyTorch but
     # unallocated", before torch 2.1 "(GPU 0; 23.69 GiB total capacity; ...; 22.94 GiB reserved in total by
-    # PyTorch)"; none of these phrases is in SGLang's own output)
+    # PyTorch)"; none of these phrases is in SGLang's own output; and the message's last sentence, its advice
+    # on fragmentation, which a wrapped paste may keep on a line of its own: torch 2.1+ "If reserved but
+    # unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid
+    # fragmentation.", before it "If reserved memory is >> allocated memory try setting max_split_size_mb to
+    # avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF")
     ("cuda_oom", r"out of memory|\boom\b|outofmemoryerror|tried to allocate [\d.]+ ?[gmk]i?b|"
      r"total capacity of [\d.]+ ?[gmk]i?b|[\d.]+ ?[gmk]i?b total capacity|reserved (?:in total )?by pytorch|"
-     r"non-pytorch memory", "memory.cuda_oom", 0.35, "it names running out of memory"),
+     r"non-pytorch memory|reserved but unallocated memory is large|reserved memory is >> allocated memory|"
+     r"max_split_size_mb to avoid fragmentation", "memory.cuda_oom", 0.35, "it names running out of memory"),
     ("kv_pool", r"kv ?cache|mem[-_]fraction[-_]static|max_total_tokens|token_to_kv_pool|memory pool",
      "memory.kv_pool", 0.3, "it names the KV cache / memory pool sizing"),
     ("cuda_graph", r"cuda ?graph|capture_one_batch|graph capture|capturing batches", "cuda_graph", 0.3,

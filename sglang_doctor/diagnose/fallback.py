@@ -325,6 +325,8 @@ def next_step(incident: Incident, missing: str | None, fragment: bool, guessed: 
     if guessed == "memory.cuda_oom":
         # no traceback of it here to follow: the OOM's own line, wherever in the log it is
         return CUDA_OOM_STEP
+    if guessed == "memory.kv_pool":
+        return KV_POOL_STEP
     if fragment:
         return "sglang-doctor explain LOG   # on the whole log file, not a tail of it"
     return "grep -n -B5 -A80 'Traceback (most recent call last)' LOG"
@@ -405,7 +407,7 @@ _PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allo
 _WHAT_PIECES = ("allocation", "cut_type", "capability_check", "sync_point")
 # What the text shows of the GPU's state when it failed (almost no free memory at the last start-up line or
 # on the capture bar): a class rule's answer rests on the module alone, which that state outweighs.
-_STATE_PIECES = ("low_memory", "pool_headroom")
+_STATE_PIECES = ("low_memory", "pool_headroom", "pool_budget")
 
 
 def _more_precise_place(diagnosis: Diagnosis) -> dict[str, Any] | None:
@@ -622,6 +624,7 @@ def no_incident(launches: list[Launch], tail: bytes, lines: int) -> dict[str, An
         pieces += evidence.low_memory(last, phase_after(last.name))
         pieces += evidence.pool_headroom(launch, last)
         pieces += evidence.pool_allocated(last)
+        pieces += evidence.pool_budget(launch, last)
     if phase == "startup.cuda_graph" and not any(ev.name == "low_memory" for ev in pieces):
         # the capture bar the text ends with: the headroom after the last graph captured
         pieces += evidence.low_capture_memory(_phase_line(tail), "the line the text ends with")
@@ -671,6 +674,8 @@ def _no_failure_step(category: str | None, cue: str | None = None) -> str:
         return "sudo dmesg -T | grep -i -E 'killed process|out of memory'   # on the server: was it the OOM killer?"
     if category == "memory.cuda_oom":
         return CUDA_OOM_STEP
+    if category == "memory.kv_pool":
+        return KV_POOL_STEP
     return "sglang-doctor explain LOG   # on the whole log file; or: grep -n -B2 -A80 'Traceback' LOG"
 
 
@@ -679,6 +684,14 @@ def _no_failure_step(category: str | None, cue: str | None = None) -> str:
 # out of memory"), the caching allocator's C++ form ("CUDA error: out of memory"), SGLang's pool check
 # ("Not enough memory. Please try to increase --mem-fraction-static"); none in the whole log: the
 # process died before it could print one, and the GPU's memory while it loads says how close it came
+# The command for a guess of the KV pool's sizing: SGLang's own check and the figures it sized from, wherever in
+# the log they are -- "Not enough memory. Please try to increase --mem-fraction-static" (0.4.x-0.5.x model_runner.py),
+# 0.5.2x's "Loaded weights leave no GPU memory for the KV cache" (kv_cache_configurator.py), the warning
+# "max_total_tokens=N is larger than the profiled value M", and the two "avail mem=" lines the budget is
+# computed from (evidence.pool_budget)
+KV_POOL_STEP = ("grep -n -E 'Not enough memory|leave no GPU memory|profiled value|Load weight (begin|end)' LOG   "
+                "# on the whole log file: SGLang's pool-sizing check and the free memory it sized the pool from; "
+                "no check there: not the pool's sizing, run 'sglang-doctor explain LOG'")
 CUDA_OOM_STEP = ("grep -n -B2 -A3 -E 'out of memory|OutOfMemoryError|Tried to allocate|Not enough memory' LOG   "
                  "# on the whole log file: the OOM line and what it tried to allocate; none there: run "
                  "'nvidia-smi -l 1' while the server loads")
