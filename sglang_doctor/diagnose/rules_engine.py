@@ -116,9 +116,10 @@ class Rule:
     # no literal, so it never forms an incident of its own), only read in the incident that
     # ``line``'s formed (the py-spy dump a watchdog's hang carries names where a thread hung)
     line_also: Any = None
-    # the traceback's frames are all outside SGLang's package and its top is not cut (its
-    # outermost frame is there): the program that raised is one around SGLang (a user's script,
-    # an RL framework's worker), not SGLang's serving runtime (True); False: not such a traceback
+    # the traceback's frames are all outside SGLang's package, its top is not cut and it shows
+    # its program's entry (a ``<module>`` frame): the program that raised is one around SGLang
+    # (a user's script, an RL framework's driver), not SGLang's serving runtime (True); False:
+    # not such a traceback (outside_sglang())
     outside_sglang: bool | None = None
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
@@ -1410,12 +1411,17 @@ def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Laun
 
 
 def outside_sglang(incident: Incident) -> bool:
-    """The incident's traceback shows where its program starts (its top is not cut) and no
-    frame of it is SGLang's: the exception was raised by a program around SGLang (a user's
-    script, an RL framework's worker, a client), which the text itself says.  A traceback cut
-    above its frames (the paste began below SGLang's frames, in a library) says nothing."""
+    """The incident's traceback shows its program's entry (its top is not cut and a frame is
+    a script's or module's top level, ``<module>``: ``python script.py``, ``python -m pkg``'s
+    runpy frames above it) and no frame of it is SGLang's: the exception was raised by a program
+    around SGLang (a user's script, an RL framework's driver, a client), which the text itself
+    says.  A traceback cut above its frames (the paste began below SGLang's frames, in a library)
+    says nothing; nor does a thread's (a library's thread inside SGLang's own process, such as
+    multiprocessing's resource_sharer serving a tensor's file descriptor: its stack starts at
+    the thread's run function, with no ``<module>`` frame)."""
     frames = incident.frames
-    return bool(frames) and not incident.truncated_top and not sglang_frames(frames)
+    return (bool(frames) and not incident.truncated_top and not sglang_frames(frames)
+            and any(f.function == "<module>" for f in frames))
 
 
 def _deepest_hit(patterns: tuple[str, ...], frames) -> bool:
