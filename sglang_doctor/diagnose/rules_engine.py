@@ -66,7 +66,7 @@ RULE_KEYS = {
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
               "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting",
-              "assert_source", "signal", "line_also"}
+              "assert_source", "signal", "line_also", "outside_sglang"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -116,6 +116,11 @@ class Rule:
     # no literal, so it never forms an incident of its own), only read in the incident that
     # ``line``'s formed (the py-spy dump a watchdog's hang carries names where a thread hung)
     line_also: Any = None
+    # the traceback's frames are all outside SGLang's package, its top is not cut and it shows
+    # its program's entry (a ``<module>`` frame): the program that raised is one around SGLang
+    # (a user's script, an RL framework's driver), not SGLang's serving runtime (True); False:
+    # not such a traceback (outside_sglang())
+    outside_sglang: bool | None = None
     remedy: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     counter_examples: list[str] = field(default_factory=list)
@@ -136,7 +141,8 @@ class Rule:
                                       self.frames_sequence, self.line_rx, self.context, self.deepest_frame,
                                       self.message_any, self.deepest_not, self.assert_source, self.line_also))
                 + (self.after_ready is not None)
-                + (self.truncated is not None) + (self.names_setting is not None))
+                + (self.truncated is not None) + (self.names_setting is not None)
+                + (self.outside_sglang is not None))
 
     @property
     def frames_only(self) -> bool:
@@ -150,7 +156,7 @@ class Rule:
         any text meets it (``'\\S'``).  Such a rule's answer is its context's: when that
         context is assumed, so is the answer."""
         if (self.exceptions or self.frames_any or self.frames_all or self.frames_sequence or self.line_rx
-                or self.deepest_frame or self.message_any or self.line_also):
+                or self.deepest_frame or self.message_any or self.line_also or self.outside_sglang):
             return False
         return self.message is None or _search(self.message, "x") is not None
 
@@ -665,6 +671,11 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
             rule.names_setting = match["names_setting"]
         else:
             bad("match.names_setting must be true or false")
+    if "outside_sglang" in match:
+        if isinstance(match["outside_sglang"], bool):
+            rule.outside_sglang = match["outside_sglang"]
+        else:
+            bad("match.outside_sglang must be true or false")
     if "after_ready" in match:
         if isinstance(match["after_ready"], bool):
             rule.after_ready = match["after_ready"]
@@ -704,7 +715,7 @@ def _lint_positive(rule: Rule, bad) -> None:
     positive = (rule.kind, rule.exceptions, rule.frames_any, rule.frames_all, rule.frames_sequence,
                 rule.line_rx is not None and not _matches_nothing_required(rule.line_rx), rule.context,
                 rule.deepest_frame, rule.message_any, rule.assert_source is not None,
-                rule.message is not None and not empty_message)
+                rule.message is not None and not empty_message, rule.outside_sglang)
     if not any(positive):
         bad("match has no positive condition (a message regex that matches the empty text, e.g. "
             "'^(?!.*foo)', only excludes; after_ready, truncated, names_setting and "
@@ -1121,6 +1132,8 @@ class RuleSet:
             captures.update({k: v for k, v in m.groupdict().items() if v is not None})
         if rule.deepest_frame and not _deepest_hit(rule.deepest_frame, frames):
             return None
+        if rule.outside_sglang is not None and outside_sglang(incident) != rule.outside_sglang:
+            return None
         if rule.deepest_not and (not sglang_frames(frames) or _deepest_hit(rule.deepest_not, frames)):
             return None
         if rule.frames_any and not any(_frame_hit(p, f) for p in rule.frames_any for f in frames):
@@ -1395,6 +1408,20 @@ def _yields_to_class(specific: Rule, cls: Rule, incident: Incident, launch: Laun
         # written for a refusal after ready (after_ready: true) read their own message for that.
         return False
     return True
+
+
+def outside_sglang(incident: Incident) -> bool:
+    """The incident's traceback shows its program's entry (its top is not cut and a frame is
+    a script's or module's top level, ``<module>``: ``python script.py``, ``python -m pkg``'s
+    runpy frames above it) and no frame of it is SGLang's: the exception was raised by a program
+    around SGLang (a user's script, an RL framework's driver, a client), which the text itself
+    says.  A traceback cut above its frames (the paste began below SGLang's frames, in a library)
+    says nothing; nor does a thread's (a library's thread inside SGLang's own process, such as
+    multiprocessing's resource_sharer serving a tensor's file descriptor: its stack starts at
+    the thread's run function, with no ``<module>`` frame)."""
+    frames = incident.frames
+    return (bool(frames) and not incident.truncated_top and not sglang_frames(frames)
+            and any(f.function == "<module>" for f in frames))
 
 
 def _deepest_hit(patterns: tuple[str, ...], frames) -> bool:
