@@ -83,3 +83,16 @@ def test_a_warning_line_alone_is_not_an_incident(tmp_path, line):
     log.write_text("[2025-06-11 08:12:44 TP0] Load weight end. type=Qwen2ForCausalLM, avail mem=30.12 GB, mem usage=14.32 GB.\n"
                    + line + "\n[2025-06-11 08:13:50] The server is fired up and ready to roll!\n")
     assert explain_incidents(log) == []
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("torch.AcceleratorError: CUDA error: no CUDA-capable device is detected\n", "kernel.unsupported_hw.cuda_no_device_detected"),
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n", "kernel.unsupported_hw.cuda_devices_busy"),
+    ("pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.\n",
+     "kernel.unsupported_hw.nvml_driver_library_mismatch"),
+    ("sglang-1  | NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+     "NVIDIA driver is installed and running.\n", "kernel.unsupported_hw.nvidia_smi_no_driver"),
+])
+def test_a_gpu_no_process_can_use_is_the_hardware_not_a_crash(tmp_path, text, rule):
+    (inc,) = answers(tmp_path, text)
+    assert (inc["rule"], inc["category"]) == (rule, "kernel.unsupported_hw")
