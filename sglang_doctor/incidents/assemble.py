@@ -4,7 +4,9 @@ A record begins at a prefixed line and owns the unprefixed lines after it.  A tr
 a record whose text holds ``Traceback (most recent call last):`` anywhere (SGLang puts it
 after ``Scheduler hit an exception: ``), or an unprefixed ``  File "..."`` line with no
 header (a log cut off at the top).  Tracebacks and failure signals of several ranks that
-fail together, with the parent's ``Received sigquit ...``, form one incident.  A new
+fail together, with the parent's ``Received sigquit ...``, form one incident; a bare exception
+line (one logged with no traceback) joins a traceback after it only when it is that
+traceback's message or the record it was logged under (Assembler._close_group).  A new
 ``server_args=`` dump starts a new launch and closes whatever is open: incidents never mix
 launches.
 
@@ -1197,12 +1199,15 @@ class Assembler:
         request_level = request_level or (self._request_error is not None and 0 <= line.number - self._request_error <= 1)
         if self._group is not None and self._group.builders and (request_level or self._group.request_level):
             self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
-        if not headless and self._only_bare_lines(self._group) and not self._too_far(line):
+        if self._only_bare_lines(self._group) and not self._too_far(line) and (
+                not headless or all(self._request_rejected(b) for b in self._group.builders)):
             # a traceback after bare exception lines (a request's error logged in one line, a
             # rank's exception line): one failure only if it was logged with the last of them (a
             # bare header right under it: logging's exc_info) or one of them is its message,
-            # which its end will tell (_close_group).  (No group is set aside while one of bare
-            # lines is open: one is set aside only for a traceback's group, whose close decides it.)
+            # which its end will tell (_close_group).  Frames with no header after the lines (a
+            # paste's elision between them) join them as before, unless the lines are one
+            # request's error.  (No group is set aside while one of bare lines is open: one is set
+            # aside only for a traceback's group, whose close decides it.)
             self._group.logs_traceback = continues in self._group.builders \
                 and not line.text.split(tracebacks.HEADER, 1)[0].strip()
             self._aside, self._group = self._group, None

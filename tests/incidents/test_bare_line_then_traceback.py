@@ -121,3 +121,17 @@ def test_a_failure_line_keeps_the_traceback_logged_under_it(pack):
     (event,) = incident_events(pack, text)
     assert tuple(event["lines"]) == (1, 7)
     assert event["category"] == "memory.cuda_oom"
+
+
+def test_a_request_line_does_not_take_frames_after_an_elision(pack):
+    # the paste elided the traceback's header ("[...]"): the frames and their exception are still
+    # a failure, not part of the request's error above them
+    text = REQUEST_LINES[0] + "[...]\n" + FRAMES + TYPE_ERROR
+    assert _summary(incident_events(pack, text)) == [(3, 7, "TypeError")]
+
+
+def test_a_failure_line_keeps_frames_after_an_elision(pack):
+    # (a failure's line, then frames with no header: one incident, as before)
+    text = f"{OOM}\n[...]\n" + FRAMES + "RuntimeError: Model generation returned no output.\n"
+    (event,) = incident_events(pack, text)
+    assert event["category"] == "memory.cuda_oom"
