@@ -4,7 +4,9 @@ A record begins at a prefixed line and owns the unprefixed lines after it.  A tr
 a record whose text holds ``Traceback (most recent call last):`` anywhere (SGLang puts it
 after ``Scheduler hit an exception: ``), or an unprefixed ``  File "..."`` line with no
 header (a log cut off at the top).  Tracebacks and failure signals of several ranks that
-fail together, with the parent's ``Received sigquit ...``, form one incident.  A new
+fail together, with the parent's ``Received sigquit ...``, form one incident; a bare exception
+line (one logged with no traceback) joins a traceback after it only when it is that
+traceback's message or the record it was logged under (Assembler._close_group).  A new
 ``server_args=`` dump starts a new launch and closes whatever is open: incidents never mix
 launches.
 
@@ -379,11 +381,49 @@ class _Group:
     captures: dict[str, str] = field(default_factory=dict)
     request_level: bool = False  # a traceback SGLang logged for one failed request
     awaits_child: bool = False  # only the parent's sigquit so far: the child's traceback may follow
+    bare: int = 0  # builders opened by a bare exception line (_exception_line), no traceback above it
+    logs_traceback: bool = False  # (set aside for a traceback's group) the traceback was logged under its last line
 
     def add_ranks(self, ranks: tuple[str, ...]) -> None:
         label = records.rank_label(ranks)
         if label and label not in self.ranks:
             self.ranks.append(label)
+
+
+def _same_exception(a: tracebacks.ExceptionInfo, b: tracebacks.ExceptionInfo) -> bool:
+    """Two exception lines that are the same exception: the same message (one may be cut short,
+    or span more lines than the other kept) and the same type, or a type one of them lost the
+    head of (tracebacks.CUT_MARK) or the dotted module path of."""
+    ma, mb = " ".join(a.message.split()), " ".join(b.message.split())
+    short, long_ = sorted((ma, mb), key=len)
+    if not (short == long_ or (len(short) >= 16 and long_.startswith(short))):
+        return False
+    ta = a.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)
+    tb = b.type.rsplit(".", 1)[-1].lstrip(tracebacks.CUT_MARK)
+    return ta == tb or (a.type.startswith(tracebacks.CUT_MARK) and tb.endswith(ta)) \
+        or (b.type.startswith(tracebacks.CUT_MARK) and ta.endswith(tb))
+
+
+def _repeated_in(builders: list[tracebacks.TracebackBuilder], group: _Group) -> bool:
+    """The exception of one of ``builders`` (bare exception lines) is one of the group's."""
+    bare = [b.chain[-1] for b in builders if b.chain]
+    return any(_same_exception(e, x) for e in bare for b in group.builders for x in b.chain)
+
+
+def _merged(aside: _Group, group: _Group, *, lines_first: bool) -> _Group:
+    """The group with the bare exception lines set aside for it, their lines first; their
+    builders first when ``lines_first`` (the line is what the record logged, the traceback under
+    it), else the tracebacks' (the line repeats a traceback's exception: the primary is the
+    traceback, with its frames)."""
+    builders = aside.builders + group.builders if lines_first else group.builders + aside.builders
+    merged = _Group(lines=aside.lines + group.lines, builders=builders,
+                    signal_lines=list(group.signal_lines), signal_names=list(group.signal_names),
+                    captures={**group.captures, **aside.captures}, request_level=group.request_level,
+                    awaits_child=group.awaits_child, bare=group.bare + aside.bare)
+    for label in aside.ranks + group.ranks:
+        if label not in merged.ranks:
+            merged.ranks.append(label)
+    return merged
 
 
 def _cut_signal(text: str, extra: tuple[signals.Signal, ...]):
@@ -541,6 +581,9 @@ class Assembler:
         self._progress_literals = frozenset(progress.LITERALS)
         self._record: _Record | None = None
         self._group: _Group | None = None
+        # a group of bare exception lines set aside when a traceback of another record came after
+        # it: that traceback's group decides at its close whether they are one failure (_close_group)
+        self._aside: _Group | None = None
         self._held: list[Line] = []  # blank lines a traceback builder holds back
         self._stopping = False  # the operator stopped the current launch
         self._stop_line: int | None = None  # the line that said so (a failure after it says it came after a stop)
@@ -897,6 +940,8 @@ class Assembler:
                 self._held.append(line)
                 return
             self._end_traceback(events)  # it ended before this line (and before any held blank lines)
+            self._bare(line, events, ended=rec.builder)
+            return
         elif rec is not None and rec.kind == "signal":
             if _SIGNAL_CONTINUATION.match(text) or (not text.strip() and self._group is not None):
                 self._group.lines.append(line)
@@ -904,8 +949,9 @@ class Assembler:
             self._record = _Record(rec.ranks, "normal")
         self._bare(line, events)
 
-    def _bare(self, line: Line, events: list[Event]) -> None:
-        """An unprefixed line that no open record claims."""
+    def _bare(self, line: Line, events: list[Event], ended: tracebacks.TracebackBuilder | None = None) -> None:
+        """An unprefixed line that no open record claims; ``ended``: the traceback (or bare
+        exception line) whose record this line continues, which ended right above it."""
         text = line.text
         # (the kernel's lines are no rank's, whatever record came before them)
         ranks = self._record.ranks if self._record and not self._kernel_line else ()
@@ -918,7 +964,7 @@ class Assembler:
                 self._thread = (line.number, m.group("thread_func"))
         if (tracebacks.HEADER in text and not tracebacks.echoes_traceback(text)) or tracebacks.is_cut_header(text) \
                 or tracebacks.is_ipython_header(text):
-            self._start_traceback(line, ranks, events, headless=False)
+            self._start_traceback(line, ranks, events, headless=False, continues=ended)
             return
         if ('File "' in text or tracebacks.STRIPPED_FRAME_LITERAL in text) and tracebacks.is_frame(text):
             self._start_traceback(line, ranks, events, headless=True)
@@ -1063,8 +1109,16 @@ class Assembler:
             if builder.parts[-1].exception is not None:  # the first line's type read as a tail
                 builder.parts[-1].exception = self._cut_exception
             self._cut_exception = None
+        group = self._group
+        if group is not None and group.builders and (group.request_level or self._request_rejected(builder)) \
+                and not _repeated_in([builder], group):
+            # one request's error and a failure are never one incident (as in _start_traceback):
+            # a request's traceback, then a failure's exception line; or a failure, then one
+            # request's error line (taken for the failure's exception when its traceback was cut)
+            self._close_group(events)
         self._open_group(events, line)
         self._group.builders.append(builder)
+        self._group.bare += 1
         self._group.add_ranks(ranks)
         self._group.lines.append(line)
         if sig is not None:
@@ -1137,12 +1191,26 @@ class Assembler:
     # -- tracebacks and signals --------------------------------------------------------
 
     def _start_traceback(self, line: Line, ranks: tuple[str, ...], events: list[Event], *, headless: bool,
-                         request_level: bool = False) -> None:
+                         request_level: bool = False, continues: tracebacks.TracebackBuilder | None = None) -> None:
+        """``continues``: the traceback or bare exception line whose record this header's line
+        continues (an unprefixed line right under it, blank lines aside)."""
         builder = tracebacks.TracebackBuilder(line.text, headless=headless)
         # (the record on the line above, or before it on the same line: a copy joined them)
         request_level = request_level or (self._request_error is not None and 0 <= line.number - self._request_error <= 1)
         if self._group is not None and self._group.builders and (request_level or self._group.request_level):
             self._close_group(events)  # a request's traceback is never part of a failure, nor a failure of it
+        if self._only_bare_lines(self._group) and not self._too_far(line) and (
+                not headless or all(self._request_rejected(b) for b in self._group.builders)):
+            # a traceback after bare exception lines (a request's error logged in one line, a
+            # rank's exception line): one failure only if it was logged with the last of them (a
+            # bare header right under it: logging's exc_info) or one of them is its message,
+            # which its end will tell (_close_group).  Frames with no header after the lines (a
+            # paste's elision between them) join them as before, unless the lines are one
+            # request's error.  (No group is set aside while one of bare lines is open: one is set
+            # aside only for a traceback's group, whose close decides it.)
+            self._group.logs_traceback = continues in self._group.builders \
+                and not line.text.split(tracebacks.HEADER, 1)[0].strip()
+            self._aside, self._group = self._group, None
         logged_by = self._logged_by(line)
         self._open_group(events, line)
         if request_level and not self._group.lines:
@@ -1391,11 +1459,34 @@ class Assembler:
         """Blank lines held back by a traceback that ended before them: ordinary lines."""
         self._held = []
 
+    @staticmethod
+    def _only_bare_lines(group: _Group | None) -> bool:
+        """The group holds bare exception lines and nothing else (no traceback, no signal)."""
+        return group is not None and bool(group.builders) and group.bare == len(group.builders) \
+            and not group.signal_lines
+
     def _close_group(self, events: list[Event]) -> None:
-        group = self._group
+        group, aside = self._group, self._aside
+        self._group = self._aside = None
         if group is None:
+            if aside is not None:
+                self._report(aside, events)
             return
-        self._group = None
+        if aside is not None:
+            # bare exception lines set aside for this group's traceback (_start_traceback)
+            if _repeated_in(aside.builders, group):
+                group = _merged(aside, group, lines_first=False)  # one of them is its message: one failure
+            elif aside.logs_traceback and not all(self._request_rejected(b) for b in aside.builders):
+                # the traceback logged under the line (its record's message, the line first);
+                # under one request's error line, a traceback of another exception is no part of
+                # that request's (a process's uncaught traceback prints no record of its own)
+                group = _merged(aside, group, lines_first=True)
+            else:
+                self._report(aside, events)  # another failure, or one request's error
+        self._report(group, events)
+
+    def _report(self, group: _Group, events: list[Event]) -> None:
+        """The closed group's incident (or its death) as an event, unless it is none."""
         for b in group.builders:
             b.finish()
         if self._repeats_a_reported_rule_line(group):

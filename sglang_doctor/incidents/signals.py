@@ -319,15 +319,36 @@ LITERALS: tuple[str, ...] = tuple(sorted({lit for s in SIGNALS for lit in s.lite
 # - SGLang's launcher on a node that runs only schedulers (0.5.x engine.py
 #   block_until_scheduler_exits, node_rank > 0): "Scheduler or DataParallelController PID
 #   terminated with CODE" once the process it waited on exited; 0, -2 and -15 are a stop.
+# - SIGABRT and SIGSEGV where the shell's report has no "(core dumped)" (a core size limit of 0,
+#   the default in most containers): bash's "Aborted" alone or as its job report ("run.sh: line 3:
+#   4242 Aborted                 python ...", "[1]+  Aborted  python ..."), zsh's "zsh: abort
+#   python ..." / "zsh: segmentation fault  python ..." (its own signal names, lower case, the
+#   command after two spaces); and the abort of a glog / abseil CHECK in a native library
+#   (glog's LogMessageFatal: "F1207 10:11:12.123456 12345 file.cc:88] Check failed: ...", then
+#   "*** Check failure stack trace: ***" and abort()).  Named as the built-ins name these deaths
+#   ("aborted", "segfault"): the same death, another way of printing it.  (bash's "Segmentation
+#   fault" without a core dump is the built-in segfault's; "Bus error" the host_shm class rule's.)
 PROCESS_DEATHS: tuple[Signal, ...] = (
+    Signal(
+        "aborted", ("Aborted", "zsh: abort", "Check failed: ", "Check failure stack trace"),
+        re.compile(r"^(?:\S+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)?Aborted(?:\s*$|  +\S.*$)"
+                   r"|^zsh: abort(?: \(core dumped\))?  +\S"
+                   r"|^F\d{4} [\d:.]+ +\d+ [\w./+-]+:\d+\] Check failed: |^\*\*\* Check failure stack trace: \*\*\*"),
+        "evidence"),
+    Signal(
+        "segfault", ("zsh: segmentation fault",),
+        re.compile(r"^zsh: segmentation fault(?: \(core dumped\))?  +\S"),
+        "evidence"),
     Signal(
         "signal_death",
         ("Illegal instruction", "Floating point exception", "Trace/breakpoint trap", "Bad system call",
-         "Quit (core dumped)", "illegal hardware instruction", "floating point exception", "zsh: trace trap"),
+         "Quit (core dumped)", "illegal hardware instruction", "floating point exception", "zsh: trace trap",
+         "zsh: bus error"),
         re.compile(r"^(?:\S+: line \d+: +(?P<pid>\d+) +|\[\d+\][+-]? +)?(?P<signame>Illegal instruction|"
                    r"Floating point exception|Trace/breakpoint trap|Bad system call|Quit(?= +\(core dumped\)))"
                    r"(?:\s*$| +\(core dumped\)(?:\s.*)?$|  +\S.*$)"
-                   r"|^zsh: (?P<zsh_signame>illegal hardware instruction|floating point exception|trace trap) +\S"),
+                   r"|^zsh: (?P<zsh_signame>illegal hardware instruction|floating point exception|trace trap|bus error)"
+                   r"(?: \(core dumped\))? +\S"),
         "evidence"),
     Signal(
         "scheduler_terminated", ("terminated with",),

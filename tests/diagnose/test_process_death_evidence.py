@@ -13,6 +13,10 @@ LOAD = "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=78.00 GB\n"
 
 
 def _guess(inc: dict) -> str:
+    """The fallback's best guess; for an incident a rule named (the shell's SIGILL report:
+    rules/native35_signals.yaml), the category it named."""
+    if inc.get("rule") != "unknown" and not inc.get("fallback"):
+        return inc["category"]
     return ((inc.get("fallback") or {}).get("best_guess") or {}).get("category")
 
 
