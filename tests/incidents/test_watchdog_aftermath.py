@@ -39,7 +39,7 @@ def test_a_crash_above_the_watchdog_lines_stays_the_answer(tmp_path: Path):
                   "nccl/watchdog_heartbeat_hang_1691.log")
     incidents = explain_file(log)
     assert [i["category"] for i in incidents] == ["runtime.crash", "nccl"]
-    assert _primary(incidents)["rule"] == "class.runtime.after_ready"
+    assert _primary(incidents)["rule"] == "class.runtime.serving_path"  # a scheduler batch step (crash35)
 
 
 def test_a_specific_crash_above_the_heartbeat_lines_stays_the_answer(tmp_path: Path):
