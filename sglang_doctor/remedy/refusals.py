@@ -950,3 +950,28 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     at = 1 if advised and out else len(out)
     return out[:at] + kept + out[at:] or None
 
+
+
+@remedy("site_switch_off")
+def site_switch_off(ctx: Context, params: dict) -> "list[Remediation] | None":
+    """(args35) The switches the argument check reads, turned off: the check that refused the
+    launch only runs when they are on (its ``if self.enable_x and ...:`` guard, or its assert's
+    ``not self.enable_x or ...``; diagnose/argument_sites.py found the check by its message, and
+    scripts/gen_argument_sites.py read its guard from the release's source).  Each is a
+    store_true flag of the release's catalogue; the launch does without that feature (the
+    trade-off).  A switch the launch is known not to pass is no way out; none: no change."""
+    out: list[Remediation] = []
+    for word in (ctx.diagnosis.captures.get("site_switches") or "").split():
+        flag = ctx.flag(word)
+        spec = ctx.catalog.spec(flag) if flag else None
+        if spec is None or spec.takes_value:
+            continue
+        stated = ctx.stated(flag)
+        if stated is not None and stated is not True:
+            continue  # the launch is seen without it: removing it changes nothing
+        rem = Remediation(unset=[flag], note=f"remove {flag}: the check that refused the launch only runs with it on "
+                                             f"(SGLang {ctx.diagnosis.captures.get('site_where', 'source')})")
+        rem.safe, rem.needs_human = False, True
+        rem.tradeoff = params.get("tradeoff") or f"the feature {flag} turns on is off for this launch"
+        out.append(trust.declare_log_named(rem, value_from=None))
+    return out[:2] or None
