@@ -903,6 +903,15 @@ def _release_of_the_words(ctx: Context, text: str, params: dict) -> Context:
     return ctx
 
 
+def _not_against_the_guard(ctx: Context, rems: list[Remediation]) -> list[Remediation]:
+    """(args35) Without the changes that turn on a switch the check's own guard needs on (the
+    check only runs with it on: diagnose/argument_sites.py's ``site_switches``, from the source),
+    whatever the words seem to ask: 0.5.9's ``assert not self.enable_mixed_chunk, "enable_mixed_chunk
+    is required for speculative decoding"`` refuses the switch its message names as required."""
+    guard = {ctx.flag(w) for w in (ctx.diagnosis.captures.get("site_switches") or "").split()} - {None}
+    return [r for r in rems if not any(v is True and f in guard for f, v in r.set.items())]
+
+
 @remedy("refusal_fix")
 def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     """The changes an argument check's message implies by its shape (module docstring): a
@@ -918,9 +927,9 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
 
     ctx = _release_of_the_words(ctx, text, params)
     named_result = flag_named(ctx, {})
-    after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
+    after = _not_against_the_guard(ctx, named_result if isinstance(named_result, list) else [named_result] if named_result else [])
     advised = _advises_a_flag(ctx, text)
-    out = _shape_changes(ctx, text, params)
+    out = _not_against_the_guard(ctx, _shape_changes(ctx, text, params))
     if advised and any(_concrete(rem) for rem in after[:1]):
         # "use --x y", "A requires --b": the message's own advice leads; the shape's other way out
         # ("else turn A off") is the first alternative when the advice has no concrete one of its own
