@@ -10,7 +10,8 @@ with ``{expression}`` where an f-string puts a value.  This keeps, for every sit
 answer is ``args.invalid`` (its disposition's category, as ``inventory_failures.right_answer``
 gives it for the site's phase):
 
-- the template (the whole printed message where the inventory has it, else its cut form);
+- (only a site whose args.invalid is its own: own_category) the template (the whole printed
+  message where the inventory has it, else its cut form);
 - the exception types the site raises (an assert: AssertionError);
 - the releases of the five inventories that have it (the matcher prefers the release a log names);
 - the switches its check reads: the ``self.foo`` / ``server_args.foo`` fields tested truthily
@@ -48,6 +49,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import inventory_failures as inv_mod  # noqa: E402
+
+inv_mod.class_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.class_phase_categories)
 
 # right_answer reads rules/classes.yaml for every by-phase waiver: once is enough here
 inv_mod.by_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.by_phase_categories)
@@ -172,7 +175,7 @@ def collect() -> tuple[list[dict], list[tuple[str, str]]]:
         for site in inv_mod.iter_sites(inv):
             template = " ".join((site.get("full") or site["template"]).split())
             right = inv_mod.right_answer(site, disp, categories, disp.phase(site), by_phase)
-            if right != "args.invalid" or site["kind"].startswith("log"):
+            if right != "args.invalid" or site["kind"].startswith("log") or not own_category(site, disp):
                 others.add((template, right or "none"))
                 continue
             exc = "AssertionError" if site["kind"] == "assert" else (site["exception"] or "").rsplit(".", 1)[-1]
@@ -189,6 +192,25 @@ def collect() -> tuple[list[dict], list[tuple[str, str]]]:
             if len(entry["sites"]) < 2:
                 entry["sites"].append(where)
     return list(table.values()), sorted(others)
+
+
+def own_category(site: dict, disp) -> bool:
+    """The site's args.invalid is its own, not its place's or its phase's: not a waiver whose
+    answer is the phase's (an internal invariant met at start-up), not a class whose category
+    follows the phase; and a check the class layer names by its feature's module
+    (class.feature.*: a quantization method, LoRA, disaggregation ...) only when its message
+    names a setting a user makes (a --flag, a flag's field, an SGLANG_* switch): "The input size
+    is not aligned with the quantized weight shape" is the checkpoint's, whatever module says it."""
+    from sglang_doctor.diagnose.rules_engine import names_setting
+
+    kind, _, name = site["disposition"].partition(":")
+    if kind == "waiver" and disp.right.get(name) == "by_phase":
+        return False
+    if kind == "class" and name in inv_mod.class_phase_categories():
+        return False
+    if kind == "class" and name.startswith("class.feature."):
+        return names_setting(inv_mod.template_literal(site.get("full") or site["template"]))
+    return True
 
 
 def _longest_literal(template: str) -> str:
