@@ -908,8 +908,29 @@ def _not_against_the_guard(ctx: Context, rems: list[Remediation]) -> list[Remedi
     check only runs with it on: diagnose/argument_sites.py's ``site_switches``, from the source),
     whatever the words seem to ask: 0.5.9's ``assert not self.enable_mixed_chunk, "enable_mixed_chunk
     is required for speculative decoding"`` refuses the switch its message names as required."""
-    guard = {ctx.flag(w) for w in (ctx.diagnosis.captures.get("site_switches") or "").split()} - {None}
+    guard = set(_guard_switches(ctx))
     return [r for r in rems if not any(v is True and f in guard for f, v in r.set.items())]
+
+
+def _guard_switches(ctx: Context) -> list[str]:
+    """(args35) The switches the refusing check's guard needs on, spelled for the target release:
+    the class rule's capture (a bare line, class.args.argument_site), else the check found by the
+    exception's own message (argument_sites.site_of, a traceback whose frames name the place)."""
+    words = ctx.diagnosis.captures.get("site_switches")
+    if words is None:
+        exc = ctx.diagnosis.incident.exception
+        if exc is None or ctx.diagnosis.category != "args.invalid":
+            return []
+        from sglang_doctor.diagnose.argument_sites import site_of
+
+        site = site_of(exc.type, exc.message, ctx.version)
+        words = " ".join(site.switches) if site is not None else ""
+    out: list[str] = []
+    for word in words.split():
+        flag = ctx.flag(word)
+        if flag is not None and flag not in out:
+            out.append(flag)
+    return out
 
 
 @remedy("refusal_fix")
@@ -970,16 +991,15 @@ def site_switch_off(ctx: Context, params: dict) -> "list[Remediation] | None":
     store_true flag of the release's catalogue; the launch does without that feature (the
     trade-off).  A switch the launch is known not to pass is no way out; none: no change."""
     out: list[Remediation] = []
-    for word in (ctx.diagnosis.captures.get("site_switches") or "").split():
-        flag = ctx.flag(word)
-        spec = ctx.catalog.spec(flag) if flag else None
+    for flag in _guard_switches(ctx):
+        spec = ctx.catalog.spec(flag)
         if spec is None or spec.takes_value:
             continue
         stated = ctx.stated(flag)
         if stated is not None and stated is not True:
             continue  # the launch is seen without it: removing it changes nothing
         rem = Remediation(unset=[flag], note=f"remove {flag}: the check that refused the launch only runs with it on "
-                                             f"(SGLang {ctx.diagnosis.captures.get('site_where', 'source')})")
+                                             f"(SGLang {ctx.diagnosis.captures.get('site_where', 'source of the check')})")
         rem.safe, rem.needs_human = False, True
         rem.tradeoff = params.get("tradeoff") or f"the feature {flag} turns on is off for this launch"
         out.append(trust.declare_log_named(rem, value_from=None))
