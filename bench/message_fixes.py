@@ -18,7 +18,8 @@ remediation or its first alternative is a concrete change -- a flag set to a val
 
 ``--bare`` pastes each of those checks' exception line alone (``ValueError: message``, no frames,
 no launch header, as one-line pastes have it) and counts how many are named ``args.invalid``
-(issue 12: argument refusals answered as a crash while serving).
+(issue 12: argument refusals answered as a crash while serving); ``--bare --every-args-site``
+does so for every site whose right answer is args.invalid, in any module (session 35).
 
 ``--refusals --shape S`` pastes each check as held-back fragments have it, the release then
 unknown to the tool: ``noheader`` (the traceback's record on, no launch header), ``bare`` (the
@@ -28,7 +29,7 @@ release given.  Besides the concrete changes it counts those whose flags are all
 the message's own release (its catalogue's validation), and how many pastes are named
 ``args.invalid`` at all.
 
-Usage: ``python bench/message_fixes.py [--version 0.5.23] [--refusals [--shape S|all] | --bare] [--verbose]``
+Usage: ``python bench/message_fixes.py [--version 0.5.23] [--refusals [--shape S|all] | --bare [--every-args-site]] [--verbose]``
 """
 
 from __future__ import annotations
@@ -148,9 +149,28 @@ def bare_line(site: dict) -> str | None:
     return f"{exc}: {message}\n"
 
 
-def run_bare(version: str, verbose: bool) -> dict:
+def args_sites(inv: dict, ruleset) -> set[str]:
+    """(args35) The keys of the sites whose right answer is args.invalid wherever they are (the
+    speculative, LoRA, disaggregation, quantization and model-config checks of a launch's
+    arguments too, not only server_args.py), as the inventory's measure gives it for their phase."""
+    import functools
+
+    disp = inv_mod.Dispositions.load()
+    categories = inv_mod.class_categories()
+    categories.update({r.id: r.category for r in ruleset.rules})
+    by_phase = inv_mod.class_phase_categories()
+    # (right_answer reads rules/classes.yaml for every by-phase waiver: once is enough)
+    inv_mod.by_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.by_phase_categories)
+    return {inv_mod.site_key(s) for s in inv_mod.iter_sites(inv)
+            if not s["kind"].startswith("log")
+            and inv_mod.right_answer(s, disp, categories, disp.phase(s), by_phase) == "args.invalid"}
+
+
+def run_bare(version: str, verbose: bool, every_args_site: bool = False) -> dict:
     """The argument checks' refusals pasted as the exception line alone (no frames, no launch
-    header): how many are named args.invalid, and what the rest are named."""
+    header): how many are named args.invalid, and what the rest are named.  ``every_args_site``:
+    every site whose right answer is args.invalid, in any module (args_sites), instead of the
+    argument modules' sites (ARGUMENT_CHECKS)."""
     from collections import Counter
 
     from sglang_doctor.diagnose.rules_engine import RuleSet
@@ -158,11 +178,15 @@ def run_bare(version: str, verbose: bool) -> dict:
 
     inv = inv_mod.load_inventory(ROOT / "data" / "inventory" / f"sglang-{version}.json")
     ruleset = RuleSet.load(builtin=True, user=False)
+    wanted = args_sites(inv, ruleset) if every_args_site else None
     total = hits = 0
     other: Counter = Counter()
     misses: list[str] = []
     for site in inv_mod.iter_sites(inv):
-        if not site["file"].startswith(ARGUMENT_CHECKS):
+        if wanted is not None:
+            if inv_mod.site_key(site) not in wanted:
+                continue
+        elif not site["file"].startswith(ARGUMENT_CHECKS):
             continue
         line = bare_line(site)
         if line is None:
@@ -293,13 +317,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="the argument checks' sites: a concrete change in the primary or first alternative")
     ap.add_argument("--bare", action="store_true",
                     help="the argument checks' exception lines alone: how many are named args.invalid")
+    ap.add_argument("--every-args-site", action="store_true",
+                    help="--bare: every site whose right answer is args.invalid, in any module (args35)")
     ap.add_argument("--shape", choices=SHAPES + ("all",), default="full",
                     help="--refusals: the checks pasted so (release unknown but for 'full'); 'all': each")
     args = ap.parse_args(argv)
     if args.bare:
-        r = run_bare(args.version, args.verbose)
+        r = run_bare(args.version, args.verbose, args.every_args_site)
         share = 100 * r["hits"] / r["sites"] if r["sites"] else 0.0
-        print(f"sglang {r['version']}: argument checks' exception lines alone named args.invalid: "
+        print(f"sglang {r['version']}: " + ("args.invalid sites' (any module)" if args.every_args_site else "argument checks'")
+              + " exception lines alone named args.invalid: "
               f"{r['hits']}/{r['sites']} ({share:.1f}%); the rest: {r['other']}")
         return 0
     if args.refusals:

@@ -58,6 +58,7 @@ REMEDIES = (
     "written_switch",  # args23: argparse's "ignored explicit argument" for a switch
     "choice_elsewhere",  # args23: an "invalid choice" that another release accepts
     "lower_prefill_budget",  # field30: the chunk, or --max-prefill-tokens when chunking was off
+    "site_switch_off",  # args35: the switch an argument check's guard needs on, removed
 )
 RULE_KEYS = {
     "id", "category", "phase", "title", "priority", "confidence", "status", "versions", "match", "explanation",
@@ -66,7 +67,7 @@ RULE_KEYS = {
 REQUIRED_KEYS = ("id", "category", "phase", "title", "match", "explanation")
 MATCH_KEYS = {"kind", "exception", "message", "in_chain", "frames", "line", "literal", "context", "after_ready",
               "truncated", "deepest_frame_module", "message_any", "deepest_frame_module_not", "names_setting",
-              "assert_source", "signal", "line_also", "outside_sglang"}
+              "assert_source", "signal", "line_also", "outside_sglang", "argument_site"}
 FRAME_KEYS = {"any", "all", "sequence"}
 
 
@@ -109,6 +110,9 @@ class Rule:
     message_any: tuple[str, ...] = ()  # lower-case keywords, one of which is in the exception/signal text
     deepest_not: tuple[str, ...] = ()  # the deepest SGLang frame is in none of these (same form as deepest_frame)
     names_setting: bool | None = None  # the exception message does (not) name a setting a user makes
+    # (args35) the exception line, with no SGLang frame above it, is (not) the message of one of
+    # SGLang's argument checks (diagnose/argument_sites.py, from the releases' inventories)
+    argument_site: bool | None = None
     # a regex searched in the source line of the deepest frame of a bare ``AssertionError`` (no
     # message): the assert statement is then the only text the check has
     assert_source: Any = None
@@ -142,7 +146,8 @@ class Rule:
                                       self.message_any, self.deepest_not, self.assert_source, self.line_also))
                 + (self.after_ready is not None)
                 + (self.truncated is not None) + (self.names_setting is not None)
-                + (self.outside_sglang is not None))
+                + (self.outside_sglang is not None)
+                + (self.argument_site is not None))
 
     @property
     def frames_only(self) -> bool:
@@ -676,6 +681,11 @@ def _build_match(rule: Rule, match: Any, bad) -> None:
             rule.outside_sglang = match["outside_sglang"]
         else:
             bad("match.outside_sglang must be true or false")
+    if "argument_site" in match:
+        if isinstance(match["argument_site"], bool):
+            rule.argument_site = match["argument_site"]
+        else:
+            bad("match.argument_site must be true or false")
     if "after_ready" in match:
         if isinstance(match["after_ready"], bool):
             rule.after_ready = match["after_ready"]
@@ -715,7 +725,7 @@ def _lint_positive(rule: Rule, bad) -> None:
     positive = (rule.kind, rule.exceptions, rule.frames_any, rule.frames_all, rule.frames_sequence,
                 rule.line_rx is not None and not _matches_nothing_required(rule.line_rx), rule.context,
                 rule.deepest_frame, rule.message_any, rule.assert_source is not None,
-                rule.message is not None and not empty_message, rule.outside_sglang)
+                rule.message is not None and not empty_message, rule.outside_sglang, rule.argument_site)
     if not any(positive):
         bad("match has no positive condition (a message regex that matches the empty text, e.g. "
             "'^(?!.*foo)', only excludes; after_ready, truncated, names_setting and "
@@ -1121,6 +1131,12 @@ class RuleSet:
             if not chain or any(names_setting(e.message) for e in chain) != rule.names_setting:
                 return None
         frames = incident.frames
+        if rule.argument_site is not None:
+            site = _argument_site(chain, frames, launch)
+            if (site is not None) != rule.argument_site:
+                return None
+            if site is not None:
+                captures.update(site_where=site.where[0], site_switches=" ".join(site.switches))
         if rule.assert_source is not None:
             # a bare assert (no message): the statement in the deepest frame is the check's text
             if exc is None or exc.type.rsplit(".", 1)[-1] != "AssertionError" or exc.message.strip() \
@@ -1232,6 +1248,10 @@ class RuleSet:
     def diagnose(self, incident: Incident, launch: Launch | None) -> Diagnosis:
         """Specific rules first, then class rules, then the honest fallback."""
         best: dict[str, tuple] = {}
+        # (args35) the best class rule that reads an argument refusal by its words: it keeps the
+        # incident when class.args.argument_site (the message is a check's, whatever its words)
+        # also matches -- the site only lifts args.invalid above other categories' words
+        by_words: tuple | None = None
         memo: dict = {}  # what several rules read of this incident, computed once
         for rule in self.candidates(incident):
             if rule.id in self.too_slow:
@@ -1264,6 +1284,12 @@ class RuleSet:
             held = best.get(rule.layer)
             if held is None or key > held[0]:
                 best[rule.layer] = (key, rule, captures, assumed)
+            if rule.layer == "class" and rule.category == "args.invalid" and rule.argument_site is None \
+                    and (by_words is None or key > by_words[0]):
+                by_words = (key, rule, captures, assumed)
+        if by_words is not None and "class" in best and best["class"][1].argument_site:
+            site = {k: v for k, v in best["class"][2].items() if k in ("site_where", "site_switches")}
+            best["class"] = (by_words[0], by_words[1], {**by_words[2], **site}, by_words[3])
         chosen = best.get("specific") or best.get("class")
         if chosen is None:
             return fallback.attach(unknown_diagnosis(incident, launch))
@@ -1302,6 +1328,18 @@ class RuleSet:
         return fallback.attach(diagnosis)
 
 
+def _argument_site(chain, frames, launch: Launch | None):
+    """(args35) The argument check whose message the exception line is, when no SGLang frame
+    says where it was raised (a bare line, or only a library's frames): argument_sites.site_of,
+    the log's release preferred when it names one."""
+    if not chain or sglang_frames(frames):
+        return None
+    from sglang_doctor.diagnose.argument_sites import site_of
+
+    version = launch.sglang_version if launch is not None else None
+    return site_of(chain[-1].type, chain[-1].message, version)
+
+
 def _exception_line_cut(rule: Rule, incident: Incident) -> bool:
     """A traceback whose paste ends in its frames (no exception line: a copy that stopped one
     line early, a collector that cut the record) at the statement that raised (the deepest
@@ -1321,7 +1359,7 @@ def _exception_line_cut(rule: Rule, incident: Incident) -> bool:
         # down): its place is not where the failure was raised, so it names nothing (real cut
         # pastes mostly stop so; bench/accuracy.py's no-cause guesses fell when it was read)
         return False
-    if rule.message_any or rule.names_setting is not None or rule.assert_source is not None or rule.line_rx is not None:
+    if rule.message_any or rule.names_setting is not None or rule.argument_site is not None or rule.assert_source is not None or rule.line_rx is not None:
         return False
     if not rule.exceptions and rule.message is None:
         return False  # it reads nothing of the exception line: it matches as it always did

@@ -903,6 +903,36 @@ def _release_of_the_words(ctx: Context, text: str, params: dict) -> Context:
     return ctx
 
 
+def _not_against_the_guard(ctx: Context, rems: list[Remediation]) -> list[Remediation]:
+    """(args35) Without the changes that turn on a switch the check's own guard needs on (the
+    check only runs with it on: diagnose/argument_sites.py's ``site_switches``, from the source),
+    whatever the words seem to ask: 0.5.9's ``assert not self.enable_mixed_chunk, "enable_mixed_chunk
+    is required for speculative decoding"`` refuses the switch its message names as required."""
+    guard = set(_guard_switches(ctx))
+    return [r for r in rems if not any(v is True and f in guard for f, v in r.set.items())]
+
+
+def _guard_switches(ctx: Context) -> list[str]:
+    """(args35) The switches the refusing check's guard needs on, spelled for the target release:
+    the class rule's capture (a bare line, class.args.argument_site), else the check found by the
+    exception's own message (argument_sites.site_of, a traceback whose frames name the place)."""
+    words = ctx.diagnosis.captures.get("site_switches")
+    if words is None:
+        exc = ctx.diagnosis.incident.exception
+        if exc is None or ctx.diagnosis.category != "args.invalid":
+            return []
+        from sglang_doctor.diagnose.argument_sites import site_of
+
+        site = site_of(exc.type, exc.message, ctx.version)
+        words = " ".join(site.switches) if site is not None else ""
+    out: list[str] = []
+    for word in words.split():
+        flag = ctx.flag(word)
+        if flag is not None and flag not in out:
+            out.append(flag)
+    return out
+
+
 @remedy("refusal_fix")
 def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     """The changes an argument check's message implies by its shape (module docstring): a
@@ -918,9 +948,9 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
 
     ctx = _release_of_the_words(ctx, text, params)
     named_result = flag_named(ctx, {})
-    after = named_result if isinstance(named_result, list) else [named_result] if named_result else []
+    after = _not_against_the_guard(ctx, named_result if isinstance(named_result, list) else [named_result] if named_result else [])
     advised = _advises_a_flag(ctx, text)
-    out = _shape_changes(ctx, text, params)
+    out = _not_against_the_guard(ctx, _shape_changes(ctx, text, params))
     if advised and any(_concrete(rem) for rem in after[:1]):
         # "use --x y", "A requires --b": the message's own advice leads; the shape's other way out
         # ("else turn A off") is the first alternative when the advice has no concrete one of its own
@@ -950,3 +980,27 @@ def refusal_fix(ctx: Context, params: dict) -> "list[Remediation] | None":
     at = 1 if advised and out else len(out)
     return out[:at] + kept + out[at:] or None
 
+
+
+@remedy("site_switch_off")
+def site_switch_off(ctx: Context, params: dict) -> "list[Remediation] | None":
+    """(args35) The switches the argument check reads, turned off: the check that refused the
+    launch only runs when they are on (its ``if self.enable_x and ...:`` guard, or its assert's
+    ``not self.enable_x or ...``; diagnose/argument_sites.py found the check by its message, and
+    scripts/gen_argument_sites.py read its guard from the release's source).  Each is a
+    store_true flag of the release's catalogue; the launch does without that feature (the
+    trade-off).  A switch the launch is known not to pass is no way out; none: no change."""
+    out: list[Remediation] = []
+    for flag in _guard_switches(ctx):
+        spec = ctx.catalog.spec(flag)
+        if spec is None or spec.takes_value:
+            continue
+        stated = ctx.stated(flag)
+        if stated is not None and stated is not True:
+            continue  # the launch is seen without it: removing it changes nothing
+        rem = Remediation(unset=[flag], note=f"remove {flag}: the check that refused the launch only runs with it on "
+                                             f"(SGLang {ctx.diagnosis.captures.get('site_where', 'source of the check')})")
+        rem.safe, rem.needs_human = False, True
+        rem.tradeoff = params.get("tradeoff") or f"the feature {flag} turns on is off for this launch"
+        out.append(trust.declare_log_named(rem, value_from=None))
+    return out[:2] or None
