@@ -161,7 +161,8 @@ class Rule:
         any text meets it (``'\\S'``).  Such a rule's answer is its context's: when that
         context is assumed, so is the answer."""
         if (self.exceptions or self.frames_any or self.frames_all or self.frames_sequence or self.line_rx
-                or self.deepest_frame or self.message_any or self.line_also or self.outside_sglang):
+                or self.deepest_frame or self.message_any or self.line_also or self.outside_sglang
+                or self.argument_site):
             return False
         return self.message is None or _search(self.message, "x") is not None
 
