@@ -573,29 +573,44 @@ def write_readme(out: Path, outcomes: list[dict]) -> None:
     (out / "README.md").write_text("\n".join(lines))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=OUT)
+def recorder_command_line(description: str, default_out: Path, argv: list[str] | None):
+    """The recorders' shared command line (this script and record_real_bait.py): ``--out``,
+    ``--only``; returns the arguments and the real SGLang's python (None: not installed)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, default=default_out)
     parser.add_argument("--only", nargs="*", default=None, help="run names")
     args = parser.parse_args(argv)
     python = harness.sglang_python()
     if python is None:
         print("SGLang 0.5.23 is not installed; run scripts/install-real-sglang", file=sys.stderr)
+    return args, python
+
+
+def read_manifest(out: Path) -> dict[str, dict]:
+    """The runs recorded so far (``manifest.json``), by name: a run left out keeps its entry."""
+    manifest = out / "manifest.json"
+    return {e["name"]: e for e in (json.loads(manifest.read_text()) if manifest.exists() else [])}
+
+
+def write_manifest(out: Path, ordered: list[dict], write_readme_of: Callable[[Path, list[dict]], None]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "manifest.json").write_text(json.dumps(ordered, indent=1) + "\n")
+    write_readme_of(out, ordered)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, python = recorder_command_line(__doc__.splitlines()[0], OUT, argv)
+    if python is None:
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    manifest = args.out / "manifest.json"
-    outcomes = {o["name"]: o for o in (json.loads(manifest.read_text()) if manifest.exists() else [])}
+    outcomes = read_manifest(args.out)
     with tempfile.TemporaryDirectory(prefix="realsg-healthy-") as tmp:
         for run in RUNS:
             if args.only and run.name not in args.only:
                 continue
             print(f"== {run.name}: {run.what}", flush=True)
             outcomes[run.name] = record(run, Path(tmp), python, args.out)
-    ordered = [outcomes[r.name] for r in RUNS if r.name in outcomes]
-    manifest.write_text(json.dumps(ordered, indent=1) + "\n")
-    write_readme(args.out, ordered)
+    write_manifest(args.out, [outcomes[r.name] for r in RUNS if r.name in outcomes], write_readme)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -38,8 +38,6 @@ Usage (about 3-8 minutes per run on a loaded 2-core machine; not run by the ever
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shlex
 import signal
@@ -57,7 +55,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from record_healthy_runs import (  # noqa: E402
     SESSION, Server, Step, _abort_running, _chat, _disconnect_mid_stream, _post, _request,
-    play, start_in_flight, stop_with, trim_batch_lines,
+    play, read_manifest, recorder_command_line, start_in_flight, stop_with, trim_batch_lines, write_manifest,
 )
 from tests.realsglang import harness  # noqa: E402
 from tests.realsglang.capture import PLACEHOLDER, sanitize  # noqa: E402
@@ -317,16 +315,10 @@ def write_readme(out: Path, entries: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--only", nargs="*", default=None, help="run names")
-    args = parser.parse_args(argv)
-    python = harness.sglang_python()
+    args, python = recorder_command_line(__doc__.splitlines()[0], OUT, argv)
     if python is None:
-        print("SGLang 0.5.23 is not installed; run scripts/install-real-sglang", file=sys.stderr)
         return 2
-    manifest = args.out / "manifest.json"
-    entries = {e["name"]: e for e in (json.loads(manifest.read_text()) if manifest.exists() else [])}
+    entries = read_manifest(args.out)
     failures = 0
     with tempfile.TemporaryDirectory(prefix="realsg-bait-") as tmp:
         for run in RUNS:
@@ -338,12 +330,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as err:  # noqa: BLE001 - record the others, fail at the end
                 failures += 1
                 print(f"   FAILED: {err}", file=sys.stderr, flush=True)
-    ordered = [entries[r.name] for r in RUNS if r.name in entries]
-    args.out.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps(ordered, indent=1) + "\n")
-    write_readme(args.out, ordered)
+    write_manifest(args.out, [entries[r.name] for r in RUNS if r.name in entries], write_readme)
     return 1 if failures else 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
