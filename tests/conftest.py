@@ -162,3 +162,20 @@ def pack():
     from sglang_doctor.diagnose.rules_engine import RuleSet
 
     return RuleSet.load(user=False)
+
+
+def real_sglang_python() -> Path:
+    """Real SGLang 0.5.23's python for the tests that launch it: skipped when it is not
+    installed, a failure when CI requires it (SGLANG_DOCTOR_REQUIRE_SGLANG=1)."""
+    import os
+
+    from realsglang import harness
+
+    python = harness.sglang_python()
+    if python is None:
+        message = (f"SGLang {harness.SGLANG_VERSION} is not installed in {harness.venv_dir()}: "
+                   "run scripts/install-real-sglang (or set SGLANG_VENV / SGLANG_PYTHON)")
+        if os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return python

@@ -10,30 +10,21 @@ SGLANG_DOCTOR_REQUIRE_SGLANG=1 (then it fails, as tests/test_real_sglang.py)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import explain_incidents
-from realsglang import harness
+from conftest import explain_incidents, real_sglang_python
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-REQUIRE = os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1"
-
 
 @pytest.mark.slow
 def test_a_fresh_short_scary_run_is_quiet(tmp_path):
-    python = harness.sglang_python()
-    if python is None:
-        message = f"SGLang {harness.SGLANG_VERSION} is not installed in {harness.venv_dir()}"
-        if REQUIRE:
-            pytest.fail(message)
-        pytest.skip(message)
+    python = real_sglang_python()
     import healthy_bait
     import record_real_bait
 

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, doctor_cmd
+from conftest import FIXTURES, doctor_cmd, real_sglang_python
 from realsglang import harness
 from realsglang.make_tiny_model import write_model
 
-REQUIRE = os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1"
 REAL_HEALTHY = FIXTURES / "real" / "healthy_sigterm_0523.log"
 
 
@@ -49,15 +48,7 @@ def assert_healthy_diagnosis(log: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sglang_python() -> Path:
-    python = harness.sglang_python()
-    if python is None:
-        message = (
-            f"SGLang {harness.SGLANG_VERSION} is not installed in {harness.venv_dir()}: "
-            "run scripts/install-real-sglang (or set SGLANG_VENV / SGLANG_PYTHON)"
-        )
-        if REQUIRE:
-            pytest.fail(message)
-        pytest.skip(message)
+    python = real_sglang_python()
     return python
 
 

@@ -18,9 +18,9 @@ import pytest
 
 from pathlib import Path
 
+from conftest import real_sglang_python
 from realsglang import harness
 from realsglang.make_tiny_model import write_model
-from test_real_sglang import REQUIRE  # noqa: F401  (same skip/fail policy as the real tier)
 
 CONFIG = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "cpu_qwen35_tiny.json"
 FLAGS = ("--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedule", "--mem-fraction-static", "0.3",
@@ -29,12 +29,7 @@ FLAGS = ("--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedul
 
 @pytest.fixture(scope="module")
 def real_log(tmp_path_factory):
-    python = harness.sglang_python()
-    if python is None:
-        message = f"SGLang {harness.SGLANG_VERSION} is not installed in {harness.venv_dir()}"
-        if REQUIRE:
-            pytest.fail(message)
-        pytest.skip(message)
+    python = real_sglang_python()
     tmp = tmp_path_factory.mktemp("capacity-real")
     model = write_model(tmp / "hybrid", vocab=512, context=4096)
     (model / "config.json").write_text(CONFIG.read_text())

@@ -19,21 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import doctor_cmd, processes_mentioning
+from conftest import doctor_cmd, processes_mentioning, real_sglang_python
 from realsglang import harness
 from realsglang.make_tiny_model import write_model
 
-REQUIRE = os.environ.get("SGLANG_DOCTOR_REQUIRE_SGLANG") == "1"
 
 
 @pytest.fixture(scope="module")
 def sglang_python() -> Path:
-    python = harness.sglang_python()
-    if python is None:
-        message = f"SGLang {harness.SGLANG_VERSION} is not installed in {harness.venv_dir()}: run scripts/install-real-sglang"
-        if REQUIRE:
-            pytest.fail(message)
-        pytest.skip(message)
+    python = real_sglang_python()
     return python
 
 
