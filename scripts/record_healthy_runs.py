@@ -502,12 +502,17 @@ def probe_until_ready(port: int, stop: threading.Event, journal: list[str]) -> t
     return worker
 
 
-def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
+def tiny_launch(run, scratch: Path, python: Path) -> harness.Launch:
+    """A run's launch (its ``flags`` and ``env`` besides the harness's) on the tiny made-up Llama,
+    written once per scratch directory (this script and record_real_bait.py)."""
     model = scratch / "tiny"
     if not (model / "config.json").exists():
         write_model(model, kind="llama")
-    launch = harness.build_launch(model, python=python, extra_args=harness.DEFAULT_FLAGS + run.flags,
-                                  env=dict(run.env))
+    return harness.build_launch(model, python=python, extra_args=harness.DEFAULT_FLAGS + run.flags, env=dict(run.env))
+
+
+def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
+    launch = tiny_launch(run, scratch, python)
     log_path = scratch / "logs" / f"{run.name}.log"
     proc = harness.start(launch, log_path, cwd=scratch)
     journal: list[str] = []
@@ -575,7 +580,8 @@ def write_readme(out: Path, outcomes: list[dict]) -> None:
 
 def recorder_command_line(description: str, default_out: Path, argv: list[str] | None):
     """The recorders' shared command line (this script and record_real_bait.py): ``--out``,
-    ``--only``; returns the arguments and the real SGLang's python (None: not installed)."""
+    ``--only``; returns the arguments and the real SGLang's python (None: not installed), the
+    output directory made."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, default=default_out)
     parser.add_argument("--only", nargs="*", default=None, help="run names")
@@ -583,6 +589,8 @@ def recorder_command_line(description: str, default_out: Path, argv: list[str] |
     python = harness.sglang_python()
     if python is None:
         print("SGLang 0.5.23 is not installed; run scripts/install-real-sglang", file=sys.stderr)
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
     return args, python
 
 
@@ -593,7 +601,6 @@ def read_manifest(out: Path) -> dict[str, dict]:
 
 
 def write_manifest(out: Path, ordered: list[dict], write_readme_of: Callable[[Path, list[dict]], None]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
     (out / "manifest.json").write_text(json.dumps(ordered, indent=1) + "\n")
     write_readme_of(out, ordered)
 

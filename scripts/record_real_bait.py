@@ -55,11 +55,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from record_healthy_runs import (  # noqa: E402
     SESSION, Server, Step, _abort_running, _chat, _disconnect_mid_stream, _post, _request,
-    play, read_manifest, recorder_command_line, start_in_flight, stop_with, trim_batch_lines, write_manifest,
+    play, read_manifest, recorder_command_line, start_in_flight, stop_with, tiny_launch, trim_batch_lines, write_manifest,
 )
 from tests.realsglang import harness  # noqa: E402
 from tests.realsglang.capture import PLACEHOLDER, sanitize  # noqa: E402
-from tests.realsglang.make_tiny_model import write_model  # noqa: E402
 
 OUT = ROOT / "fixtures" / "healthy" / "real_runs"
 
@@ -252,11 +251,7 @@ def display_command(run: Run, launch: harness.Launch, scratch: Path) -> str:
 
 def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
     """Launch, play, stop; write ``out/<name>.log``; return the run's manifest entry."""
-    model = scratch / "tiny"
-    if not (model / "config.json").exists():
-        write_model(model, kind="llama")
-    launch = harness.build_launch(model, python=python, extra_args=harness.DEFAULT_FLAGS + run.flags,
-                                  env=dict(run.env))
+    launch = tiny_launch(run, scratch, python)
     launch = harness.Launch(argv=_launch_argv(run, launch), env=launch.env, host=launch.host, port=launch.port)
     log_path = scratch / "logs" / f"{run.name}.log"
     started = time.monotonic()
