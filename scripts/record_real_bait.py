@@ -19,7 +19,14 @@ disconnects, aborts and signal stops; this script adds the scary text it left ou
 - stops: SIGTERM, SIGINT to the group (a terminal's Ctrl-C), and the main process killed
   with ``kill -9`` by the shell script that started it in the background (``SHELL_STOP``),
   whose children follow their parent (SGLang's ``kill_itself_when_parent_died``) and the shell
-  reports the job ``Killed``.
+  reports the job ``Killed``;
+- (session 36) stops before ready: SIGTERM to the main process while the weights load and as
+  soon as uvicorn is up (the server's own warm-up request running), with ``/health`` polled from
+  the launch on (``stop_at``: no steps, the stop comes when the log shows that line); and a storm
+  of streaming clients that disconnect after their first chunk, ``/abort_request`` for all and
+  for an id nobody sent, prompts over the context through the OpenAI chat API.  The failing
+  counterpart of a stop before ready is a start-up that fails on its own
+  (fixtures/real/port_in_use_0523.log: a second server on a port already taken).
 
 Each run launches the real server (one at a time: tests/realsglang/harness.py, a tiny made-up
 Llama, ``--device cpu --load-format dummy``), waits until it is ready, plays its steps, checks
