@@ -73,3 +73,19 @@ def test_an_error_under_the_interrupt_stays_an_incident(tmp_path):
     lines = [access("/health", "200 OK"), "Process Process-1:"] \
         + child_interrupt("RuntimeError: CUDA error: an illegal memory access was encountered")
     assert len(incidents_of_lines(tmp_path, lines)) == 1
+
+
+def test_the_recorded_ctrl_c_pasted_from_the_last_access_line(tmp_path):
+    """The real recording (SGLang 0.5.23 on CPU, Ctrl-C to the process group): the last "GET
+    /health" 200 and the two children's KeyboardInterrupt tracebacks below it, pasted alone."""
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[2] / "fixtures/healthy/real-0.5.23/warnings_probes_ctrl_c_twice.log"
+    lines = source.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Process Process-1:")) - 1
+    end = next(i for i in range(start, len(lines)) if lines[i].endswith("INFO:     Shutting down"))
+    assert '"GET /health HTTP/1.1" 200' in lines[start] and lines[end - 1] == "KeyboardInterrupt"
+    assert incidents_of_lines(tmp_path, lines[start:end]) == []
+    # the same tracebacks below the warm-up's probe instead stay an incident (a start-up that hung)
+    probe = lines[start].replace("GET /health", "GET /model_info")
+    assert len(incidents_of_lines(tmp_path, [probe] + lines[start + 1:end])) == 1
