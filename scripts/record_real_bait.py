@@ -181,6 +181,18 @@ STORM_STEPS: list[Step] = [
     ("a prompt of 5000 tokens (over the context) to the OpenAI chat API", lambda p: _post(
         p, "/v1/chat/completions", _chat({"max_tokens": 4, "messages": [
             {"role": "user", "content": "hello " * 5000}]}))),
+    # errors of streaming requests: the status line is sent before the error, which goes to the
+    # client as a stream chunk (uvicorn logs 200 for a request SGLang refused)
+    ("a streaming generation over the context", _gen({"stream": True, "text": "hello " * 3000,
+                                                      "sampling_params": {"max_new_tokens": 4}})),
+    ("a streaming chat completion over the context", lambda p: _post(p, "/v1/chat/completions", _chat({
+        "stream": True, "max_tokens": 4, "messages": [{"role": "user", "content": "hello " * 5000}]}))),
+    ("a streaming generation with an invalid regex", _gen({"stream": True, "sampling_params": {
+        "max_new_tokens": 4, "regex": "(unclosed"}})),
+    ("tokenize a text over the context", lambda p: _post(p, "/tokenize", {"model": "default",
+                                                                         "prompt": "hello " * 5000})),
+    ("list the models", lambda p: _request(p, "GET", "/v1/models")),
+    ("the load", lambda p: _request(p, "GET", "/get_load")),
 ]
 
 ALL_STEPS: list[Step] = STEPS + STORM_STEPS + [s for s in SESSION if s[0] not in {n for n, _ in STEPS}]
@@ -194,7 +206,8 @@ class Run:
     name: str
     what: str
     steps: tuple[str, ...]  # step names of ALL_STEPS, in that order
-    stop: str  # "sigterm", "ctrl_c" (SIGINT to the group) or "shell_killed" (SIGKILL to the main process)
+    stop: str  # "sigterm", "ctrl_c" (SIGINT to the group), "sigint" (to the main process only) or
+    # "shell_killed" (SIGKILL to the main process)
     flags: tuple[str, ...] = ()  # launch flags besides harness.DEFAULT_FLAGS
     env: tuple[tuple[str, str], ...] = ()
     in_flight: int = 0  # long generations running when the stop comes
@@ -259,6 +272,15 @@ RUNS: list[Run] = [
          "prompt longer than the context", "a prompt of 5000 tokens (over the context) to the OpenAI chat API",
          "max_new_tokens larger than the context", "a good chat completion"),
         "sigterm", in_flight=2),
+    Run("streaming_errors_sigint_main",
+        "errors of streaming requests (over the context, an invalid regex: uvicorn logs 200, the error "
+        "goes to the client as a stream chunk), tokenize over the context, /v1/models and /get_load, "
+        "then one Ctrl-C to the main process only (kill -INT PID: uvicorn's shutdown, the launcher's "
+        "kill of its children)",
+        ("a good generation", "a streaming generation over the context", "a streaming chat completion over the context",
+         "a streaming generation with an invalid regex", "tokenize a text over the context", "list the models",
+         "the load", "a good chat completion"),
+        "sigint"),
 ]
 
 
@@ -287,6 +309,8 @@ def stop_run(run: Run, proc: subprocess.Popen) -> int | None:
         return stop_with(proc, signal.SIGTERM)
     if run.stop == "ctrl_c":
         return stop_with(proc, signal.SIGINT, to_group=True)
+    if run.stop == "sigint":
+        return stop_with(proc, signal.SIGINT)
     os.kill(proc.pid, signal.SIGUSR1)  # the shell kills its background server (SHELL_STOP)
     try:
         proc.wait(timeout=60)
