@@ -131,7 +131,8 @@ bench renders SGLang 0.5.23's own healthy-run lines as such fragments.
     queue limit refuses, cache flushes refused while busy, logprobs out of range, chat input the
     template refuses, LoRA adapters not loaded, weight updates refused, ``--log-level debug``,
     deprecated flags, SIGTERM / Ctrl-C / the main process SIGKILLed under a shell that reports
-    ``Killed``; and the earlier recordings of fixtures/healthy/real-0.5.23/ and fixtures/real/'s
+    ``Killed``; session 36: SIGTERM while the weights load and during the warm-up, a storm of
+    streaming clients that disconnect, /abort_request for all and for an unknown id; and the earlier recordings of fixtures/healthy/real-0.5.23/ and fixtures/real/'s
     healthy stops).  Each log whole (``whole``); cut at every scary point (``end``: the paste that
     ends right after a scary record, the record that holds a line with a failure's words,
     ``SCARY``, its traceback included); the scary record alone (``bare``; ``bare:dies`` when the

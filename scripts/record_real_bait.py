@@ -19,7 +19,14 @@ disconnects, aborts and signal stops; this script adds the scary text it left ou
 - stops: SIGTERM, SIGINT to the group (a terminal's Ctrl-C), and the main process killed
   with ``kill -9`` by the shell script that started it in the background (``SHELL_STOP``),
   whose children follow their parent (SGLang's ``kill_itself_when_parent_died``) and the shell
-  reports the job ``Killed``.
+  reports the job ``Killed``;
+- (session 36) stops before ready: SIGTERM to the main process while the weights load and as
+  soon as uvicorn is up (the server's own warm-up request running), with ``/health`` polled from
+  the launch on (``stop_at``: no steps, the stop comes when the log shows that line); and a storm
+  of streaming clients that disconnect after their first chunk, ``/abort_request`` for all and
+  for an id nobody sent, prompts over the context through the OpenAI chat API.  The failing
+  counterpart of a stop before ready is a start-up that fails on its own
+  (fixtures/real/port_in_use_0523.log: a second server on a port already taken).
 
 Each run launches the real server (one at a time: tests/realsglang/harness.py, a tiny made-up
 Llama, ``--device cpu --load-format dummy``), waits until it is ready, plays its steps, checks
@@ -55,7 +62,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from record_healthy_runs import (  # noqa: E402
     SESSION, Server, Step, _abort_running, _chat, _disconnect_mid_stream, _post, _request,
-    play, read_manifest, recorder_command_line, start_in_flight, stop_with, tiny_launch, trim_batch_lines, write_manifest,
+    play, probe_until_ready, read_manifest, recorder_command_line, start_in_flight, stop_with, tiny_launch, trim_batch_lines, write_manifest,
 )
 from tests.realsglang import harness  # noqa: E402
 from tests.realsglang.capture import PLACEHOLDER, sanitize  # noqa: E402
@@ -102,6 +109,30 @@ def _flush_while_busy(srv: Server) -> int:
     return status
 
 
+def _disconnect_storm(srv: Server, n: int = 12) -> int:
+    """``n`` streaming clients at once, each dropping its connection after the first chunk (a
+    load balancer's retry storm, a benchmark killed with Ctrl-C): SGLang aborts each request
+    whose client went away and goes on."""
+    statuses: list[int] = []
+
+    def one(i: int) -> None:
+        try:
+            statuses.append(_disconnect_mid_stream(srv, "/generate", {
+                "text": f"storm {i}", "stream": True,
+                "sampling_params": {"max_new_tokens": 200, "ignore_eos": True}}))
+        except OSError:
+            statuses.append(0)
+
+    workers = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=300)
+    time.sleep(3)  # the scheduler notices the aborts on its next steps
+    print(f"   storm: {sum(1 for s in statuses if s == 200)}/{n} streams opened, then dropped", flush=True)
+    return max(statuses) if statuses else 0
+
+
 def _gen(payload: dict):
     return lambda p: _post(p, "/generate", {"text": "hello", **payload})
 
@@ -143,7 +174,28 @@ STEPS: list[Step] = [
     ("a good generation after it all", _gen({"sampling_params": {"max_new_tokens": 8}})),
 ]
 
-ALL_STEPS: list[Step] = STEPS + [s for s in SESSION if s[0] not in {n for n, _ in STEPS}]
+# steps of the session-36 runs (disconnect_storm_abort_sigterm)
+STORM_STEPS: list[Step] = [
+    ("a storm of 12 streaming clients that disconnect after the first chunk", _disconnect_storm),
+    ("abort a request id nobody sent", lambda p: _post(p, "/abort_request", {"rid": "no-such-request"})),
+    ("a prompt of 5000 tokens (over the context) to the OpenAI chat API", lambda p: _post(
+        p, "/v1/chat/completions", _chat({"max_tokens": 4, "messages": [
+            {"role": "user", "content": "hello " * 5000}]}))),
+    # errors of streaming requests: the status line is sent before the error, which goes to the
+    # client as a stream chunk (uvicorn logs 200 for a request SGLang refused)
+    ("a streaming generation over the context", _gen({"stream": True, "text": "hello " * 3000,
+                                                      "sampling_params": {"max_new_tokens": 4}})),
+    ("a streaming chat completion over the context", lambda p: _post(p, "/v1/chat/completions", _chat({
+        "stream": True, "max_tokens": 4, "messages": [{"role": "user", "content": "hello " * 5000}]}))),
+    ("a streaming generation with an invalid regex", _gen({"stream": True, "sampling_params": {
+        "max_new_tokens": 4, "regex": "(unclosed"}})),
+    ("tokenize a text over the context", lambda p: _post(p, "/tokenize", {"model": "default",
+                                                                         "prompt": "hello " * 5000})),
+    ("list the models", lambda p: _request(p, "GET", "/v1/models")),
+    ("the load", lambda p: _request(p, "GET", "/get_load")),
+]
+
+ALL_STEPS: list[Step] = STEPS + STORM_STEPS + [s for s in SESSION if s[0] not in {n for n, _ in STEPS}]
 
 
 # --- runs ------------------------------------------------------------------------------------
@@ -154,10 +206,14 @@ class Run:
     name: str
     what: str
     steps: tuple[str, ...]  # step names of ALL_STEPS, in that order
-    stop: str  # "sigterm", "ctrl_c" (SIGINT to the group) or "shell_killed" (SIGKILL to the main process)
+    stop: str  # "sigterm", "ctrl_c" (SIGINT to the group), "sigint" (to the main process only) or
+    # "shell_killed" (SIGKILL to the main process)
     flags: tuple[str, ...] = ()  # launch flags besides harness.DEFAULT_FLAGS
     env: tuple[tuple[str, str], ...] = ()
     in_flight: int = 0  # long generations running when the stop comes
+    # a stop before ready: the stop comes as soon as the log shows this text (no steps are played;
+    # /health is polled from the launch on, as a start-up script does)
+    stop_at: str = ""
 
 
 QUICK = ("a good generation", "malformed JSON body to /generate", "temperature -1",
@@ -198,6 +254,33 @@ RUNS: list[Run] = [
          "top_logprobs 50 (OpenAI chat, the limit is 20)", "a LoRA adapter that is not loaded (/generate)",
          "n=0 (OpenAI)", "invalid json_schema"),
         "ctrl_c", in_flight=2),
+    # session 36: stops that come before ready, and a storm of clients that go away
+    Run("sigterm_while_loading",
+        "SIGTERM to the main process while the weights load (the operator gives up on a start-up: "
+        "docker stop, a pod deleted, a supervisor's restart), /health polled from the launch on",
+        (), "sigterm", stop_at="Load weight begin"),
+    Run("sigterm_in_warmup",
+        "SIGTERM to the main process as soon as uvicorn is up, while the server's own warm-up "
+        "request runs (before the ready line), /health polled from the launch on",
+        (), "sigterm", stop_at="Uvicorn running on"),
+    Run("disconnect_storm_abort_sigterm",
+        "a storm of streaming clients that disconnect, /abort_request for all and for an unknown id, "
+        "bad JSON, prompts over the context (native and OpenAI APIs), then SIGTERM with 2 generations "
+        "in flight",
+        ("a good generation", "a storm of 12 streaming clients that disconnect after the first chunk",
+         "abort all running requests", "abort a request id nobody sent", "malformed JSON body to /v1/chat/completions",
+         "prompt longer than the context", "a prompt of 5000 tokens (over the context) to the OpenAI chat API",
+         "max_new_tokens larger than the context", "a good chat completion"),
+        "sigterm", in_flight=2),
+    Run("streaming_errors_sigint_main",
+        "errors of streaming requests (over the context, an invalid regex: uvicorn logs 200, the error "
+        "goes to the client as a stream chunk), tokenize over the context, /v1/models and /get_load, "
+        "then one Ctrl-C to the main process only (kill -INT PID: uvicorn's shutdown, the launcher's "
+        "kill of its children)",
+        ("a good generation", "a streaming generation over the context", "a streaming chat completion over the context",
+         "a streaming generation with an invalid regex", "tokenize a text over the context", "list the models",
+         "the load", "a good chat completion"),
+        "sigint"),
 ]
 
 
@@ -226,6 +309,8 @@ def stop_run(run: Run, proc: subprocess.Popen) -> int | None:
         return stop_with(proc, signal.SIGTERM)
     if run.stop == "ctrl_c":
         return stop_with(proc, signal.SIGINT, to_group=True)
+    if run.stop == "sigint":
+        return stop_with(proc, signal.SIGINT)
     os.kill(proc.pid, signal.SIGUSR1)  # the shell kills its background server (SHELL_STOP)
     try:
         proc.wait(timeout=60)
@@ -249,6 +334,18 @@ def display_command(run: Run, launch: harness.Launch, scratch: Path) -> str:
     return sanitize(line, scratch)
 
 
+def wait_for_text(proc: subprocess.Popen, log_path: Path, text: str, timeout: float) -> float:
+    """Seconds until the log shows ``text``; raises when the process ends or the time runs out."""
+    started = time.monotonic()
+    while time.monotonic() < started + timeout:
+        if proc.poll() is not None:
+            raise harness.ServerExited(proc.returncode, harness.log_tail(log_path))
+        if log_path.exists() and text in log_path.read_text(errors="replace"):
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise TimeoutError(f"{text!r} not in the log after {timeout} s")
+
+
 def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
     """Launch, play, stop; write ``out/<name>.log``; return the run's manifest entry."""
     launch = tiny_launch(run, scratch, python)
@@ -257,14 +354,24 @@ def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
     started = time.monotonic()
     proc = harness.start(launch, log_path, cwd=scratch)
     journal: list[str] = []
+    probing = threading.Event()
     try:
-        ready = harness.wait_ready(proc, launch, log_path, timeout=1200)
-        play(Server(launch.port), steps_of(run), journal)
-        if run.in_flight:
-            start_in_flight(Server(launch.port), run.in_flight)
-            journal.append(f"{run.in_flight} long generations in flight when the stop comes")
-        returncode = stop_run(run, proc)
+        if run.stop_at:
+            prober = probe_until_ready(launch.port, probing, journal)
+            ready = wait_for_text(proc, log_path, run.stop_at, timeout=1200)
+            journal.append(f"stopped as soon as the log showed {run.stop_at!r}, before ready")
+            returncode = stop_run(run, proc)
+            probing.set()
+            prober.join(timeout=10)
+        else:
+            ready = harness.wait_ready(proc, launch, log_path, timeout=1200)
+            play(Server(launch.port), steps_of(run), journal)
+            if run.in_flight:
+                start_in_flight(Server(launch.port), run.in_flight)
+                journal.append(f"{run.in_flight} long generations in flight when the stop comes")
+            returncode = stop_run(run, proc)
     except Exception:
+        probing.set()
         failed = Path(tempfile.gettempdir()) / f"record-real-bait-failed-{run.name}.log"
         failed.write_text(sanitize(log_path.read_text(errors="replace"), scratch))
         print(f"   FAILED; its log is {failed}", file=sys.stderr, flush=True)
@@ -280,7 +387,7 @@ def record(run: Run, scratch: Path, python: Path, out: Path) -> dict:
         "command": display_command(run, launch, scratch),
         "sglang_version": harness.SGLANG_VERSION,
         "stop": run.stop,
-        "happened": {"seconds_to_ready": round(ready, 1), "steps": journal, "returncode": returncode,
+        "happened": {("seconds_to_stop" if run.stop_at else "seconds_to_ready"): round(ready, 1), "steps": journal, "returncode": returncode,
                      "seconds": round(time.monotonic() - started, 1)},
         "expected": "healthy",
     }

@@ -1390,7 +1390,8 @@ class Assembler:
         serving = launch.ready_line is not None and launch.ready_line < first
         if not serving and launch.ready_line is None and launch.line is None and not launch.milestones:
             serving = (any(n < first for n in launch.batch_lines)
-                       or any(survived.through_http_loop(b.frames) for b in group.builders))
+                       or any(survived.through_http_loop(b.frames) for b in group.builders)
+                       or survived.answered_request(group.captures.get(survived.HANDLED_CAPTURE)))
         chains = [b.chain for b in group.builders if b.chain]
         return (serving and len(chains) == len(group.builders) and survived.operator_interrupt(chains)
                 and survived.stop_lines_only([line.text for line in group.signal_lines]))

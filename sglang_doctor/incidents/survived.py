@@ -128,6 +128,32 @@ def through_http_loop(frames: list) -> bool:
     return any(HTTP_LOOP_FRAME.search(f.file or "") for f in frames)
 
 
+# The record right above an interrupt's traceback, when it is uvicorn's access line of a request
+# the server answered: the HTTP server was up and answering, and SGLang starts it only once every
+# scheduler rank reported ready (0.4.x launch_server / 0.5.x engine.py ``_wait_for_scheduler_ready``
+# before ``uvicorn.run``), as through_http_loop's frames say.  On a Ctrl-C to the process group
+# (a terminal's) the children print their KeyboardInterrupt tracebacks first, each under
+# multiprocessing's "Process Process-N:" (fixtures/healthy/real-0.5.23/warnings_probes_ctrl_c_twice.log:
+# the scheduler's and the detokenizer's, right below the last "GET /health" 200): no uvicorn frame
+# in them, but the line above shows the server serving.  Only an answer that needed the
+# schedulers: a 2xx for any path but the warm-up's first probe (http_server.py
+# ``_execute_server_warmup`` polls ``/model_info``, 0.4.x ``/get_model_info``, before its
+# generate; a warm-up that hangs after that probe is a start-up that did not finish).  ``/health``
+# answers 200 only once the warm-up passed (0.5.x ``ServerStatus.Starting`` -> 503) or, in 0.4.x,
+# once the HTTP server runs at all.
+_ANSWERED = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH|HEAD) (?P<path>/[^\s?"]*)\S* HTTP/[\d.]+" 2\d\d\b')
+WARMUP_PROBES = frozenset({"/model_info", "/get_model_info"})
+
+
+def answered_request(record: str | None) -> bool:
+    """``record`` (the text of the record above a traceback) is uvicorn's access line of a
+    request the server answered with a 2xx, other than the warm-up's probe (above)."""
+    if not record or "HTTP/" not in record:
+        return False
+    found = _ANSWERED.search(record)
+    return found is not None and found.group("path").rstrip("/") not in WARMUP_PROBES
+
+
 # The stop's own kill of the children, as the launcher reports it: 0.5.23 launch_server.py runs
 # the server in ``try: ... finally: kill_process_tree(os.getpid(), include_parent=False)``, so on
 # Ctrl-C, once uvicorn has shut down, the launcher SIGKILLs its children before the interrupt's

@@ -63,6 +63,19 @@ def test_the_runs_hold_the_scary_lines_they_were_recorded_for():
         assert "Receive: obj=GenerateReqInput(" in killed  # --log-requests
 
 
+def test_the_stops_before_ready_end_before_the_ready_line():
+    """Session 36: SIGTERM while the weights load and as soon as uvicorn is up (the warm-up's
+    request running): the operator's stop of a start-up, no ready line, nothing failed."""
+    names = {p.stem for p in RUNS}
+    for name, shows in (("sigterm_while_loading", "Load weight begin"), ("sigterm_in_warmup", "Uvicorn running on")):
+        if name not in names:
+            continue
+        text = _text(name)
+        assert shows in text and "The server is fired up and ready to roll!" not in text, name
+    if "sigterm_in_warmup" in names:
+        assert "INFO:     Shutting down" in _text("sigterm_in_warmup")  # uvicorn's own stop
+
+
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.stem)
 def test_every_run_is_quiet_whole(path):
     assert explain_incidents(path) == [], path.name
