@@ -180,7 +180,7 @@ import inventory_warnings as invw  # noqa: E402
 import robustness  # noqa: E402
 
 TUNED_PARTS = ("dev", "fresh", "late", "field", "field9", "field10", "notes10", "sealed10", "field11",
-               "field12", "field13", "field14", "field15", "field16", "field17", "field18", "field19", "field20", "field21", "field22", "field23", "field24", "field25", "field26", "field27", "field28", "field29", "field30", "field31", "field32", "field33", "field34", "field35", "field36", "field37", "field38")
+               "field12", "field13", "field14", "field15", "field16", "field17", "field18", "field19", "field20", "field21", "field22", "field23", "field24", "field25", "field26", "field27", "field28", "field29", "field30", "field31", "field32", "field33", "field34", "field35", "field36", "field37", "field38", "field39")
 VERSION = "0.5.23"
 INVENTORY = ROOT / "data" / "inventory"
 SITE = "/usr/local/lib/python3.12/dist-packages/sglang/srt/"

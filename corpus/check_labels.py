@@ -2,7 +2,7 @@
 """Check the real-log corpus labels (corpus/dev, corpus/heldout, corpus/fresh, corpus/late,
 corpus/blind, corpus/unseen, corpus/sealed8, corpus/sealed9, corpus/sealed10, corpus/sealed11, corpus/sealed12,
 corpus/sealed13, corpus/sealed14, corpus/sealed15, corpus/sealed16, corpus/sealed17, corpus/sealed18, corpus/sealed19, corpus/sealed20, corpus/sealed21, corpus/sealed22, corpus/sealed23, corpus/sealed24, corpus/sealed25, corpus/sealed26, corpus/sealed27, corpus/sealed28, corpus/sealed29, corpus/sealed30, corpus/sealed31, corpus/sealed32, corpus/sealed33, corpus/sealed34, corpus/sealed35, corpus/sealed36, corpus/sealed37, corpus/sealed38, corpus/sealed39, corpus/sealed40, corpus/sealed41, corpus/sealed42, corpus/sealed43, corpus/sealed44, corpus/sealed45, corpus/sealed46, corpus/field,
-corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24, corpus/field25, corpus/field26, corpus/field27, corpus/field28, corpus/field29, corpus/field30, corpus/field31, corpus/field32, corpus/field33, corpus/field34, corpus/field35, corpus/field36, corpus/field37 and corpus/field38).
+corpus/field9, corpus/field10, corpus/notes10, corpus/field11, corpus/field12, corpus/field13, corpus/field14, corpus/field15, corpus/field16, corpus/field17, corpus/field18, corpus/field19, corpus/field20, corpus/field21, corpus/field22, corpus/field23, corpus/field24, corpus/field25, corpus/field26, corpus/field27, corpus/field28, corpus/field29, corpus/field30, corpus/field31, corpus/field32, corpus/field33, corpus/field34, corpus/field35, corpus/field36, corpus/field37, corpus/field38 and corpus/field39).
 
 For each part that exists: every *.log file has exactly one label, every label names an
 existing file, the keys are those of CORPUS.md, categories and phases are valid, the
@@ -99,6 +99,7 @@ last number in its URL path, even);
 field37: the same split as field36 (even N, numberless owners n-z or a digit; a numberless web page by the
 last number in its URL path, even, or by its host's first letter when the path holds no number);
 field38: the same split as field37;
+field39: the same split as field38;
 numberless sources are allowed in every other part), and no source URL appears in two parts.
 Usage: python3 corpus/check_labels.py [CORPUS_DIR]   (exit 0 = ok, 1 = problems)
 """
@@ -192,6 +193,7 @@ PARTS = {"dev": lambda n: n % 3 != 0, "heldout": lambda n: n % 3 == 0, "fresh": 
          "field36": lambda n: n % 2 == 0,
          "field37": lambda n: n % 2 == 0,
          "field38": lambda n: n % 2 == 0,
+         "field39": lambda n: n % 2 == 0,
          "notes10": lambda n: False}
 # Parts whose split rule binds only sgl-project/sglang's own threads (threads of projects that run
 # SGLang may have any number there).
@@ -251,12 +253,13 @@ NUMBERLESS_OWNER_SPLIT = {"sealed13": "abcdefghijklm", "sealed14": "abcdefghijkl
                           "field35": "nopqrstuvwxyz0123456789",
                           "field36": "nopqrstuvwxyz0123456789",
                           "field37": "nopqrstuvwxyz0123456789",
-                          "field38": "nopqrstuvwxyz0123456789"}
+                          "field38": "nopqrstuvwxyz0123456789",
+                          "field39": "nopqrstuvwxyz0123456789"}
 
 
 # Parts whose numberless web pages (no repository) are split first by the last number in the URL path: the
 # parity a part takes (1 = odd); a page whose path holds no number falls back to NUMBERLESS_OWNER_SPLIT's host letter.
-WEB_PAGE_NUMBER_SPLIT = {"sealed27": 1, "sealed28": 1, "sealed29": 1, "sealed30": 1, "sealed31": 1, "sealed32": 1, "sealed33": 1, "sealed34": 1, "sealed35": 1, "sealed36": 1, "sealed37": 1, "sealed38": 1, "sealed39": 1, "sealed40": 1, "sealed41": 1, "sealed42": 1, "sealed43": 1, "sealed44": 1, "sealed45": 1, "sealed46": 1, "field26": 0, "field35": 0, "field36": 0, "field37": 0, "field38": 0}
+WEB_PAGE_NUMBER_SPLIT = {"sealed27": 1, "sealed28": 1, "sealed29": 1, "sealed30": 1, "sealed31": 1, "sealed32": 1, "sealed33": 1, "sealed34": 1, "sealed35": 1, "sealed36": 1, "sealed37": 1, "sealed38": 1, "sealed39": 1, "sealed40": 1, "sealed41": 1, "sealed42": 1, "sealed43": 1, "sealed44": 1, "sealed45": 1, "sealed46": 1, "field26": 0, "field35": 0, "field36": 0, "field37": 0, "field38": 0, "field39": 0}
 
 
 def web_page_number(src):
