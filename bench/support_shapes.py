@@ -91,7 +91,8 @@ MESSAGES: list[dict] = [
                   "AriaTextConfig, BambaConfig, BartConfig, BertConfig."),
          frame=("transformers/models/auto/auto_factory.py", 415, "from_pretrained", "raise ValueError("),
          stage="startup"),
-    dict(family="tf_tokenizer_class_missing", library="transformers", category="model.unsupported",
+    # a tokenizer that cannot be loaded is model.load by docs/CONTRACT.md, whatever made it so
+    dict(family="tf_tokenizer_class_missing", library="transformers", category="model.load",
          source="transformers 4.44-4.57 models/auto/tokenization_auto.py AutoTokenizer.from_pretrained",
          exception="ValueError",
          message="Tokenizer class Qwen2Tokenizer does not exist or is not currently imported.",
@@ -127,7 +128,7 @@ MESSAGES: list[dict] = [
                   "'original_max_position_embeddings': 8192, 'rope_type': 'llama3'}"),
          frame=("transformers/models/llama/configuration_llama.py", 182, "_rope_scaling_validation",
                 "raise ValueError("), stage="startup"),
-    dict(family="tokenizers_untagged_enum", library="tokenizers", category="model.unsupported",
+    dict(family="tokenizers_untagged_enum", library="tokenizers", category="model.load",
          source="tokenizers (Rust serde) Tokenizer.from_file: a tokenizer.json newer than the installed tokenizers",
          exception="Exception",
          message="data did not match any variant of untagged enum ModelWrapper at line 757443 column 3",
@@ -148,6 +149,12 @@ MESSAGES: list[dict] = [
                   "Registered architectures: ['Qwen2VLForConditionalGeneration', 'LlavaForConditionalGeneration']"),
          frame=("sglang/srt/managers/multimodal_processor.py", 86, "get_mm_processor", "raise ValueError("),
          stage="startup"),
+    dict(family="sglang_arch_not_supported_line", library="sglang", category="model.unsupported",
+         source="sglang 0.4.3.post2-0.5.23 srt/models/registry.py _raise_for_unsupported, its words without 'ValueError: '",
+         exception=None, message=None,
+         logged=("[2026-01-01 00:00:30 TP0] Model architectures ['FooForCausalLM'] are not supported for now. "
+                 "Supported architectures: dict_keys(['LlamaForCausalLM'])\n"),
+         frame=None, stage="startup"),
     # ---- torch / CUDA: the GPU's architecture
     dict(family="cuda_no_kernel_image", library="torch", category="kernel.unsupported_hw",
          source="c10/cuda/CUDAException.cpp (cudaErrorNoKernelImageForDevice) through torch",
@@ -158,6 +165,7 @@ MESSAGES: list[dict] = [
     dict(family="torch_capability_warning", library="torch", category="kernel.unsupported_hw",
          source="torch 2.13 cuda/__init__.py:427 _check_cubins (warnings.warn)",
          exception=None, message=None,
+         key='NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.',
          logged=(SITE + "torch/cuda/__init__.py:287: UserWarning: \n"
                  "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n"
                  "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\n"
@@ -219,7 +227,45 @@ MESSAGES: list[dict] = [
     dict(family="hip_no_binary_for_gpu", library="ROCm HIP runtime", category="kernel.unsupported_hw",
          source="ROCm clr hipamd/src/hip_code_object.cpp (hipErrorNoBinaryForGpu), printed then abort()",
          exception=None, message=None,
+         key='"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"',
          logged='"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\nAborted (core dumped)\n',
+         frame=None, stage="startup"),
+    dict(family="cuda_system_not_ready", library="torch / CUDA runtime", category="kernel.unsupported_hw",
+         source="CUDA runtime cudaErrorSystemNotReady (802) through c10's CUDA check",
+         exception="RuntimeError",
+         message="CUDA error: system not yet initialized" + CUDA_TAIL,
+         frame=("torch/cuda/__init__.py", 569, "set_device", "torch._C._cuda_setDevice(device)"), stage="startup"),
+    dict(family="cuda_system_not_ready_warning", library="torch", category="kernel.unsupported_hw",
+         source="pytorch c10/cuda/CUDAFunctions.cpp device_count_impl, warned by torch.cuda.is_available()",
+         exception=None, message=None,
+         key='RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized',
+         logged=(SITE + "torch/cuda/__init__.py:182: UserWarning: CUDA initialization: Unexpected error from "
+                 "cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might "
+                 "have already set an error? Error 802: system not yet initialized (Triggered internally at "
+                 "/pytorch/c10/cuda/CUDAFunctions.cpp:109.)\n  return torch._C._cuda_getDeviceCount() > 0\n"),
+         frame=None, stage="startup"),
+    dict(family="hip_no_device", library="torch (ROCm)", category="kernel.unsupported_hw",
+         source="ROCm clr hipamd/src/hip_error.cpp hipErrorNoDevice through c10's HIP check",
+         exception="RuntimeError", message="HIP error: no ROCm-capable device is detected",
+         frame=("torch/cuda/__init__.py", 569, "set_device", "torch._C._cuda_setDevice(device)"), stage="startup"),
+    dict(family="libcuda_missing", library="dynamic loader", category="kernel.unsupported_hw",
+         source="glibc dlopen of the driver's libcuda.so.1 (sgl_kernel common_ops, triton's driver)",
+         exception="ImportError", message="libcuda.so.1: cannot open shared object file: No such file or directory",
+         frame=("sgl_kernel/__init__.py", 5, "<module>", "from sgl_kernel import common_ops"), stage="startup"),
+    dict(family="torch_capability_too_old", library="torch", category="kernel.unsupported_hw",
+         source="torch 2.0-2.5 cuda/__init__.py _check_capability (old_gpu_warn)",
+         exception=None, message=None,
+         key='    Found GPU0 Tesla K80 which is of cuda capability 3.7.',
+         logged=(SITE + "torch/cuda/__init__.py:262: UserWarning: \n    Found GPU0 Tesla K80 which is of cuda "
+                 "capability 3.7.\n    PyTorch no longer supports this GPU because it is too old.\n    The minimum "
+                 "cuda capability supported by this library is 5.0.\n    \n  warnings.warn(\n"),
+         frame=None, stage="startup"),
+    dict(family="torch_capability_cc_list", library="torch", category="kernel.unsupported_hw",
+         source="torch 2.13 cuda/__init__.py _warn_unsupported_code",
+         exception=None, message=None,
+         logged=(SITE + "torch/cuda/__init__.py:420: UserWarning: Found GPU0 NVIDIA GeForce RTX 5090 which is of "
+                 "compute capability (CC) 12.0.\nThe following list shows the CCs this version of PyTorch was built "
+                 "for and the hardware CCs it supports:\n- 9.0 which supports hardware CC >=9.0,<10.0\n"),
          frame=None, stage="startup"),
     # ---- builds: torch cpp_extension, triton's launcher, nvcc
     dict(family="ninja_missing", library="torch", category="kernel.build",
@@ -256,6 +302,7 @@ MESSAGES: list[dict] = [
     dict(family="triton_python_h", library="triton / gcc", category="kernel.build",
          source="triton 3.9 runtime/build.py _build (gcc on the launcher stub; python3-dev missing)",
          exception=None, message=None,
+         key="/tmp/tmpq1w2e3r4/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory",
          logged=("/tmp/tmpq1w2e3r4/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory\n"
                  "    6 | #include <Python.h>\n      |          ^~~~~~~~~~\ncompilation terminated.\n"),
          frame=None, stage="build"),
@@ -272,6 +319,14 @@ MESSAGES: list[dict] = [
                   "'-O3', '-shared', '-fPIC', '-o', '/tmp/tmpx/cuda_utils.so', '-lcuda']' returned non-zero exit status 1."),
          frame=("torch/_dynamo/output_graph.py", 1446, "call_user_compiler",
                 "raise BackendCompilerFailed(self.compiler_fn, e) from e"), stage="build"),
+    dict(family="triton_helper_cc_failed", library="triton", category="kernel.build",
+         source="triton 3.9 runtime/build.py _build (subprocess.check_call of [cc, '{name}.c', '-O3', '-shared', '-fPIC', ...])",
+         exception="subprocess.CalledProcessError",
+         message=("Command '['/usr/bin/gcc', '/tmp/tmpk3j9x2a1/cuda_utils.c', '-O3', '-shared', '-fPIC', '-Wno-psabi', "
+                  "'-o', '/tmp/tmpk3j9x2a1/cuda_utils.cpython-312-x86_64-linux-gnu.so', '-lcuda', "
+                  "'-I/usr/include/python3.12']' returned non-zero exit status 1."),
+         frame=("triton/runtime/build.py", 83, "_build", "subprocess.check_call(cc_cmd, stdout=subprocess.DEVNULL)"),
+         stage="build"),
 ]
 
 SCHED_HEAD = (f"[{STAMP} TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
@@ -340,9 +395,8 @@ def render(shape: str, m: dict) -> str | None:
             return "".join(PREFIXES[shape] + ln + "\n" for ln in m["logged"].splitlines())
         if shape == "unindented":
             return "".join(ln.lstrip() + "\n" for ln in m["logged"].splitlines())
-        if shape == "bare":  # its key line alone
-            return next(ln for ln in m["logged"].splitlines() if ln.strip() and "warn" not in ln.lower()
-                        or "fatal" in ln) + "\n"
+        if shape == "bare":  # the one line that names it (``key``; else the first), alone
+            return (m.get("key") or next(ln for ln in m["logged"].splitlines() if ln.strip())) + "\n"
         return None
     if shape == "bare":
         return exc_line(m)
@@ -367,11 +421,11 @@ def render(shape: str, m: dict) -> str | None:
     raise ValueError(shape)
 
 
-def run(shapes=SHAPES, family: str | None = None, verbose: bool = False) -> dict:
+def run(shapes=SHAPES, family: str | None = None, verbose: bool = False, extra_rules=()) -> dict:
     from sglang_doctor.diagnose.rules_engine import RuleSet
     from sglang_doctor.pipeline import StreamPipeline
 
-    ruleset = RuleSet.load(builtin=True, user=False)
+    ruleset = RuleSet.load(extra_rules, builtin=True, user=False)
     per_shape = {s: {"cases": 0, "right": 0} for s in shapes}
     per_family: dict[str, dict] = {}
     misses = []
@@ -485,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--family", help="one message family only")
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
+    ap.add_argument("--rules", action="append", default=[], type=Path,
+                    help="an extra rule directory (as the CLI's --rules), e.g. to measure rules before they join rules/")
     ap.add_argument("--inventory", action="store_true",
                     help="the inventoried sites of the libraries and SGLang instead of the hand list")
     args = ap.parse_args(argv)
@@ -501,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.family and args.family not in {m["family"] for m in MESSAGES}:
         print(f"support_shapes: no message family {args.family!r}", file=sys.stderr)
         return 2
-    res = run(tuple(args.shapes), args.family, args.verbose)
+    res = run(tuple(args.shapes), args.family, args.verbose, tuple(args.rules))
     if args.json:
         print(json.dumps(res, indent=1, sort_keys=True))
         return 0
