@@ -113,6 +113,15 @@ MESSAGES: list[dict] = [
                   "Please pass the argument `trust_remote_code=True` to allow custom code to be run."),
          frame=("transformers/dynamic_module_utils.py", 787, "resolve_trust_remote_code",
                 "raise ValueError("), stage="startup"),
+    # the same check for another package is the environment's (transformers' import-time
+    # dependency check), not the model's: the counter-case of tf_require_version
+    dict(family="tf_require_version_other_package", library="transformers", category="other",
+         source="transformers 5.19.0 dependency_versions_check.py -> utils/versions.py:44 (require_version_core)",
+         exception="ImportError",
+         message=("tokenizers>=0.21,<0.22 is required for a normal functioning of this module, "
+                  "but found tokenizers==0.20.3."),
+         frame=("transformers/utils/versions.py", 44, "_compare_versions", "raise ImportError("),
+         stage="startup"),
     dict(family="tf_cannot_import_config", library="transformers", category="model.unsupported",
          source="sglang 0.5.23 srt/configs/__init__.py (from transformers import ...Config) under an older transformers",
          exception="ImportError",
