@@ -477,6 +477,8 @@ def halves(rows: list[dict], key: str = "file") -> dict[str, dict[str, int]]:
     """Right answers per half (``half_of`` the row's ``key``)."""
     out = {"tune": {"right": 0, "total": 0}, "held": {"right": 0, "total": 0}}
     for r in rows:
+        if key not in r:
+            continue
         cell = out[half_of(r[key])]
         cell["total"] += 1
         cell["right"] += r["answer"] == r["label"]
@@ -495,76 +497,74 @@ def halves(rows: list[dict], key: str = "file") -> dict[str, dict[str, int]]:
 # through the other sites of its function alone, the situation of a site no table saw.  Not real data.
 
 
-def _wheel_lines(version: str):
-    """file (``srt/...``) -> its lines, read from the inventoried wheel of ``version``."""
+def _wheel_lines(name: str):
+    """file -> its lines, read from the wheel of inventory ``name`` (``sglang-0.5.23``,
+    ``flashinfer-python-0.7.2``) in ~/.cache/sglang-doctor/wheels; None when it is not there."""
     import zipfile
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import inventory_failures as inv_mod
-
-    wheel = inv_mod.find_wheel(version, inv_mod.default_wheel_dir(), download=False)
+    wheel_dir = Path.home() / ".cache" / "sglang-doctor" / "wheels"
+    dist, _, version = name.rpartition("-")
+    found = sorted(wheel_dir.glob(f"{dist.replace('-', '_')}-{version}-*.whl")) + sorted(
+        wheel_dir.glob(f"{dist}-{version}-*.whl"))
+    if not found:
+        return None
+    zf = zipfile.ZipFile(found[0])
+    names = set(zf.namelist())
     cache: dict[str, list[str]] = {}
-    zf = zipfile.ZipFile(wheel)
 
     def lines(path: str) -> list[str]:
         if path not in cache:
-            try:
-                cache[path] = zf.read("sglang/" + path).decode("utf-8", errors="replace").splitlines()
-            except KeyError:
-                cache[path] = []
+            inside = "sglang/" + path if dist == "sglang" else path
+            cache[path] = (zf.read(inside).decode("utf-8", errors="replace").splitlines() if inside in names else [])
         return cache[path]
     return lines
 
 
 def raise_site_cases() -> list[dict]:
-    """One case per distinct raise / assert site (see above): file, function, line, source line, kind,
-    exception, category, the head its template begins with, and its half."""
+    """One case per distinct raise / assert site (see above) whose right answer is a category: file,
+    function, line, source line, kind, exception, label (the right answer), row (the category the table
+    holds for it: ``unnamed`` for a waiver answered ``other``), the head its template begins with, and its
+    half."""
     import gen_raise_sites as gen
 
-    from sglang_doctor.diagnose.rules_engine import RuleSet
-
-    inv_mod = gen.inv_mod
-    ruleset = RuleSet.load(builtin=True, user=False)
-    categories = inv_mod.class_categories()
-    categories.update({r.id: r.category for r in ruleset.rules})
-    by_phase = inv_mod.class_phase_categories()
-    disp = inv_mod.Dispositions.load()
     seen: set[tuple] = set()
     cases: list[dict] = []
-    for version in inv_mod.DEFAULT_VERSIONS:
-        inv = inv_mod.load_inventory(inv_mod.DEFAULT_OUT / f"sglang-{version}.json")
-        lines = _wheel_lines(version)
-        for site in inv_mod.iter_sites(inv):
-            if site["kind"] not in ("raise", "assert"):
-                continue
-            right = inv_mod.right_answer(site, disp, categories, disp.phase(site), by_phase)
-            if right in (None, "excluded", "none") or gen._follows_phase(site, disp, by_phase):
-                continue
-            function = site["function"].rsplit(".", 1)[-1]
-            key = (site["file"], function, site["kind"], site["exception"], site["template"])
-            if key in seen:
-                continue
-            seen.add(key)
-            text = lines(site["file"])
-            source = text[site["line"] - 1].strip() if 0 < site["line"] <= len(text) else ""
-            exc = "AssertionError" if site["kind"] == "assert" else (site["exception"] or "").rsplit(".", 1)[-1]
-            cases.append({"file": site["file"], "function": function, "line": site["line"], "source": source,
-                          "kind": site["kind"], "exception": exc, "label": right,
-                          "head": gen.head_of(site.get("full") or site["template"]),
-                          "half": half_of(f"{site['file']}::{function}::{site['template']}")})
+    wheels: dict[str, object] = {}
+    for site, name, row, right in gen.site_rows():
+        if right == "none" or row == gen.BY_PHASE:
+            continue
+        function = site["function"].rsplit(".", 1)[-1]
+        key = (site["file"], function, site["kind"], site["exception"], site["template"])
+        if key in seen:
+            continue
+        seen.add(key)
+        if name not in wheels:
+            wheels[name] = _wheel_lines(name)
+        text = wheels[name](site["file"]) if wheels[name] else []
+        source = text[site["line"] - 1].strip() if 0 < site["line"] <= len(text) else ""
+        if not source:
+            continue
+        cases.append({"file": site["file"], "function": function, "line": site["line"], "source": source,
+                      "kind": site["kind"], "exception": gen.exception_of(site), "label": right, "row": row,
+                      "head": gen.head_of(site.get("full") or site["template"]),
+                      "half": half_of(f"{site['file']}::{function}::{site['template']}")})
     return cases
 
 
-_PREFIX = "/usr/local/lib/python3.12/dist-packages/sglang/"
+_PREFIX = "/usr/local/lib/python3.12/dist-packages/"
+
+
+def _path(case: dict) -> str:
+    return _PREFIX + ("sglang/" if case["file"].startswith("srt/") else "") + case["file"]
 
 
 def render_raise_site(case: dict) -> str:
     """The fragment of a case: the scheduler's header, its constructor frame, the site's frame, no
     exception line."""
     return ("[2026-01-01 00:00:30 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
-            f'  File "{_PREFIX}srt/managers/scheduler.py", line 3100, in run_scheduler_process\n'
+            f'  File "{_PREFIX}sglang/srt/managers/scheduler.py", line 3100, in run_scheduler_process\n'
             "    scheduler = Scheduler(\n"
-            f'  File "{_PREFIX}{case["file"]}", line {case["line"]}, in {case["function"]}\n'
+            f'  File "{_path(case)}", line {case["line"]}, in {case["function"]}\n'
             f"    {case['source']}\n")
 
 
@@ -579,8 +579,7 @@ def raise_site_check(every: int = 1) -> dict:
     tune = {}
     for c in cases:  # (the table from every tune site; the fragments of every ``every``-th site)
         if c["half"] == "tune":
-            tune.setdefault(f"{c['file']}::{c['function']}", set()).add(
-                ("assert" if c["kind"] == "assert" else "raise", c["exception"], c["label"], c["head"]))
+            tune.setdefault(f"{c['file']}::{c['function']}", set()).add((c["kind"], c["exception"], c["row"], c["head"]))
     tune_table = {k: [list(r) for r in sorted(v)] for k, v in tune.items()}
     saved_table, saved_share = raise_sites._table, evidence.RAISE_SITE_MIN_SHARE
     rows = []
@@ -613,7 +612,7 @@ def raise_site_check(every: int = 1) -> dict:
 def _frame_of(case: dict):
     from sglang_doctor.model import Frame
 
-    return Frame(file=_PREFIX + case["file"], line=case["line"], function=case["function"], source=case["source"])
+    return Frame(file=_path(case), line=case["line"], function=case["function"], source=case["source"])
 
 
 def _by_label_on_off(rows: list[dict]) -> dict[str, list[int]]:

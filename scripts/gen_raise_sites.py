@@ -12,10 +12,15 @@ raise or assert site, one row per distinct site:
 
     [kind ("raise" | "assert"), exception (last part of its name; "AssertionError" for an assert),
      category (the right answer; "none" for a request's rejection, never an incident; "by_phase" for an
-     internal check, whose category is the step it failed in),
+     internal check, whose category is the step it failed in; "unnamed" for a waiver answered ``other``
+     for want of a better answer),
      head (the template's literal start, up to HEAD characters, before its first placeholder)]
 
 keyed ``"srt/path/module.py::function"`` (the function's last name: a traceback prints ``co_name``).  The
+libraries under SGLang whose sites are inventoried too (``data/inventory/external-*.json``,
+scripts/inventory_external.py: FlashInfer, sgl-kernel, Triton, transformers, vLLM, DeepGEMM, xgrammar) are
+read the same way, keyed by their path inside the wheel (``flashinfer/jit/core.py::build``), with their
+dispositions (``external-dispositions.yaml``).  The
 sites of test and debug code (right answer ``excluded``) and logged lines (no raise in the frame) are left
 out.  Nothing is taken from a log.  Deterministic: rerunning on the same inventories gives the same bytes.
 
@@ -53,6 +58,21 @@ def head_of(template: str) -> str:
 
 
 BY_PHASE = "by_phase"
+UNNAMED = "unnamed"
+EXTERNAL_DISPOSITIONS = inv_mod.DEFAULT_OUT / "external-dispositions.yaml"
+
+
+def external_inventories() -> list[Path]:
+    """The inventories of the libraries under SGLang (scripts/inventory_external.py), by name."""
+    return sorted(p for p in inv_mod.DEFAULT_OUT.glob("external-*.json") if p.name != "external-measured.json")
+
+
+def _unnamed(site: dict, disp, right: str) -> bool:
+    """A waiver whose answer is ``other`` for want of a better one (the libraries' ``library_other`` /
+    ``library_api_contract``: "names neither a flag, nor hardware, nor a package"): the site names no
+    category, unlike a class rule's ``other``."""
+    kind, _, _ = site["disposition"].partition(":")
+    return kind == "waiver" and right == "other"
 
 
 def _follows_phase(site: dict, disp, by_phase: dict) -> bool:
@@ -62,7 +82,9 @@ def _follows_phase(site: dict, disp, by_phase: dict) -> bool:
     return (kind == "waiver" and disp.right.get(name) == "by_phase") or (kind == "class" and name in by_phase)
 
 
-def build() -> dict:
+def site_rows():
+    """(site, the inventory it is of, its row's category, its right answer) for every raise / assert site of
+    the inventories (SGLang's five releases, then the libraries'), test and debug code left out."""
     from sglang_doctor.diagnose.rules_engine import RuleSet
 
     ruleset = RuleSet.load(builtin=True, user=False)
@@ -70,24 +92,40 @@ def build() -> dict:
     categories.update({r.id: r.category for r in ruleset.rules})
     by_phase = inv_mod.class_phase_categories()
     disp = inv_mod.Dispositions.load()
-    table: dict[str, set[tuple[str, str, str, str]]] = {}
-    for version in inv_mod.DEFAULT_VERSIONS:
-        inv = inv_mod.load_inventory(inv_mod.DEFAULT_OUT / f"sglang-{version}.json")
+    sources = [(f"sglang-{v}", inv_mod.load_inventory(inv_mod.DEFAULT_OUT / f"sglang-{v}.json"), disp)
+               for v in inv_mod.DEFAULT_VERSIONS]
+    ext_disp = inv_mod.Dispositions.load(EXTERNAL_DISPOSITIONS)
+    sources += [(path.stem.removeprefix("external-"), json.loads(path.read_text(encoding="utf-8")), ext_disp)
+                for path in external_inventories()]
+    for name, inv, dispositions in sources:
         for site in inv_mod.iter_sites(inv):
-            kind = site["kind"]
-            if kind not in ("raise", "assert"):
+            if site["kind"] not in ("raise", "assert"):
                 continue
-            right = inv_mod.right_answer(site, disp, categories, disp.phase(site), by_phase)
+            right = inv_mod.right_answer(site, dispositions, categories, dispositions.phase(site), by_phase)
             if right in (None, "excluded"):
                 continue
-            if _follows_phase(site, disp, by_phase):
-                right = BY_PHASE  # an internal check: the category of the step it failed in, not its own
-            exc = "AssertionError" if kind == "assert" else (site["exception"] or "").rsplit(".", 1)[-1]
-            key = f"{site['file']}::{site['function'].rsplit('.', 1)[-1]}"
-            table.setdefault(key, set()).add((kind, exc, right, head_of(site.get("full") or site["template"])))
+            row = right
+            if _follows_phase(site, dispositions, by_phase):
+                row = BY_PHASE  # an internal check: the category of the step it failed in, not its own
+            elif _unnamed(site, dispositions, right):
+                row = UNNAMED
+            yield site, name, row, right
+
+
+def exception_of(site: dict) -> str:
+    return "AssertionError" if site["kind"] == "assert" else (site["exception"] or "").rsplit(".", 1)[-1]
+
+
+def build() -> dict:
+    table: dict[str, set[tuple[str, str, str, str]]] = {}
+    for site, _, row, _ in site_rows():
+        key = f"{site['file']}::{site['function'].rsplit('.', 1)[-1]}"
+        table.setdefault(key, set()).add((site["kind"], exception_of(site), row,
+                                          head_of(site.get("full") or site["template"])))
     return {"about": "what SGLang's raise / assert sites fail as, per function (scripts/gen_raise_sites.py; "
                      "read by sglang_doctor/diagnose/raise_sites.py)",
             "releases": list(inv_mod.DEFAULT_VERSIONS),
+            "libraries": [path.stem.removeprefix("external-") for path in external_inventories()],
             "functions": {key: [list(row) for row in sorted(rows)] for key, rows in sorted(table.items())}}
 
 

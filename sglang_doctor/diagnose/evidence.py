@@ -1056,8 +1056,11 @@ def from_capability_check(inc: Incident) -> list[Evidence]:
 # there, one of the failure sites of that function the inventories of five releases list.  What those sites
 # fail as (their right answers: the rule or class that names their message, at the site's phase) is what the
 # line was doing, weighed as the other readings of the last line (``ALLOCATION_AT_DEEPEST``) times the share
-# of the sites the line can be that fail so; internal checks (the step's category) and a request's
-# rejection name nothing and only lower the share.  Read from SGLang's source, not from a log.
+# of the sites the line can be that fail so, when that is more than half; internal checks (the step's
+# category), a request's rejection and a waiver's ``other`` name nothing and only lower the share.  A line
+# that asks what the machine is (``_CHECK_ON_DEVICE``) is read by ``from_capability_check`` instead, and
+# transformers' model-type lookup by ``from_config_lookup_frame`` (``collect``).  Read from SGLang's and the
+# libraries' source (their failure-site inventories), not from a log.
 RAISE_SITE = ALLOCATION_AT_DEEPEST
 RAISE_SITE_MIN_SHARE = 0.5
 
@@ -1071,7 +1074,7 @@ def from_raise_site(inc: Incident) -> list[Evidence]:
     if last.source and _CHECK_ON_DEVICE.search(last.source):
         return []  # (a check that asks what the machine is: its own condition says more, from_capability_check)
     found = raise_sites.reading(last)
-    if found is None or found.share < RAISE_SITE_MIN_SHARE:
+    if found is None or found.share <= RAISE_SITE_MIN_SHARE:  # (an even split names neither)
         return []
     which = "the site its message begins as" if found.narrowed else f"{found.sites} site(s) of that kind there"
     return [Evidence("raise_site", found.category, round(RAISE_SITE * found.share, 3),
@@ -1979,8 +1982,9 @@ def collect(diagnosis: Diagnosis) -> list[Evidence]:
               + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
     if any(p.name == "config_lookup_frame" for p in pieces):
         # the model-type lookup is the precise reading of the transformers frame the library piece
-        # reads generically (transformers: a checkpoint that could not be read): one frame, one reading
-        pieces = [p for p in pieces if p.name != "library_frame"]
+        # reads generically (transformers: a checkpoint that could not be read), and the raise it stops
+        # at (transformers' config readers' sites, most of them a checkpoint's): one frame, one reading
+        pieces = [p for p in pieces if p.name not in ("library_frame", "raise_site")]
     pieces += from_hardware(diagnosis, pieces)
     if fatal_dump(inc):
         pieces = [_crashed_in(p) if p.category == "kernel.unsupported_hw" and p.name in FRAME_PLACES else p

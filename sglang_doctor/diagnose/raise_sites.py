@@ -1,13 +1,14 @@
 """What the raise statement a cut traceback stops at fails as, from SGLang's source (issue 12, session 36).
 
 A traceback cut just above its exception line still shows the deepest frame's source line.  When that
-frame is SGLang's and its line is a ``raise X(`` or an ``assert``, the exception was raised right there:
-one of the failure sites of that function, which the inventories of five releases list with their right
-answers (``raise_sites.json``, scripts/gen_raise_sites.py).  ``sites_at`` returns the sites the line can
+frame is SGLang's (or an inventoried library's under it: FlashInfer, sgl-kernel, Triton, transformers, vLLM)
+and its line is a ``raise X(`` or an ``assert``, the exception was raised right there: one of the failure
+sites of that function, which the inventories of five SGLang releases and of those libraries list with their
+right answers (``raise_sites.json``, scripts/gen_raise_sites.py).  ``sites_at`` returns the sites the line can
 be -- the function's sites of that kind and exception type, narrowed by the literal start of the message
 when the line shows it -- and ``reading`` the category most of them fail as, with its share.  Internal
-checks (whose category is the step they failed in) and request rejections name no category and only
-dilute the share.  One lookup per incident (its deepest frame), never per line.
+checks (whose category is the step they failed in), request rejections and the waivers answered ``other`` for
+want of a better answer name no category and only dilute the share.  One lookup per incident (its deepest frame), never per line.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from sglang_doctor.model import Frame
 
 # the categories a site's row may hold that name no failure category of its own
-NO_CATEGORY = ("by_phase", "none")
+NO_CATEGORY = ("by_phase", "none", "unnamed")
 MIN_HEAD = 8  # literal characters of the message the source line must show to narrow the sites by it
 
 _RAISE = re.compile(r"^\s*raise\s+(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)\s*\(")
@@ -39,13 +40,21 @@ def _table() -> dict[str, list[list[str]]]:
         return {}
 
 
+_INSTALLED = re.compile(r"/(?:site|dist)-packages/")
+
+
 def module_key(path: str) -> str | None:
-    """``srt/managers/scheduler.py`` for an installed or checked-out SGLang file, else None."""
-    p = path.replace("\\", "/")
-    if "/sglang/" not in "/" + p:
+    """The table's name of a frame's file: ``srt/managers/scheduler.py`` for an installed or checked-out
+    SGLang file, ``flashinfer/jit/core.py`` for an installed library's; None for anything else."""
+    p = "/" + path.replace("\\", "/")
+    if not p.endswith(".py"):
         return None
-    rest = ("/" + p).rsplit("/sglang/", 1)[-1]
-    return rest if rest.startswith("srt/") and rest.endswith(".py") else None
+    if "/sglang/" in p:
+        rest = p.rsplit("/sglang/", 1)[-1]
+        if rest.startswith("srt/"):
+            return rest
+    parts = _INSTALLED.split(p)
+    return parts[-1] if len(parts) > 1 and "/" in parts[-1] else None
 
 
 @dataclass(frozen=True)
