@@ -593,8 +593,9 @@ def raise_site_check(every: int = 1) -> dict:
                 evidence.RAISE_SITE_MIN_SHARE = saved_share
                 raise_sites._table = lambda: tune_table
                 on, _ = answer_of(path)
+                found = raise_sites.reading(_frame_of(c))  # (with the tune half's table)
+                fired = found is not None and found.share > saved_share
                 raise_sites._table = saved_table
-                fired = raise_sites.reading(_frame_of(c)) is not None
                 rows.append({**c, "off": off, "on": on, "fired": fired})
     finally:
         raise_sites._table, evidence.RAISE_SITE_MIN_SHARE = saved_table, saved_share
@@ -604,6 +605,8 @@ def raise_site_check(every: int = 1) -> dict:
         report[half] = {"total": len(mine), "right_off": sum(r["off"] == r["label"] for r in mine),
                         "right_on": sum(r["on"] == r["label"] for r in mine),
                         "lost": sum(r["off"] == r["label"] != r["on"] for r in mine),
+                        "fired": sum(r["fired"] for r in mine),
+                        "right_where_fired": sum(r["fired"] and r["on"] == r["label"] for r in mine),
                         "by_label": _by_label_on_off(mine)}
     report["rows"] = rows
     return report
@@ -631,7 +634,8 @@ def print_raise_site_check(report: dict) -> None:
     for half in ("tune", "held"):
         h = report[half]
         print(f"  {half:4}: right with the reading off {h['right_off']}/{h['total']}, on {h['right_on']}/{h['total']} "
-              f"(right before, wrong after: {h['lost']})")
+              f"(right before, wrong after: {h['lost']}); the reading named a category for {h['fired']}, "
+              f"the guess right on {h['right_where_fired']} of them")
         for label, (off, on, n) in h["by_label"].items():
             print(f"      {label:22} {off:>4} -> {on:>4} / {n}")
 

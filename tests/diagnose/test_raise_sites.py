@@ -105,3 +105,25 @@ def test_the_table_is_made_from_the_inventories():
 
     shipped = (ROOT / "sglang_doctor" / "diagnose" / "raise_sites.json").read_text(encoding="utf-8")
     assert gen.dumps(gen.build()) == shipped, "raise_sites.json is stale: run scripts/gen_raise_sites.py"
+
+
+def _guess_cv():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("guess_cv_raise_sites", ROOT / "bench" / "guess_cv.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_synthetic_halves_are_fixed_and_a_rendered_site_is_read(pack):
+    cv = _guess_cv()
+    # a fixed hash of the name: the same half every run, and both halves occur
+    assert cv.half_of("srt/a.py::f::msg") == cv.half_of("srt/a.py::f::msg")
+    assert {cv.half_of(f"srt/a.py::f::{i}") for i in range(20)} == {"tune", "held"}
+    case = {"file": "srt/configs/model_config.py", "function": "_derive_context_length", "line": 1314,
+            "source": "raise ValueError("}
+    text = cv.render_raise_site(case)
+    assert "ValueError:" not in text  # the exception line is cut
+    guess = only_incident(pack, text)["fallback"]["best_guess"]
+    assert guess["category"] == "args.invalid" and _pieces(guess, "raise_site")
