@@ -592,13 +592,16 @@ def raise_site_check(every: int = 1) -> dict:
                 off, _ = answer_of(path)
                 evidence.RAISE_SITE_MIN_SHARE = saved_share
                 raise_sites._table = lambda: tune_table
+                raise_sites._modules.cache_clear()
                 on, _ = answer_of(path)
                 found = raise_sites.reading(_frame_of(c))  # (with the tune half's table)
                 fired = found is not None and found.share > saved_share
                 raise_sites._table = saved_table
+                raise_sites._modules.cache_clear()
                 rows.append({**c, "off": off, "on": on, "fired": fired})
     finally:
         raise_sites._table, evidence.RAISE_SITE_MIN_SHARE = saved_table, saved_share
+        raise_sites._modules.cache_clear()
     report: dict = {"cases": len(rows)}
     for half in ("tune", "held"):
         mine = [r for r in rows if r["half"] == half]

@@ -1076,7 +1076,9 @@ def from_raise_site(inc: Incident) -> list[Evidence]:
     found = raise_sites.reading(last)
     if found is None or found.share <= RAISE_SITE_MIN_SHARE:  # (an even split names neither)
         return []
-    which = "the site its message begins as" if found.narrowed else f"{found.sites} site(s) of that kind there"
+    which = ("the site its message begins as" if found.narrowed else
+             f"{found.sites} site(s) of that kind in its module (the function has none)" if found.module else
+             f"{found.sites} site(s) of that kind there")
     return [Evidence("raise_site", found.category, round(RAISE_SITE * found.share, 3),
                      f"the traceback stops at SGLang's own {found.statement} in {last.function} ({_short(last)}): of "
                      f"{which} in the inventoried releases, {found.share:.0%} fail as {found.category}")]

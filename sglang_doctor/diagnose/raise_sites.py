@@ -43,6 +43,15 @@ def _table() -> dict[str, list[list[str]]]:
 _INSTALLED = re.compile(r"/(?:site|dist)-packages/")
 
 
+@functools.lru_cache(maxsize=1)
+def _modules() -> dict[str, list[list[str]]]:
+    """Every site of a module, over its functions (for a function the table does not know)."""
+    out: dict[str, list[list[str]]] = {}
+    for key, rows in _table().items():
+        out.setdefault(key.split("::", 1)[0], []).extend(rows)
+    return out
+
+
 def module_key(path: str) -> str | None:
     """The table's name of a frame's file: ``srt/managers/scheduler.py`` for an installed or checked-out
     SGLang file, ``flashinfer/jit/core.py`` for an installed library's; None for anything else."""
@@ -64,6 +73,7 @@ class Reading:
     sites: int        # how many sites the line can be
     statement: str    # "raise ValueError" / "assert"
     narrowed: bool    # the message's literal start chose among the function's sites
+    module: bool = False  # the function has no site of that kind: the module's sites were read
 
 
 def _message_head(source: str, kind: str) -> str:
@@ -76,9 +86,10 @@ def _message_head(source: str, kind: str) -> str:
     return " ".join(m.group(1).split()) if m else ""
 
 
-def sites_at(frame: Frame) -> tuple[str, list[list[str]], bool] | None:
-    """(statement, the sites ``frame``'s source line can raise, narrowed by its message) or None when the
-    line is no raise / assert of a function of SGLang's the inventories know."""
+def sites_at(frame: Frame) -> tuple[str, list[list[str]], bool, bool] | None:
+    """(statement, the sites ``frame``'s source line can raise, narrowed by its message, read from the
+    module's sites because the function has none of that kind) or None when the line is no raise / assert
+    of a module the inventories know."""
     key = module_key(frame.file)
     source = frame.source or ""
     if key is None or not source:
@@ -89,10 +100,15 @@ def sites_at(frame: Frame) -> tuple[str, list[list[str]], bool] | None:
         kind, exc = "assert", "AssertionError"
     else:
         return None
-    rows = _table().get(f"{key}::{frame.function.rsplit('.', 1)[-1]}")
-    if not rows:
-        return None
+    rows = _table().get(f"{key}::{frame.function.rsplit('.', 1)[-1]}") or []
     same = [r for r in rows if r[0] == kind and (kind == "assert" or r[1] == exc)]
+    module = False
+    if not same:
+        # a function the inventoried releases do not have (a later release's), or with no site of this kind:
+        # the module's sites of this kind (bench/guess_cv.py --raise-sites: right less often than the
+        # function's, the share says how mixed they are)
+        same = [r for r in _modules().get(key, ()) if r[0] == kind and (kind == "assert" or r[1] == exc)]
+        module = True
     if not same:
         return None
     head = _message_head(source, kind)
@@ -101,7 +117,7 @@ def sites_at(frame: Frame) -> tuple[str, list[list[str]], bool] | None:
         chosen = [r for r in same if r[3] and (r[3].startswith(head) or head.startswith(r[3]))]
         if chosen:
             same, narrowed = chosen, True
-    return ("assert" if kind == "assert" else f"raise {exc}"), same, narrowed
+    return ("assert" if kind == "assert" else f"raise {exc}"), same, narrowed, module
 
 
 def reading(frame: Frame) -> Reading | None:
@@ -109,7 +125,7 @@ def reading(frame: Frame) -> Reading | None:
     found = sites_at(frame)
     if found is None:
         return None
-    statement, rows, narrowed = found
+    statement, rows, narrowed, module = found
     counts: dict[str, int] = {}
     for r in rows:
         counts[r[2]] = counts.get(r[2], 0) + 1
@@ -117,4 +133,4 @@ def reading(frame: Frame) -> Reading | None:
     if not named:
         return None
     best = max(sorted(named), key=lambda c: named[c])
-    return Reading(best, named[best] / len(rows), len(rows), statement, narrowed)
+    return Reading(best, named[best] / len(rows), len(rows), statement, narrowed, module)

@@ -75,7 +75,8 @@ def test_the_message_start_on_the_line_chooses_among_the_sites():
 def test_lines_that_are_no_raise_of_a_known_function_read_nothing():
     f = P + "srt/arg_groups/overrides.py"
     assert raise_sites.reading(Frame(file=f, line=1, function="_mla_kv_cache_dtype_checks", source="x = y(")) is None
-    assert raise_sites.reading(Frame(file=f, line=1, function="no_such_function", source="raise ValueError(")) is None
+    assert raise_sites.reading(Frame(file=P + "srt/no_such_module.py", line=1, function="f",
+                                     source="raise ValueError(")) is None
     assert raise_sites.reading(Frame(file="/usr/lib/python3/x.py", line=1, function="f", source="raise ValueError(")) is None
     # a bare re-raise names no site
     assert raise_sites.reading(Frame(file=f, line=1, function="_mla_kv_cache_dtype_checks", source="raise")) is None
@@ -127,3 +128,13 @@ def test_the_synthetic_halves_are_fixed_and_a_rendered_site_is_read(pack):
     assert "ValueError:" not in text  # the exception line is cut
     guess = only_incident(pack, text)["fallback"]["best_guess"]
     assert guess["category"] == "args.invalid" and _pieces(guess, "raise_site")
+
+
+def test_a_function_the_releases_do_not_have_is_read_through_its_module():
+    # a later release's function in an inventoried module: the module's sites of the line's kind
+    found = raise_sites.reading(Frame(file=P + "srt/configs/model_config.py", line=1, function="no_such_function",
+                                      source="raise ValueError("))
+    assert found is not None and found.module and found.sites > 1
+    own = raise_sites.reading(Frame(file=P + "srt/configs/model_config.py", line=1,
+                                    function="_derive_context_length", source="raise ValueError("))
+    assert own is not None and not own.module
