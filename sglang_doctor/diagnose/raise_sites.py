@@ -23,6 +23,7 @@ from sglang_doctor.model import Frame
 
 # the categories a site's row may hold that name no failure category of its own
 NO_CATEGORY = ("by_phase", "none", "unnamed")
+MIN_MODULE_SITES = 2  # a module's sites of the line's kind read for a function it lacks: at least a mix of two
 MIN_HEAD = 8  # literal characters of the message the source line must show to narrow the sites by it
 
 _RAISE = re.compile(r"^\s*raise\s+(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)\s*\(")
@@ -108,6 +109,8 @@ def sites_at(frame: Frame) -> tuple[str, list[list[str]], bool, bool] | None:
         # the module's sites of this kind (bench/guess_cv.py --raise-sites: right less often than the
         # function's, the share says how mixed they are)
         same = [r for r in _modules().get(key, ()) if r[0] == kind and (kind == "assert" or r[1] == exc)]
+        if len(same) < MIN_MODULE_SITES:
+            return None  # (one site is another function's check, not the module's mix)
         module = True
     if not same:
         return None
