@@ -432,7 +432,7 @@ def cut_summary(rows: list[dict], extra: int = 0, shape: str = "above") -> dict:
             "false_oom_by_label": false_by_label, "oom_answers": oom_answers,
             "by_label": dict(sorted(by_label.items(), key=lambda kv: (-kv[1]["total"], kv[0]))),
             "false_by_answer": dict(sorted(false_by_answer.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "right": sum(r["answer"] == r["label"] for r in rows), "total": len(rows)}
+            "right": sum(r["answer"] == r["label"] for r in rows), "total": len(rows), "halves": halves(rows)}
 
 
 def print_cut_check(report: dict, verbose: bool, categories: bool = False) -> None:
@@ -446,6 +446,9 @@ def print_cut_check(report: dict, verbose: bool, categories: bool = False) -> No
           f"{report['oom_said']}/{report['oom_total']}; "
           f"other failures cut the same way answered cuda_oom {report['false_oom']}/{report['other_total']}; "
           f"every cut text right {report['right']}/{report['total']}")
+    if report.get("halves"):
+        print("  by half (a hash of the file): " + ", ".join(f"{h} {c['right']}/{c['total']}"
+                                                         for h, c in report["halves"].items()))
     print("  the OOMs answered: " + ", ".join(f"{k} {v}" for k, v in sorted(report["oom_answers"].items(),
                                                                               key=lambda kv: -kv[1])))
     if report["false_oom_by_label"]:
@@ -457,6 +460,187 @@ def print_cut_check(report: dict, verbose: bool, categories: bool = False) -> No
             wrong_for = report["false_by_answer"].get(label, 0)
             print(f"  {label:22} right {c['right']:>3}/{c['total']:<3} answered for another label {wrong_for:>3}"
                   + (f"  (missed as: {missed})" if missed else ""))
+
+
+# -- the halves: a synthetic case is tuned on or held back by a hash of its source ------------------
+
+
+def half_of(name: str) -> str:
+    """``tune`` or ``held`` for a case named ``name`` (a corpus file, a failure site): a fixed hash of the
+    name, so a change is tuned on one half and the other stays unread (session 36)."""
+    import hashlib
+
+    return "tune" if int(hashlib.sha1(name.encode("utf-8")).hexdigest(), 16) % 2 == 0 else "held"
+
+
+def halves(rows: list[dict], key: str = "file") -> dict[str, dict[str, int]]:
+    """Right answers per half (``half_of`` the row's ``key``)."""
+    out = {"tune": {"right": 0, "total": 0}, "held": {"right": 0, "total": 0}}
+    for r in rows:
+        if key not in r:
+            continue
+        cell = out[half_of(r[key])]
+        cell["total"] += 1
+        cell["right"] += r["answer"] == r["label"]
+    return out
+
+
+# -- the raise-site check: SGLang's own raise / assert sites, cut just above their exception line -----
+#
+# For every raise / assert failure site of the five inventoried releases whose right answer is a category
+# (data/inventory/sglang-VERSION.json, as scripts/gen_raise_sites.py reads them), a fragment is rendered
+# as a paste that lost the traceback's last line: the scheduler's header and its run_scheduler_process
+# frame, then the site's own frame with the source line the wheel has at that line (``raise ValueError(``,
+# ``assert ...``), and no exception line.  The best guess is scored against the site's category with the
+# raise-site reading off (the tool before session 36) and on, the reading's table counted from the
+# ``tune`` half of the sites only (``half_of`` file::function::template): a ``held`` site is read
+# through the other sites of its function alone, the situation of a site no table saw.  Not real data.
+
+
+def _wheel_lines(name: str):
+    """file -> its lines, read from the wheel of inventory ``name`` (``sglang-0.5.23``,
+    ``flashinfer-python-0.7.2``) in ~/.cache/sglang-doctor/wheels; None when it is not there."""
+    import zipfile
+
+    wheel_dir = Path.home() / ".cache" / "sglang-doctor" / "wheels"
+    dist, _, version = name.rpartition("-")
+    found = sorted(wheel_dir.glob(f"{dist.replace('-', '_')}-{version}-*.whl")) + sorted(
+        wheel_dir.glob(f"{dist}-{version}-*.whl"))
+    if not found:
+        return None
+    zf = zipfile.ZipFile(found[0])
+    names = set(zf.namelist())
+    cache: dict[str, list[str]] = {}
+
+    def lines(path: str) -> list[str]:
+        if path not in cache:
+            inside = "sglang/" + path if dist == "sglang" else path
+            cache[path] = (zf.read(inside).decode("utf-8", errors="replace").splitlines() if inside in names else [])
+        return cache[path]
+    return lines
+
+
+def raise_site_cases() -> list[dict]:
+    """One case per distinct raise / assert site (see above) whose right answer is a category: file,
+    function, line, source line, kind, exception, label (the right answer), row (the category the table
+    holds for it: ``unnamed`` for a waiver answered ``other``), the head its template begins with, and its
+    half."""
+    import gen_raise_sites as gen
+
+    seen: set[tuple] = set()
+    cases: list[dict] = []
+    wheels: dict[str, object] = {}
+    for site, name, row, right in gen.site_rows():
+        if right == "none" or row == gen.BY_PHASE:
+            continue
+        function = site["function"].rsplit(".", 1)[-1]
+        key = (site["file"], function, site["kind"], site["exception"], site["template"])
+        if key in seen:
+            continue
+        seen.add(key)
+        if name not in wheels:
+            wheels[name] = _wheel_lines(name)
+        text = wheels[name](site["file"]) if wheels[name] else []
+        source = text[site["line"] - 1].strip() if 0 < site["line"] <= len(text) else ""
+        if not source:
+            continue
+        cases.append({"file": site["file"], "function": function, "line": site["line"], "source": source,
+                      "kind": site["kind"], "exception": gen.exception_of(site), "label": right, "row": row,
+                      "head": gen.head_of(site.get("full") or site["template"]),
+                      "half": half_of(f"{site['file']}::{function}::{site['template']}")})
+    return cases
+
+
+_PREFIX = "/usr/local/lib/python3.12/dist-packages/"
+
+
+def _path(case: dict) -> str:
+    return _PREFIX + ("sglang/" if case["file"].startswith("srt/") else "") + case["file"]
+
+
+def render_raise_site(case: dict) -> str:
+    """The fragment of a case: the scheduler's header, its constructor frame, the site's frame, no
+    exception line."""
+    return ("[2026-01-01 00:00:30 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            f'  File "{_PREFIX}sglang/srt/managers/scheduler.py", line 3100, in run_scheduler_process\n'
+            "    scheduler = Scheduler(\n"
+            f'  File "{_path(case)}", line {case["line"]}, in {case["function"]}\n'
+            f"    {case['source']}\n")
+
+
+def raise_site_check(every: int = 1) -> dict:
+    """The raise-site check's figures (see above): per half, the guesses right with the reading off and on
+    (its table from the tune half), and how often the reading fired."""
+    import tempfile
+
+    from sglang_doctor.diagnose import evidence, raise_sites
+
+    cases = raise_site_cases()
+    tune = {}
+    for c in cases:  # (the table from every tune site; the fragments of every ``every``-th site)
+        if c["half"] == "tune":
+            tune.setdefault(f"{c['file']}::{c['function']}", set()).add((c["kind"], c["exception"], c["row"], c["head"]))
+    tune_table = {k: [list(r) for r in sorted(v)] for k, v in tune.items()}
+    saved_table, saved_share = raise_sites._table, evidence.RAISE_SITE_MIN_SHARE
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "site.log"
+            for c in cases[::every]:
+                path.write_text(render_raise_site(c), encoding="utf-8")
+                evidence.RAISE_SITE_MIN_SHARE = 2.0  # the reading off
+                off, _ = answer_of(path)
+                evidence.RAISE_SITE_MIN_SHARE = saved_share
+                raise_sites._table = lambda: tune_table
+                raise_sites._modules.cache_clear()
+                on, _ = answer_of(path)
+                found = raise_sites.reading(_frame_of(c))  # (with the tune half's table)
+                fired = found is not None and found.share > saved_share
+                raise_sites._table = saved_table
+                raise_sites._modules.cache_clear()
+                rows.append({**c, "off": off, "on": on, "fired": fired})
+    finally:
+        raise_sites._table, evidence.RAISE_SITE_MIN_SHARE = saved_table, saved_share
+        raise_sites._modules.cache_clear()
+    report: dict = {"cases": len(rows)}
+    for half in ("tune", "held"):
+        mine = [r for r in rows if r["half"] == half]
+        report[half] = {"total": len(mine), "right_off": sum(r["off"] == r["label"] for r in mine),
+                        "right_on": sum(r["on"] == r["label"] for r in mine),
+                        "lost": sum(r["off"] == r["label"] != r["on"] for r in mine),
+                        "fired": sum(r["fired"] for r in mine),
+                        "right_where_fired": sum(r["fired"] and r["on"] == r["label"] for r in mine),
+                        "by_label": _by_label_on_off(mine)}
+    report["rows"] = rows
+    return report
+
+
+def _frame_of(case: dict):
+    from sglang_doctor.model import Frame
+
+    return Frame(file=_path(case), line=case["line"], function=case["function"], source=case["source"])
+
+
+def _by_label_on_off(rows: list[dict]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for r in rows:
+        cell = out.setdefault(r["label"], [0, 0, 0])
+        cell[0] += r["off"] == r["label"]
+        cell[1] += r["on"] == r["label"]
+        cell[2] += 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][2]))
+
+
+def print_raise_site_check(report: dict) -> None:
+    print(f"raise-site check: {report['cases']} sites (SGLang's raise / assert sites, cut just above the exception "
+          "line); the reading's table from the tune half only")
+    for half in ("tune", "held"):
+        h = report[half]
+        print(f"  {half:4}: right with the reading off {h['right_off']}/{h['total']}, on {h['right_on']}/{h['total']} "
+              f"(right before, wrong after: {h['lost']}); the reading named a category for {h['fired']}, "
+              f"the guess right on {h['right_where_fired']} of them")
+        for label, (off, on, n) in h["by_label"].items():
+            print(f"      {label:22} {off:>4} -> {on:>4} / {n}")
 
 
 def _total(report: dict) -> tuple[int, int]:
@@ -762,12 +946,23 @@ def main(argv=None) -> int:
                     help="with --cut-check: also cut the real failing runs of fixtures/real")
     ap.add_argument("--categories", action="store_true",
                     help="with --cut-check: per category, right answers and how often it was answered for another label")
+    ap.add_argument("--raise-sites", action="store_true",
+                    help="only the raise-site check: SGLang's own raise / assert sites rendered as a traceback cut "
+                         "just above the exception line, the reading off and on (its table from half the sites)")
+    ap.add_argument("--every", type=int, default=1, help="with --raise-sites: every Nth site only")
     ap.add_argument("--quick", action="store_true",
                     help="only leave-one-part-out and leave-one-repository-out, per category (no rotation, no nested "
                          "calibration: a few minutes less)")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
     prior_parts = tuple(args.prior_parts.split(",")) if args.prior_parts else None
+    if args.raise_sites:
+        report = raise_site_check(args.every)
+        if args.json:
+            print(json.dumps(report, indent=1))
+        else:
+            print_raise_site_check(report)
+        return 0
     if args.cut_check:
         shapes = CUT_SHAPES if args.cut_shapes == "all" else tuple(args.cut_shapes.split(","))
         reports = [cut_check(extra=int(k), shape=shape, real=args.cut_real)

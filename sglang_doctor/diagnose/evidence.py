@@ -90,7 +90,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from sglang_doctor.diagnose import hardware, phase_prior
+from sglang_doctor.diagnose import hardware, phase_prior, raise_sites
 from sglang_doctor.incidents import milestones, progress
 from sglang_doctor.incidents import serving
 from sglang_doctor.incidents.milestones import last_before, phase_after
@@ -1051,6 +1051,39 @@ def from_capability_check(inc: Incident) -> list[Evidence]:
                      "most often it refused this machine")]
 
 
+# The raise statement a cut traceback stops at (diagnose/raise_sites.py, session 36): a traceback whose
+# exception line was cut off and whose deepest frame is SGLang's own ``raise X(`` / ``assert`` raised right
+# there, one of the failure sites of that function the inventories of five releases list.  What those sites
+# fail as (their right answers: the rule or class that names their message, at the site's phase) is what the
+# line was doing, weighed as the other readings of the last line (``ALLOCATION_AT_DEEPEST``) times the share
+# of the sites the line can be that fail so, when that is more than half; internal checks (the step's
+# category), a request's rejection and a waiver's ``other`` name nothing and only lower the share.  A line
+# that asks what the machine is (``_CHECK_ON_DEVICE``) is read by ``from_capability_check`` instead, and
+# transformers' model-type lookup by ``from_config_lookup_frame`` (``collect``).  Read from SGLang's and the
+# libraries' source (their failure-site inventories), not from a log.
+RAISE_SITE = ALLOCATION_AT_DEEPEST
+RAISE_SITE_MIN_SHARE = 0.5
+
+
+def from_raise_site(inc: Incident) -> list[Evidence]:
+    """The deepest frame of a cut traceback is one of SGLang's raise / assert statements: the category
+    most of the sites it can be fail as (``raise_sites.reading``)."""
+    if not inc.truncated or not inc.frames or (inc.exception is not None and inc.exception.type):
+        return []
+    last = inc.frames[-1]
+    if last.source and _CHECK_ON_DEVICE.search(last.source):
+        return []  # (a check that asks what the machine is: its own condition says more, from_capability_check)
+    found = raise_sites.reading(last)
+    if found is None or found.share <= RAISE_SITE_MIN_SHARE:  # (an even split names neither)
+        return []
+    which = ("the site its message begins as" if found.narrowed else
+             f"{found.sites} site(s) of that kind in its module (the function has none)" if found.module else
+             f"{found.sites} site(s) of that kind there")
+    return [Evidence("raise_site", found.category, round(RAISE_SITE * found.share, 3),
+                     f"the traceback stops at SGLang's own {found.statement} in {last.function} ({_short(last)}): of "
+                     f"{which} in the inventoried releases, {found.share:.0%} fail as {found.category}")]
+
+
 def from_thread(inc: Incident) -> list[Evidence]:
     func = inc.captures.get("thread_func")
     if not func and inc.frames and inc.frames[0].function in ("_bootstrap_inner", "_bootstrap") \
@@ -1947,12 +1980,13 @@ def machine_pieces(hw: hardware.Hardware, pieces: list[Evidence], in_kernel: boo
 def collect(diagnosis: Diagnosis) -> list[Evidence]:
     inc = diagnosis.incident
     pieces = (from_serving(inc) + from_signals(inc) + from_frames(inc) + from_library_frames(inc) + from_native_stack(inc) + from_symbolized_native_stack(inc) + from_cut_call(inc)
-              + from_cut_type(inc) + from_allocation(inc) + from_capability_check(inc) + from_sync_point(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
+              + from_cut_type(inc) + from_allocation(inc) + from_capability_check(inc) + from_raise_site(inc) + from_sync_point(inc) + from_header(inc) + from_thread(inc) + from_exit_status(inc) + from_context(diagnosis) + from_words(inc)
               + from_bind_frame(inc) + from_config_lookup_frame(inc) + from_faulthandler_frames(inc))
     if any(p.name == "config_lookup_frame" for p in pieces):
         # the model-type lookup is the precise reading of the transformers frame the library piece
-        # reads generically (transformers: a checkpoint that could not be read): one frame, one reading
-        pieces = [p for p in pieces if p.name != "library_frame"]
+        # reads generically (transformers: a checkpoint that could not be read), and the raise it stops
+        # at (transformers' config readers' sites, most of them a checkpoint's): one frame, one reading
+        pieces = [p for p in pieces if p.name not in ("library_frame", "raise_site")]
     pieces += from_hardware(diagnosis, pieces)
     if fatal_dump(inc):
         pieces = [_crashed_in(p) if p.category == "kernel.unsupported_hw" and p.name in FRAME_PLACES else p

@@ -400,11 +400,11 @@ def _still_starting(diagnosis: Diagnosis) -> dict[str, Any] | None:
 # its name, transformers' model-type lookup it stopped in (evidence.from_config_lookup_frame: below
 # SGLang's config reader, whose module a class rule names model.load).  A class rule knows only the module.
 _PLACE_PIECES = ("deepest_frame", "cut_call", "cut_type", "library_frame", "allocation", "progress",
-                 "config_lookup_frame", "capability_check", "sync_point")
+                 "config_lookup_frame", "capability_check", "sync_point", "raise_site")
 # Of them, what the traceback's last line was doing, not where: an allocation it was executing, the
 # exception type it was cut inside.  A rule that matched a cut traceback on its frames (a specific rule
 # on the serving loop's frames) knows where it was as well as a place piece does, but not that.
-_WHAT_PIECES = ("allocation", "cut_type", "capability_check", "sync_point")
+_WHAT_PIECES = ("allocation", "cut_type", "capability_check", "sync_point", "raise_site")
 # What the text shows of the GPU's state when it failed (almost no free memory at the last start-up line or
 # on the capture bar): a class rule's answer rests on the module alone, which that state outweighs.
 _STATE_PIECES = ("low_memory", "pool_headroom", "pool_budget")
