@@ -1252,7 +1252,7 @@ class Assembler:
             sig = self._signals[i]
             m = sig.regex.search(message)
             if m:
-                return sig, {k: v for k, v in m.groupdict().items() if v is not None}
+                return sig, signals.decode_wait_status({k: v for k, v in m.groupdict().items() if v is not None})
             if sig.cut_anywhere and (cut := signals.cut_reading(sig, message)) is not None:
                 return cut  # a line cut inside its words (signals.Signal.cut_anywhere)
         return None
