@@ -107,6 +107,11 @@ SIGNALS: tuple[Signal, ...] = (
        r" +(?P<kill_pattern>'[^']+'|\"[^\"]+\"|[^\s'\"-]\S*)" + _SHELL_LINE_END, "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
+    # A supervisor's report of a container that a stop ended: docker compose "sglang-1 exited with
+    # code 143" (128 + SIGTERM: ``docker compose stop`` / ``down``), 130 (SIGINT: Ctrl-C in the
+    # attached terminal), 0 (it exited on its own after the stop); any other code is the
+    # container's own death (exit_code below: 139 a segfault, 134 an abort, 1 a Python error)
+    _s("container_stopped", ("exited with code",), r"\bexited with code (?:0|130|143)(?!\d)", "benign"),
     # The main process's SIGCHLD handler (engine.py ``sigchld_handler``, 0.4.x "Child process
     # unexpectedly failed with an exit code %d. pid=%d", 0.4.6 on "... with exitcode=%s. pid=%s")
     # prints ``os.waitpid``'s STATUS, not an exit code: a child that exited with code N reports
@@ -141,7 +146,7 @@ SIGNALS: tuple[Signal, ...] = (
        r"Child process unexpectedly failed with (?:exitcode=|an exit code )(?P<wait_status>\d+)\b", "evidence"),
     # (not a shell command's own text: ``set -x``'s "+ echo 'exit status 137'" or a prompt's
     # "$ grep 'exit code' LOG" is a command, the status is what it prints)
-    _s("exit_code", ("Exit code:", "exit code", "exit status", "rc="),
+    _s("exit_code", ("Exit code:", "exit code", "exit status", "exited with code", "rc="),
        _NOT_SHELL_COMMAND + r"(?:Exit code: (?P<exit_code>-?\d+)|rc=(?P<rc>\d+)\s*$|.*\b(?<!non-zero )exit(?:ed with)? (?:code|status)[ :=]+(?P<status>-?\d+))",
        "evidence"),
     _s("oom_killer", ("Out of memory", "oom-kill", "oom_reaper", "invoked oom-killer"),
