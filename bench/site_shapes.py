@@ -46,6 +46,14 @@ Paste shapes of session 36 (what a launcher, a collector or a terminal makes of 
   tool or a paste), header and exception line kept, no SGLang record header;
 - ``termwrap``: the wrapped traceback hard-wrapped at a terminal's 80 columns.
 
+Session 36 figures (0.5.23, ``--every 20``, right / sites, no incident): message 11/401 (376),
+logger 8/402 (389): a message no rule knows, alone on a line with no type, frame or signal,
+forms no incident (nothing in the text says it failed; the honest fallback speaks for it);
+launcher 72/401 -> 151/401 after assemble._with_wrapped (the rest are the ``bare`` shape's
+class.runtime.after_ready readings of a phase-less exception line); chained 251/401 (the
+launcher's own exception is the root the rules read); ray_task 336/401 and frames_only 336/401;
+json 396/401; termwrap 257/401 (a folded ``File`` line loses the frame the class rules read).
+
 A native site (a C++ ``c10::Error``) is not in the inventory (it reads Python only), so there is
 no C++ shape here.
 
