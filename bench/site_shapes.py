@@ -26,6 +26,34 @@ runs the engine (every layer in rules/) on each:
 - ``logged``: a logger site's line with SGLang's header (``[time TP0] message``) and nothing
   else (logger sites only).
 
+Paste shapes of session 36 (what a launcher, a collector or a terminal makes of the same site):
+
+- ``message``: the message alone, no exception type (a raise site's ``str(e)`` as a wrapper
+  prints it; logger sites have this as ``bare`` already);
+- ``logger``: that message on another logger's ERROR line, one format per site in turn:
+  logging's default ``ERROR:name:message``, the common ``date - name - ERROR - message`` and
+  a bracketed date with a level word (``[date] ERROR message``);
+- ``launcher``: the exception inside a launcher's own exception line, one per site in turn:
+  ``Exception: ValueError: message`` (a wrapper that re-raises ``Exception(str(e))`` with the
+  type) and ``RuntimeError: message (exit code 1)`` (one that reports the child's exit);
+- ``chained``: the site's plain traceback, then Python's ``The above exception was the direct
+  cause of the following exception:`` and the launcher's own traceback (``raise ... from e``);
+- ``ray_task``: Ray's ``ray.exceptions.RayTaskError(ValueError): ray::Actor.method() (pid=N,
+  ip=...)`` with the remote frames and the exception line (an actor that built the engine);
+- ``json``: the scheduler's record as one JSON object per line (a structured log collector:
+  ``{"level": "ERROR", "message": "Scheduler hit an exception: Traceback ...\\n..."}``);
+- ``frames_only``: the traceback with its ``File`` lines only (the source lines dropped by a
+  tool or a paste), header and exception line kept, no SGLang record header;
+- ``termwrap``: the wrapped traceback hard-wrapped at a terminal's 80 columns.
+
+Session 36 figures (0.5.23, ``--every 20``, right / sites, no incident): message 11/401 (376),
+logger 8/402 (389): a message no rule knows, alone on a line with no type, frame or signal,
+forms no incident (nothing in the text says it failed; the honest fallback speaks for it);
+launcher 72/401 -> 151/401 after assemble._with_wrapped (the rest are the ``bare`` shape's
+class.runtime.after_ready readings of a phase-less exception line); chained 251/401 (the
+launcher's own exception is the root the rules read); ray_task 336/401 and frames_only 336/401;
+json 396/401; termwrap 257/401 (a folded ``File`` line loses the frame the class rules read).
+
 A native site (a C++ ``c10::Error``) is not in the inventory (it reads Python only), so there is
 no C++ shape here.
 
@@ -55,7 +83,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import inventory_failures as inv_mod  # noqa: E402
 
-SHAPES = ("bare", "wrapped", "cut", "prefixed", "dead", "spawned", "logged")
+SHAPES = ("bare", "wrapped", "cut", "prefixed", "dead", "spawned", "logged",
+          "message", "logger", "launcher", "chained", "ray_task", "json", "frames_only", "termwrap")
 STAMP = "2026-01-01 00:00:30"
 PREFIX = inv_mod.PREFIX
 PREFIXES = ("sglang-1  | ", "(SchedulerActor pid=4242) ", "[pod/sglang-0/sglang] ")
@@ -189,11 +218,79 @@ def spawned(site: dict, message: str, source: str) -> str | None:
             + f"{exception_name(site)}: {message}\n")
 
 
+LOGGER_LINES = ("ERROR:sglang.srt.managers.scheduler:{m}",
+                "2026-01-01 00:00:30,123 - sglang.launcher - ERROR - {m}",
+                "[2026-01-01 00:00:30] ERROR {m}")
+LAUNCHER_LINES = ("Exception: {t}: {m}", "RuntimeError: {m} (exit code 1)")
+CHAINED_TAIL = ("\nThe above exception was the direct cause of the following exception:\n\n"
+                "Traceback (most recent call last):\n"
+                '  File "/workspace/launch.py", line 30, in main\n'
+                "    engine = sgl.Engine(**cfg)\n"
+                "RuntimeError: failed to start the SGLang engine\n")
+
+
+def plain_traceback(site: dict, message: str, source: str, *, sources: bool = True) -> str:
+    """The site's traceback as Python prints it, no SGLang record header (``sources``: with
+    the source line under each frame)."""
+    frame = site_frame(site, source)
+    if not sources:
+        frame = frame.splitlines()[0] + "\n"
+    return ("Traceback (most recent call last):\n"
+            + (f'  File "{PREFIX}srt/managers/scheduler.py", line 3100, in run_scheduler_process\n'
+               + ("    scheduler = Scheduler(server_args, port_args)\n" if sources else ""))
+            + frame + f"{exception_name(site)}: {message}\n")
+
+
+def hard_wrap(text: str, width: int = 80) -> str:
+    out = []
+    for line in text.splitlines():
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def render_new(shape: str, site: dict, message: str, source: str, index: int, phase: str,
+               logged_only: bool) -> str | None:
+    """Session 36's shapes (module docstring)."""
+    etype = exception_name(site)
+    if shape == "message":
+        return None if logged_only else message + "\n"
+    if shape == "logger":
+        return LOGGER_LINES[index % len(LOGGER_LINES)].format(m=message) + "\n"
+    if logged_only:
+        return None
+    if shape == "launcher":
+        return LAUNCHER_LINES[index % len(LAUNCHER_LINES)].format(t=etype, m=message) + "\n"
+    if shape == "chained":
+        return plain_traceback(site, message, source) + CHAINED_TAIL
+    if shape == "ray_task":
+        func = site["function"].rsplit(".", 1)[-1]
+        return (f"ray.exceptions.RayTaskError({etype.rsplit('.', 1)[-1]}): ray::SGLangRollout.__init__() "
+                "(pid=4242, ip=10.0.0.2, actor_id=8f1c2a, repr=<SGLangRollout object at 0x7f00>)\n"
+                '  File "/workspace/rollout.py", line 22, in __init__\n'
+                "    self.engine = sgl.Engine(**cfg)\n"
+                + site_frame(site, source) + f"{etype}: {message}\n") if func else None
+    if shape == "json":
+        record = {"time": "2026-01-01T00:00:30Z", "level": "ERROR", "logger": "sglang.srt.managers.scheduler",
+                  "message": "Scheduler hit an exception: " + scheduler_traceback(site, message, source, phase=phase)
+                  .split("Scheduler hit an exception: ", 1)[1].rstrip("\n")}
+        return json.dumps(record) + "\n"
+    if shape == "frames_only":
+        return plain_traceback(site, message, source, sources=False)
+    if shape == "termwrap":
+        return hard_wrap(scheduler_traceback(site, message, source, phase=phase))
+    raise ValueError(shape)
+
+
 def render(shape: str, site: dict, message: str, source: str, index: int = 0, phase: str = "unknown") -> str | None:
     """The paste of one shape for a site, or None when the shape does not apply to it (a
     logger site has only its line; a site that fails while serving is not raised through
     ``mp.spawn``'s child: the engine's constructor has returned by then)."""
     logged_only = site["kind"].startswith("log") and not site["kind"].endswith(".raise")
+    if shape in SHAPES[7:]:
+        return render_new(shape, site, message, source, index, phase, logged_only)
     if shape == "logged":
         return f"[{STAMP} TP0] {message}\n" if logged_only else None
     if logged_only:
@@ -298,7 +395,8 @@ def print_result(res: dict, per_category: bool = True) -> None:
     print(f"sglang {res['version']} (every {res['every']}; skipped {res['skipped']})")
     for shape, r in res["shapes"].items():
         share = 100 * r["right"] / r["sites"] if r["sites"] else 0.0
-        print(f"  {shape:8s} {r['right']:5d}/{r['sites']:<5d} {share:5.1f}%  misses as {r['answered']}")
+        print(f"  {shape:11s} {r['right']:5d}/{r['sites']:<5d} {share:5.1f}%  no incident {r['answered'].get('no incident', 0):4d}"
+              f"  misses as {r['answered']}")
         if per_category:
             for cat, per in sorted(r["by_category"].items()):
                 if per["right"] < per["sites"]:

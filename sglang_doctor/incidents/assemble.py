@@ -305,6 +305,29 @@ def _device_side(incident: Incident) -> bool:
     return any(_DEVICE_SIDE.search(t) for t in texts)
 
 
+# The generic types a launcher wraps a failure in, naming it in the message: a wrapper that
+# re-raises ``Exception(f"{type(e).__name__}: {e}")`` or ``RuntimeError(f"...{e!r}")`` (an RL
+# framework starting ``sgl.Engine``, a serving platform's runner, a test harness).
+_WRAPPER_TYPES = frozenset({"Exception", "RuntimeError", "BaseException"})
+
+
+def _with_wrapped(chain: list) -> list:
+    """``chain`` with the exception a launcher's wrapper names in its message read as the failure
+    (after it, where the rules read the root exception): ``Exception: ValueError: Unsupported
+    architectures: ...`` fails as that ValueError, as a reporter's ``Error: ValueError: ...`` does
+    (Assembler._bare).  Only a generic wrapper (_WRAPPER_TYPES) whose message starts with another
+    exception's ``Type: message`` (a type ending Error/Exception, no warning, not the bare word
+    ``Error``); the wrapper stays in the chain, before it."""
+    if not chain or chain[-1].type.rsplit(".", 1)[-1] not in _WRAPPER_TYPES:
+        return chain
+    inner = tracebacks.bare_exception((chain[-1].message or "").strip())
+    if inner is None or inner.type == BARE_ERROR_WORD or inner.type.endswith("Warning") \
+            or not inner.type.rsplit(".", 1)[-1].endswith(("Error", "Exception")) \
+            or inner.type.rsplit(".", 1)[-1] == chain[-1].type.rsplit(".", 1)[-1]:
+        return chain
+    return list(chain) + [inner]
+
+
 def _record_exception(message: str) -> tracebacks.ExceptionInfo | None:
     """The exception a record's message is (``ValueError: ...`` after SGLang's prefix), or
     None: a warning type, or a message that merely holds an exception's words later on."""
@@ -1252,7 +1275,7 @@ class Assembler:
             sig = self._signals[i]
             m = sig.regex.search(message)
             if m:
-                return sig, {k: v for k, v in m.groupdict().items() if v is not None}
+                return sig, signals.decode_wait_status({k: v for k, v in m.groupdict().items() if v is not None})
             if sig.cut_anywhere and (cut := signals.cut_reading(sig, message)) is not None:
                 return cut  # a line cut inside its words (signals.Signal.cut_anywhere)
         return None
@@ -1575,7 +1598,7 @@ class Assembler:
         incident.cut_at_end = self.ends_mid_line and lines[-1].number == self._last_number
         self._add_serving(incident, lines)
         if primary is not None:
-            incident.chain = primary.chain
+            incident.chain = _with_wrapped(primary.chain)
             incident.exception = incident.chain[-1] if incident.chain else None
             incident.frames = primary.frames
             incident.truncated = not primary.complete

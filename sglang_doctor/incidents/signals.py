@@ -107,6 +107,11 @@ SIGNALS: tuple[Signal, ...] = (
        r" +(?P<kill_pattern>'[^']+'|\"[^\"]+\"|[^\s'\"-]\S*)" + _SHELL_LINE_END, "operator_kill"),
     _s("subprocess_exit_benign", ("crashed with exit code", "exit code", "Exit code"),
        r"(?:crashed with exit code|[Ee]xit code:?|exit code) (?:-15|-2|0)(?!\d)", "benign"),
+    # A supervisor's report of a container that a stop ended: docker compose "sglang-1 exited with
+    # code 143" (128 + SIGTERM: ``docker compose stop`` / ``down``), 130 (SIGINT: Ctrl-C in the
+    # attached terminal), 0 (it exited on its own after the stop); any other code is the
+    # container's own death (exit_code below: 139 a segfault, 134 an abort, 1 a Python error)
+    _s("container_stopped", ("exited with code",), r"\bexited with code (?:0|130|143)(?!\d)", "benign"),
     # The main process's SIGCHLD handler (engine.py ``sigchld_handler``, 0.4.x "Child process
     # unexpectedly failed with an exit code %d. pid=%d", 0.4.6 on "... with exitcode=%s. pid=%s")
     # prints ``os.waitpid``'s STATUS, not an exit code: a child that exited with code N reports
@@ -130,8 +135,19 @@ SIGNALS: tuple[Signal, ...] = (
     _s("scheduler_dead", ("scheduler is dead",),
        r"Rank (?P<rank>\d+) scheduler is dead(?:\.[^\n]*?\b[Ee]xit code:? (?P<exit_code>-?\d+))?", "evidence"),
     # (not subprocess.CalledProcessError's "returned non-zero exit status N": an exception line)
-    _s("exit_code", ("Exit code:", "exit code", "exit status", "rc="),
-       r"^(?:Exit code: (?P<exit_code>-?\d+)|rc=(?P<rc>\d+)\s*$|.*\b(?<!non-zero )exit(?:ed with)? (?:code|status)[ :=]+(?P<status>-?\d+))",
+    # The launcher's SIGCHLD handler (0.4.6-0.4.x engine.py sigchld_handler, and launchers that copy
+    # it: "Child process unexpectedly failed with exitcode=%s. pid=%s", earlier "with an exit code
+    # %d"): os.waitpid's STATUS, read as the exit status it encodes (_decode_wait_status: the low
+    # seven bits a signal's number, else the exit code in the high byte), so "exitcode=9" is a
+    # SIGKILL (-9) and "exitcode=256" an exit 1.  Named as the other exit statuses ("exit_code"):
+    # the same evidence, another way of printing it; after SGLang's own SIGKILL of its tree or an
+    # operator's stop it is that end's aftermath (assemble._AFTERMATH).  (15 / 2: child_stopped)
+    _s("exit_code", ("unexpectedly failed with",),
+       r"Child process unexpectedly failed with (?:exitcode=|an exit code )(?P<wait_status>\d+)\b", "evidence"),
+    # (not a shell command's own text: ``set -x``'s "+ echo 'exit status 137'" or a prompt's
+    # "$ grep 'exit code' LOG" is a command, the status is what it prints)
+    _s("exit_code", ("Exit code:", "exit code", "exit status", "exited with code", "rc="),
+       _NOT_SHELL_COMMAND + r"(?:Exit code: (?P<exit_code>-?\d+)|rc=(?P<rc>\d+)\s*$|.*\b(?<!non-zero )exit(?:ed with)? (?:code|status)[ :=]+(?P<status>-?\d+))",
        "evidence"),
     _s("oom_killer", ("Out of memory", "oom-kill", "oom_reaper", "invoked oom-killer"),
        r"Out of memory: Killed process (?P<pid>\d+)|oom-kill:|oom_reaper:|invoked oom-killer", "evidence"),
@@ -180,6 +196,13 @@ SIGNALS: tuple[Signal, ...] = (
        _NOT_SHELL_COMMAND + r"(?:.*?(?:Caught signal (?P<signum>\d+) \((?P<signame>[^:)]+)|Segmentation fault|"
        r"Segfault encountered)|(?!.*\b(?:avoid|avoids|avoiding|prevent|prevents|preventing|work around)\b).*\bSIGSEGV\b)",
        "evidence"),
+    # UCX's (and UCX-based transports', ucs/debug/debug.c) fatal-signal handler for the other signals
+    # it catches: "[host:pid:tid:N] Caught signal 8 (Floating point exception: integer divide by
+    # zero)", 7 (Bus error), 4 (Illegal instruction), 6 (Aborted); 11 is the segfault signal's.  The
+    # process's own native code raised it, as a shell's report of that death says (PROCESS_DEATHS'
+    # signal_death).
+    _s("signal_death", ("] Caught signal ",),
+       r"\] Caught signal (?!11\b)(?P<signum>\d+) \((?P<signame>[^:)]+)", "evidence"),
     _s("nccl_watchdog", ("detected by watchdog", "Watchdog caught collective operation timeout"),
        r"Exception \(either an error or timeout\) detected by watchdog|Watchdog caught collective operation timeout",
        "evidence"),
@@ -359,6 +382,21 @@ PROCESS_DEATHS: tuple[Signal, ...] = (
 PROCESS_DEATH_LITERALS: tuple[str, ...] = tuple(sorted({lit for sig in PROCESS_DEATHS for lit in sig.literals}))
 
 
+def decode_wait_status(captures: dict[str, str]) -> dict[str, str]:
+    """``captures`` with the exit status a SIGCHLD handler's ``os.waitpid`` STATUS (``wait_status``)
+    encodes, as multiprocessing spells an exit code (``exit_code``: -N for a death by signal N, the
+    code itself for an exit): the low seven bits are the signal's number (0x80 the core-dump
+    flag), else the high byte is the exit code."""
+    raw = captures.get("wait_status")
+    if raw is None or "exit_code" in captures:
+        return captures
+    status = int(raw)
+    signum = status & 0x7F
+    if signum == 0x7F:  # a stopped (not ended) child: no exit status
+        return captures
+    return {**captures, "exit_code": f"-{signum}" if signum else str((status >> 8) & 0xFF)}
+
+
 def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
     """The signal a record's message is, with its named captures, or None."""
     for sig in SIGNALS:
@@ -371,7 +409,7 @@ def classify(message: str) -> tuple[Signal, dict[str, str]] | None:
             continue
         m = sig.regex.search(message)
         if m:
-            return sig, {k: v for k, v in m.groupdict().items() if v is not None}
+            return sig, decode_wait_status({k: v for k, v in m.groupdict().items() if v is not None})
     return None
 
 
@@ -461,8 +499,10 @@ class LazyPattern:
 
 def extra_signal(name: str, literals: tuple[str, ...], regex: str) -> Signal:
     """A signal contributed by a rule's ``line``/``literal`` match (see rules_engine); its
-    regex compiled on first use."""
-    return Signal(name, literals, LazyPattern(f"^{_WARNING_LINE}.*?(?:{regex})"), "evidence")
+    regex compiled on first use.  Neither a warning (_WARNING_LINE) nor a shell command's own
+    text (_NOT_SHELL_COMMAND: ``set -x``'s "+ echo 'exit status 137'", a prompt's "$ grep ...")
+    is a failure line: what the command printed is."""
+    return Signal(name, literals, LazyPattern(f"{_NOT_SHELL_COMMAND}{_WARNING_LINE}.*?(?:{regex})"), "evidence")
 
 
 # -- the operator's kill by name --------------------------------------------------------------
