@@ -580,13 +580,55 @@ _ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|shoul
 
 def _alone(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """One setting refused on its own ("Cannot set --x for the decode engine", "base_gpu_id
-    must be non-negative", "please remove --x"): remove it, the release's default applies."""
+    must be non-negative", "please remove --x"): remove it, the release's default applies --
+    unless the value it refuses is that default (``_refused_default``)."""
     plain = [n for n in named if not n.prose]
     if not _ALONE.search(text) or not (len(plain) == 1 or (not plain and len(named) == 1)):
         return []
     n = plain[0] if plain else named[0]
+    if _refused_default(ctx, text, n) is not None:
+        return _other_choice(ctx, text, n)
     r = _change(ctx, n, False)
     return [r] if r else []
+
+
+# "moe_a2a_backend cannot be 'none'" (0.5.9 server_args.py:5259), "X must not be 'auto'": the value
+# a setting may not have, right after its name
+_CANNOT_BE = re.compile(r"[`'\"]?\s+(?:cannot|can't|can not|must not|mustn't|should not|may not) be\s+"
+                        r"[`'\"]?(?P<v>[\w.+-]+)[`'\"]?", re.I)
+
+
+def _refused_default(ctx: Context, text: str, named: Named) -> str | None:
+    """The value the check says ``named`` cannot have, when it is the release's default of that
+    flag (a choice of it): removing the flag leaves that very value, so removal is no way out
+    (0.5.9 ``if self.enable_two_batch_overlap: if self.moe_a2a_backend == "none": raise``: the
+    user asked for two-batch overlap and left the a2a backend at its default)."""
+    spec = ctx.catalog.spec(named.flag)
+    m = _CANNOT_BE.match(text, named.end)
+    if spec is None or m is None or not spec.takes_value or not spec.choices:
+        return None
+    value = m.group("v").rstrip(".")
+    default = "none" if spec.default is None and "none" in map(str, spec.choices) else spec.default
+    return value if _equal(default, value) else None
+
+
+def _other_choice(ctx: Context, text: str, named: Named) -> list[Remediation]:
+    """``named`` set to a choice the check does not refuse, in the catalogue's order (the first
+    of them is the one the feature was built with: --moe-a2a-backend deepep), the others named in
+    the note; nothing when the launch already runs another choice (the check read a derived value)."""
+    spec = ctx.catalog.spec(named.flag)
+    refused = _refused_default(ctx, text, named)
+    stated = ctx.stated(named.flag)
+    if stated is not None and not _equal(stated, refused):
+        return []
+    others = [c for c in map(str, spec.choices) if c not in (refused, "auto") and not _refused(text, c)]
+    if not others or ctx.catalog.validate(named.flag, others[0]) is not None:
+        return []
+    rest = ", ".join(others[1:6]) + (", ..." if len(others) > 6 else "")
+    return [Remediation(set={named.flag: others[0]},
+                        note=f"set {named.flag} {others[0]}: the check refuses {refused!r}, the release's default "
+                             f"for it, so removing the flag would not help" + (f" (or another of its choices: {rest}; "
+                             f"the one your installation has)" if rest else ""))]
 
 
 def _concrete(rem: Remediation) -> bool:

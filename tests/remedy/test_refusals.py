@@ -609,3 +609,24 @@ def test_an_unknown_release_keeps_a_renamed_flag_the_message_itself_spells():
     rem = _guessed("--mamba-radix-cache-strategy extra_buffer needs mamba state, got LlamaForCausalLM.")
     touched = {f for s, u in _changes(rem) for f in [*s, *u]} if rem is not None else set()
     assert "--mamba-scheduler-strategy" not in touched
+
+
+# -- "X cannot be V" where V is X's default: removing X leaves V -----------------------------------
+
+
+def test_a_refused_value_that_is_the_default_sets_another_choice_instead_of_removing_the_flag():
+    # 0.5.9 server_args.py:5259 ``if self.enable_two_batch_overlap: if self.moe_a2a_backend ==
+    # "none": raise``: 'none' is --moe-a2a-backend's default, so removing the flag keeps it
+    rem = _fix("When enabling two batch overlap, moe_a2a_backend cannot be 'none'.", exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({"--moe-a2a-backend": "deepep"}, [])
+    assert ({}, ["--moe-a2a-backend"]) not in changes
+    assert "default" in rem.note and "mooncake" in rem.note
+
+
+def test_a_refused_value_that_is_not_the_default_is_still_removed():
+    # 0.5.9 server_args.py: "Currently speculative MoE runner backend cannot be flashinfer_trtllm ..."
+    # (the flag's default is not that value: removing it is the way out)
+    rem = _fix("Currently speculative MoE runner backend cannot be flashinfer_trtllm for risk in some draft models.",
+               server_args={"speculative_moe_runner_backend": "flashinfer_trtllm"}, exc="ValueError")
+    assert ({}, ["--speculative-moe-runner-backend"]) in _changes(rem)[:2]
