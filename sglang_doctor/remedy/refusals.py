@@ -139,7 +139,7 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
                 continue
             found.append(Named(spelled, m.start(), m.end(), on, off, prose=True))
     for flag, choice, m in _choices_named(ctx, text):
-        if any(n.start <= m.start() < n.end or m.start() <= n.start < n.end for n in found):
+        if any(n.start <= m.start() < n.end or m.start() <= n.start < m.end() for n in found):
             continue
         spec = ctx.catalog.spec(flag)
         others = [c for c in map(str, spec.choices) if c not in (choice, "auto", "none", str(spec.default))]
@@ -280,7 +280,13 @@ def _single_word_choices(ctx: Context, text: str) -> list[tuple[str, str, re.Mat
             if len(choice) >= 4 and re.fullmatch(r"[a-z][a-z0-9]+", choice) and choice not in _NOT_A_CHOICE:
                 owners.setdefault(choice, []).append(spec.name)
     out: list[tuple[str, str, re.Match]] = []
-    for m in re.finditer(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]{3,})\s+([A-Za-z]+)\b", text):
+    pair = re.compile(r"([A-Za-z][A-Za-z0-9]{3,})\s+([A-Za-z]+)\b")
+    # every word with the word after it (overlapping pairs: in "FP8/MXFP8 Cutlass MoE" the pair
+    # "MXFP8 Cutlass" must not hide "Cutlass MoE")
+    for word in re.finditer(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]{3,}", text):
+        m = pair.match(text, word.start())
+        if m is None:
+            continue
         flags_of = owners.get(m.group(1).lower())
         noun = m.group(2).lower()
         if not flags_of or noun in _GENERIC or _SUBJECT_OF_REFUSAL.match(text, m.end()) is None:

@@ -630,3 +630,12 @@ def test_a_refused_value_that_is_not_the_default_is_still_removed():
     rem = _fix("Currently speculative MoE runner backend cannot be flashinfer_trtllm for risk in some draft models.",
                server_args={"speculative_moe_runner_backend": "flashinfer_trtllm"}, exc="ValueError")
     assert ({}, ["--speculative-moe-runner-backend"]) in _changes(rem)[:2]
+
+
+def test_a_choice_named_before_another_setting_is_read_as_the_refused_subject():
+    # 0.5.9 server_args.py:2173 ``assert self.ep_size == 1, "FP8/MXFP8 Cutlass MoE is only supported
+    # with ep_size == 1"`` under ``if self.moe_runner_backend == "cutlass"``: the value it states, then
+    # the refused backend removed (the words "MXFP8 Cutlass" must not hide "Cutlass MoE", nor
+    # ep_size's place after the choice drop it)
+    rem = _fix("FP8/MXFP8 Cutlass MoE is only supported with ep_size == 1", V0523)
+    assert _changes(rem)[:2] == [({"--ep-size": 1}, []), ({}, ["--moe-runner-backend"])]
