@@ -547,8 +547,10 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
         off = bool(_OFF_WORDS.search(tail))
         for n in b[:1]:
             # "requires radix cache to be disabled": the prose setting off; a --disable-x switch named
-            # as the requirement is itself turned on
-            r = _change(ctx, n, not (off and n.prose))
+            # as the requirement is itself turned on; one the requirement names as absent ("requires
+            # trivial expert placement without EPLB", 0.5.23 lora_hook.py:234) is turned off
+            absent = not _present(text, [n])
+            r = _change(ctx, n, not (off and n.prose) and not absent)
             if r:
                 out.append(r)
         out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]

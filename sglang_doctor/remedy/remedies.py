@@ -1136,7 +1136,10 @@ _NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b|(?<![\w
 # backticks ("please use `--moe-runner-backend cutlass`")
 # ("... by explicitly setting the `dtype` flag in CLI, for example: --dtype=half": an example the
 # message gives of its own advice is advice too)
-_ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?|"
+# (a verb after "when" / "if" / "while" / "unless" states the launch's condition, not advice:
+# "Remove --x when using --moe-a2a-backend deepep_v2", 0.5.23 moe_hook.py:427)
+_ADVISED = re.compile(r"(?<!\bwhen )(?<!\bif )(?<!\bwhile )(?<!\bunless )"
+                      r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?|"
                       r"for\s+example:?)\s+"
                       r"[`'\"]?(--[a-z][a-z0-9-]+)(?:[ =][`'\"]?(?!--)([\w.+-]+))?",
                       re.IGNORECASE)

@@ -639,3 +639,23 @@ def test_a_choice_named_before_another_setting_is_read_as_the_refused_subject():
     # ep_size's place after the choice drop it)
     rem = _fix("FP8/MXFP8 Cutlass MoE is only supported with ep_size == 1", V0523)
     assert _changes(rem)[:2] == [({"--ep-size": 1}, []), ({}, ["--moe-runner-backend"])]
+
+
+def test_a_requirement_that_names_a_setting_as_absent_turns_it_off():
+    # 0.5.23 lora_hook.py:234: "... requires trivial expert placement without EPLB or redundant
+    # experts": EPLB is what the requirement excludes, never turned on
+    rem = _fix("--moe-runner-backend triton currently requires trivial expert placement without EPLB or redundant experts",
+               V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--enable-eplb"])
+    assert not any(s.get("--enable-eplb") is True for s, _ in changes)
+
+
+def test_a_flag_after_when_using_is_the_launchs_condition_not_advice():
+    # 0.5.23 moe_hook.py:427: "Remove --enforce-shared-experts-fusion when using --moe-a2a-backend
+    # deepep_v2." advises the removal; deepep_v2 is what the launch already runs
+    rem = _fix("DeepEP v2 MoE has not validated fused shared experts yet. Remove --enforce-shared-experts-fusion "
+               "when using --moe-a2a-backend deepep_v2.", V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--enforce-shared-experts-fusion"])
+    assert ({"--moe-a2a-backend": "deepep_v2"}, []) not in changes
