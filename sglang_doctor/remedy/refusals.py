@@ -146,7 +146,9 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
         # turned off: another choice the message names and does not refuse ("extra_buffer is not
         # supported for X; use no_buffer"), else the one other choice when there is one, else the
         # release's default (the launch named the value, or its "auto" picked it)
-        told = [c for c in others if re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text) and not _refused(text, c)]
+        owner = _values_after_flags(text, found)
+        told = [c for c in others if re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text) and not _refused(text, c)
+                and owner.get(c, flag) == flag]
         off = told[0] if told else others[0] if len(others) == 1 else None
         found.append(Named(flag, m.start(), m.end(), choice, off, prose=True, subject=True))
     found.sort(key=lambda n: n.start)
@@ -389,6 +391,21 @@ def _present(text: str, named: list[Named]) -> list[Named]:
             if not re.search(r"\b(?:no|without)\s+(?:[\w-]+\s+)?[`'\"]?$", text[max(0, n.start - 40):n.start], re.I)]
 
 
+def _values_after_flags(text: str, named: list[Named]) -> dict[str, str]:
+    """value -> the spelled-out flag the message writes it right after ("requires --moe-a2a-backend
+    none or megamoe", 0.5.23 minimax_m3.py:105): that flag's values, never another setting's, even
+    one whose choices hold the same word (--moe-runner-backend megamoe)."""
+    owner: dict[str, str] = {}
+    for n in named:
+        if n.prose:
+            continue
+        listed = re.match(r"(?:=|\s)\s*((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b)\s*)?){1,8})", text[n.end:n.end + 120])
+        for word in _LIST_ITEM.findall(listed.group(1)) if listed is not None else []:
+            if word not in ("or", "and"):
+                owner.setdefault(word.rstrip("."), n.flag)
+    return owner
+
+
 def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediation], list[Remediation]]:
     """The values the message states for a setting it names, validated, in the text's order: the
     first for each setting, and apart the second where the message lists several ("requires one
@@ -408,6 +425,10 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
             else:
                 in_use.add(after.group(1).rstrip("."))
     in_use -= set(wanted.values())
+    # the values the message writes right after a flag it spells out are that flag's ("requires
+    # --moe-a2a-backend none or megamoe", 0.5.23 minimax_m3.py:105): never another setting's value,
+    # even one whose choices hold the same word (--moe-runner-backend megamoe)
+    owner = _values_after_flags(text, named)
     for n in named:
         spec = ctx.catalog.spec(n.flag)
         if spec is None or not spec.takes_value:
@@ -441,7 +462,7 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
         stated = ctx.stated(n.flag)
         took: list[Remediation] = []
         for value in dict.fromkeys(candidates):
-            if value in in_use or _equal(stated, value) or _refused(text, value):
+            if value in in_use or _equal(stated, value) or _refused(text, value) or owner.get(value, n.flag) != n.flag:
                 continue
             if n.subject and str(value).lower() == str(n.on).lower() and not _WANTED_AFTER.match(text, n.end):
                 continue  # the choice the check refuses ("cutlass MoE is only supported with ..."), not

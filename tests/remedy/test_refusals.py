@@ -659,3 +659,12 @@ def test_a_flag_after_when_using_is_the_launchs_condition_not_advice():
     changes = _changes(rem)
     assert changes[0] == ({}, ["--enforce-shared-experts-fusion"])
     assert ({"--moe-a2a-backend": "deepep_v2"}, []) not in changes
+
+
+def test_a_value_written_after_one_flag_is_not_another_settings_value():
+    # 0.5.23 model_overrides/minimax_m3.py:105: "none or megamoe" are --moe-a2a-backend's values;
+    # --moe-runner-backend also has a "megamoe" choice, but the refused runner is only removed
+    rem = _fix("M3.1 NVFP4 flashinfer_trtllm_routed requires --moe-a2a-backend none or megamoe", V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({"--moe-a2a-backend": "none"}, [])
+    assert not any(s.get("--moe-runner-backend") == "megamoe" for s, _ in changes)
