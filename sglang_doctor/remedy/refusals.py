@@ -401,7 +401,8 @@ def _values_after_flags(text: str, named: list[Named]) -> dict[str, str]:
             continue
         listed = re.match(r"(?:=|\s)\s*((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b)\s*)?){1,8})", text[n.end:n.end + 120])
         for word in _LIST_ITEM.findall(listed.group(1)) if listed is not None else []:
-            if word not in ("or", "and"):
+            # (a number is no one setting's: "requires tp_size=1, pp_size=1, and dp_size=1")
+            if word not in ("or", "and") and not re.fullmatch(r"-?\d+(?:\.\d+)?\.?", word):
                 owner.setdefault(word.rstrip("."), n.flag)
     return owner
 

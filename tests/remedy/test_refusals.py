@@ -668,3 +668,9 @@ def test_a_value_written_after_one_flag_is_not_another_settings_value():
     changes = _changes(rem)
     assert changes[0] == ({"--moe-a2a-backend": "none"}, [])
     assert not any(s.get("--moe-runner-backend") == "megamoe" for s, _ in changes)
+
+
+def test_a_number_written_after_one_setting_is_still_anothers_value():
+    # 0.5.23 validation_hook.py:652: each of the three sizes is asked to be 1
+    rem = _fix("The standard Torch MPS path requires tp_size=1, pp_size=1, and dp_size=1", V0523, exc="ValueError")
+    assert _changes(rem)[:2] == [({"--tp-size": 1}, []), ({"--pp-size": 1}, [])]
