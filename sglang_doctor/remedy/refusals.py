@@ -149,7 +149,11 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
         owner = _values_after_flags(text, found)
         told = [c for c in others if re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text) and not _refused(text, c)
                 and owner.get(c, flag) == flag]
-        off = told[0] if told else others[0] if len(others) == 1 else None
+        # ... and a "disabled" choice before the default: a default the release resolves itself
+        # (None, "auto") may resolve to the refused choice again (0.5.23 layernorm_sp_hook.py:73
+        # keeps the CUDA default of --cuda-graph-backend-prefill, breakable)
+        off = (told[0] if told else others[0] if len(others) == 1
+               else "disabled" if "disabled" in others and spec.default in (None, "auto") else None)
         found.append(Named(flag, m.start(), m.end(), choice, off, prose=True, subject=True))
     found.sort(key=lambda n: n.start)
     out: list[Named] = []

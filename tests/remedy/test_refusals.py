@@ -674,3 +674,13 @@ def test_a_number_written_after_one_setting_is_still_anothers_value():
     # 0.5.23 validation_hook.py:652: each of the three sizes is asked to be 1
     rem = _fix("The standard Torch MPS path requires tp_size=1, pp_size=1, and dp_size=1", V0523, exc="ValueError")
     assert _changes(rem)[:2] == [({"--tp-size": 1}, []), ({"--pp-size": 1}, [])]
+
+
+def test_a_refused_choice_whose_default_the_release_resolves_is_turned_disabled_not_removed():
+    # 0.5.23 layernorm_sp_hook.py:73 refuses --cuda-graph-backend-prefill breakable, which is also the
+    # CUDA default the release resolves when the flag is absent: "disabled" is the way off
+    rem = _fix("Muse MegaMoE breakable prefill requires a positive --chunked-prefill-size to bound SP workspace growth.",
+               V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({"--cuda-graph-backend-prefill": "disabled"}, [])
+    assert ({}, ["--cuda-graph-backend-prefill"]) not in changes
