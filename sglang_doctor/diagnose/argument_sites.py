@@ -71,9 +71,13 @@ class Table:
         self.releases: tuple[str, ...] = tuple(data.get("releases") or ())
         self.by_head: dict[str, list[_Entry]] = {}
         self.floating: list[_Entry] = []
-        for item in data.get("sites") or []:
+        columns = data.get("columns") or []
+        for row in data.get("sites") or []:
+            # a row of the generator's columns, its releases as indexes into ``releases``
+            item = dict(zip(columns, row)) if isinstance(row, list) else row
+            releases = tuple(self.releases[r] if isinstance(r, int) else r for r in item["releases"])
             template = item["template"]
-            entry = _Entry(Site(template, tuple(item["exceptions"]), tuple(item["releases"]), tuple(item["switches"]),
+            entry = _Entry(Site(template, tuple(item["exceptions"]), releases, tuple(item["switches"]),
                                 tuple(item["sites"])),
                            re.compile(template_regex(template), re.S), len(_literal_text(template)),
                            max((p.strip() for p in _PLACEHOLDER.split(template.rstrip("…"))), key=len))

@@ -139,15 +139,21 @@ def named_settings(ctx: Context, text: str) -> list[Named]:
                 continue
             found.append(Named(spelled, m.start(), m.end(), on, off, prose=True))
     for flag, choice, m in _choices_named(ctx, text):
-        if any(n.start <= m.start() < n.end or m.start() <= n.start < n.end for n in found):
+        if any(n.start <= m.start() < n.end or m.start() <= n.start < m.end() for n in found):
             continue
         spec = ctx.catalog.spec(flag)
         others = [c for c in map(str, spec.choices) if c not in (choice, "auto", "none", str(spec.default))]
         # turned off: another choice the message names and does not refuse ("extra_buffer is not
         # supported for X; use no_buffer"), else the one other choice when there is one, else the
         # release's default (the launch named the value, or its "auto" picked it)
-        told = [c for c in others if re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text) and not _refused(text, c)]
-        off = told[0] if told else others[0] if len(others) == 1 else None
+        owner = _values_after_flags(text, found)
+        told = [c for c in others if re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", text) and not _refused(text, c)
+                and owner.get(c, flag) == flag]
+        # ... and a "disabled" choice before the default: a default the release resolves itself
+        # (None, "auto") may resolve to the refused choice again (0.5.23 layernorm_sp_hook.py:73
+        # keeps the CUDA default of --cuda-graph-backend-prefill, breakable)
+        off = (told[0] if told else others[0] if len(others) == 1
+               else "disabled" if "disabled" in others and spec.default in (None, "auto") else None)
         found.append(Named(flag, m.start(), m.end(), choice, off, prose=True, subject=True))
     found.sort(key=lambda n: n.start)
     out: list[Named] = []
@@ -280,7 +286,13 @@ def _single_word_choices(ctx: Context, text: str) -> list[tuple[str, str, re.Mat
             if len(choice) >= 4 and re.fullmatch(r"[a-z][a-z0-9]+", choice) and choice not in _NOT_A_CHOICE:
                 owners.setdefault(choice, []).append(spec.name)
     out: list[tuple[str, str, re.Match]] = []
-    for m in re.finditer(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]{3,})\s+([A-Za-z]+)\b", text):
+    pair = re.compile(r"([A-Za-z][A-Za-z0-9]{3,})\s+([A-Za-z]+)\b")
+    # every word with the word after it (overlapping pairs: in "FP8/MXFP8 Cutlass MoE" the pair
+    # "MXFP8 Cutlass" must not hide "Cutlass MoE")
+    for word in re.finditer(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]{3,}", text):
+        m = pair.match(text, word.start())
+        if m is None:
+            continue
         flags_of = owners.get(m.group(1).lower())
         noun = m.group(2).lower()
         if not flags_of or noun in _GENERIC or _SUBJECT_OF_REFUSAL.match(text, m.end()) is None:
@@ -383,6 +395,22 @@ def _present(text: str, named: list[Named]) -> list[Named]:
             if not re.search(r"\b(?:no|without)\s+(?:[\w-]+\s+)?[`'\"]?$", text[max(0, n.start - 40):n.start], re.I)]
 
 
+def _values_after_flags(text: str, named: list[Named]) -> dict[str, str]:
+    """value -> the spelled-out flag the message writes it right after ("requires --moe-a2a-backend
+    none or megamoe", 0.5.23 minimax_m3.py:105): that flag's values, never another setting's, even
+    one whose choices hold the same word (--moe-runner-backend megamoe)."""
+    owner: dict[str, str] = {}
+    for n in named:
+        if n.prose:
+            continue
+        listed = re.match(r"(?:=|\s)\s*((?:[`'\"]?[\w.+-]+[`'\"]?(?:\s*(?:,|/|\bor\b)\s*)?){1,8})", text[n.end:n.end + 120])
+        for word in _LIST_ITEM.findall(listed.group(1)) if listed is not None else []:
+            # (a number is no one setting's: "requires tp_size=1, pp_size=1, and dp_size=1")
+            if word not in ("or", "and") and not re.fullmatch(r"-?\d+(?:\.\d+)?\.?", word):
+                owner.setdefault(word.rstrip("."), n.flag)
+    return owner
+
+
 def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediation], list[Remediation]]:
     """The values the message states for a setting it names, validated, in the text's order: the
     first for each setting, and apart the second where the message lists several ("requires one
@@ -402,6 +430,10 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
             else:
                 in_use.add(after.group(1).rstrip("."))
     in_use -= set(wanted.values())
+    # the values the message writes right after a flag it spells out are that flag's ("requires
+    # --moe-a2a-backend none or megamoe", 0.5.23 minimax_m3.py:105): never another setting's value,
+    # even one whose choices hold the same word (--moe-runner-backend megamoe)
+    owner = _values_after_flags(text, named)
     for n in named:
         spec = ctx.catalog.spec(n.flag)
         if spec is None or not spec.takes_value:
@@ -435,7 +467,7 @@ def _values(ctx: Context, text: str, named: list[Named]) -> tuple[list[Remediati
         stated = ctx.stated(n.flag)
         took: list[Remediation] = []
         for value in dict.fromkeys(candidates):
-            if value in in_use or _equal(stated, value) or _refused(text, value):
+            if value in in_use or _equal(stated, value) or _refused(text, value) or owner.get(value, n.flag) != n.flag:
                 continue
             if n.subject and str(value).lower() == str(n.on).lower() and not _WANTED_AFTER.match(text, n.end):
                 continue  # the choice the check refuses ("cutlass MoE is only supported with ..."), not
@@ -541,8 +573,10 @@ def _combination(ctx: Context, text: str, named: list[Named]) -> list[Remediatio
         off = bool(_OFF_WORDS.search(tail))
         for n in b[:1]:
             # "requires radix cache to be disabled": the prose setting off; a --disable-x switch named
-            # as the requirement is itself turned on
-            r = _change(ctx, n, not (off and n.prose))
+            # as the requirement is itself turned on; one the requirement names as absent ("requires
+            # trivial expert placement without EPLB", 0.5.23 lora_hook.py:234) is turned off
+            absent = not _present(text, [n])
+            r = _change(ctx, n, not (off and n.prose) and not absent)
             if r:
                 out.append(r)
         out += [r for r in (_change(ctx, n, False) for n in a[:1]) if r]
@@ -580,13 +614,55 @@ _ALONE = re.compile(r"\b(?:cannot set|please remove|remove|must not be set|shoul
 
 def _alone(ctx: Context, text: str, named: list[Named]) -> list[Remediation]:
     """One setting refused on its own ("Cannot set --x for the decode engine", "base_gpu_id
-    must be non-negative", "please remove --x"): remove it, the release's default applies."""
+    must be non-negative", "please remove --x"): remove it, the release's default applies --
+    unless the value it refuses is that default (``_refused_default``)."""
     plain = [n for n in named if not n.prose]
     if not _ALONE.search(text) or not (len(plain) == 1 or (not plain and len(named) == 1)):
         return []
     n = plain[0] if plain else named[0]
+    if _refused_default(ctx, text, n) is not None:
+        return _other_choice(ctx, text, n)
     r = _change(ctx, n, False)
     return [r] if r else []
+
+
+# "moe_a2a_backend cannot be 'none'" (0.5.9 server_args.py:5259), "X must not be 'auto'": the value
+# a setting may not have, right after its name
+_CANNOT_BE = re.compile(r"[`'\"]?\s+(?:cannot|can't|can not|must not|mustn't|should not|may not) be\s+"
+                        r"[`'\"]?(?P<v>[\w.+-]+)[`'\"]?", re.I)
+
+
+def _refused_default(ctx: Context, text: str, named: Named) -> str | None:
+    """The value the check says ``named`` cannot have, when it is the release's default of that
+    flag (a choice of it): removing the flag leaves that very value, so removal is no way out
+    (0.5.9 ``if self.enable_two_batch_overlap: if self.moe_a2a_backend == "none": raise``: the
+    user asked for two-batch overlap and left the a2a backend at its default)."""
+    spec = ctx.catalog.spec(named.flag)
+    m = _CANNOT_BE.match(text, named.end)
+    if spec is None or m is None or not spec.takes_value or not spec.choices:
+        return None
+    value = m.group("v").rstrip(".")
+    default = "none" if spec.default is None and "none" in map(str, spec.choices) else spec.default
+    return value if _equal(default, value) else None
+
+
+def _other_choice(ctx: Context, text: str, named: Named) -> list[Remediation]:
+    """``named`` set to a choice the check does not refuse, in the catalogue's order (the first
+    of them is the one the feature was built with: --moe-a2a-backend deepep), the others named in
+    the note; nothing when the launch already runs another choice (the check read a derived value)."""
+    spec = ctx.catalog.spec(named.flag)
+    refused = _refused_default(ctx, text, named)
+    stated = ctx.stated(named.flag)
+    if stated is not None and not _equal(stated, refused):
+        return []
+    others = [c for c in map(str, spec.choices) if c not in (refused, "auto") and not _refused(text, c)]
+    if not others or ctx.catalog.validate(named.flag, others[0]) is not None:
+        return []
+    rest = ", ".join(others[1:6]) + (", ..." if len(others) > 6 else "")
+    return [Remediation(set={named.flag: others[0]},
+                        note=f"set {named.flag} {others[0]}: the check refuses {refused!r}, the release's default "
+                             f"for it, so removing the flag would not help" + (f" (or another of its choices: {rest}; "
+                             f"the one your installation has)" if rest else ""))]
 
 
 def _concrete(rem: Remediation) -> bool:

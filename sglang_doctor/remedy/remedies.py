@@ -993,6 +993,17 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             notes.append(f"{name} exists in SGLang {', '.join(elsewhere)} but not in {ctx.version}; remove it")
             unsets.append(name)
             continue
+        ported = _other_engine(ctx, name, value) if target is None else None
+        if ported is not None:
+            to_set, note = ported
+            unsets.append(name)
+            sets.update(to_set)
+            for flag, v in to_set.items():
+                provenance[flag] = _log_source(line, value_from)
+                if isinstance(v, str) and v.startswith("<"):
+                    asked.append(flag)
+            notes.append(note)
+            continue
         if target is None:
             close = ctx.catalog.closest(name, 1)
             target = close[0] if close and _similar(name, close[0]) else None
@@ -1023,6 +1034,57 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
         cost += "; a replacement guessed from the spelling may not be the setting you meant"
     return Remediation(set=sets, unset=unsets, note="; ".join(notes), safe=not guessed and not asked,
                        needs_human=bool(asked), provenance=provenance, tradeoff=cost)
+
+
+# vLLM's engine arguments (vllm/engine/arg_utils.py) a command ported to SGLang keeps, and the
+# setting SGLang gives the same job: (SGLang flag or None, "value" (the same value carries over) /
+# True (a switch) / None (removed: SGLang does it by default), why).  Only names no SGLang release
+# has (an SGLang flag of another release is closest_flag's other branch).
+_OTHER_ENGINE: dict[str, tuple[str | None, Any, str]] = {
+    "--max-model-len": ("--context-length", "value", "vLLM's --max-model-len is SGLang's --context-length"),
+    "--gpu-memory-utilization": ("--mem-fraction-static", "value",
+                                 "vLLM's --gpu-memory-utilization is closest to SGLang's --mem-fraction-static "
+                                 "(SGLang's counts weights and the KV pool only: lower it if the start-up runs out "
+                                 "of memory)"),
+    "--max-num-seqs": ("--max-running-requests", "value", "vLLM's --max-num-seqs is SGLang's --max-running-requests"),
+    "--seed": ("--random-seed", "value", "vLLM's --seed is SGLang's --random-seed"),
+    "--block-size": ("--page-size", "value", "vLLM's --block-size is SGLang's --page-size"),
+    "--enforce-eager": ("--disable-cuda-graph", True, "vLLM's --enforce-eager is SGLang's --disable-cuda-graph"),
+    "--enable-prefix-caching": (None, None, "vLLM's --enable-prefix-caching: SGLang's radix cache is on by default"),
+    "--enable-chunked-prefill": (None, None, "vLLM's --enable-chunked-prefill: SGLang chunks prefills by default "
+                                             "(--chunked-prefill-size)"),
+    "--enable-auto-tool-choice": (None, None, "vLLM's --enable-auto-tool-choice: SGLang parses tool calls with "
+                                              "--tool-call-parser alone"),
+    "--disable-log-requests": (None, None, "vLLM's --disable-log-requests: SGLang does not log requests unless "
+                                           "--log-requests is given"),
+    "--swap-space": (None, None, "vLLM's --swap-space has no SGLang counterpart"),
+    "--distributed-executor-backend": (None, None, "vLLM's --distributed-executor-backend has no SGLang counterpart"),
+}
+
+
+def _other_engine(ctx: Context, name: str, value: Any) -> tuple[dict[str, Any], str] | None:
+    """A vLLM engine argument a ported command kept (``_OTHER_ENGINE``): the SGLang setting that
+    does its job, spelled for the target release, its value carried over only when this
+    release's parser accepts it (the log's value is untrusted: a value it refuses is asked for);
+    ({}, note) when SGLang needs nothing in its place; None for any other name."""
+    entry = _OTHER_ENGINE.get(name)
+    if entry is None:
+        return None
+    flag, how, why = entry
+    if flag is None:
+        return {}, f"{name}: {why}; remove it"
+    target = ctx.flag(flag)
+    if target is None:
+        return {}, f"{name}: {why}, which SGLang {ctx.version} does not have; remove it"
+    if how is True:
+        want: Any = True
+    elif value is not None and ctx.catalog.validate(target, value) is None:
+        want = value
+    else:
+        want = f"<the value you gave {name}>"
+    if want is True and ctx.catalog.validate(target, True) is not None:
+        return {}, f"{name}: {why}; remove it"
+    return {target: want}, f"{name} -> {target}: {why}"
 
 
 def _same_as(ctx: Context, after: tuple[str, Any]) -> tuple[str, Any] | None:
@@ -1074,7 +1136,10 @@ _NAMED_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b|(?<![\w
 # backticks ("please use `--moe-runner-backend cutlass`")
 # ("... by explicitly setting the `dtype` flag in CLI, for example: --dtype=half": an example the
 # message gives of its own advice is advice too)
-_ADVISED = re.compile(r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?|"
+# (a verb after "when" / "if" / "while" / "unless" states the launch's condition, not advice:
+# "Remove --x when using --moe-a2a-backend deepep_v2", 0.5.23 moe_hook.py:427)
+_ADVISED = re.compile(r"(?<!\bwhen )(?<!\bif )(?<!\bwhile )(?<!\bunless )"
+                      r"\b(?:use|using|set|setting|specify|pass|passing|add|adding|enable|try|with|requires?|needs?|"
                       r"for\s+example:?)\s+"
                       r"[`'\"]?(--[a-z][a-z0-9-]+)(?:[ =][`'\"]?(?!--)([\w.+-]+))?",
                       re.IGNORECASE)

@@ -609,3 +609,78 @@ def test_an_unknown_release_keeps_a_renamed_flag_the_message_itself_spells():
     rem = _guessed("--mamba-radix-cache-strategy extra_buffer needs mamba state, got LlamaForCausalLM.")
     touched = {f for s, u in _changes(rem) for f in [*s, *u]} if rem is not None else set()
     assert "--mamba-scheduler-strategy" not in touched
+
+
+# -- "X cannot be V" where V is X's default: removing X leaves V -----------------------------------
+
+
+def test_a_refused_value_that_is_the_default_sets_another_choice_instead_of_removing_the_flag():
+    # 0.5.9 server_args.py:5259 ``if self.enable_two_batch_overlap: if self.moe_a2a_backend ==
+    # "none": raise``: 'none' is --moe-a2a-backend's default, so removing the flag keeps it
+    rem = _fix("When enabling two batch overlap, moe_a2a_backend cannot be 'none'.", exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({"--moe-a2a-backend": "deepep"}, [])
+    assert ({}, ["--moe-a2a-backend"]) not in changes
+    assert "default" in rem.note and "mooncake" in rem.note
+
+
+def test_a_refused_value_that_is_not_the_default_is_still_removed():
+    # 0.5.9 server_args.py: "Currently speculative MoE runner backend cannot be flashinfer_trtllm ..."
+    # (the flag's default is not that value: removing it is the way out)
+    rem = _fix("Currently speculative MoE runner backend cannot be flashinfer_trtllm for risk in some draft models.",
+               server_args={"speculative_moe_runner_backend": "flashinfer_trtllm"}, exc="ValueError")
+    assert ({}, ["--speculative-moe-runner-backend"]) in _changes(rem)[:2]
+
+
+def test_a_choice_named_before_another_setting_is_read_as_the_refused_subject():
+    # 0.5.9 server_args.py:2173 ``assert self.ep_size == 1, "FP8/MXFP8 Cutlass MoE is only supported
+    # with ep_size == 1"`` under ``if self.moe_runner_backend == "cutlass"``: the value it states, then
+    # the refused backend removed (the words "MXFP8 Cutlass" must not hide "Cutlass MoE", nor
+    # ep_size's place after the choice drop it)
+    rem = _fix("FP8/MXFP8 Cutlass MoE is only supported with ep_size == 1", V0523)
+    assert _changes(rem)[:2] == [({"--ep-size": 1}, []), ({}, ["--moe-runner-backend"])]
+
+
+def test_a_requirement_that_names_a_setting_as_absent_turns_it_off():
+    # 0.5.23 lora_hook.py:234: "... requires trivial expert placement without EPLB or redundant
+    # experts": EPLB is what the requirement excludes, never turned on
+    rem = _fix("--moe-runner-backend triton currently requires trivial expert placement without EPLB or redundant experts",
+               V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--enable-eplb"])
+    assert not any(s.get("--enable-eplb") is True for s, _ in changes)
+
+
+def test_a_flag_after_when_using_is_the_launchs_condition_not_advice():
+    # 0.5.23 moe_hook.py:427: "Remove --enforce-shared-experts-fusion when using --moe-a2a-backend
+    # deepep_v2." advises the removal; deepep_v2 is what the launch already runs
+    rem = _fix("DeepEP v2 MoE has not validated fused shared experts yet. Remove --enforce-shared-experts-fusion "
+               "when using --moe-a2a-backend deepep_v2.", V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({}, ["--enforce-shared-experts-fusion"])
+    assert ({"--moe-a2a-backend": "deepep_v2"}, []) not in changes
+
+
+def test_a_value_written_after_one_flag_is_not_another_settings_value():
+    # 0.5.23 model_overrides/minimax_m3.py:105: "none or megamoe" are --moe-a2a-backend's values;
+    # --moe-runner-backend also has a "megamoe" choice, but the refused runner is only removed
+    rem = _fix("M3.1 NVFP4 flashinfer_trtllm_routed requires --moe-a2a-backend none or megamoe", V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({"--moe-a2a-backend": "none"}, [])
+    assert not any(s.get("--moe-runner-backend") == "megamoe" for s, _ in changes)
+
+
+def test_a_number_written_after_one_setting_is_still_anothers_value():
+    # 0.5.23 validation_hook.py:652: each of the three sizes is asked to be 1
+    rem = _fix("The standard Torch MPS path requires tp_size=1, pp_size=1, and dp_size=1", V0523, exc="ValueError")
+    assert _changes(rem)[:2] == [({"--tp-size": 1}, []), ({"--pp-size": 1}, [])]
+
+
+def test_a_refused_choice_whose_default_the_release_resolves_is_turned_disabled_not_removed():
+    # 0.5.23 layernorm_sp_hook.py:73 refuses --cuda-graph-backend-prefill breakable, which is also the
+    # CUDA default the release resolves when the flag is absent: "disabled" is the way off
+    rem = _fix("Muse MegaMoE breakable prefill requires a positive --chunked-prefill-size to bound SP workspace growth.",
+               V0523, exc="ValueError")
+    changes = _changes(rem)
+    assert changes[0] == ({"--cuda-graph-backend-prefill": "disabled"}, [])
+    assert ({}, ["--cuda-graph-backend-prefill"]) not in changes
