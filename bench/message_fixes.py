@@ -153,14 +153,11 @@ def args_sites(inv: dict, ruleset) -> set[str]:
     """(args35) The keys of the sites whose right answer is args.invalid wherever they are (the
     speculative, LoRA, disaggregation, quantization and model-config checks of a launch's
     arguments too, not only server_args.py), as the inventory's measure gives it for their phase."""
-    import functools
 
     disp = inv_mod.Dispositions.load()
     categories = inv_mod.class_categories()
     categories.update({r.id: r.category for r in ruleset.rules})
     by_phase = inv_mod.class_phase_categories()
-    # (right_answer reads rules/classes.yaml for every by-phase waiver: once is enough)
-    inv_mod.by_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.by_phase_categories)
     return {inv_mod.site_key(s) for s in inv_mod.iter_sites(inv)
             if not s["kind"].startswith("log")
             and inv_mod.right_answer(s, disp, categories, disp.phase(s), by_phase) == "args.invalid"}

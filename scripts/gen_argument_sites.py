@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import functools
 import json
 import re
 import sys
@@ -50,10 +49,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import inventory_failures as inv_mod  # noqa: E402
 
-inv_mod.class_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.class_phase_categories)
 
-# right_answer reads rules/classes.yaml for every by-phase waiver: once is enough here
-inv_mod.by_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.by_phase_categories)
 
 OUT = ROOT / "sglang_doctor" / "diagnose" / "argument_sites.json"
 MIN_LITERAL = 24   # literal characters outside the placeholders

@@ -30,7 +30,6 @@ out.  Nothing is taken from a log.  Deterministic: rerunning on the same invento
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
 import sys
@@ -42,8 +41,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import inventory_failures as inv_mod  # noqa: E402
 
-inv_mod.class_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.class_phase_categories)
-inv_mod.by_phase_categories = functools.lru_cache(maxsize=None)(inv_mod.by_phase_categories)
 
 OUT = ROOT / "sglang_doctor" / "diagnose" / "raise_sites.json"
 HEAD = 40  # literal characters of a template's start kept to tell the sites of one function apart

@@ -38,6 +38,7 @@ the rule pack and dispositions.yaml.  Wheels are taken from ``--wheel-dir`` (def
 
 from __future__ import annotations
 
+import functools
 import argparse
 import ast
 import fnmatch
@@ -930,8 +931,10 @@ def synthetic_log(site: dict, phase: str = "unknown", right: str | None = None, 
     return _context(phase, release) + _traceback(site, message, header, phase)
 
 
+@functools.lru_cache(maxsize=None)
 def by_phase_categories(rules_dir: Path = ROOT / "rules") -> tuple[dict[str, str], str]:
-    """class.internal.check's phase -> category map and its category for an unknown phase."""
+    """class.internal.check's phase -> category map and its category for an unknown phase (read once
+    per rules directory: right_answer asks for every by-phase waiver)."""
     data = _load_yaml(rules_dir / "classes.yaml") or {}
     for rule in data.get("rules", []):
         if isinstance(rule, dict) and rule.get("id") == "class.internal.check":
@@ -939,8 +942,10 @@ def by_phase_categories(rules_dir: Path = ROOT / "rules") -> tuple[dict[str, str
     return {}, "other"
 
 
+@functools.lru_cache(maxsize=None)
 def class_phase_categories(rules_dir: Path = ROOT / "rules") -> dict[str, dict[str, str]]:
-    """Class id -> its ``category_by_phase`` (the classes whose category is the phase's)."""
+    """Class id -> its ``category_by_phase`` (the classes whose category is the phase's; read once
+    per rules directory)."""
     data = _load_yaml(rules_dir / "classes.yaml") or {}
     return {r["id"]: dict(r["category_by_phase"]) for r in data.get("rules", [])
             if isinstance(r, dict) and r.get("category_by_phase")}
