@@ -288,15 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
     args = ap.parse_args(argv)
     text = dumps(build())
+    status = inv_mod.check_or_write(OUT, text, args.check)
     if args.check:
-        same = OUT.is_file() and OUT.read_text(encoding="utf-8") == text
-        print("argument_sites.json is " + ("up to date" if same else "STALE: run scripts/gen_argument_sites.py"))
-        return 0 if same else 1
-    OUT.write_text(text, encoding="utf-8")
+        return status
     table = json.loads(text)
     print(f"wrote {OUT.relative_to(ROOT)}: {len(table['sites'])} templates, {len(text.encode())} bytes; "
           f"left out {table['left_out']}")
-    return 0
+    return status
 
 
 if __name__ == "__main__":
