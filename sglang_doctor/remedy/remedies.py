@@ -1000,7 +1000,7 @@ def closest_flag(ctx: Context, params: dict) -> Remediation | None:
             sets.update(to_set)
             for flag, v in to_set.items():
                 provenance[flag] = _log_source(line, value_from)
-                if isinstance(v, str) and v.startswith("<"):
+                if isinstance(v, str) and v.startswith("<"):  # _placeholder: the user's to give
                     asked.append(flag)
             notes.append(note)
             continue
@@ -1081,7 +1081,7 @@ def _other_engine(ctx: Context, name: str, value: Any) -> tuple[dict[str, Any], 
     elif value is not None and ctx.catalog.validate(target, value) is None:
         want = value
     else:
-        want = f"<the value you gave {name}>"
+        want = _placeholder(f"the value you gave {name}")
     if want is True and ctx.catalog.validate(target, True) is not None:
         return {}, f"{name}: {why}; remove it"
     return {target: want}, f"{name} -> {target}: {why}"
